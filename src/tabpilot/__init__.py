@@ -1,0 +1,74 @@
+"""tabpilot: control a real browser with many tabs, and never lose one.
+
+The library is the core; the MCP server (`tabpilot.server`) uses only these names.
+"""
+
+from __future__ import annotations
+
+from ._browser_path import find_browser
+from ._errors import (
+    ActionError,
+    BrowserNotFoundError,
+    ConnectError,
+    DialogOpenError,
+    ForeignRefError,
+    InstanceError,
+    InstanceLostError,
+    InstanceNotFoundError,
+    LastTabError,
+    NavigationBlockedError,
+    NoDialogError,
+    RefError,
+    StaleRefError,
+    TabError,
+    TabLimitError,
+    TabNotFoundError,
+    TabpilotError,
+)
+from ._events import EventBus
+from ._instance import Instance, InstanceKind
+from ._manager import CloseResult, TabIds, TabManager
+from ._refs import parse_ref, scope_snapshot
+from ._tab import Snapshot, Tab
+from ._types import CloseCause, DialogInfo, OpenCause, TabEvent, TabInfo, TabLimitPolicy, TabStatus
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActionError",
+    "BrowserNotFoundError",
+    "CloseCause",
+    "CloseResult",
+    "ConnectError",
+    "DialogInfo",
+    "DialogOpenError",
+    "EventBus",
+    "ForeignRefError",
+    "Instance",
+    "InstanceError",
+    "InstanceKind",
+    "InstanceLostError",
+    "InstanceNotFoundError",
+    "LastTabError",
+    "NavigationBlockedError",
+    "NoDialogError",
+    "OpenCause",
+    "RefError",
+    "Snapshot",
+    "StaleRefError",
+    "Tab",
+    "TabError",
+    "TabEvent",
+    "TabIds",
+    "TabInfo",
+    "TabLimitError",
+    "TabLimitPolicy",
+    "TabManager",
+    "TabNotFoundError",
+    "TabStatus",
+    "TabpilotError",
+    "__version__",
+    "find_browser",
+    "parse_ref",
+    "scope_snapshot",
+]

@@ -1,0 +1,43 @@
+"""Element refs that carry their tab: Playwright's `e5` on tab 3 is `3e5`, its `f1e2` is `3f1e2`."""
+
+from __future__ import annotations
+
+import re
+
+_TAB_REF = re.compile(r"^(\d+)((?:f\d+)?e\d+)$")
+_PAGE_REF = re.compile(r"^(?:f\d+)?e\d+$")
+_SNAPSHOT_REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
+
+
+def parse_ref(ref: str) -> tuple[int | None, str]:
+    """Split a ref into (tab id, per-page ref). A bare per-page ref gives (None, ref).
+
+    Raises ValueError for text that is no ref at all.
+    """
+    text = ref.strip()
+    match = _TAB_REF.match(text)
+    if match:
+        return int(match.group(1)), match.group(2)
+    if _PAGE_REF.match(text):
+        return None, text
+    raise ValueError(
+        f"{ref!r} is not an element ref. Refs look like '3e5' (tab 3, element e5) and come from browser_snapshot."
+    )
+
+
+def tab_ref(tab_id: int, page_ref: str) -> str:
+    return f"{tab_id}{page_ref}"
+
+
+def scope_snapshot(tab_id: int, snapshot: str) -> tuple[str, set[str]]:
+    """Prefix every ref in a Playwright aria snapshot with its tab id.
+
+    Returns the rewritten text and the set of per-page refs it contained.
+    """
+    refs: set[str] = set()
+
+    def rewrite(match: re.Match[str]) -> str:
+        refs.add(match.group(1))
+        return f"[ref={tab_id}{match.group(1)}]"
+
+    return _SNAPSHOT_REF.sub(rewrite, snapshot), refs
