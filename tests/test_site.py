@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+import websockets
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from tabpilot.site import LocalSite
+
+
+def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def test_the_home_page_links_to_a_new_tab_a_popup_and_the_sign_in_demo(site: LocalSite) -> None:
+    status, headers, body = fetch(site.url("/"))
+    page = body.decode()
+    assert status == 200
+    assert headers["content-type"].startswith("text/html")
+    assert "<title>Home</title>" in page
+    assert '<a href="/page/a" target="_blank">Open A in new tab</a>' in page
+    assert "window.open('/page/b', 'popup_b'" in page
+    assert "Sign-in demo" in page
+
+
+def test_named_pages_carry_their_name_in_title_and_heading(site: LocalSite) -> None:
+    _, _, body = fetch(site.url("/page/zebra"))
+    assert "<title>Page zebra</title>" in body.decode()
+    assert "<h1>Page zebra</h1>" in body.decode()
+
+
+def test_every_built_in_page_has_a_title(site: LocalSite) -> None:
+    pages = [
+        "/oauth/start",
+        "/oauth/authorize",
+        "/oauth/callback?user=ada",
+        "/console?msg=hi",
+        "/fetch",
+        "/ws-page",
+        "/dialog",
+        "/beforeunload",
+        "/many?n=3",
+        "/form",
+        "/close-self",
+        "/download",
+    ]
+    for path in pages:
+        status, _, body = fetch(site.url(path))
+        assert status == 200, path
+        assert "<title>" in body.decode(), path
+
+
+def test_console_page_embeds_its_messages_safely(site: LocalSite) -> None:
+    _, _, body = fetch(site.url("/console?msg=</script><b>x&error=bad&throw=boom"))
+    page = body.decode()
+    assert 'console.log("<\\/script><b>x");' in page
+    assert 'console.error("bad");' in page
+    assert 'throw new Error("boom");' in page
+
+
+def test_the_http_api_echoes_sets_status_and_sizes_bodies(site: LocalSite) -> None:
+    _, _, echo = fetch(site.url("/api/echo?q=1"))
+    assert json.loads(echo)["query"] == {"q": "1"}
+    assert fetch(site.url("/api/status/404"))[0] == 404
+    assert len(fetch(site.url("/api/text?n=1000"))[2]) == 1000
+    status, headers, binary = fetch(site.url("/api/binary?n=300"))
+    assert (status, headers["content-type"], len(binary)) == (200, "application/octet-stream", 300)
+    assert "session=" in fetch(site.url("/api/set-cookie"))[1]["set-cookie"]
+    assert "attachment" in fetch(site.url("/api/file"))[1]["content-disposition"]
+
+
+def test_many_renders_n_buttons_and_n_links(site: LocalSite) -> None:
+    page = fetch(site.url("/many?n=300"))[2].decode()
+    assert page.count("<button") == 300
+    assert ">Button 300</button>" in page
+    assert '<a href="#300">Link 300</a>' in page
+
+
+async def test_the_websocket_endpoint_echoes_text_and_answers_ping_with_pong(site: LocalSite) -> None:
+    async with websockets.connect(site.ws_url("/ws")) as ws:
+        await ws.send("hello")
+        assert await asyncio.wait_for(ws.recv(), 5) == "hello"
+        await ws.send("ping")
+        assert await asyncio.wait_for(ws.recv(), 5) == "pong"
+
+
+def test_set_content_serves_new_pages_and_replaces_built_in_ones(site: LocalSite) -> None:
+    site.set_content("/custom", "<title>Custom</title><p>hi</p>")
+    site.set_content("/", "<title>Replaced</title>")
+    site.set_content("/data.json", '{"a": 1}', content_type="application/json")
+    assert fetch(site.url("/custom"))[2] == b"<title>Custom</title><p>hi</p>"
+    assert fetch(site.url("/"))[2] == b"<title>Replaced</title>"
+    status, headers, body = fetch(site.url("/data.json"))
+    assert (status, headers["content-type"], body) == (200, "application/json", b'{"a": 1}')
+
+
+def test_routes_added_by_a_test_are_gone_in_the_next_test(site: LocalSite) -> None:
+    assert fetch(site.url("/custom"))[0] == 404
+    assert "<title>Home</title>" in fetch(site.url("/"))[2].decode()
+
+
+def test_set_route_serves_a_starlette_endpoint_with_path_parameters(site: LocalSite) -> None:
+    async def endpoint(request: Request) -> Response:
+        return PlainTextResponse(f"item {request.path_params['item']}", status_code=201)
+
+    site.set_route("/items/{item}", endpoint)
+    assert fetch(site.url("/items/7"))[:3:2] == (201, b"item 7")
+
+
+def test_a_site_stops_and_frees_its_port() -> None:
+    with LocalSite() as own:
+        url = own.url("/page/x")
+        assert fetch(url)[0] == 200
+    try:
+        urllib.request.urlopen(url, timeout=2)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("the site still answered after stop()")
