@@ -35,7 +35,8 @@ $(STAMP): pyproject.toml | $(PIP)
 	@touch $@
 
 browser: install
-	$(PY) -m tabpilot._browser_path --ensure
+	@# -W: runpy warns because the package __init__ already imported the module; harmless.
+	$(PY) -W ignore::RuntimeWarning:runpy -m tabpilot._browser_path --ensure
 
 lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
