@@ -6,6 +6,7 @@ import urllib.error
 import urllib.request
 
 import websockets
+from playwright.async_api import async_playwright, expect
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
@@ -125,3 +126,46 @@ def test_a_site_stops_and_frees_its_port() -> None:
         pass
     else:
         raise AssertionError("the site still answered after stop()")
+
+
+async def test_in_chromium_the_oauth_popup_signs_the_app_in_and_closes_itself(
+    site: LocalSite, browser_path: str
+) -> None:
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=browser_path)
+        try:
+            context = await browser.new_context()
+            app = await context.new_page()
+            await app.goto(site.url("/oauth/start"))
+            async with context.expect_page() as popup_info:
+                await app.get_by_role("button", name="Sign in").click()
+            popup = await popup_info.value
+            await popup.get_by_label("Username").fill("ada")
+            await popup.get_by_role("button", name="Authorize").click()
+            await popup.wait_for_event("close")
+            await expect(app).to_have_title("App - signed in")
+            await expect(app.get_by_role("status")).to_have_text("Signed in as ada")
+        finally:
+            await browser.close()
+
+
+async def test_in_chromium_the_websocket_and_fetch_pages_log_what_they_received(
+    site: LocalSite, browser_path: str
+) -> None:
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=browser_path)
+        try:
+            page = await browser.new_page()
+            logs: list[str] = []
+            page.on("console", lambda message: logs.append(message.text))
+            await page.goto(site.url("/ws-page"))
+            await expect(page.get_by_role("listitem")).to_have_text(["hello"])
+            await page.get_by_role("button", name="Send ping").click()
+            await expect(page.get_by_role("listitem")).to_have_text(["hello", "pong"])
+            await page.goto(site.url("/fetch?path=/api/status/404&path=/api/text?n=10"))
+            await expect(page.get_by_role("status")).to_have_text("Done")
+            assert logs[:2] == ["ws received: hello", "ws received: pong"]
+            assert "fetched /api/status/404 404" in logs
+            assert "fetched /api/text?n=10 200" in logs
+        finally:
+            await browser.close()

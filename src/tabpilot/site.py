@@ -234,6 +234,8 @@ setTimeout(() => {
 
 
 async def close_self_page(request: Request) -> Response:
+    # Chromium honours window.close() only in a tab a script opened (or with one history entry):
+    # open this page with window.open or target=_blank to get a tab that closes itself.
     body = '<h1>Close self</h1>\n<button type="button" onclick="window.close()">Close me</button>'
     return HTMLResponse(_page("Close self", body))
 
