@@ -19,7 +19,7 @@ install: $(STAMP)
 $(PIP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "tabpilot needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2; exit 1; }
-	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+	@$(PYTHON) -m venv $(VENV) || { \
 		rm -rf $(VENV); \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "python3 -m venv failed; installing python3-venv with apt-get" >&2; \
