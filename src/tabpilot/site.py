@@ -423,8 +423,12 @@ class LocalSite:
             return self
         # Binding here, not inside uvicorn, gives us the port before the thread starts and leaves no race.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._port))
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self._host, self._port))
+        except OSError:
+            sock.close()
+            raise
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(
             self._app,
