@@ -64,7 +64,6 @@ class Instance:
         self._pending: set[asyncio.Task[None]] = set()
         self._creating: int = 0
         self._cdp: CDPSession | None = None
-        self._title_events = False
         self._disposers: list[Callable[[], None]] = []
 
     def __repr__(self) -> str:
@@ -150,7 +149,6 @@ class Instance:
                 self._cdp.on("Target.targetInfoChanged", self._on_target_info)
                 self._cdp.on("Target.targetCreated", self._on_target_info)
                 await self._cdp.send("Target.setDiscoverTargets", {"discover": True})
-                self._title_events = True
         for hook in self.manager._context_hooks:
             self._disposers.append(hook(self.context, self.manager.tab_id_for_page))
         for page in list(self.context.pages):
@@ -221,6 +219,15 @@ class Instance:
         self._emit("instance_lost", None, reason=reason)
         self._stop_process()
 
+    async def refresh(self) -> None:
+        """Bring every tab's title and URL up to date in one browser round trip (not one per tab)."""
+        if self._cdp is None or self.state != "open":
+            return
+        with contextlib.suppress(Exception):
+            targets = await asyncio.wait_for(self._cdp.send("Target.getTargets"), 5)
+            for info in targets["targetInfos"]:
+                self._on_target_info({"targetInfo": info})
+
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait until every tab discovered so far is fully registered (target id, opener, cause)."""
         deadline = asyncio.get_running_loop().time() + timeout
@@ -243,7 +250,7 @@ class Instance:
         title = info.get("title", "")
         self._target_titles[target_id] = title
         tab = self._by_target.get(target_id)
-        if tab is not None:
+        if tab is not None and title:
             tab._title = title
 
     def _on_page(self, page: Page) -> None:
@@ -324,10 +331,9 @@ class Instance:
             await self._enforce_cap(tab)
             if not tab.closed and self.manager.follow_new_tabs:
                 self.activate(tab)
-        if not self._mru or tab.id not in self._mru:
+        if (preexisting or tab.cause != "tool") and tab.id not in self._mru and not tab.closed:
             # Opened by a page or another client: tracked, not activated. Least recent in MRU order.
-            if tab.id not in self._mru and not tab.closed:
-                self._mru.insert(0, tab.id)
+            self._mru.insert(0, tab.id)
 
     def _announce(self, tab: Tab) -> None:
         if getattr(tab, "_announced", False):

@@ -470,6 +470,10 @@ class TabManager:
         tab.pinned = pinned
         return tab
 
+    async def refresh(self) -> None:
+        """Re-read titles and URLs of all tabs: one round trip per instance, whatever the tab count."""
+        await asyncio.gather(*(i.refresh() for i in self._instances.values()))
+
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait until every tab discovered so far is fully registered and announced."""
         await asyncio.gather(*(i.settle(timeout) for i in self._instances.values()))

@@ -56,6 +56,7 @@ class Tab:
         self._refs: set[str] = set()
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Callable[[], None]] = []
+        self._title_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -86,7 +87,7 @@ class Tab:
 
         def dispose() -> None:
             try:
-                self.page.remove_listener(event, handler)  # type: ignore[call-overload]
+                self.page.remove_listener(event, handler)
             except KeyError:
                 pass
 
@@ -102,6 +103,9 @@ class Tab:
         self._listen("framenavigated", self._on_frame_navigated)
 
     def _dispose(self) -> None:
+        if self._title_task is not None:
+            self._title_task.cancel()
+            self._title_task = None
         disposers, self._disposers = self._disposers, []
         for dispose in disposers:
             dispose()
@@ -132,16 +136,32 @@ class Tab:
     def _on_load(self, _page: Page) -> None:
         if self.status != "crashed":
             self.status = "complete"
+        self._fetch_title_soon()
 
     def _on_new_document(self, _page: Page) -> None:
         # A new document has new elements: every ref of the old one is stale.
         self._refs.clear()
+        self._fetch_title_soon()
+
+    def _fetch_title_soon(self) -> None:
+        """Learn the title when a document loads, so listing tabs later needs no round trip.
+
+        Chromium's Target.targetInfoChanged reports URL changes but not title changes.
+        """
+        if self._title_task is not None and not self._title_task.done():
+            return
+
+        async def fetch() -> None:
+            try:
+                self._title = await asyncio.wait_for(self.page.title(), 5)
+            except Exception:
+                pass  # navigating, closed, or blocked by a dialog: the next load tries again
+
+        self._title_task = asyncio.get_running_loop().create_task(fetch())
 
     def _on_frame_navigated(self, frame: Frame) -> None:
         if frame == self.page.main_frame and self.status != "crashed":
             self.status = "loading"
-            if not self.instance._title_events:
-                self._title = ""
 
     # -- guards --------------------------------------------------------------------------------
 

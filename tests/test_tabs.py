@@ -1,0 +1,366 @@
+"""The tab core on a real Chromium: ids, openers, activation, caps, dialogs, other clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from tabpilot import (
+    Instance,
+    LastTabError,
+    TabEvent,
+    TabLimitError,
+    TabManager,
+    TabNotFoundError,
+)
+from tabpilot.site import LocalSite
+
+
+@pytest.fixture(scope="module")
+async def manager(browser_path: str) -> AsyncIterator[TabManager]:
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()
+        yield m
+
+
+@pytest.fixture
+async def instance(manager: TabManager) -> AsyncIterator[Instance]:
+    """A fresh, isolated browser context of the shared browser, as an instance of its own."""
+    launched = manager.instances[0]
+    assert launched.browser is not None
+    inst = await manager.attach_context(await launched.browser.new_context())
+    yield inst
+    await manager.close_instance(inst.id)
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+def events_of(manager: TabManager, instance: Instance, since: int, type: str) -> list[TabEvent]:
+    return [
+        e for e in manager.events.history(since=since) if e.instance_id == instance.id and e.type == type
+    ]
+
+
+async def test_a_blank_target_link_and_a_popup_are_tracked_with_their_opener_and_not_activated(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    home = await manager.new_tab(site.url("/"), instance_id=instance.id)
+    since = manager.events.last_seq
+
+    await home.page.get_by_text("Open A in new tab").click()
+    await home.page.get_by_role("button", name="Open popup").click()
+    await wait_until(lambda: len(instance.tabs) == 3)
+    await manager.settle()
+
+    opened = events_of(manager, instance, since, "tab_opened")
+    assert [(e.data["cause"], e.data["openerId"]) for e in opened] == [("link", home.id), ("popup", home.id)]
+    link_tab, popup_tab = (manager.tab(e.tab_id) for e in opened if e.tab_id is not None)
+    await wait_until(lambda: link_tab.url.endswith("/page/a") and popup_tab.url.endswith("/page/b"))
+    assert manager.active_tab(instance.id) is home
+    infos = {i.id: i for i in manager.tabs(instance.id)}
+    assert infos[link_tab.id].opener_id == home.id and not infos[link_tab.id].active
+    assert infos[popup_tab.id].opener_id == home.id and not infos[popup_tab.id].active
+    assert infos[home.id].active
+
+
+async def test_follow_mode_activates_a_tab_the_page_opens(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    home = await manager.new_tab(site.url("/"), instance_id=instance.id)
+    manager.follow_new_tabs = True
+    try:
+        await home.page.get_by_text("Open A in new tab").click()
+        await wait_until(lambda: len(instance.tabs) == 2)
+        await manager.settle()
+    finally:
+        manager.follow_new_tabs = False
+    new = next(t for t in instance.tabs if t is not home)
+    assert manager.active_tab(instance.id) is new
+
+
+async def test_an_oauth_popup_flow_completes_and_the_opener_is_active_again(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    app = await manager.new_tab(site.url("/oauth/start"), instance_id=instance.id)
+    since = manager.events.last_seq
+    await app.page.get_by_role("button", name="Sign in").click()
+    await wait_until(lambda: len(instance.tabs) == 2)
+    await manager.settle()
+    popup = next(t for t in instance.tabs if t is not app)
+    assert popup.opener_id == app.id and popup.cause == "popup"
+
+    manager.activate(popup.id)  # the agent chooses to work in the popup
+    await popup.page.wait_for_load_state()
+    await popup.page.get_by_label("Username").fill("ada")
+    await popup.page.get_by_role("button", name="Authorize").click()
+
+    await wait_until(lambda: popup.closed)
+    closed = events_of(manager, instance, since, "tab_closed")
+    assert closed[-1].tab_id == popup.id
+    assert closed[-1].data["by"] == "page"
+    assert closed[-1].data["activeTabId"] == app.id
+    assert manager.active_tab(instance.id) is app
+    await app.page.get_by_text("Signed in as ada").wait_for(timeout=5000)
+    with pytest.raises(TabNotFoundError):
+        manager.tab(popup.id)
+
+
+async def test_tabs_opened_and_closed_by_another_cdp_client_are_seen(manager: TabManager, site: LocalSite) -> None:
+    launched = manager.instances[0]
+    assert launched.endpoint is not None
+    since = manager.events.last_seq
+    request = urllib.request.Request(f"{launched.endpoint}/json/new?{site.url('/page/x')}", method="PUT")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        target = json.loads(response.read())
+
+    await wait_until(lambda: launched.tab_for_target(target["id"]) is not None)
+    await manager.settle()
+    tab = manager.tab(target["id"])  # lookup by full CDP target id
+    opened = events_of(manager, launched, since, "tab_opened")
+    assert [(e.tab_id, e.data["cause"]) for e in opened] == [(tab.id, "external")]
+    assert manager.active_tab(launched.id) is not tab
+
+    with urllib.request.urlopen(f"{launched.endpoint}/json/close/{target['id']}", timeout=5):
+        pass
+    await wait_until(lambda: tab.closed)
+    closed = events_of(manager, launched, since, "tab_closed")
+    assert [(e.tab_id, e.data["by"]) for e in closed] == [(tab.id, "external")]
+    assert tab.id not in [i.id for i in manager.tabs()]
+
+
+async def test_closing_the_active_tab_promotes_the_most_recently_used_not_the_neighbour(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    one = await manager.new_tab(site.url("/page/1"), instance_id=instance.id)
+    two = await manager.new_tab(site.url("/page/2"), instance_id=instance.id)
+    three = await manager.new_tab(site.url("/page/3"), instance_id=instance.id)
+    for tab in (one, three, two):
+        manager.activate(tab.id)
+
+    result = await manager.close_tab(two.id)
+
+    assert result.closed_tab_id == two.id
+    assert result.active_tab_id == three.id
+    assert manager.active_tab(instance.id) is three
+    last = manager.events.history()[-1]
+    assert last.type == "tab_activated" and last.tab_id == three.id
+
+
+async def test_tab_ids_are_never_reused_after_closes(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    seen: set[int] = set()
+    keep = await manager.new_tab(site.url("/page/keep"), instance_id=instance.id)
+    seen.add(keep.id)
+    for _ in range(4):
+        tab = await manager.new_tab(instance_id=instance.id)
+        assert tab.id not in seen
+        seen.add(tab.id)
+        await manager.close_tab(tab.id)
+    assert max(seen) > keep.id and len(seen) == 5
+
+
+async def test_a_tab_is_found_by_integer_decimal_string_and_target_id(
+    manager: TabManager, instance: Instance
+) -> None:
+    tab = await manager.new_tab(instance_id=instance.id)
+    assert tab.target_id is not None and len(tab.target_id) == 32
+    assert manager.tab(tab.id) is tab
+    assert manager.tab(str(tab.id)) is tab
+    assert manager.tab(tab.target_id) is tab
+    assert manager.tab(tab.target_id.lower()) is tab
+
+
+async def test_an_unknown_id_is_an_error_that_lists_the_open_tabs_and_never_falls_back(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    tab = await manager.new_tab(site.url("/page/listed"), instance_id=instance.id)
+    await tab.refresh_title()
+    for bad in (999_999, "999999", "not-a-target"):
+        with pytest.raises(TabNotFoundError) as caught:
+            manager.tab(bad)
+        message = str(caught.value)
+        assert "not found" in message
+        assert f"tab {tab.id}: Page listed ({site.url('/page/listed')})" in message
+        assert tab.id in caught.value.open_tab_ids
+
+
+async def test_closing_the_last_tab_of_an_instance_is_refused(manager: TabManager, instance: Instance) -> None:
+    only = await manager.new_tab(instance_id=instance.id)
+    with pytest.raises(LastTabError, match="Cannot close last tab"):
+        await manager.close_tab(only.id)
+    assert not only.closed and manager.tab(only.id) is only
+
+
+async def test_close_others_keeps_the_given_tab_and_pinned_tabs(
+    manager: TabManager, instance: Instance
+) -> None:
+    keep = await manager.new_tab(instance_id=instance.id)
+    pinned = await manager.new_tab(instance_id=instance.id)
+    manager.pin(pinned.id)
+    others = [await manager.new_tab(instance_id=instance.id) for _ in range(3)]
+
+    closed = await manager.close_others(keep.id)
+
+    assert sorted(closed) == sorted(t.id for t in others)
+    assert [t.id for t in instance.tabs] == [keep.id, pinned.id]
+    assert manager.active_tab(instance.id) is keep
+
+
+async def test_the_reject_cap_closes_a_page_opened_tab_and_refuses_a_tool_tab(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    manager.max_tabs = 2
+    try:
+        home = await manager.new_tab(site.url("/"), instance_id=instance.id)
+        await manager.new_tab(instance_id=instance.id, background=True)
+        with pytest.raises(TabLimitError, match="--max-tabs 2"):
+            await manager.new_tab(instance_id=instance.id)
+
+        since = manager.events.last_seq
+        await home.page.get_by_text("Open A in new tab").click()
+        await wait_until(lambda: bool(events_of(manager, instance, since, "tab_closed")))
+        await manager.settle()
+        opened = events_of(manager, instance, since, "tab_opened")
+        closed = events_of(manager, instance, since, "tab_closed")
+        assert closed[0].tab_id == opened[0].tab_id and closed[0].data["by"] == "cap"
+        assert len(instance.tabs) == 2
+    finally:
+        manager.max_tabs = 20
+
+
+async def test_the_close_oldest_cap_closes_the_least_recently_used_unpinned_inactive_tab(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    manager.max_tabs, manager.tab_limit_policy = 3, "close-oldest"
+    try:
+        oldest_pinned = await manager.new_tab(instance_id=instance.id)
+        manager.pin(oldest_pinned.id)
+        older = await manager.new_tab(instance_id=instance.id)
+        home = await manager.new_tab(site.url("/"), instance_id=instance.id)
+
+        # A tool tab beyond the cap evicts the LRU tab that is neither pinned nor active.
+        fourth = await manager.new_tab(instance_id=instance.id)
+        assert older.closed and not oldest_pinned.closed
+        manager.activate(home.id)
+
+        # A page-opened tab beyond the cap does the same: `fourth` is now the LRU candidate.
+        since = manager.events.last_seq
+        await home.page.get_by_text("Open A in new tab").click()
+        await wait_until(lambda: fourth.closed)
+        await manager.settle()
+        closed = events_of(manager, instance, since, "tab_closed")
+        assert [(e.tab_id, e.data["by"]) for e in closed] == [(fourth.id, "cap")]
+        assert not oldest_pinned.closed and not home.closed
+        assert len(instance.tabs) == 3
+    finally:
+        manager.max_tabs, manager.tab_limit_policy = 20, "reject"
+
+
+async def test_a_dialog_on_a_background_tab_does_not_block_the_active_tab(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    background = await manager.new_tab(site.url("/dialog"), instance_id=instance.id)
+    active = await manager.new_tab(site.url("/form"), instance_id=instance.id)
+    since = manager.events.last_seq
+
+    # The click itself cannot finish while confirm() blocks the page; it completes once handled.
+    click = asyncio.ensure_future(background.page.get_by_role("button", name="Confirm").click())
+    await wait_until(lambda: background.dialog is not None)
+
+    opened = events_of(manager, instance, since, "dialog_opened")
+    assert opened[0].tab_id == background.id and opened[0].data["message"] == "sure?"
+    assert manager.info(background).dialog is not None
+    # The active tab keeps working while the background tab's dialog is open.
+    await active.page.get_by_label("Name").fill("works", timeout=3000)
+    assert await active.page.get_by_label("Name").input_value() == "works"
+
+    info = await background.handle_dialog(accept=True)
+    assert info.type == "confirm"
+    await asyncio.wait_for(click, 5)
+    await background.page.get_by_text("confirm: true").wait_for(timeout=3000)
+    assert background.dialog is None
+
+
+async def test_listing_fifty_tabs_makes_no_browser_round_trip(
+    manager: TabManager, instance: Instance, site: LocalSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager.max_tabs = 60
+    try:
+        for i in range(50):
+            await manager.new_tab(site.url(f"/page/{i}"), instance_id=instance.id, background=True)
+        await wait_until(lambda: all(t.title.startswith("Page ") for t in instance.tabs), timeout=10)
+
+        # Every message Playwright sends to the browser goes through this one method.
+        from playwright._impl.connection import Connection
+
+        calls: list[str] = []
+        original = Connection.send_message_to_server
+
+        def counting_send(self: Connection, obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+            calls.append(method)
+            return original(self, obj, method, *args, **kwargs)
+
+        monkeypatch.setattr(Connection, "send_message_to_server", counting_send)
+        infos = manager.tabs(instance.id)
+        await asyncio.sleep(0)
+        assert calls == []
+        assert len(infos) == 50
+        assert [i.title for i in infos] == [f"Page {i}" for i in range(50)]
+        assert [i.index for i in infos] == list(range(50))
+        await instance.tabs[0].page.title()
+        assert calls, "the counter must see a real round trip"
+    finally:
+        manager.max_tabs = 20
+
+
+async def test_events_reach_callbacks_streams_and_the_bounded_history(
+    manager: TabManager, instance: Instance
+) -> None:
+    got: list[str] = []
+    dispose = manager.events.subscribe(lambda e: got.append(e.type))
+    stream = manager.events.stream()
+    first = asyncio.ensure_future(stream.__anext__())
+    await asyncio.sleep(0)
+    tab = await manager.new_tab(instance_id=instance.id)
+    dispose()
+    dispose()  # disposing twice is safe
+    event = await asyncio.wait_for(first, 5)
+    await stream.aclose()
+    assert event.type == "tab_opened" and event.tab_id == tab.id
+    assert got[:2] == ["tab_opened", "tab_activated"]
+    assert [e.type for e in manager.events.history(tab_id=tab.id)][:2] == ["tab_opened", "tab_activated"]
+
+
+async def test_a_crashed_tab_is_reported(manager: TabManager, instance: Instance) -> None:
+    tab = await manager.new_tab(instance_id=instance.id)
+    since = manager.events.last_seq
+    try:
+        await tab.page.goto("chrome://crash", timeout=5000)
+    except Exception:
+        pass
+    await wait_until(lambda: tab.status == "crashed")
+    assert [e.tab_id for e in events_of(manager, instance, since, "tab_crashed")] == [tab.id]
+
+
+async def test_closing_the_manager_leaves_no_browser_process(browser_path: str) -> None:
+    async with TabManager(browser_path=browser_path) as m:
+        inst = await m.launch()
+        pid = inst.pid
+        assert pid is not None
+        os.kill(pid, 0)  # running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
