@@ -356,6 +356,17 @@ async def test_a_crashed_tab_is_reported(manager: TabManager, instance: Instance
     assert [e.tab_id for e in events_of(manager, instance, since, "tab_crashed")] == [tab.id]
 
 
+async def test_a_download_is_reported_with_its_tab(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    tab = await manager.new_tab(site.url("/download"), instance_id=instance.id)
+    since = manager.events.last_seq
+    await tab.page.get_by_text("Get file").click()
+    await wait_until(lambda: bool(events_of(manager, instance, since, "download")))
+    (event,) = events_of(manager, instance, since, "download")
+    assert event.tab_id == tab.id and event.data["suggestedFilename"] == "tabpilot.txt"
+
+
 async def test_closing_the_manager_leaves_no_browser_process(browser_path: str) -> None:
     async with TabManager(browser_path=browser_path) as m:
         inst = await m.launch()

@@ -117,7 +117,8 @@ class TabManager:
         if self._closed:
             return
         self._closed = True
-        for instance in list(self._instances.values()):
+        # Newest first: a context instance closes before the browser it lives in.
+        for instance in reversed(list(self._instances.values())):
             await instance.close()
         for proc in list(self._processes):
             self._kill(proc)

@@ -94,7 +94,9 @@ class TabEvent:
             return f"tab {self.tab_id} opened ({d.get('cause')}){opener}: {d.get('url') or 'about:blank'}"
         if self.type == "tab_closed":
             active = d.get("activeTabId")
-            tail = f"; active tab is now {active}" if d.get("activeChanged") else ""
+            tail = ""
+            if d.get("activeChanged"):
+                tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
             return f"tab {self.tab_id} closed (by {d.get('by')}){tail}"
         if self.type == "tab_activated":
             return f"tab {self.tab_id} is now active"
