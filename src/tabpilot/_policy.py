@@ -1,0 +1,126 @@
+"""Navigation policy: which URLs a tab may be sent to.
+
+    policy = UrlPolicy(allowed_origins=["http://127.0.0.1:8000"], blocked_origins=["https://evil.test"])
+    policy.check("http://127.0.0.1:8000/a")   # returns None
+    policy.check("file:///etc/passwd")         # raises NavigationBlockedError
+
+Rules, in order:
+- `about:blank`, `about:srcdoc` and `data:` URLs are always allowed: they load nothing from
+  anywhere, and pages and tests use them as empty documents.
+- A URL whose origin is blocked is refused.
+- When `allowed_origins` is not empty, only those origins are allowed.
+- `file:` URLs are refused unless `file:` (or `file://`) is in `allowed_origins`: a local file
+  can hold secrets, and an agent told to "open the report" should not read the disk.
+- Other schemes that browsers treat as privileged (`chrome:`, `chrome-extension:`, `devtools:`,
+  `view-source:`, `javascript:`) are refused unless allowed the same way.
+
+An origin is written `scheme://host[:port]`; `*.example.com` (any scheme) and `https://*.example.com`
+match subdomains; a bare `example.com` matches that host on any scheme and port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from ._errors import NavigationBlockedError
+
+_ALWAYS_ALLOWED = ("about:blank", "about:srcdoc")
+_PRIVILEGED_SCHEMES = {"file", "chrome", "chrome-extension", "chrome-untrusted", "devtools", "view-source", "javascript"}
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+class _Pattern:
+    def __init__(self, text: str) -> None:
+        self.text = text.strip()
+        raw = self.text.lower().rstrip("/")
+        self.scheme: str | None = None
+        if raw.endswith(":") and "/" not in raw:  # "file:" or "chrome:"
+            self.scheme, rest = raw[:-1], ""
+        elif "://" in raw:
+            self.scheme, rest = raw.split("://", 1)
+        else:
+            rest = raw
+        self.any_subdomain = rest.startswith("*.")
+        host_port = rest[2:] if self.any_subdomain else rest
+        self.port: int | None = None
+        self.host = host_port
+        if host_port.startswith("["):  # IPv6 literal
+            end = host_port.find("]")
+            self.host = host_port[: end + 1]
+            if host_port[end + 1 : end + 2] == ":":
+                self.port = int(host_port[end + 2 :])
+        elif ":" in host_port:
+            host, port = host_port.rsplit(":", 1)
+            if port.isdigit():
+                self.host, self.port = host, int(port)
+        if self.port is None and self.scheme in _DEFAULT_PORTS and "://" in raw and host_port:
+            self.port = _DEFAULT_PORTS[self.scheme]
+
+    def matches(self, scheme: str, host: str, port: int | None) -> bool:
+        if self.scheme is not None and self.scheme != scheme:
+            return False
+        if not self.host:  # a bare scheme: "file:"
+            return True
+        if self.any_subdomain:
+            if not (host == self.host or host.endswith("." + self.host)):
+                return False
+        elif host != self.host:
+            return False
+        return self.port is None or self.port == port
+
+
+class UrlPolicy:
+    """Decides whether a tab may navigate to a URL; see the module docstring for the rules."""
+
+    def __init__(self, allowed_origins: Iterable[str] = (), blocked_origins: Iterable[str] = ()) -> None:
+        self.allowed_origins = tuple(o for o in allowed_origins if o.strip())
+        self.blocked_origins = tuple(o for o in blocked_origins if o.strip())
+        self._allowed = [_Pattern(o) for o in self.allowed_origins]
+        self._blocked = [_Pattern(o) for o in self.blocked_origins]
+
+    @property
+    def restricts(self) -> bool:
+        """Whether any URL other than privileged ones can be refused (worth routing page traffic)."""
+        return bool(self._allowed or self._blocked)
+
+    def allows(self, url: str) -> bool:
+        try:
+            self.check(url)
+        except NavigationBlockedError:
+            return False
+        return True
+
+    def check(self, url: str) -> None:
+        """Raise NavigationBlockedError if the policy refuses `url`."""
+        text = url.strip()
+        if text in _ALWAYS_ALLOWED or text.lower().startswith("data:"):
+            return
+        parts = urlsplit(text)
+        scheme = parts.scheme.lower()
+        host = (parts.hostname or "").lower()
+        if ":" in host:
+            host = f"[{host}]"
+        try:
+            port = parts.port or _DEFAULT_PORTS.get(scheme)
+        except ValueError:
+            port = None
+        origin = f"{scheme}://{parts.netloc}" if parts.netloc else f"{scheme}:"
+        if any(p.matches(scheme, host, port) for p in self._blocked):
+            raise NavigationBlockedError(
+                f"Navigation to {url} is blocked: {origin} is in --blocked-origins. Choose another URL.",
+                url=url,
+            )
+        allowed = any(p.matches(scheme, host, port) for p in self._allowed)
+        if scheme in _PRIVILEGED_SCHEMES and not allowed:
+            raise NavigationBlockedError(
+                f"Navigation to {url} is blocked: {scheme}: URLs are refused unless the server is started "
+                f"with --allowed-origins {scheme}: . Use an http(s) URL instead.",
+                url=url,
+            )
+        if self._allowed and not allowed:
+            raise NavigationBlockedError(
+                f"Navigation to {url} is blocked: {origin} is not in --allowed-origins "
+                f"({', '.join(self.allowed_origins)}). Choose a URL on an allowed origin.",
+                url=url,
+            )

@@ -1,0 +1,44 @@
+"""Every option of `tabpilot serve`, as one frozen record.
+
+The CLI (`tabpilot.cli`) builds it from argv; tests build it directly. Nothing else reads argv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tabpilot import TabLimitPolicy
+
+DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
+"""Seconds an HTTP session may stay idle before its browser context is released (the SDK's default)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    # Browser
+    headless: bool = True
+    browser_path: str | None = None
+    cdp_endpoint: str | None = None
+    ws_endpoint: str | None = None
+    # Tabs
+    max_tabs: int = 20
+    tab_limit_policy: TabLimitPolicy = "reject"
+    follow_new_tabs: bool = False
+    # Navigation policy
+    allowed_origins: tuple[str, ...] = ()
+    blocked_origins: tuple[str, ...] = ()
+    # Tool sets (`--tools default,foxmcp`)
+    tools: tuple[str, ...] = ("default",)
+    # Telemetry
+    buffer_size: int | None = None
+    redact: bool = True
+    # HTTP transport (None: stdio)
+    http_host: str | None = None
+    http_port: int = 8931
+    auth_token: str | None = None
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
+
+    @property
+    def shares_browser(self) -> bool:
+        """Whether sessions get isolated contexts of one shared browser (HTTP) instead of their own."""
+        return self.http_host is not None

@@ -1,0 +1,138 @@
+"""Streamable HTTP for `tabpilot serve --http HOST:PORT`.
+
+What this adds to the SDK's `streamable_http_app`:
+- Host/Origin checks (DNS rebinding) on every bind: the SDK's TransportSecuritySettings, with the
+  bind address and the loopback names allowed. A non-loopback bind needs `--auth-token`; there the
+  bearer token is the guard (a rebinding page cannot send it), so Host/Origin are not limited.
+- The bearer token: a small middleware compares `Authorization: Bearer TOKEN` in constant time.
+  The SDK's `token_verifier` needs OAuth `AuthSettings` and publishes OAuth metadata naming an
+  issuer that would not exist; a static token needs none of that.
+- Sessions: each MCP session gets its own browser context (`state.py`). The 2026-07-28 protocol
+  is sessionless (one POST per request, no session id), so it could not be isolated; requests
+  that speak it get a 400, which a client in "auto" mode treats as "use the handshake", and it
+  then gets a session.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .app import TabpilotServer
+from .config import ServerConfig
+
+MCP_PATH = "/mcp"
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "::1", "[::1]"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(config: ServerConfig) -> None:
+    """Refuse an HTTP bind reachable from other machines unless a bearer token guards it."""
+    host = config.http_host or "127.0.0.1"
+    if not is_loopback(host) and not config.auth_token:
+        raise ValueError(
+            f"Refusing to serve HTTP on {host}: that is reachable from other machines, and anyone who "
+            "reaches it controls your browser. Bind 127.0.0.1, or pass --auth-token TOKEN to require a "
+            "bearer token."
+        )
+
+
+def transport_security(config: ServerConfig) -> TransportSecuritySettings:
+    host = config.http_host or "127.0.0.1"
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    names = dict.fromkeys([shown, "127.0.0.1", "localhost", "[::1]"])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:*" for n in names],
+        allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")],
+    )
+
+
+async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+            + (headers or []),
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class _Guard:
+    """Bearer token check, and steering sessionless-protocol requests to the handshake."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if self.token is not None:
+            given = headers.get(b"authorization", b"").decode("latin-1")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), self.token):
+                await _plain(
+                    send, 401, "Missing or wrong bearer token.", [(b"www-authenticate", b'Bearer realm="tabpilot"')]
+                )
+                return
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await _plain(
+                send,
+                400,
+                f"tabpilot keeps a browser per MCP session; protocol {version} has no sessions. "
+                "Connect with the initialize handshake.",
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: TabpilotServer, config: ServerConfig) -> ASGIApp:
+    """The ASGI app serving `server` at /mcp with the checks above."""
+    check_bind(config)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=transport_security(config),
+        host=config.http_host or "127.0.0.1",
+        session_idle_timeout=config.session_idle_timeout,
+    )
+    return _Guard(app, config.auth_token)
+
+
+def uvicorn_config(server: TabpilotServer, config: ServerConfig, **options: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        http_app(server, config),
+        host=config.http_host or "127.0.0.1",
+        port=config.http_port,
+        log_level="warning",
+        lifespan="on",
+        **options,
+    )
+
+
+def run_http(server: TabpilotServer, config: ServerConfig) -> None:
+    """Serve until interrupted."""
+    uv = uvicorn.Server(uvicorn_config(server, config))
+    anyio.run(uv.serve)

@@ -1,0 +1,38 @@
+"""The MCP tools, one module per family; each module ends with `TOOLS: list[ToolSpec]`.
+
+To add a tool family: write `server/tools/<family>.py` like `tabs.py` or `navigate.py` (read
+`base.py` for `ToolSpec`, `Call` and what the wrapper does for you), then add its `TOOLS` to a set
+below. Tool sets are what `--tools` selects; several can be on at once if their names do not clash.
+"""
+
+from __future__ import annotations
+
+from . import tabs
+from .base import Call, RefArg, TabIdArg, ToolSpec, mcp_function
+
+TOOLSETS: dict[str, list[ToolSpec]] = {
+    "default": [*tabs.TOOLS],
+}
+
+
+def select_tools(names: tuple[str, ...] | list[str]) -> list[ToolSpec]:
+    """The tools of the named sets, refusing unknown names and sets whose tool names clash."""
+    unknown = [n for n in names if n not in TOOLSETS]
+    if unknown:
+        raise ValueError(
+            f"Unknown tool set {', '.join(map(repr, unknown))}. Known sets: {', '.join(sorted(TOOLSETS))}."
+        )
+    chosen: dict[str, tuple[str, ToolSpec]] = {}
+    for set_name in dict.fromkeys(names):
+        for spec in TOOLSETS[set_name]:
+            seen = chosen.get(spec.name)
+            if seen is not None and seen[1] is not spec:
+                raise ValueError(
+                    f"Tool sets {seen[0]!r} and {set_name!r} both define {spec.name!r} with different "
+                    "arguments; use one of them."
+                )
+            chosen.setdefault(spec.name, (set_name, spec))
+    return [spec for _, spec in chosen.values()]
+
+
+__all__ = ["TOOLSETS", "Call", "RefArg", "TabIdArg", "ToolSpec", "mcp_function", "select_tools"]

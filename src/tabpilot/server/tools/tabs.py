@@ -1,0 +1,111 @@
+"""`browser_tabs`: list, open, close, activate and pin tabs (SPEC 2, the tab contract of SPEC 1).
+
+Result shapes (structured `result`):
+- list:          {tabs, activeTabId, count}
+- new:           {tabId, url, title}
+- close:         {success, closedTabId, activeTabId}
+- close_others:  {success, closedCount, remainingTabIds, activeTabId}
+- activate:      {success, activeTabId}
+- pin / unpin:   {success, tabId, pinned}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from .base import Call, TabIdArg, ToolSpec
+
+TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
+
+
+async def browser_tabs(
+    call: Call,
+    action: Annotated[TabsAction, Field(description="What to do.")],
+    tabId: TabIdArg = None,
+    keepTabId: Annotated[
+        int | str | None, Field(description="close_others: the tab to keep (default: the active tab).")
+    ] = None,
+    url: Annotated[str | None, Field(description="new: the URL to open (default about:blank).")] = None,
+    background: Annotated[
+        bool, Field(description="new: open without activating it (the active tab stays active).")
+    ] = False,
+    instanceId: Annotated[
+        str | None, Field(description="list/new: the browser instance (default: the default instance).")
+    ] = None,
+) -> None:
+    manager = call.manager
+    response = call.response
+    if action == "list":
+        infos = manager.tabs(instanceId)
+        active = manager.active_tab(instanceId).id if infos else None
+        response.result(
+            f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}; active tab: {active}.",
+            {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)},
+        )
+        response.show_tabs()
+    elif action == "new":
+        if url:
+            call.session.policy.check(url)
+        tab = await manager.new_tab(url or None, background=background, instance_id=instanceId)
+        call.acted_tab = tab
+        how = "in the background" if background else "and activated it"
+        response.result(
+            f"Opened tab {tab.id} {how}: {tab.url}", {"tabId": tab.id, "url": tab.url, "title": tab.title}
+        )
+        response.set_page(tab)
+    elif action == "close":
+        tab = call.tab(tabId)
+        closed = await manager.close_tab(tab.id)
+        response.result(
+            f"Closed tab {closed.closed_tab_id}. Active tab: {closed.active_tab_id}.",
+            {"success": True, "closedTabId": closed.closed_tab_id, "activeTabId": closed.active_tab_id},
+        )
+    elif action == "close_others":
+        keep = call.tab(keepTabId if keepTabId is not None else tabId)
+        closed_ids = await manager.close_others(keep.id)
+        remaining = [i.id for i in manager.tabs(keep.instance.id)]
+        response.result(
+            f"Closed {len(closed_ids)} tab{'s' if len(closed_ids) != 1 else ''}"
+            f"{' (' + ', '.join(map(str, closed_ids)) + ')' if closed_ids else ''}; kept {remaining}. "
+            f"Active tab: {keep.id}.",
+            {
+                "success": True,
+                "closedCount": len(closed_ids),
+                "remainingTabIds": remaining,
+                "activeTabId": keep.id,
+            },
+        )
+    elif action == "activate":
+        if tabId is None:
+            raise ValueError("activate needs tabId: the tab to make active.")
+        tab = call.tab(tabId)
+        manager.activate(tab.id)
+        response.result(f"Tab {tab.id} is now active.", {"success": True, "activeTabId": tab.id})
+        response.set_page(tab)
+    else:  # pin / unpin
+        if tabId is None:
+            raise ValueError(f"{action} needs tabId: the tab to {action}.")
+        tab = call.tab(tabId)
+        pinned = action == "pin"
+        manager.pin(tab.id, pinned)
+        response.result(
+            f"Tab {tab.id} is {'pinned (kept by close_others and the tab cap)' if pinned else 'unpinned'}.",
+            {"success": True, "tabId": tab.id, "pinned": pinned},
+        )
+        response.show_tabs()
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_tabs",
+        browser_tabs,
+        "List, open, close, activate or pin browser tabs. Tab ids are stable integers that are never "
+        "reused. Tabs opened by pages (links, popups) are reported in ### Events and are NOT activated; "
+        "activate one only if you want it to be the default for tools called without tabId. Closing the "
+        "active tab activates the previously active one. Close tabs you no longer need.",
+        ToolAnnotations(title="Manage tabs", destructive_hint=True, open_world_hint=True),
+    )
+]

@@ -1,0 +1,140 @@
+"""What the compatible tool sets share: reading interactive elements out of a snapshot, the tabs an
+action opened, and URL shortening.
+
+Pure functions first (unit-tested without a browser), then the few helpers that touch a tab.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from tabpilot import Tab, TabEvent, TabManager, parse_ref
+
+INTERACTIVE_ROLES = frozenset(
+    {
+        "button",
+        "checkbox",
+        "combobox",
+        "link",
+        "listbox",
+        "menuitem",
+        "menuitemcheckbox",
+        "menuitemradio",
+        "option",
+        "radio",
+        "searchbox",
+        "slider",
+        "spinbutton",
+        "switch",
+        "tab",
+        "textbox",
+        "treeitem",
+    }
+)
+"""Roles an agent acts on. Anything else counts only when the page marks it clickable
+(`[cursor=pointer]`) and it is not inside an element already listed (a link's inner text)."""
+
+# `- role "name" [attr] [ref=3e5] [cursor=pointer]: text`; the name may hold escaped quotes.
+_NODE = re.compile(
+    r'^(?P<role>[A-Za-z][\w-]*)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)(?::(?P<rest>.*))?$'
+)
+_REF = re.compile(r"\[ref=([^\]]+)\]")
+
+
+@dataclass(slots=True)
+class SnapshotElement:
+    """An element of an aria snapshot an agent can act on."""
+
+    ref: str
+    """Tab-scoped ref, e.g. `3e5`."""
+    role: str
+    name: str
+    href: str | None = None
+
+
+def _unquote_yaml_key(text: str) -> str:
+    # Playwright quotes a whole node YAML-style when it holds characters YAML would misread.
+    if len(text) >= 2 and text[0] == "'" and text.rstrip(":").endswith("'"):
+        tail = ":" if text.endswith(":") else ""
+        return text.rstrip(":")[1:-1].replace("''", "'") + tail
+    return text
+
+
+def interactive_elements(snapshot_text: str) -> list[SnapshotElement]:
+    """The elements of a snapshot an agent can click or type into, in document order."""
+    found: list[SnapshotElement] = []
+    # (indent, element) of the interactive elements enclosing the current line.
+    open_elements: list[tuple[int, SnapshotElement]] = []
+    for line in snapshot_text.splitlines():
+        stripped = line.lstrip()
+        if not stripped.startswith("- "):
+            continue
+        indent = len(line) - len(stripped)
+        while open_elements and open_elements[-1][0] >= indent:
+            open_elements.pop()
+        body = stripped[2:]
+        if body.startswith("/url:"):
+            if open_elements and open_elements[-1][0] == indent - 2 and open_elements[-1][1].href is None:
+                open_elements[-1][1].href = body[len("/url:") :].strip().strip("\"'")
+            continue
+        match = _NODE.match(_unquote_yaml_key(body))
+        if match is None:
+            continue
+        attrs = match.group("attrs") or ""
+        ref = _REF.search(attrs)
+        if ref is None:
+            continue
+        role = match.group("role")
+        pointer = "[cursor=pointer]" in attrs
+        if role in INTERACTIVE_ROLES or (pointer and not open_elements):
+            name = (match.group("name") or "").replace('\\"', '"')
+            if not name and match.group("rest"):
+                name = match.group("rest").strip().strip('"')
+            element = SnapshotElement(ref=ref.group(1), role=role, name=name)
+            found.append(element)
+            open_elements.append((indent, element))
+    return found
+
+
+def host_of(url: str) -> str:
+    """`example.com` for `https://example.com/a`; URLs without a host (about:blank) stay whole."""
+    netloc = urlsplit(url).netloc
+    return netloc or url
+
+
+def tabs_opened(manager: TabManager, since: int) -> list[TabEvent]:
+    """The tab_opened events after sequence number `since` (call `manager.settle()` first)."""
+    return [e for e in manager.events.history(since=since) if e.type == "tab_opened"]
+
+
+_DESCRIBE_JS = """(el) => ({
+  tag: el.tagName.toLowerCase(),
+  text: (el.innerText || '').replace(/\\s+/g, ' ').trim().slice(0, 100),
+  placeholder: el.getAttribute('placeholder'),
+  href: el.getAttribute('href'),
+})"""
+
+
+async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[dict[str, Any]]:
+    """Tag, text, placeholder and href of each element, read from the page in one concurrent batch.
+
+    An element that vanished since the snapshot keeps what the snapshot said about it.
+    """
+
+    async def one(element: SnapshotElement) -> dict[str, Any]:
+        _, page_ref = parse_ref(element.ref)
+        try:
+            found: dict[str, Any] = await tab.page.locator(f"aria-ref={page_ref}").evaluate(
+                _DESCRIBE_JS, timeout=2000
+            )
+        except Exception:
+            found = {"tag": element.role, "text": "", "placeholder": None, "href": element.href}
+        if not found.get("text"):
+            found["text"] = element.name[:100]
+        return found
+
+    return list(await asyncio.gather(*(one(e) for e in elements)))

@@ -1,0 +1,66 @@
+"""browser_tabs through a real MCP client (in memory) on a real Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mcp import Client
+
+from mcp_text import section, text
+from tabpilot.site import LocalSite
+
+
+async def test_list_shows_the_starting_tab_as_active(connect: Callable[..., Client]) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert not result.is_error, text(result)
+        data = result.structured_content
+        assert data is not None
+        assert data["result"]["count"] == 1
+        first = data["result"]["tabs"][0]
+        assert data["result"]["activeTabId"] == first["id"]
+        assert f"tab {first['id']}" in section(result, "Tabs")
+
+
+async def test_new_close_and_activate_follow_the_contract(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert listed.structured_content is not None
+        first = listed.structured_content["result"]["activeTabId"]
+
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+        assert not opened.is_error, text(opened)
+        assert opened.structured_content is not None
+        new = opened.structured_content["result"]
+        assert new["url"] == site.url("/page/a")
+        assert set(new) == {"tabId", "url", "title"}
+        assert f"tab {new['tabId']} opened" in section(opened, "Events")
+        assert "active" in next(line for line in section(opened, "Tabs").splitlines() if f"tab {new['tabId']}:" in line)
+
+        back = await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first})
+        assert back.structured_content is not None
+        assert back.structured_content["result"] == {"success": True, "activeTabId": first}
+
+        closed = await mcp.call_tool("browser_tabs", {"action": "close", "tabId": first})
+        assert closed.structured_content is not None
+        assert closed.structured_content["result"] == {
+            "success": True,
+            "closedTabId": first,
+            "activeTabId": new["tabId"],
+        }
+        assert f"tab {first} closed" in section(closed, "Events")
+
+
+async def test_an_unknown_tab_id_is_an_error_listing_the_open_tabs(connect: Callable[..., Client]) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_tabs", {"action": "close", "tabId": 9999})
+        assert result.is_error
+        error = section(result, "Error")
+        assert "9999" in error and "Open tabs" in error
+
+
+async def test_an_invalid_action_names_the_argument(connect: Callable[..., Client]) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_tabs", {"action": "explode"})
+        assert result.is_error
+        assert "'action'" in section(result, "Error")
