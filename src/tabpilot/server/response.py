@@ -87,6 +87,9 @@ class Response:
         self._snapshot: Snapshot | None = None
         self._images: list[ImageContent] = []
         self._notes: list[str] = []
+        self._plain: tuple[str, dict[str, Any] | None] | None = None
+        self._plain: str | None = None
+        self._plain_data: Any = None
 
     # -- what tools call ---------------------------------------------------------------------
 
@@ -100,6 +103,15 @@ class Response:
         """Make this an error response; `text` says what went wrong and what to do next."""
         self.is_error = True
         self._error_lines.append(text)
+
+    def plain(self, text: str, data: Any = None, *, error: bool = False) -> None:
+        """Answer with exactly `text`, no sections: for compatible tool sets that must mimic another
+        server's output. Structured content still carries `result` (`data`) and the events."""
+        self._plain = text
+        self._plain_data = data
+        if error:
+            self.is_error = True
+            self._error_lines.append(text)
 
     def show_tabs(self) -> None:
         """Include `### Tabs` even if nothing changed."""
@@ -116,6 +128,19 @@ class Response:
         self._page_tab = tab
         self._snapshot = snapshot
 
+    def plain(self, text: str, data: dict[str, Any] | None = None, *, error: bool = False) -> None:
+        """Answer with exactly `text` and no sections (`data`, if given, as structured content).
+
+        For the compatible tool sets (`server/toolsets/`), whose agents parse another server's
+        exact output. Events are not consumed: the next sectioned response still reports them.
+        """
+        self._plain = (text, data)
+        if error:
+            self.is_error = True
+            self._error_lines.append(text)
+        else:
+            self._result_lines.append(text)
+
     def add_image(self, data: bytes, mime_type: str = "image/png") -> None:
         self._images.append(
             ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
@@ -125,6 +150,17 @@ class Response:
 
     async def build(self, session: SessionState | None) -> CallToolResult:
         """Settle the browser, collect what the client has not seen, and render both forms."""
+        if self._plain is not None and not (self.is_error and self._plain[0] not in self._error_lines):
+            if session is not None:
+                await session.manager.settle()
+            text, plain_data = self._plain
+            return CallToolResult(
+                content=[TextContent(type="text", text=text), *self._images],
+                structured_content=plain_data,
+                is_error=self.is_error,
+            )
+        if self._plain is not None:
+            return await self._build_plain(session)
         data: dict[str, Any] = {}
         sections: list[str] = []
         if self.is_error:
@@ -156,6 +192,19 @@ class Response:
         sections.extend(self._notes)
 
         content: list[ContentBlock] = [TextContent(type="text", text="\n\n".join(sections))]
+        content.extend(self._images)
+        return CallToolResult(content=content, structured_content=data, is_error=self.is_error)
+
+    async def _build_plain(self, session: SessionState | None) -> CallToolResult:
+        data: dict[str, Any] = {"result": self._plain_data}
+        if self.is_error:
+            data["error"] = self._plain
+        if session is not None:
+            await session.manager.settle()
+            events = session.manager.events.history(since=session.last_event_seq)
+            session.last_event_seq = session.manager.events.last_seq
+            data["events"] = [e.to_dict() for e in events]
+        content: list[ContentBlock] = [TextContent(type="text", text=self._plain or "")]
         content.extend(self._images)
         return CallToolResult(content=content, structured_content=data, is_error=self.is_error)
 
