@@ -87,7 +87,6 @@ class Response:
         self._snapshot: Snapshot | None = None
         self._images: list[ImageContent] = []
         self._notes: list[str] = []
-        self._plain: tuple[str, dict[str, Any] | None] | None = None
         self._plain: str | None = None
         self._plain_data: Any = None
 
@@ -128,19 +127,6 @@ class Response:
         self._page_tab = tab
         self._snapshot = snapshot
 
-    def plain(self, text: str, data: dict[str, Any] | None = None, *, error: bool = False) -> None:
-        """Answer with exactly `text` and no sections (`data`, if given, as structured content).
-
-        For the compatible tool sets (`server/toolsets/`), whose agents parse another server's
-        exact output. Events are not consumed: the next sectioned response still reports them.
-        """
-        self._plain = (text, data)
-        if error:
-            self.is_error = True
-            self._error_lines.append(text)
-        else:
-            self._result_lines.append(text)
-
     def add_image(self, data: bytes, mime_type: str = "image/png") -> None:
         self._images.append(
             ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
@@ -150,15 +136,6 @@ class Response:
 
     async def build(self, session: SessionState | None) -> CallToolResult:
         """Settle the browser, collect what the client has not seen, and render both forms."""
-        if self._plain is not None and not (self.is_error and self._plain[0] not in self._error_lines):
-            if session is not None:
-                await session.manager.settle()
-            text, plain_data = self._plain
-            return CallToolResult(
-                content=[TextContent(type="text", text=text), *self._images],
-                structured_content=plain_data,
-                is_error=self.is_error,
-            )
         if self._plain is not None:
             return await self._build_plain(session)
         data: dict[str, Any] = {}
