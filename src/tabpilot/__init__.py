@@ -26,7 +26,7 @@ from ._errors import (
     TabpilotError,
 )
 from ._events import EventBus
-from ._instance import Instance, InstanceKind
+from ._instance import Instance, InstanceInfo, InstanceKind
 from ._manager import CloseResult, TabIds, TabManager
 from ._refs import parse_ref, scope_snapshot
 from ._tab import Snapshot, Tab
@@ -48,6 +48,7 @@ __all__ = [
     "InstanceError",
     "InstanceKind",
     "InstanceLostError",
+    "InstanceInfo",
     "InstanceNotFoundError",
     "LastTabError",
     "NavigationBlockedError",

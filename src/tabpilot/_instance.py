@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Page
@@ -21,6 +23,56 @@ if TYPE_CHECKING:
 
 InstanceKind = Literal["launched", "cdp", "playwright-server", "context"]
 InstanceState = Literal["open", "closing", "closed", "lost"]
+
+
+def _exit_reason(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"the browser process was killed ({signal.Signals(-returncode).name})"
+    return f"the browser process exited (exit code {returncode})"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceInfo:
+    """What a listing shows about an instance."""
+
+    id: str
+    kind: InstanceKind
+    endpoint: str | None
+    state: InstanceState
+    lost_reason: str | None
+    default: bool
+    tab_count: int
+    active_tab_id: int | None
+    headless: bool
+    pid: int | None
+    user_data_dir: str | None
+    replaced_by: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "endpoint": self.endpoint,
+            "health": self.state,
+            "lostReason": self.lost_reason,
+            "default": self.default,
+            "tabCount": self.tab_count,
+            "activeTabId": self.active_tab_id,
+            "headless": self.headless,
+            "pid": self.pid,
+            "userDataDir": self.user_data_dir,
+            "replacedBy": self.replaced_by,
+        }
+
+    def describe(self) -> str:
+        """One line for the model."""
+        where = f" {self.endpoint}" if self.endpoint else ""
+        health = f"LOST ({self.lost_reason})" if self.state == "lost" else self.state
+        default = ", default" if self.default else ""
+        pid = f", pid {self.pid}" if self.pid else ""
+        replaced = f", replaced by {self.replaced_by}" if self.replaced_by else ""
+        return f"{self.id}: {self.kind}{where}, {self.tab_count} tabs, {health}{default}{pid}{replaced}"
 
 
 class Instance:
@@ -53,6 +105,10 @@ class Instance:
         self.headless = headless
         self.state: InstanceState = "open"
         self.lost_reason: str | None = None
+        self.user_data_dir: str | None = None
+        """The profile directory a launched browser was given (None: a temporary, isolated one)."""
+        self.replaced_by: str | None = None
+        """The instance launched in place of this one after it was lost."""
         self._process = process
         self._profile_dir = profile_dir
         self._owns_context = owns_context
@@ -83,6 +139,28 @@ class Instance:
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
+
+    def info(self) -> InstanceInfo:
+        """This instance as a listing shows it (kept state, no browser round trip)."""
+        default = self.manager.default_instance
+        active = self.active_tab
+        return InstanceInfo(
+            id=self.id,
+            kind=self.kind,
+            endpoint=self.endpoint,
+            state=self.state,
+            lost_reason=self.lost_reason,
+            default=default is self,
+            tab_count=len(self._tabs),
+            active_tab_id=active.id if active else None,
+            headless=self.headless,
+            pid=self.pid,
+            user_data_dir=self.user_data_dir,
+            replaced_by=self.replaced_by,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.info().to_dict()
 
     def tab_infos(self) -> list[TabInfo]:
         active = self._mru[-1] if self._mru else None
@@ -141,7 +219,11 @@ class Instance:
 
     async def _start(self, *, initial_cause: OpenCause) -> None:
         self._on(self.context, "page", self._on_page)
-        self._on(self.context, "close", lambda _ctx: self._lost("its browser context was closed"))
+        # Only an isolated context can be closed on its own; for the others the browser went away.
+        lost_with_context = (
+            "its browser context was closed" if self.kind == "context" else "the browser disconnected"
+        )
+        self._on(self.context, "close", lambda _ctx: self._lost(lost_with_context))
         if self.browser is not None:
             self._on(self.browser, "disconnected", lambda _b: self._lost("the browser disconnected"))
             with contextlib.suppress(Exception):
@@ -203,14 +285,31 @@ class Instance:
                     proc.kill()
                 proc.wait(5)
         if proc is not None:
+            # A browser killed from outside can leave its helper processes (same group) behind.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
             self.manager._forget_process(proc)
         if self._profile_dir:
             shutil.rmtree(self._profile_dir, ignore_errors=True)
             self._profile_dir = None
 
+    def check_alive(self) -> bool:
+        """Notice at once that a launched browser's process has exited, without a browser round trip.
+
+        Playwright reports a dead browser within ~100 ms, but a call may come in between.
+        """
+        if self.state == "open" and self._process is not None and self._process.poll() is not None:
+            self._lost(_exit_reason(self._process.returncode))
+        return self.state == "open"
+
     def _lost(self, reason: str) -> None:
         if self.state != "open":
             return
+        if self._process is not None:
+            # The connection drops a few ms before the killed process is reaped; a short wait
+            # lets the reason say what happened to it.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                reason = _exit_reason(self._process.wait(0.2))
         self.state = "lost"
         self.lost_reason = reason
         for tab in self.tabs:
@@ -347,7 +446,6 @@ class Instance:
             tab.closed = True
             return
         self._announce(tab)
-        tab.closed = True
         tab._dispose()
         del self._tabs[tab.id]
         self._by_page.pop(tab.page, None)
@@ -356,13 +454,43 @@ class Instance:
         was_active = bool(self._mru) and self._mru[-1] == tab.id
         if tab.id in self._mru:
             self._mru.remove(tab.id)
-        if cause is None:
-            cause = getattr(tab, "_close_cause", None)
-        if cause is None:
-            # Only script-opened windows may close themselves, so a tab with an opener closed itself.
-            cause = "page" if tab.opener_id is not None or tab.cause in ("link", "popup") else "external"
         if self.state == "open" and was_active and not self._mru and self._tabs:
             self._mru.append(next(reversed(self._tabs)))
+        if cause is None:
+            cause = getattr(tab, "_close_cause", None)
+        if cause is None and self._cdp is not None and self.state == "open":
+            # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
+            # it is still there before calling this close the page's or another client's doing.
+            # The tab is out of the registry already; settle() waits for the report.
+            task = asyncio.get_running_loop().create_task(self._report_unexplained_close(tab, was_active))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+            return
+        if cause is None:
+            cause = self._unexplained_close_cause(tab)
+        self._report_close(tab, cause, was_active)
+
+    @staticmethod
+    def _unexplained_close_cause(tab: Tab) -> CloseCause:
+        # Only script-opened windows may close themselves, so a tab with an opener closed itself.
+        return "page" if tab.opener_id is not None or tab.cause in ("link", "popup") else "external"
+
+    async def _report_unexplained_close(self, tab: Tab, was_active: bool) -> None:
+        cdp = self._cdp
+        cause = self._unexplained_close_cause(tab)
+        try:
+            if cdp is not None:
+                await asyncio.wait_for(cdp.send("Browser.getVersion"), 2.0)
+        except TimeoutError:
+            pass  # a browser too busy to answer in 2 s is not declared lost on that alone
+        except Exception:
+            self._lost("the browser disconnected")  # the connection is gone
+        finally:
+            # Reported exactly once, also when cancelled because the instance is being closed.
+            self._report_close(tab, "crash" if self.state == "lost" else cause, was_active)
+
+    def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
+        tab.closed = True
         new_active = self._mru[-1] if self._mru and self.state == "open" else None
         self._emit(
             "tab_closed",

@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -14,13 +15,16 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from ._browser_path import find_browser
 from ._errors import ConnectError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
-from ._instance import Instance, InstanceKind
+from ._instance import Instance, InstanceInfo, InstanceKind
 from ._tab import Tab
 from ._types import OpenCause, TabInfo, TabLimitPolicy
 
@@ -37,6 +41,79 @@ def _kill_leftover_browsers() -> None:
         if proc.poll() is None:
             with contextlib.suppress(Exception):
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+Protocol = Literal["cdp", "playwright"]
+
+_SCHEMES: dict[Protocol, tuple[str, ...]] = {
+    "cdp": ("http", "https", "ws", "wss"),
+    "playwright": ("ws", "wss"),
+}
+
+
+def _check_scheme(endpoint: str, protocol: Protocol) -> None:
+    scheme = urlsplit(endpoint).scheme.lower()
+    if scheme in _SCHEMES[protocol]:
+        if protocol == "playwright" and "/devtools/" in urlsplit(endpoint).path:
+            raise ConnectError(
+                f"{endpoint} is a Chrome DevTools (CDP) URL, not a Playwright browser server: "
+                "connect it with cdpEndpoint (connect_cdp) instead."
+            )
+        return
+    if protocol == "playwright":
+        hint = (
+            " An http:// address is usually a Chrome started with --remote-debugging-port: connect it "
+            "with cdpEndpoint (connect_cdp) instead."
+            if scheme in ("http", "https")
+            else ""
+        )
+        raise ConnectError(
+            f"{endpoint!r} is not a Playwright browser server URL: it must start with ws:// or wss:// "
+            f"(`playwright launch-server` and `run-server` print one).{hint}"
+        )
+    raise ConnectError(
+        f"{endpoint!r} is not a CDP endpoint URL: give http://host:port (the browser's "
+        "--remote-debugging-port) or its ws://host:port/devtools/browser/<id> URL."
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    # Playwright appends a multi-line call log; its first line says what happened.
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text.split(": ", 1)[1] if text.startswith("BrowserType.") and ": " in text else text
+
+
+async def _connect(connect: Callable[..., Any], endpoint: str, protocol: Protocol, timeout: float) -> Browser:
+    """Connect with a bounded wait, and say plainly why it failed: unreachable or wrong protocol."""
+    try:
+        # Playwright's own timeout covers the handshake; the outer one guarantees nothing hangs.
+        browser: Browser = await asyncio.wait_for(connect(endpoint, timeout=timeout * 1000), timeout + 5)
+        return browser
+    except (TimeoutError, PlaywrightTimeoutError) as exc:
+        raise ConnectError(
+            f"Could not connect to {endpoint}: no answer within {timeout:g} s. Check that the host and "
+            "port are right and reachable from this machine, and that the browser (server) runs there."
+        ) from exc
+    except Exception as exc:
+        detail = _first_line(exc)
+        if any(k in detail for k in ("ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ECONNRESET")):
+            raise ConnectError(
+                f"Could not connect to {endpoint}: it is unreachable ({detail}). Check the host and port, "
+                "and that the browser (server) runs there."
+            ) from exc
+        if protocol == "cdp":
+            raise ConnectError(
+                f"Could not connect over CDP to {endpoint}: it answered, but not as a Chrome DevTools "
+                f"endpoint ({detail}). Give the http://host:port of a Chromium started with "
+                "--remote-debugging-port, or its ws://.../devtools/browser/<id> URL; for a Playwright "
+                "browser server use wsEndpoint (connect_ws)."
+            ) from exc
+        raise ConnectError(
+            f"Could not connect to {endpoint} as a Playwright browser server: it answered, but not in "
+            f"Playwright's protocol ({detail}). Give the ws:// URL that `playwright launch-server` or "
+            "`run-server` prints (it ends in its secret path); for a Chrome with "
+            "--remote-debugging-port use cdpEndpoint (connect_cdp)."
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +292,8 @@ class TabManager:
             headless=headless,
         )
         self._instances[iid] = instance
-        if self._default_id is None or self._default_id not in self._instances:
+        default = self.default_instance
+        if default is None or default.state != "open":
             self._default_id = iid
         await instance._start(initial_cause=initial_cause)
         return instance
@@ -232,8 +310,13 @@ class TabManager:
         browser_path: str | None = None,
         instance_id: str | None = None,
         timeout: float = 30.0,
+        user_data_dir: str | os.PathLike[str] | None = None,
     ) -> Instance:
-        """Start a local Chromium with a fresh profile and drive it over CDP.
+        """Start a local Chromium and drive it over CDP.
+
+        By default it gets an isolated profile: a fresh temporary directory, deleted when the
+        instance closes (no cookies or logins shared with anything). `user_data_dir` uses (and
+        keeps) that profile instead; one Chromium at a time can use a profile.
 
         Driving it over CDP (not a Playwright pipe) lets the manager see tabs that other
         clients open in its default context.
@@ -241,7 +324,13 @@ class TabManager:
         await self.start()
         headless = self.headless if headless is None else headless
         executable = find_browser(browser_path or self.browser_path)
-        profile = tempfile.mkdtemp(prefix="tabpilot-profile-")
+        if user_data_dir is None:
+            profile = tempfile.mkdtemp(prefix="tabpilot-profile-")
+        else:
+            profile = str(Path(user_data_dir).expanduser().resolve())
+            Path(profile).mkdir(parents=True, exist_ok=True)
+            # A port file left by an earlier run would point at a browser that is gone.
+            (Path(profile) / "DevToolsActivePort").unlink(missing_ok=True)
         args = [
             executable,
             "--remote-debugging-port=0",
@@ -270,23 +359,29 @@ class TabManager:
         try:
             port = await self._wait_for_port(proc, Path(profile) / "DevToolsActivePort", timeout)
             browser = await self._pw().chromium.connect_over_cdp(f"http://127.0.0.1:{port}", timeout=timeout * 1000)
-        except BaseException:
+        except BaseException as exc:
             self._kill(proc)
-            import shutil
-
-            shutil.rmtree(profile, ignore_errors=True)
+            if user_data_dir is None:
+                shutil.rmtree(profile, ignore_errors=True)
+            elif isinstance(exc, ConnectError):
+                raise ConnectError(
+                    f"{exc} The profile {profile} may be in use by another Chromium; a profile serves "
+                    "one browser at a time."
+                ) from exc
             raise
-        return await self._adopt(
+        instance = await self._adopt(
             kind="launched",
             endpoint=f"http://127.0.0.1:{port}",
             browser=browser,
             context=browser.contexts[0],
             process=proc,
-            profile_dir=profile,
+            profile_dir=profile if user_data_dir is None else None,
             headless=headless,
             initial_cause="tool",
             instance_id=instance_id,
         )
+        instance.user_data_dir = None if user_data_dir is None else profile
+        return instance
 
     @staticmethod
     async def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, timeout: float) -> int:
@@ -329,17 +424,48 @@ class TabManager:
         Its open tabs are registered at once; tabs other clients open or close there are seen.
         """
         await self.start()
-        try:
-            browser = await self._pw().chromium.connect_over_cdp(endpoint, timeout=timeout * 1000)
-        except Exception as exc:
-            raise ConnectError(
-                f"Could not connect over CDP to {endpoint}: {exc}. Check that the browser runs with "
-                "--remote-debugging-port and that the URL is http://host:port or its ws:// URL.",
-            ) from exc
+        _check_scheme(endpoint, "cdp")
+        browser = await _connect(self._pw().chromium.connect_over_cdp, endpoint, "cdp", timeout)
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
         return await self._adopt(
             kind="cdp", endpoint=endpoint, browser=browser, context=context, instance_id=instance_id
         )
+
+    async def connect_ws(
+        self, ws_endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0
+    ) -> Instance:
+        """Connect to a Playwright browser server (the `ws://` URL `playwright launch-server` or
+        `run-server` prints, or a grid's or hosted service's Playwright endpoint).
+
+        A Playwright client sees only the browser contexts it creates, so the instance is one new
+        context of that browser, with one blank tab to start from. Tabs that other clients open
+        on that server live in their own contexts and are not seen; to share tabs with other
+        clients, connect over CDP instead. Closing the instance closes its context and
+        disconnects, leaving the server's browser running.
+        """
+        await self.start()
+        _check_scheme(ws_endpoint, "playwright")
+        browser = await _connect(self._pw().chromium.connect, ws_endpoint, "playwright", timeout)
+        try:
+            context = await asyncio.wait_for(browser.new_context(), timeout)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(browser.close(), 5)
+            raise ConnectError(
+                f"Connected to {ws_endpoint}, but it could not open a browser context: {_first_line(exc)}"
+            ) from exc
+        instance = await self._adopt(
+            kind="playwright-server",
+            endpoint=ws_endpoint,
+            browser=browser,
+            context=context,
+            owns_context=True,
+            initial_cause="tool",
+            instance_id=instance_id,
+        )
+        # Like a launched browser, usable at once; not an activation, so the default stays.
+        await instance.new_tab(background=True)
+        return instance
 
     async def attach_context(
         self,
@@ -362,11 +488,50 @@ class TabManager:
         )
 
     async def close_instance(self, instance_id: str) -> None:
+        """Close an instance: a launched browser exits; a connected one is only disconnected."""
         instance = self.instance(instance_id)
         await instance.close()
         del self._instances[instance.id]
         if self._default_id == instance.id:
-            self._default_id = next(iter(self._instances), None)
+            usable = [i.id for i in self._instances.values() if i.state == "open"]
+            self._default_id = usable[0] if usable else next(iter(self._instances), None)
+
+    def instance_infos(self) -> list[InstanceInfo]:
+        """Every instance this manager holds (lost ones too, until closed), as a listing shows it."""
+        self.check_health()
+        return [instance.info() for instance in self._instances.values()]
+
+    def check_health(self) -> list[Instance]:
+        """Notice launched browsers whose process has exited (no round trip); returns the lost instances."""
+        for instance in list(self._instances.values()):
+            instance.check_alive()
+        return [i for i in self._instances.values() if i.state == "lost"]
+
+    async def ensure_default(self) -> Instance | None:
+        """Relaunch the default instance if it is a lost local browser; returns the new instance.
+
+        Call it before work that needs the default instance (a tool call without a tab id). The
+        replacement gets a new id, becomes the default, and an `instance_relaunched` event says so.
+        A lost connected (remote) default is not reconnected: calls that need it fail with
+        InstanceLostError until another instance is chosen, launched or connected.
+        """
+        self.check_health()
+        lost = self.default_instance
+        if lost is None or lost.state != "lost" or lost.kind != "launched" or self._closed:
+            return None
+        replacement = await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir)
+        lost.replaced_by = replacement.id
+        self._default_id = replacement.id
+        active = replacement.active_tab
+        self.events.emit(
+            "instance_relaunched",
+            None,
+            replacement.id,
+            replaces=lost.id,
+            reason=lost.lost_reason,
+            activeTabId=active.id if active else None,
+        )
+        return replacement
 
     # -- tabs ------------------------------------------------------------------------------------
 

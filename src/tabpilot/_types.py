@@ -18,6 +18,7 @@ EventType = Literal[
     "dialog_closed",
     "download",
     "instance_lost",
+    "instance_relaunched",
 ]
 
 
@@ -113,4 +114,9 @@ class TabEvent:
             return f"tab {self.tab_id} downloaded {d.get('suggestedFilename')!r} from {d.get('url')}"
         if self.type == "instance_lost":
             return f"instance {self.instance_id} was lost: {d.get('reason')}"
+        if self.type == "instance_relaunched":
+            return (
+                f"instance {self.instance_id} was launched in place of lost instance {d.get('replaces')} "
+                f"({d.get('reason')}); the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
+            )
         return f"{self.type} on tab {self.tab_id}"
