@@ -1,0 +1,882 @@
+"""Per-tab telemetry: console, page errors, network, bodies, WebSocket frames and actions.
+
+Every entry is tagged with the id of its tab (None for entries that belong to no tab) and a
+sequence number from one counter shared by all kinds, so one cursor (`last_seq`) covers all.
+Entries live in bounded rings (`_ring.Ring`), one per kind, and outlive their tab.
+
+How it is fed: the tab manager calls `attach_context` for every browser context it adopts
+(console, page errors, finished and failed requests arrive there, for every page, before the
+page's own events) and `attach_page` for every tab (WebSocket events exist only per page).
+Listeners run on the event loop that drives every tab, so they only copy a few fields into a
+frozen entry; what needs a browser round trip (sizes, full headers, bodies) runs in a task of
+its own and never raises. `await telemetry.settle()` waits for those tasks.
+
+    telemetry = Telemetry()
+    manager.add_hooks(context=telemetry.attach_context, page=telemetry.attach_page)
+    ...
+    result = telemetry.query("logs", tab_id=3)
+    result.to_dict()   # {"what": "logs", "entries": [{"seq": .., "tabId": 3, ..}], "dropped": 0, ..}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, cast, get_args
+
+from playwright.async_api import BrowserContext, ConsoleMessage, Page, Request, Response, WebError, WebSocket
+
+from ._ring import ALL_TABS, AllTabs, Ring
+
+TelemetryKind = Literal["errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"]
+TELEMETRY_KINDS: tuple[TelemetryKind, ...] = get_args(TelemetryKind)
+WebSocketEvent = Literal["open", "sent", "received", "close", "error"]
+Direction = Literal["sent", "received"]
+
+REDACTED = "[redacted]"
+REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+TEXT_CAP = 8 * 1024
+"""Console text, error messages and stacks are cut here: a ring bounds entries, not their size."""
+PREVIEW_CAP = 256
+"""WebSocket frame previews and action argument strings are cut here."""
+MAX_LIMIT = 1000
+
+# Severity for the `level` filter: a level selects itself and everything more severe, like
+# DevTools' levels. Console types Playwright reports that are not listed count as "info".
+_LEVEL_RANK = {"debug": 0, "verbose": 0, "log": 1, "info": 1, "warning": 2, "warn": 2, "error": 3, "assert": 3}
+_LEVELS_ACCEPTED = ("debug", "info", "log", "warning", "warn", "error")
+
+_TEXT_MIME_PARTS = ("json", "xml", "javascript", "ecmascript", "x-www-form-urlencoded", "graphql", "csv", "yaml")
+_NO_BODY_STATUS = frozenset({204, 205, 304})
+
+
+def _cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    return text[:cap] + f"… [{len(text) - cap} more characters]"
+
+
+def _is_text_mime(mime: str) -> bool:
+    mime = mime.lower()
+    return mime.startswith("text/") or any(part in mime for part in _TEXT_MIME_PARTS)
+
+
+# --- entries ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleEntry:
+    """A console message (`what="logs"`)."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    level: str
+    text: str
+    url: str
+    line: int
+    column: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "level": self.level,
+            "text": self.text,
+            "location": {"url": self.url, "line": self.line, "column": self.column},
+        }
+
+    def describe(self) -> str:
+        where = f" ({self.url}:{self.line})" if self.url else ""
+        return f"[tab {self.tab_id}] #{self.seq} {self.level}: {self.text}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEntry:
+    """An uncaught page error (`source="exception"`) or a console.error (`source="console"`)."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    source: Literal["exception", "console"]
+    message: str
+    stack: str
+    url: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "source": self.source,
+            "message": self.message,
+            "stack": self.stack,
+            "url": self.url,
+        }
+
+    def describe(self) -> str:
+        head = f"[tab {self.tab_id}] #{self.seq} {self.source}: {self.message}"
+        if self.stack:
+            # The first frames tell where; the whole stack is in structured content.
+            frames = [line.strip() for line in self.stack.splitlines()[1:4] if line.strip()]
+            if frames:
+                head += "\n    " + "\n    ".join(frames)
+        elif self.url:
+            head += f" ({self.url})"
+        return head
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkEntry:
+    """A finished or failed request (`what="network_waterfall"`). Times in ms; -1 if unknown."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    method: str
+    url: str
+    resource_type: str
+    status: int | None
+    status_text: str
+    failure: str | None
+    mime_type: str
+    started: float
+    """When the request started, seconds since the epoch."""
+    duration_ms: float
+    timing: Mapping[str, float]
+    request_body_size: int | None
+    response_body_size: int | None
+    navigation: bool
+    redirected_from: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "method": self.method,
+            "url": self.url,
+            "resourceType": self.resource_type,
+            "status": self.status,
+            "statusText": self.status_text,
+            "failure": self.failure,
+            "mimeType": self.mime_type,
+            "started": self.started,
+            "durationMs": self.duration_ms,
+            "timing": dict(self.timing),
+            "requestBodySize": self.request_body_size,
+            "responseBodySize": self.response_body_size,
+            "navigation": self.navigation,
+            "redirectedFrom": self.redirected_from,
+        }
+
+    def describe(self) -> str:
+        outcome = f"FAILED {self.failure}" if self.failure else str(self.status)
+        size = f", {self.response_body_size} B" if self.response_body_size is not None else ""
+        took = f", {self.duration_ms:.0f} ms" if self.duration_ms >= 0 else ""
+        return f"[tab {self.tab_id}] #{self.seq} {self.method} {self.url} → {outcome} ({self.resource_type}{took}{size})"
+
+
+@dataclass(frozen=True, slots=True)
+class BodyEntry:
+    """Headers and bodies of one request (`what="network_bodies"`).
+
+    Text bodies are kept up to the byte cap (`truncated` says it was cut); binary bodies are not
+    stored (`omitted="binary"`). `omitted` says why there is no body: binary, too large, disabled,
+    no body, unavailable (the page closed before it could be read).
+    """
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    method: str
+    url: str
+    status: int | None
+    mime_type: str
+    request_headers: tuple[tuple[str, str], ...]
+    response_headers: tuple[tuple[str, str], ...]
+    request_body: str | None
+    response_body: str | None
+    body_size: int | None
+    """The whole response body's size in bytes, when known."""
+    truncated: bool
+    omitted: str | None
+    size: int = field(default=0, compare=False)
+    """Bytes this entry holds, for the ring's byte bound."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "method": self.method,
+            "url": self.url,
+            "status": self.status,
+            "mimeType": self.mime_type,
+            "requestHeaders": dict(self.request_headers),
+            "responseHeaders": dict(self.response_headers),
+            "requestBody": self.request_body,
+            "responseBody": self.response_body,
+            "bodySize": self.body_size,
+            "truncated": self.truncated,
+            "binary": self.omitted == "binary",
+            "omitted": self.omitted,
+        }
+
+    def describe(self) -> str:
+        head = f"[tab {self.tab_id}] #{self.seq} {self.method} {self.url} → {self.status} {self.mime_type}"
+        if self.response_body is None:
+            return f"{head} (body {self.omitted})"
+        cut = " (truncated)" if self.truncated else ""
+        return f"{head}{cut}\n    {_cut(self.response_body, PREVIEW_CAP)!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketEntry:
+    """A WebSocket connection opening or closing, or one frame sent or received."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    socket_id: int
+    url: str
+    event: WebSocketEvent
+    size: int | None
+    preview: str | None
+    binary: bool
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "socketId": self.socket_id,
+            "url": self.url,
+            "event": self.event,
+            "size": self.size,
+            "preview": self.preview,
+            "binary": self.binary,
+            "error": self.error,
+        }
+
+    def describe(self) -> str:
+        head = f"[tab {self.tab_id}] #{self.seq} ws{self.socket_id} {self.event}"
+        if self.event in ("sent", "received"):
+            body = f"<binary {self.size} B>" if self.binary else f"{self.preview!r} ({self.size} B)"
+            return f"{head} {body}"
+        if self.event == "error":
+            return f"{head}: {self.error} ({self.url})"
+        return f"{head} {self.url}"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionEntry:
+    """An action the server performed on a tab (`tab_id` None for server-wide ones)."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    tool: str
+    arguments: Mapping[str, object]
+    outcome: str
+    ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "tool": self.tool,
+            "arguments": dict(self.arguments),
+            "outcome": self.outcome,
+            "ok": self.ok,
+        }
+
+    def describe(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+        mark = "ok" if self.ok else "FAILED"
+        return f"[tab {self.tab_id}] #{self.seq} {self.tool}({args}) {mark}: {self.outcome}"
+
+
+TelemetryEntry = ConsoleEntry | ErrorEntry | NetworkEntry | BodyEntry | WebSocketEntry | ActionEntry
+
+
+class ObservedEntry(Protocol):
+    """What a result entry offers: telemetry entries, and tab events (`TabEvent`) too."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def timestamp(self) -> float: ...
+
+    @property
+    def tab_id(self) -> int | None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveResult:
+    """One page of entries, oldest first, with what the caller needs to read them right.
+
+    `next_cursor` is the `since` to pass next time to get only newer entries; when `has_more`,
+    more entries than `limit` matched after the cursor and the next call continues from there.
+    Without `since`, a query returns the newest `limit` matches. Cursors are per `what`.
+    """
+
+    what: str
+    entries: tuple[ObservedEntry, ...]
+    currently_tracked_tab: int | None
+    filtered_by_tab: int | None
+    total_entries_all_tabs: int
+    returned_entries: int
+    dropped: int
+    next_cursor: int
+    has_more: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "entries": [entry.to_dict() for entry in self.entries],
+            "currently_tracked_tab": self.currently_tracked_tab,
+            "filtered_by_tab": self.filtered_by_tab,
+            "total_entries_all_tabs": self.total_entries_all_tabs,
+            "returned_entries": self.returned_entries,
+            "dropped": self.dropped,
+            "next_cursor": self.next_cursor,
+            "has_more": self.has_more,
+        }
+
+
+class EventHistory(Protocol):
+    """The tab core's event bus, as `observe_tab_events` reads it."""
+
+    @property
+    def last_seq(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
+
+    def history(self, *, since: int | None = None, tab_id: int | None = None) -> list[Any]: ...
+
+
+def observe_tab_events(
+    events: EventHistory,
+    *,
+    tab_id: int | None = None,
+    limit: int = 100,
+    since: int | None = None,
+    active_tab_id: int | None = None,
+) -> ObserveResult:
+    """`what="tab_events"`: the tab core's event history, paged like telemetry (own cursor space)."""
+    _check_limit(limit)
+    matched = events.history(since=since, tab_id=tab_id)
+    if since is None:
+        page, more = matched[-limit:], False
+    else:
+        page, more = matched[:limit], len(matched) > limit
+    return ObserveResult(
+        what="tab_events",
+        entries=tuple(page),
+        currently_tracked_tab=active_tab_id,
+        filtered_by_tab=tab_id,
+        total_entries_all_tabs=len(events.history()),
+        returned_entries=len(page),
+        dropped=events.dropped,
+        next_cursor=page[-1].seq if more else events.last_seq,
+        has_more=more,
+    )
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+
+
+def _body_size(entry: BodyEntry) -> int:
+    return entry.size
+
+
+# --- the recorder ------------------------------------------------------------------------------
+
+
+class Telemetry:
+    """Records what every tab does, per kind, in bounded rings; answers tab-filtered queries.
+
+    `max_entries` bounds each kind's ring; `max_body_bytes` bounds what the bodies ring holds;
+    `body_cap` is the most kept of one text body (0: keep no bodies). With `redact`, values of
+    Authorization, Proxy-Authorization, Cookie and Set-Cookie headers are replaced by "[redacted]".
+    """
+
+    def __init__(
+        self,
+        *,
+        max_entries: int = 5000,
+        max_body_bytes: int = 8 * 1024 * 1024,
+        body_cap: int = 64 * 1024,
+        redact: bool = True,
+    ) -> None:
+        if body_cap < 0:
+            raise ValueError("body_cap must not be negative")
+        self.max_entries = max_entries
+        self.body_cap = body_cap
+        self.redact = redact
+        self._seq = 0
+        self._logs: Ring[ConsoleEntry] = Ring(max_entries)
+        self._errors: Ring[ErrorEntry] = Ring(max_entries)
+        self._network: Ring[NetworkEntry] = Ring(max_entries)
+        self._bodies: Ring[BodyEntry] = Ring(max_entries, max_bytes=max_body_bytes, size_of=_body_size)
+        self._websockets: Ring[WebSocketEntry] = Ring(max_entries)
+        self._actions: Ring[ActionEntry] = Ring(max_entries)
+        self._rings: dict[TelemetryKind, Ring[Any]] = {
+            "errors": self._errors,
+            "logs": self._logs,
+            "network_waterfall": self._network,
+            "network_bodies": self._bodies,
+            "websocket_events": self._websockets,
+            "actions": self._actions,
+        }
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._socket_ids = 0
+        # Bodies are fetched whole over the driver pipe; past this size only the headers are kept.
+        self._fetch_limit = max(body_cap * 16, 1024 * 1024)
+        self.body_failures = 0
+        """Bodies that could not be read (the page closed, the browser went away)."""
+        self.listener_errors = 0
+        """Events a listener could not record; a listener never raises into Playwright."""
+
+    # -- cursors -------------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the newest entry of any kind (0: none yet)."""
+        return self._seq
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def error_counts_since(self, seq: int) -> dict[int, int]:
+        """New errors (page errors and console errors) per tab after cursor `seq`."""
+        return {tab: n for tab, n in self._errors.counts_since(seq).items() if tab is not None}
+
+    def dropped(self, what: TelemetryKind) -> int:
+        return self._ring(what).dropped
+
+    def __len__(self) -> int:
+        return sum(len(ring) for ring in self._rings.values())
+
+    # -- attaching ----------------------------------------------------------------------------
+
+    def attach_context(
+        self, context: BrowserContext, tab_id_for_page: Callable[[Page], int | None]
+    ) -> Callable[[], None]:
+        """Record console messages, page errors and requests of every page of `context`.
+
+        `tab_id_for_page` names a page's tab (registering a page it has not seen yet, so a popup's
+        first console line already has its tab). Returns the disposer (safe to call twice).
+        """
+
+        def tab_of(page: Page | None) -> int | None:
+            return tab_id_for_page(page) if page is not None else None
+
+        def on_console(message: ConsoleMessage) -> None:
+            try:
+                self._on_console(message, tab_of(message.page))
+            except Exception:
+                self.listener_errors += 1
+
+        def on_weberror(error: WebError) -> None:
+            try:
+                self._on_page_error(error, tab_of(error.page))
+            except Exception:
+                self.listener_errors += 1
+
+        def on_request_finished(request: Request) -> None:
+            try:
+                self._spawn(self._complete(request, tab_of(_page_of(request))))
+            except Exception:
+                self.listener_errors += 1
+
+        def on_request_failed(request: Request) -> None:
+            try:
+                self._record_request(request, tab_of(_page_of(request)), None, None)
+            except Exception:
+                self.listener_errors += 1
+
+        handlers: list[tuple[str, Callable[[Any], None]]] = [
+            ("console", on_console),
+            ("weberror", on_weberror),
+            ("requestfinished", on_request_finished),
+            ("requestfailed", on_request_failed),
+        ]
+        for event, handler in handlers:
+            context.on(event, handler)  # type: ignore[call-overload]
+        return _disposer(context, handlers)
+
+    def attach_page(self, page: Page, tab_id: int) -> Callable[[], None]:
+        """Record the WebSocket connections of one tab. Returns the disposer (safe to call twice)."""
+
+        def on_websocket(socket: WebSocket) -> None:
+            try:
+                self._watch_socket(socket, tab_id)
+            except Exception:
+                self.listener_errors += 1
+
+        handlers: list[tuple[str, Callable[[Any], None]]] = [("websocket", on_websocket)]
+        page.on("websocket", on_websocket)
+        return _disposer(page, handlers)
+
+    async def settle(self, timeout: float = 5.0) -> None:
+        """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._tasks:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            await asyncio.wait(set(self._tasks), timeout=left)
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- console and errors --------------------------------------------------------------------
+
+    def _on_console(self, message: ConsoleMessage, tab_id: int | None) -> None:
+        level = message.type
+        text = _cut(message.text, TEXT_CAP)
+        location = message.location
+        url = location.get("url", "") or ""
+        now = time.time()
+        self._logs.append(
+            ConsoleEntry(
+                self._next(),
+                now,
+                tab_id,
+                level,
+                text,
+                url,
+                location.get("lineNumber", 0),
+                location.get("columnNumber", 0),
+            )
+        )
+        if level == "error" or level == "assert":
+            self._errors.append(ErrorEntry(self._next(), now, tab_id, "console", text, "", url))
+
+    def _on_page_error(self, web_error: WebError, tab_id: int | None) -> None:
+        error = web_error.error
+        message = error.message or error.name or "Error"
+        stack = error.stack or ""
+        url = ""
+        with contextlib.suppress(Exception):  # location is recent in Playwright
+            url = web_error.location.get("url", "") or ""
+        self._errors.append(
+            ErrorEntry(
+                self._next(), time.time(), tab_id, "exception", _cut(message, TEXT_CAP), _cut(stack, TEXT_CAP), url
+            )
+        )
+
+    # -- network -------------------------------------------------------------------------------
+
+    def _record_request(
+        self, request: Request, tab_id: int | None, response: Response | None, sizes: Mapping[str, int] | None
+    ) -> None:
+        timing = request.timing
+        started = timing.get("startTime", -1)
+        duration = timing.get("responseEnd", -1)
+        redirected = request.redirected_from
+        headers = response.headers if response is not None else {}
+        response_size: int | None = None
+        if sizes is not None:
+            response_size = sizes.get("responseBodySize")
+        elif headers.get("content-length", "").isdigit():
+            response_size = int(headers["content-length"])
+        post = request.post_data_buffer
+        self._network.append(
+            NetworkEntry(
+                self._next(),
+                time.time(),
+                tab_id,
+                request.method,
+                request.url,
+                request.resource_type,
+                response.status if response is not None else None,
+                response.status_text if response is not None else "",
+                request.failure,
+                headers.get("content-type", "").split(";")[0].strip(),
+                started / 1000 if started > 0 else -1,
+                float(duration),
+                cast("dict[str, float]", dict(timing)),
+                len(post) if post is not None else None,
+                response_size,
+                request.is_navigation_request(),
+                redirected.url if redirected is not None else None,
+            )
+        )
+
+    async def _complete(self, request: Request, tab_id: int | None) -> None:
+        """A finished request: sizes and full headers need the browser, then maybe its body."""
+        try:
+            response = request.existing_response
+            if response is None:
+                response = await _within(request.response())
+            sizes = req_headers = resp_headers = None
+            if response is not None:
+                got = await asyncio.gather(
+                    _within(request.sizes()),
+                    _within(request.all_headers()),
+                    _within(response.all_headers()),
+                    return_exceptions=True,
+                )
+                sizes, req_headers, resp_headers = (None if isinstance(g, BaseException) else g for g in got)
+            self._record_request(request, tab_id, response, sizes)
+            if response is not None:
+                await self._record_body(
+                    request, tab_id, response, req_headers or request.headers, resp_headers or response.headers
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.listener_errors += 1
+
+    async def _record_body(
+        self,
+        request: Request,
+        tab_id: int | None,
+        response: Response,
+        request_headers: Mapping[str, str],
+        response_headers: Mapping[str, str],
+    ) -> None:
+        status = response.status
+        if 300 <= status < 400:
+            return  # a redirect's own entry; its target is a request of its own
+        mime = response_headers.get("content-type", "").split(";")[0].strip()
+        length_header = response_headers.get("content-length", "")
+        length = int(length_header) if length_header.isdigit() else None
+        body: str | None = None
+        truncated = False
+        omitted: str | None = None
+        if request.method == "HEAD" or status in _NO_BODY_STATUS or length == 0:
+            omitted = "no body"
+        elif not _is_text_mime(mime):
+            omitted = "binary"
+        elif self.body_cap == 0:
+            omitted = "disabled"
+        elif length is not None and length > self._fetch_limit:
+            omitted = "too large"
+        else:
+            try:
+                raw = await _within(response.body())
+            except Exception:
+                self.body_failures += 1
+                omitted = "unavailable"
+            else:
+                length = len(raw)
+                truncated = length > self.body_cap
+                # Cutting bytes may split a character: drop the partial one rather than garble it.
+                body = raw[: self.body_cap].decode("utf-8", errors="ignore" if truncated else "replace")
+        request_body: str | None = None
+        post = request.post_data_buffer
+        if post and self.body_cap:
+            request_body = post[: self.body_cap].decode("utf-8", errors="replace")
+        req_h = self._headers(request_headers)
+        resp_h = self._headers(response_headers)
+        size = (
+            len(body or "")
+            + len(request_body or "")
+            + sum(len(k) + len(v) for k, v in req_h)
+            + sum(len(k) + len(v) for k, v in resp_h)
+            + 200  # the entry itself
+        )
+        self._bodies.append(
+            BodyEntry(
+                self._next(),
+                time.time(),
+                tab_id,
+                request.method,
+                request.url,
+                status,
+                mime,
+                req_h,
+                resp_h,
+                request_body,
+                body,
+                length,
+                truncated,
+                omitted,
+                size,
+            )
+        )
+
+    def _headers(self, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        if not self.redact:
+            return tuple(headers.items())
+        return tuple((k, REDACTED if k.lower() in REDACTED_HEADERS else v) for k, v in headers.items())
+
+    # -- WebSocket -----------------------------------------------------------------------------
+
+    def _watch_socket(self, socket: WebSocket, tab_id: int) -> None:
+        self._socket_ids += 1
+        socket_id = self._socket_ids
+        url = socket.url
+
+        def record(event: WebSocketEvent, payload: str | bytes | None = None, error: str | None = None) -> None:
+            try:
+                size: int | None = None
+                preview: str | None = None
+                binary = isinstance(payload, bytes)
+                if isinstance(payload, str):
+                    # Cheap size for ASCII (the usual case); exact bytes otherwise.
+                    size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "replace"))
+                    preview = _cut(payload, PREVIEW_CAP)
+                elif isinstance(payload, bytes):
+                    size = len(payload)
+                self._websockets.append(
+                    WebSocketEntry(self._next(), time.time(), tab_id, socket_id, url, event, size, preview, binary, error)
+                )
+            except Exception:
+                self.listener_errors += 1
+
+        record("open")
+        socket.on("framesent", lambda payload: record("sent", payload))
+        socket.on("framereceived", lambda payload: record("received", payload))
+        socket.on("close", lambda _socket: record("close"))
+        socket.on("socketerror", lambda message: record("error", error=str(message)))
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def record_action(
+        self, tab_id: int | None, tool: str, arguments: Mapping[str, object], outcome: str, *, ok: bool
+    ) -> None:
+        """Note an action the server performed (long argument strings are cut)."""
+        args = {k: _cut(v, PREVIEW_CAP) if isinstance(v, str) else v for k, v in arguments.items() if v is not None}
+        self._actions.append(
+            ActionEntry(self._next(), time.time(), tab_id, tool, args, _cut(outcome, TEXT_CAP), ok)
+        )
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def _ring(self, what: str) -> Ring[Any]:
+        ring = self._rings.get(what)  # type: ignore[call-overload]
+        if ring is None:
+            raise ValueError(f"what must be one of {', '.join(TELEMETRY_KINDS)}; got {what!r}")
+        return ring  # type: ignore[no-any-return]
+
+    def query(
+        self,
+        what: TelemetryKind,
+        *,
+        tab_id: int | None = None,
+        limit: int = 100,
+        since: int | None = None,
+        level: str | None = None,
+        url: str | None = None,
+        method: str | None = None,
+        status_min: int | None = None,
+        status_max: int | None = None,
+        direction: Direction | None = None,
+        active_tab_id: int | None = None,
+    ) -> ObserveResult:
+        """Entries of one kind, of one tab (`tab_id`) or of all tabs, oldest first.
+
+        Filters: `level` (logs: that level and more severe), `url` (substring; logs by their
+        source location), `method` and `status_min`/`status_max` (network kinds; a failed
+        request has no status and matches no status filter), `direction` (websocket_events).
+        A filter that does not apply to `what` is an error, so a typo never silently matches all.
+        """
+        ring = self._ring(what)
+        _check_limit(limit)
+        match = _matcher(what, level, url, method, status_min, status_max, direction)
+        tab: int | AllTabs = ALL_TABS if tab_id is None else tab_id
+        entries, more = ring.select(tab=tab, since=since, limit=limit, match=match)
+        more = more and since is not None
+        return ObserveResult(
+            what=what,
+            entries=tuple(entries),
+            currently_tracked_tab=active_tab_id,
+            filtered_by_tab=tab_id,
+            total_entries_all_tabs=len(ring),
+            returned_entries=len(entries),
+            dropped=ring.dropped_for(tab),
+            next_cursor=entries[-1].seq if more else self._seq,
+            has_more=more,
+        )
+
+
+def _matcher(
+    what: TelemetryKind,
+    level: str | None,
+    url: str | None,
+    method: str | None,
+    status_min: int | None,
+    status_max: int | None,
+    direction: Direction | None,
+) -> Callable[[Any], bool] | None:
+    network = what in ("network_waterfall", "network_bodies")
+    for name, value, applies, kinds in (
+        ("level", level, what == "logs", "logs"),
+        ("url", url, what != "actions", "every kind but actions"),
+        ("method", method, network, "network_waterfall and network_bodies"),
+        ("statusMin", status_min, network, "network_waterfall and network_bodies"),
+        ("statusMax", status_max, network, "network_waterfall and network_bodies"),
+        ("direction", direction, what == "websocket_events", "websocket_events"),
+    ):
+        if value is not None and not applies:
+            raise ValueError(f"The {name} filter applies to {kinds}, not to {what}.")
+    tests: list[Callable[[Any], bool]] = []
+    if level is not None:
+        rank = _LEVEL_RANK.get(level.lower())
+        if rank is None:
+            raise ValueError(f"level must be one of {', '.join(_LEVELS_ACCEPTED)}; got {level!r}")
+        tests.append(lambda e: _LEVEL_RANK.get(e.level, 1) >= rank)
+    if url:
+        tests.append(lambda e: url in e.url)
+    if method:
+        wanted = method.upper()
+        tests.append(lambda e: e.method == wanted)
+    if status_min is not None or status_max is not None:
+        low = status_min if status_min is not None else 0
+        high = status_max if status_max is not None else 999
+        tests.append(lambda e: e.status is not None and low <= e.status <= high)
+    if direction is not None:
+        if direction not in ("sent", "received"):
+            raise ValueError(f"direction must be 'sent' or 'received'; got {direction!r}")
+        tests.append(lambda e: e.event == direction)
+    if not tests:
+        return None
+    if len(tests) == 1:
+        return tests[0]
+    return lambda e: all(test(e) for test in tests)
+
+
+def _page_of(request: Request) -> Page | None:
+    # Requests of service workers have no frame, hence no tab.
+    try:
+        return request.frame.page
+    except Exception:
+        return None
+
+
+async def _within(awaitable: Any, timeout: float = 10.0) -> Any:
+    # A driver call about a page that is closing can take long to fail; never hold a task forever.
+    return await asyncio.wait_for(awaitable, timeout)
+
+
+def _disposer(emitter: Any, handlers: list[tuple[str, Callable[[Any], None]]]) -> Callable[[], None]:
+    def dispose() -> None:
+        while handlers:
+            event, handler = handlers.pop()
+            with contextlib.suppress(Exception):
+                emitter.remove_listener(event, handler)
+
+    return dispose
