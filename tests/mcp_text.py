@@ -20,3 +20,9 @@ def section(result: CallToolResult, name: str) -> str:
         if inside:
             body.append(line)
     return "\n".join(body).strip()
+
+
+def tab_line(result: CallToolResult, tab_id: int) -> str:
+    """The line of `### Tabs` about one tab ('' if it is not listed)."""
+    prefix = f"- tab {tab_id}:"
+    return next((line for line in section(result, "Tabs").splitlines() if line.startswith(prefix)), "")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from mcp_text import section, text
+from mcp_text import section, tab_line, text
 from tabpilot.site import LocalSite
 
 
@@ -35,7 +35,7 @@ async def test_new_close_and_activate_follow_the_contract(connect: Callable[...,
         assert new["url"] == site.url("/page/a")
         assert set(new) == {"tabId", "url", "title"}
         assert f"tab {new['tabId']} opened" in section(opened, "Events")
-        assert "active" in next(line for line in section(opened, "Tabs").splitlines() if f"tab {new['tabId']}:" in line)
+        assert "active" in tab_line(opened, new["tabId"])
 
         back = await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first})
         assert back.structured_content is not None

@@ -28,6 +28,8 @@ from ._errors import (
 from ._events import EventBus
 from ._instance import Instance, InstanceInfo, InstanceKind
 from ._manager import CloseResult, TabIds, TabManager
+from ._navigation import NavigateAction, NavigationResult, navigate, normalize_url, policy_route_hook
+from ._policy import UrlPolicy
 from ._refs import parse_ref, scope_snapshot
 from ._tab import Snapshot, Tab
 from ._types import CloseCause, DialogInfo, OpenCause, TabEvent, TabInfo, TabLimitPolicy, TabStatus
@@ -51,7 +53,9 @@ __all__ = [
     "InstanceInfo",
     "InstanceNotFoundError",
     "LastTabError",
+    "NavigateAction",
     "NavigationBlockedError",
+    "NavigationResult",
     "NoDialogError",
     "OpenCause",
     "RefError",
@@ -68,8 +72,12 @@ __all__ = [
     "TabNotFoundError",
     "TabStatus",
     "TabpilotError",
+    "UrlPolicy",
     "__version__",
     "find_browser",
+    "navigate",
+    "normalize_url",
     "parse_ref",
+    "policy_route_hook",
     "scope_snapshot",
 ]

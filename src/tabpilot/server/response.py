@@ -152,7 +152,9 @@ class Response:
             manager = session.manager
             await manager.settle()
             page_text, snapshot_text = await self._page_sections(data)
-
+            # Tabs may have appeared while the snapshot was read; from here on nothing awaits, so
+            # the events and the tab list below describe the same moment.
+            await manager.settle()
             events = manager.events.history(since=session.last_event_seq)
             session.last_event_seq = manager.events.last_seq
             if events:
@@ -235,7 +237,8 @@ class Response:
             return f"### Snapshot\n(no snapshot: {exc})"
         except Exception as exc:  # the page navigated or closed while we read it
             return f"### Snapshot\n(no snapshot: {exc}; call browser_snapshot(tabId={tab.id}) to retry)"
-        if previous is None or previous.url != fresh.url:
+        # A new document (navigation, reload) shares no ref with the old one: show it whole.
+        if previous is None or previous.url != fresh.url or not previous.refs & fresh.refs:
             data["snapshot"] = fresh.text
             return f"### Snapshot\n```yaml\n{fresh.text}\n```"
         added, removed = changed_lines(previous.text, fresh.text)

@@ -31,8 +31,7 @@ from mcp.server.mcpserver import Context
 from playwright.async_api import Playwright, async_playwright
 
 import tabpilot
-from tabpilot import ConnectError, TabIds, TabManager
-from tabpilot._policy import UrlPolicy
+from tabpilot import ConnectError, TabIds, TabManager, UrlPolicy, policy_route_hook
 
 from .config import ServerConfig
 
@@ -161,6 +160,9 @@ class ServerState:
             playwright=playwright,
         )
         telemetry = _make_telemetry(config, manager)
+        if self.policy.restricts:
+            # Pages start navigations too (links, scripts, popups): hold them to the same policy.
+            manager.add_hooks(context=policy_route_hook(self.policy))
         try:
             if self._browser is not None or config.shares_browser:
                 browser = await self._shared_browser()

@@ -7,11 +7,17 @@ below. Tool sets are what `--tools` selects; several can be on at once if their 
 
 from __future__ import annotations
 
-from . import tabs
+from . import navigate, snapshot, tabs
+from ..toolsets import browser_tab, browser_use, foxmcp, pilo
 from .base import Call, RefArg, TabIdArg, ToolSpec, mcp_function
 
 TOOLSETS: dict[str, list[ToolSpec]] = {
-    "default": [*tabs.TOOLS],
+    "default": [*tabs.TOOLS, *navigate.TOOLS, *snapshot.TOOLS],
+    # Compatible tool sets (server/toolsets/): tools of other browser servers, on the same tabs.
+    "browser-use": browser_use.TOOLS,
+    "browser-tab": browser_tab.TOOLS,
+    "foxmcp": foxmcp.TOOLS,
+    "pilo": pilo.TOOLS,
 }
 
 

@@ -1,0 +1,43 @@
+"""`browser_navigate`: goto, back, forward or reload one tab (active or not), under the URL policy."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import navigate
+
+from .base import Call, TabIdArg, ToolSpec
+
+
+async def browser_navigate(
+    call: Call,
+    action: Annotated[
+        Literal["goto", "back", "forward", "reload"], Field(description="goto a url, or move in the tab's history.")
+    ] = "goto",
+    url: Annotated[
+        str | None, Field(description="goto: the address (a missing scheme means https://, http:// for localhost).")
+    ] = None,
+    tabId: TabIdArg = None,
+) -> None:
+    tab = call.target(tab_id=tabId)
+    result = await navigate(tab, action, url, policy=call.session.policy)
+    verb = {"goto": "Navigated", "back": "Went back", "forward": "Went forward", "reload": "Reloaded"}[action]
+    text = f"{verb}: tab {tab.id} is on {result.url}."
+    if result.note:
+        text += f" {result.note}"
+    call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})
+    call.response.set_page(tab, changes=True)
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_navigate",
+        browser_navigate,
+        "Load a URL in a tab, or go back, forward or reload. Works on any tab (tabId) without activating "
+        "it; without tabId it uses the active tab. The response shows the new page's snapshot with refs.",
+        ToolAnnotations(title="Navigate a tab", destructive_hint=False, open_world_hint=True),
+    )
+]

@@ -1,0 +1,165 @@
+"""browser_snapshot and browser_navigate through a real MCP client, on background tabs too."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from mcp import Client
+from mcp.types import CallToolResult
+
+from mcp_text import section, tab_line, text
+from tabpilot.site import LocalSite
+
+
+def data(result: CallToolResult) -> dict[str, Any]:
+    assert result.structured_content is not None, text(result)
+    return result.structured_content
+
+
+async def _open(mcp: Client, url: str, *, background: bool = True) -> int:
+    opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": url, "background": background})
+    assert not opened.is_error, text(opened)
+    tab_id: int = data(opened)["result"]["tabId"]
+    return tab_id
+
+
+async def test_a_background_tab_can_be_snapshotted_without_activating_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        first = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]["activeTabId"]
+        background = await _open(mcp, site.url("/page/a"))
+
+        result = await mcp.call_tool("browser_snapshot", {"tabId": background})
+
+        assert not result.is_error, text(result)
+        assert f"- URL: {site.url('/page/a')}" in section(result, "Page")
+        assert "Title: Page a" in section(result, "Page")
+        snapshot = section(result, "Snapshot")
+        assert 'heading "Page a"' in snapshot
+        assert f"[ref={background}e" in snapshot
+        assert "active" in tab_line(result, first)
+        assert tab_line(result, background) and "active" not in tab_line(result, background)
+        assert data(result)["activeTabId"] == first
+
+
+async def test_a_snapshot_can_be_limited_to_a_subtree_or_a_depth(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await _open(mcp, site.url("/form"))
+        whole = data(await mcp.call_tool("browser_snapshot", {"tabId": tab}))["snapshot"]
+        combo_line = next(line for line in whole.splitlines() if "combobox" in line)
+        combo_ref = combo_line.split("[ref=")[1].split("]")[0]
+
+        subtree = await mcp.call_tool("browser_snapshot", {"ref": combo_ref})
+        assert not subtree.is_error, text(subtree)
+        assert "combobox" in data(subtree)["snapshot"]
+        assert "Subscribe" not in data(subtree)["snapshot"]
+
+        shallow = data(await mcp.call_tool("browser_snapshot", {"tabId": tab, "depth": 1}))["snapshot"]
+        assert len(shallow.splitlines()) < len(whole.splitlines())
+
+
+async def test_a_ref_of_another_tab_or_a_stale_ref_fails_at_once_saying_what_to_do(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        a = await _open(mcp, site.url("/page/a"))
+        b = await _open(mcp, site.url("/page/b"))
+        await mcp.call_tool("browser_snapshot", {"tabId": a})
+
+        foreign = await mcp.call_tool("browser_snapshot", {"tabId": b, "ref": f"{a}e1"})
+        assert foreign.is_error
+        assert f"belongs to tab {a}" in section(foreign, "Error")
+
+        stale = await mcp.call_tool("browser_snapshot", {"ref": f"{a}e999"})
+        assert stale.is_error
+        assert f"browser_snapshot(tabId={a})" in section(stale, "Error")
+
+
+async def test_navigating_a_background_tab_shows_its_page_and_keeps_the_active_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        first = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]["activeTabId"]
+        tab = await _open(mcp, site.url("/page/a"))
+
+        result = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b"), "tabId": tab})
+
+        assert not result.is_error, text(result)
+        assert f"tab {tab} is on {site.url('/page/b')}" in section(result, "Result")
+        assert 'heading "Page b"' in section(result, "Snapshot")
+        assert data(result)["page"]["tabId"] == tab
+        listed = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]
+        assert listed["activeTabId"] == first
+
+        back = await mcp.call_tool("browser_navigate", {"action": "back", "tabId": tab})
+        assert site.url("/page/a") in section(back, "Page")
+
+        reloaded = await mcp.call_tool("browser_navigate", {"action": "reload", "tabId": tab})
+        assert 'heading "Page a"' in section(reloaded, "Snapshot")
+        assert data(reloaded)["snapshot"]
+
+
+async def test_going_back_without_history_says_so(connect: Callable[..., Client]) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_navigate", {"action": "back"})
+        assert not result.is_error, text(result)
+        assert "no page to go back to" in section(result, "Result")
+
+
+async def test_a_tab_opened_by_a_page_is_reported_in_the_response_that_caused_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/opens", "<title>Opener</title><script>window.open('/page/b')</script>")
+    async with connect() as mcp:
+        tab = await _open(mcp, "about:blank")
+        result = await mcp.call_tool("browser_navigate", {"url": site.url("/opens"), "tabId": tab})
+        events = section(result, "Events")
+        assert f"by tab {tab}" in events, text(result)
+        new_tab = next(e for e in data(result)["events"] if e["type"] == "tab_opened" and e["openerId"] == tab)
+        assert f"opened by tab {tab}" in tab_line(result, new_tab["tabId"])
+
+
+async def test_file_urls_and_origins_outside_the_policy_are_refused(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_navigate", {"url": "file:///etc/passwd"})
+        assert result.is_error
+        assert "file: URLs are refused" in section(result, "Error")
+
+    other = f"http://localhost:{site.port}"
+    site.set_content("/jump", f"<title>Jump</title><script>location.href = '{other}/page/c'</script>")
+    async with connect(allowed_origins=(site.origin,)) as mcp:
+        refused = await mcp.call_tool("browser_tabs", {"action": "new", "url": f"{other}/page/b"})
+        assert refused.is_error
+        assert "not in --allowed-origins" in section(refused, "Error")
+
+        tab = await _open(mcp, site.url("/jump"))
+        await asyncio.sleep(0.3)
+        page = data(await mcp.call_tool("browser_snapshot", {"tabId": tab}))["page"]
+        assert not page["url"].startswith(other)
+
+
+async def test_a_dialog_blocks_only_its_own_tab(connect: Callable[..., Client], site: LocalSite) -> None:
+    site.set_content("/alerts", "<title>Alerts</title><script>alert('stop')</script>")
+    async with connect() as mcp:
+        other = await _open(mcp, site.url("/page/a"))
+        tab = await _open(mcp, "about:blank")
+
+        loading = await mcp.call_tool("browser_navigate", {"url": site.url("/alerts"), "tabId": tab})
+        assert not loading.is_error, text(loading)
+        assert "dialog" in section(loading, "Result")
+        assert f"tab {tab} shows a alert dialog" in section(loading, "Events")
+        assert "alert dialog open" in tab_line(loading, tab)
+
+        blocked = await mcp.call_tool("browser_snapshot", {"tabId": tab})
+        assert blocked.is_error
+        assert "browser_handle_dialog" in section(blocked, "Error")
+
+        fine = await mcp.call_tool("browser_snapshot", {"tabId": other})
+        assert not fine.is_error, text(fine)
