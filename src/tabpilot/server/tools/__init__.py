@@ -7,8 +7,8 @@ below. Tool sets are what `--tools` selects; several can be on at once if their 
 
 from __future__ import annotations
 
-from . import navigate, snapshot, tabs
 from ..toolsets import browser_tab, browser_use, foxmcp, pilo
+from . import navigate, snapshot, tabs
 from .base import Call, RefArg, TabIdArg, ToolSpec, mcp_function
 
 TOOLSETS: dict[str, list[ToolSpec]] = {

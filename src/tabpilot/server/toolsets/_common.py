@@ -7,12 +7,13 @@ Pure functions first (unit-tested without a browser), then the few helpers that 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import Tab, TabEvent, TabManager, parse_ref
+from tabpilot import ActionError, Tab, TabEvent, TabManager, parse_ref
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -138,3 +139,41 @@ async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[d
         return found
 
     return list(await asyncio.gather(*(one(e) for e in elements)))
+
+
+NEW_TAB_GRACE = 0.3
+"""Seconds to wait after a click for a tab it opens. Chromium creates the tab 15-70 ms after the
+click returns (measured), after `settle()` has already looked; a click that opens nothing pays this."""
+
+
+async def click_element(
+    manager: TabManager, tab: Tab, ref: str, *, modifiers: list[str] | None = None
+) -> list[TabEvent]:
+    """Click the element `ref` names on `tab`; return the tab_opened events the click caused.
+
+    A stale ref fails at once (`tab.locator` checks it). A tab the click opens is waited for
+    (`NEW_TAB_GRACE`) and the browser settled, so this click reports it, not some later call.
+    """
+    locator = await tab.locator(ref)
+    since = manager.events.last_seq
+    opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_page(_page: object) -> None:
+        if not opened.done():
+            opened.set_result(None)
+
+    context = tab.page.context
+    context.on("page", on_page)
+    try:
+        await locator.click(timeout=10_000, modifiers=modifiers)  # type: ignore[arg-type]
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(opened, NEW_TAB_GRACE)
+    except Exception as exc:
+        raise ActionError(
+            f"Clicking {ref} on tab {tab.id} failed: {str(exc).splitlines()[0]}. The page may have changed: "
+            "take a new snapshot and retry."
+        ) from exc
+    finally:
+        context.remove_listener("page", on_page)
+    await manager.settle()
+    return tabs_opened(manager, since)

@@ -1,0 +1,376 @@
+"""`--tools browser-use`: browser-use's MCP tools (seed 000_aeec8e9206fa5d64), without its tab bug.
+
+Tools and texts follow browser-use's MCP server: `browser_navigate(url, new_tab)` ("Navigated to:
+{url}", "Opened new tab with URL: {url}"), `browser_click(index, new_tab)` ("Clicked element
+{index}"), `browser_type(index, text)` ("Typed '{text}' into element {index}"),
+`browser_get_state(include_screenshot)` (JSON: url, title, tabs, interactive_elements; the
+screenshot as image content), `browser_list_tabs` (JSON list of {tab_id, url, title}),
+`browser_switch_tab(tab_id)` ("Switched to tab {tab_id}: {url}"), `browser_close_tab(tab_id)`
+("Closed tab # {tab_id}, now on {url}"), `browser_go_back` ("Navigated back") and
+`browser_scroll(direction)` ("Scrolled {direction}"). Errors start with "Error: " as there, and
+come back with `isError: true`.
+
+The seed's bug cannot happen: `browser_get_state` lists every tab WITH `tab_id` and
+`parent_tab_id`, the same ids `browser_list_tabs` gives and `browser_switch_tab` and
+`browser_close_tab` take.
+
+Tab ids: browser-use shows the last 4 characters of the CDP target id. Here `tab_id` is tabpilot's
+stable integer id as a string ("3"). Agents copy `tab_id` from one response into the next call and
+never parse it, so any short string works for them; a string keeps the type they were written
+for, while the number stays short, never collides (4-character suffixes can), never changes, and
+is the same id every other tool set uses. Both "3" and 3 are accepted, and so is the full CDP
+target id.
+
+Interactive elements are numbered by `index` (1, 2, ...) in page order, as browser-use does, and
+come from the accessibility snapshot (links, buttons, fields, and other elements the page makes
+clickable). Indexes belong to the latest `browser_get_state`: they act on that state's tab only
+while it is the active tab; after a switch, a navigation or a page change the agent is told to
+get the state again, instead of clicking whatever now has that number.
+
+Beyond browser-use, an action that opens a tab says so on a line of its own
+(`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+from urllib.parse import urljoin
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import StaleRefError, Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, normalize_url
+
+from ..tools.base import Call, ToolSpec
+from ._common import SnapshotElement, click_element, describe_elements, interactive_elements
+
+# Per manager (one per MCP session): the tab of the latest browser_get_state and its indexes.
+_states: weakref.WeakKeyDictionary[TabManager, tuple[int, dict[int, SnapshotElement]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+TabIdParam = Annotated[
+    str | int, Field(description="Tab ID (tab_id from browser_get_state or browser_list_tabs) of the tab")
+]
+
+
+class _IndexError(TabpilotError):
+    pass
+
+
+def tab_entry(info: TabInfo) -> dict[str, Any]:
+    """A tab as browser_get_state lists it (TabInfo serialised by alias, as the seed's fix does)."""
+    return {
+        "url": info.url,
+        "title": info.title,
+        "tab_id": str(info.id),
+        "parent_tab_id": str(info.opener_id) if info.opener_id is not None else None,
+    }
+
+
+def list_tabs_json(tabs: Sequence[TabInfo]) -> str:
+    return json.dumps([{"tab_id": str(t.id), "url": t.url, "title": t.title or ""} for t in tabs], indent=2)
+
+
+def typed_text(index: int, text: str) -> str:
+    """browser-use's answer to typing: likely e-mails and tokens are not echoed back."""
+    sensitive = len(text) >= 6 and (
+        ("@" in text and "." in text.split("@")[-1])
+        or (
+            len(text) >= 16
+            and any(c.isdigit() for c in text)
+            and any(c.isalpha() for c in text)
+            and any(c in ".-_" for c in text)
+        )
+    )
+    if sensitive:
+        kind = "email" if "@" in text and "." in text.split("@")[-1] else "credential"
+        return f"Typed <{kind}> into element {index}"
+    return f"Typed '{text}' into element {index}"
+
+
+def new_tab_lines(manager: TabManager, events: Sequence[TabEvent], *, active: bool) -> str:
+    infos = {t.id: t for t in manager.tabs()}
+    lines = []
+    for event in events:
+        info = infos.get(event.tab_id) if event.tab_id is not None else None
+        if info is None:
+            continue
+        parent = f' (parent_tab_id "{info.opener_id}")' if info.opener_id is not None else ""
+        tail = (
+            "now active."
+            if active
+            else f'not active: call browser_switch_tab with tab_id "{info.id}" to use it.'
+        )
+        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {info.url}, {tail}')
+    return "".join(lines)
+
+
+def _element(call: Call, index: int) -> tuple[Tab, SnapshotElement]:
+    manager = call.manager
+    tab = call.tab(None)
+    state = _states.get(manager)
+    if state is None:
+        raise _IndexError(
+            f"Element with index {index} not found: no state yet. Call browser_get_state; indexes come "
+            "from its interactive_elements."
+        )
+    state_tab, elements = state
+    if state_tab != tab.id:
+        raise _IndexError(
+            f'Element with index {index} not found: indexes are from the state of tab_id "{state_tab}", '
+            f'and the active tab is tab_id "{tab.id}". Call browser_get_state to get this tab\'s elements.'
+        )
+    element = elements.get(index)
+    if element is None:
+        raise _IndexError(
+            f"Element with index {index} not found: the latest browser_get_state has indexes 1 to "
+            f"{len(elements)}. Call browser_get_state again if the page changed."
+        )
+    return tab, element
+
+
+def _stale(index: int) -> str:
+    return (
+        f"Error: Element with index {index} is no longer on the page (it changed since browser_get_state). "
+        "Call browser_get_state again and use an index from it."
+    )
+
+
+def _not_found(manager: TabManager, tab_id: object) -> str:
+    tabs = (
+        "; ".join(f'tab_id "{t.id}": {t.title or "(no title)"} ({t.url})' for t in manager.tabs()) or "none"
+    )
+    return (
+        f"Error: No tab with tab_id {tab_id!r}. Open tabs: {tabs}. "
+        "Use a tab_id from browser_list_tabs or browser_get_state."
+    )
+
+
+async def browser_get_state(
+    call: Call,
+    include_screenshot: Annotated[
+        bool, Field(description="Whether to include a screenshot of the current page")
+    ] = False,
+) -> None:
+    manager = call.manager
+    try:
+        tab = call.tab(None)
+        await manager.settle()
+        snap = await tab.snapshot()
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+        return
+    elements = interactive_elements(snap.text)
+    details = await describe_elements(tab, elements)
+    _states[manager] = (tab.id, dict(enumerate(elements, start=1)))
+    listed = []
+    for index, found in enumerate(details, start=1):
+        entry: dict[str, Any] = {"index": index, "tag": found["tag"], "text": found["text"]}
+        if found.get("placeholder"):
+            entry["placeholder"] = found["placeholder"]
+        if found.get("href"):
+            entry["href"] = found["href"]
+        listed.append(entry)
+    result = {
+        "url": snap.url,
+        "title": snap.title,
+        "tabs": [tab_entry(i) for i in manager.tabs()],
+        "interactive_elements": listed,
+    }
+    if include_screenshot:
+        call.response.add_image(await tab.page.screenshot())
+    call.response.plain(json.dumps(result, indent=2), result)
+
+
+async def browser_list_tabs(call: Call) -> None:
+    tabs = call.manager.tabs()
+    call.response.plain(list_tabs_json(tabs), {"tabs": json.loads(list_tabs_json(tabs))})
+
+
+async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
+    manager = call.manager
+    try:
+        tab = manager.activate(call.tab(tab_id).id)
+    except TabpilotError:
+        call.response.plain(_not_found(manager, tab_id), error=True)
+        return
+    call.response.plain(f"Switched to tab {tab.id}: {tab.url}")
+
+
+async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
+    manager = call.manager
+    try:
+        tab = call.tab(tab_id)
+    except TabpilotError:
+        call.response.plain(_not_found(manager, tab_id), error=True)
+        return
+    try:
+        closed = await manager.close_tab(tab.id)
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+        return
+    now = manager.tab(closed.active_tab_id).url if closed.active_tab_id is not None else "about:blank"
+    call.response.plain(f"Closed tab # {closed.closed_tab_id}, now on {now}")
+
+
+async def browser_navigate(
+    call: Call,
+    url: Annotated[str, Field(description="The URL to navigate to")],
+    new_tab: Annotated[bool, Field(description="Whether to open in a new tab")] = False,
+) -> None:
+    manager = call.manager
+    try:
+        if new_tab:
+            call.session.policy.check(normalize_url(url))
+            tab = await manager.new_tab(None)
+            call.acted_tab = tab
+            await navigate(tab, "goto", url, policy=call.session.policy)
+            call.response.plain(f'Opened new tab with URL: {url}\nNew tab: tab_id "{tab.id}", now active.')
+        else:
+            tab = call.tab(None)
+            await navigate(tab, "goto", url, policy=call.session.policy)
+            call.response.plain(f"Navigated to: {url}")
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+
+
+async def browser_click(
+    call: Call,
+    index: Annotated[int, Field(description="The index of the element to click (from browser_get_state)")],
+    new_tab: Annotated[
+        bool, Field(description="Whether to open any resulting navigation in a new tab")
+    ] = False,
+) -> None:
+    manager = call.manager
+    try:
+        tab, element = _element(call, index)
+        if new_tab and element.href:
+            full_url = urljoin(tab.url, element.href)
+            call.session.policy.check(full_url)
+            opened = await manager.new_tab(full_url)
+            call.response.plain(
+                f"Clicked element {index} and opened in new tab {full_url[:20]}..."
+                f'\nNew tab: tab_id "{opened.id}", now active.'
+            )
+            return
+        events = await click_element(manager, tab, element.ref)
+    except StaleRefError:
+        call.response.plain(_stale(index), error=True)
+        return
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+        return
+    text = f"Clicked element {index}"
+    if new_tab:
+        text += " (new tab not supported for non-link elements)"
+    call.response.plain(text + new_tab_lines(manager, events, active=False))
+
+
+async def browser_type(
+    call: Call,
+    index: Annotated[int, Field(description="The index of the input element (from browser_get_state)")],
+    text: Annotated[str, Field(description="The text to type")],
+) -> None:
+    try:
+        tab, element = _element(call, index)
+        locator = await tab.locator(element.ref)
+        await locator.fill(text, timeout=10_000)
+    except StaleRefError:
+        call.response.plain(_stale(index), error=True)
+        return
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+        return
+    except Exception as exc:
+        call.response.plain(
+            f"Error: could not type into element {index}: {str(exc).splitlines()[0]}. Is it a text field? "
+            "Call browser_get_state to check.",
+            error=True,
+        )
+        return
+    call.response.plain(typed_text(index, text))
+
+
+async def browser_go_back(call: Call) -> None:
+    try:
+        result = await navigate(call.tab(None), "back", None, policy=call.session.policy)
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+        return
+    call.response.plain("Navigated back" + (f" ({result.note})" if result.note else ""))
+
+
+async def browser_scroll(
+    call: Call,
+    direction: Annotated[Literal["up", "down"], Field(description="Direction to scroll")] = "down",
+) -> None:
+    try:
+        tab = call.target()
+        await tab.page.evaluate("(dy) => window.scrollBy(0, dy)", 500 if direction == "down" else -500)
+    except TabpilotError as exc:
+        call.response.plain(f"Error: {exc}", error=True)
+        return
+    call.response.plain(f"Scrolled {direction}")
+
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        "browser_navigate",
+        browser_navigate,
+        "Navigate to a URL in the browser",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "browser_click",
+        browser_click,
+        "Click an element by index. Use index for elements from browser_get_state.",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "browser_type",
+        browser_type,
+        "Type text into an input field",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "browser_get_state",
+        browser_get_state,
+        "Get the current state of the page including all interactive elements and all open tabs "
+        "(each with its tab_id and parent_tab_id)",
+        ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "browser_scroll",
+        browser_scroll,
+        "Scroll the page",
+        ToolAnnotations(open_world_hint=False),
+    ),
+    ToolSpec(
+        "browser_go_back",
+        browser_go_back,
+        "Go back to the previous page",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "browser_list_tabs",
+        browser_list_tabs,
+        "List all open tabs",
+        ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "browser_switch_tab",
+        browser_switch_tab,
+        "Switch to a different tab",
+        ToolAnnotations(open_world_hint=False),
+    ),
+    ToolSpec(
+        "browser_close_tab",
+        browser_close_tab,
+        "Close a tab",
+        ToolAnnotations(destructive_hint=True, open_world_hint=False),
+    ),
+]

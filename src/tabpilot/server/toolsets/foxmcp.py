@@ -1,0 +1,187 @@
+"""`--tools foxmcp`: the tab tools of FoxMCP with its exact text formats (seed 003_1c421f5ac2ccda22).
+
+Tools: `tabs_list`, `tabs_create(url, active, pinned)`, `tabs_close(tab_id)`,
+`tabs_switch(tab_id)`, `windows_list(populate)`. Each answers with FoxMCP's text only, so an agent
+or parser written for FoxMCP reads it unchanged::
+
+    Open tabs (2 found):
+    - ID 1: Home - http://127.0.0.1:8000/ (active)
+    - ID 2: Page A - http://127.0.0.1:8000/page/a (pinned)
+
+Decisions where the seed is loose:
+- Markers follow FoxMCP's code (`" (active)" if active` + `" (pinned)" if pinned`), so a tab that
+  is both ends in ` (active) (pinned)`; the seed's hand-written example shows `(active)(pinned)`,
+  which FoxMCP itself never printed.
+- "No title"/"No URL" stand in for an empty title or URL (a fresh tab has an empty title here,
+  where Firefox would report "New Tab").
+- `active` is per browser instance, as Firefox's is per window.
+- Errors keep FoxMCP's leading words (`Error getting tabs: `, `Error closing tab: `, ...) and are
+  followed by what to do next; they come back with `isError: true`.
+- Ids are tabpilot's stable tab ids, the same numbers every other tool set uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Annotated
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
+
+from ..tools.base import Call, ToolSpec
+
+TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
+
+
+def tab_line(info: TabInfo) -> str:
+    """`- ID {id}: {title} - {url}` with ` (active)` and ` (pinned)` markers."""
+    active = " (active)" if info.active else ""
+    pinned = " (pinned)" if info.pinned else ""
+    return f"- ID {info.id}: {info.title or 'No title'} - {info.url or 'No URL'}{active}{pinned}"
+
+
+def tabs_list_text(tabs: Sequence[TabInfo]) -> str:
+    """The text of `tabs_list`: a header and one line per tab, each line ending in a newline."""
+    if not tabs:
+        empty = {"tabs": [], "debug": {"totalFound": 0, "tabUrls": []}}
+        return f"No tabs found. Extension response: {json.dumps(empty)}"
+    return f"Open tabs ({len(tabs)} found):\n" + "".join(tab_line(t) + "\n" for t in tabs)
+
+
+def created_text(info: TabInfo) -> str:
+    return f"Created tab: ID {info.id} - {info.title or 'Loading...'} - {info.url}"
+
+
+def windows_text(manager: TabManager, *, populate: bool) -> str:
+    """`Browser windows (N found):` and one line per window (tabs grouped by instance and window)."""
+    windows: dict[tuple[str, int | None], list[TabInfo]] = {}
+    for info in manager.tabs():
+        windows.setdefault((info.instance_id, info.window_id), []).append(info)
+    if not windows:
+        return "No windows found"
+    focused_instance = manager.default_instance
+    lines = [f"Browser windows ({len(windows)} found):\n"]
+    for (instance_id, window_id), tabs in windows.items():
+        size = "?x?"
+        viewport = manager.tab(tabs[0].id).page.viewport_size
+        if viewport:
+            size = f"{viewport['width']}x{viewport['height']}"
+        focused = (
+            focused_instance is not None
+            and focused_instance.id == instance_id
+            and any(t.active for t in tabs)
+        )
+        count = str(len(tabs)) if populate else "?"
+        wid = window_id if window_id is not None else instance_id
+        lines.append(
+            f"- ID {wid}: normal window, state: normal, {size}, {count} tabs{' (focused)' if focused else ''}\n"
+        )
+    return "".join(lines)
+
+
+def _problem(manager: TabManager, exc: TabpilotError) -> str:
+    # Library errors list the open tabs over several lines; FoxMCP's errors are one line.
+    if isinstance(exc, TabNotFoundError):
+        ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
+        return f"No tab with ID {exc.tab_id}. Open tab IDs: {ids}. Call tabs_list to see them."
+    return " ".join(str(exc).split())
+
+
+async def tabs_list(call: Call) -> None:
+    try:
+        text = tabs_list_text(call.manager.tabs())
+    except TabpilotError as exc:
+        call.response.plain(f"Error getting tabs: {exc}", error=True)
+        return
+    call.response.plain(text)
+
+
+async def tabs_create(
+    call: Call,
+    url: Annotated[str, Field(description="URL to open in the new tab")],
+    active: Annotated[bool, Field(description="Whether the tab should be active (default: True)")] = True,
+    pinned: Annotated[bool, Field(description="Whether the tab should be pinned (default: False)")] = False,
+) -> None:
+    manager = call.manager
+    try:
+        call.session.policy.check(url)
+        tab = await manager.new_tab(url, background=not active)
+        call.acted_tab = tab
+        if pinned:
+            manager.pin(tab.id)
+        await tab.refresh_title()
+        call.response.plain(created_text(manager.info(tab)))
+    except TabpilotError as exc:
+        call.response.plain(f"Error creating tab: {exc}", error=True)
+
+
+async def tabs_close(call: Call, tab_id: TabIdParam) -> None:
+    manager = call.manager
+    try:
+        tab = call.tab(tab_id)
+        await manager.close_tab(tab.id)
+    except TabpilotError as exc:
+        call.response.plain(f"Error closing tab: {_problem(manager, exc)}", error=True)
+        return
+    call.response.plain(f"Successfully closed tab {tab.id}")
+
+
+async def tabs_switch(call: Call, tab_id: TabIdParam) -> None:
+    manager = call.manager
+    try:
+        tab = manager.activate(call.tab(tab_id).id)
+    except TabpilotError as exc:
+        call.response.plain(f"Error switching to tab: {_problem(manager, exc)}", error=True)
+        return
+    call.response.plain(f"Successfully switched to tab {tab.id}")
+
+
+async def windows_list(
+    call: Call,
+    populate: Annotated[bool, Field(description="Whether to include tab information for each window")] = True,
+) -> None:
+    call.response.plain(windows_text(call.manager, populate=populate))
+
+
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        "tabs_list",
+        tabs_list,
+        'List all open browser tabs.\n\nReturns:\n    "Open tabs ({count} found):\n'
+        '    - ID {tab_id}: {title} - {url}{status_indicators}"\n\n'
+        "Status indicators: (active) for the active tab, (pinned) for pinned tabs.",
+        _READ,
+    ),
+    ToolSpec(
+        "tabs_create",
+        tabs_create,
+        "Create a new browser tab.\n\nArgs:\n    url: URL to open in the new tab\n"
+        "    active: Whether the tab should be active (default: True)\n"
+        "    pinned: Whether the tab should be pinned (default: False)",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "tabs_close",
+        tabs_close,
+        "Close a browser tab.\n\nArgs:\n    tab_id: ID of the tab to close",
+        ToolAnnotations(destructive_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "tabs_switch",
+        tabs_switch,
+        "Switch to a specific browser tab.\n\nArgs:\n    tab_id: ID of the tab to switch to",
+        ToolAnnotations(open_world_hint=False),
+    ),
+    ToolSpec(
+        "windows_list",
+        windows_list,
+        "List all browser windows with their tab counts.\n\nArgs:\n"
+        "    populate: Whether to include tab information for each window",
+        _READ,
+    ),
+]

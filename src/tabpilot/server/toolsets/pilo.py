@@ -1,0 +1,253 @@
+"""`--tools pilo`: the tab tools Pilo's proposal asks for (seed 004_64a0cfc0c5cb6d95), on tabpilot.
+
+Pilo's agent works on one "current" tab and reads a snapshot every step; the proposal adds
+`switch_tab`, `close_tab`, `list_tabs` and an "Available tabs:" header on that snapshot. Here:
+
+- `get_snapshot()` is that per-step snapshot. Pilo pushes it into the prompt; over MCP the agent
+  asks for it, so it is a tool. Its text starts with the header, in the seed's format::
+
+      Available tabs:
+      Tab 3 (current): example.com - "Home"
+      Tab 4: support.example.com - "Help Center"
+
+  Hosts, not full URLs, as the seed shows (it keeps the prompt short; a URL without a host, such
+  as about:blank, is shown whole). `list_tabs()` gives the full URLs. Then come the tab events
+  since the previous snapshot (`BROWSER_TAB_OPENED: Tab 4 (opened by Tab 3): <url>`), the page's
+  URL and title, and the aria snapshot with refs.
+- New tabs are never switched to (the seed's decision): the click that opened one names it in its
+  own response (`BROWSER_TAB_OPENED: ...`), and the next snapshot lists it and reports the event.
+- `click(ref)`, `fill(ref, value)` and `goto(url)` act on the current tab, so a Pilo agent can do
+  a whole task with this set alone. As the seed says, refs are scoped to the current tab: a ref of
+  another tab is refused (tabpilot refs carry their tab, `3e5`, so this is checked, never guessed).
+- Tab ids are tabpilot's stable ids as strings ("3"): short, as the seed wants, and the same
+  numbers every other tool set uses. Integers are accepted too.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref
+
+from ..tools.base import Call, ToolSpec
+from ._common import click_element, host_of
+
+# Per manager (one per MCP session): the event sequence number the last snapshot reported up to.
+_snapshot_cursor: weakref.WeakKeyDictionary[TabManager, int] = weakref.WeakKeyDictionary()
+
+TabIdParam = Annotated[str | int, Field(description="The tab ID from the available tabs list")]
+
+
+def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
+    """The snapshot header: `Available tabs:` and `Tab 3 (current): example.com - "Home"` lines."""
+    lines = ["Available tabs:"]
+    for info in tabs:
+        current = " (current)" if info.id == current_id else ""
+        lines.append(f'Tab {info.id}{current}: {host_of(info.url)} - "{info.title}"')
+    return "\n".join(lines)
+
+
+def event_lines(events: Sequence[TabEvent], tabs: Sequence[TabInfo]) -> list[str]:
+    """One line per tab opened or closed, in Pilo's event names; urls as the tabs show them now."""
+    urls = {t.id: t.url for t in tabs}
+    lines: list[str] = []
+    for event in events:
+        if event.type == "tab_opened":
+            opener = event.data.get("openerId")
+            by = f" (opened by Tab {opener})" if opener is not None else ""
+            url = urls.get(event.tab_id or -1) or event.data.get("url") or "about:blank"
+            lines.append(f"BROWSER_TAB_OPENED: Tab {event.tab_id}{by}: {url}")
+        elif event.type == "tab_closed":
+            lines.append(f"BROWSER_TAB_CLOSED: Tab {event.tab_id}")
+    return lines
+
+
+def list_tabs_result(tabs: Sequence[TabInfo], current_id: int | None) -> dict[str, Any]:
+    """The shape the seed gives the tab list: `{activeTabId, tabs: [{id, url, title, isActive}]}`."""
+    return {
+        "activeTabId": str(current_id) if current_id is not None else None,
+        "tabs": [
+            {"id": str(t.id), "url": t.url, "title": t.title, "isActive": t.id == current_id} for t in tabs
+        ],
+    }
+
+
+def _current(call: Call) -> Tab:
+    return call.tab(None)
+
+
+def _own_ref(tab: Tab, ref: str) -> None:
+    ref_tab, _ = parse_ref(ref)
+    if ref_tab is not None and ref_tab != tab.id:
+        raise ValueError(
+            f"Ref {ref} belongs to tab {ref_tab}, but the current tab is {tab.id}. Element refs are scoped "
+            f'to the current tab: use a ref from get_snapshot(), or switch_tab("{ref_tab}") first.'
+        )
+
+
+def _opened_text(manager: TabManager, events: Sequence[TabEvent]) -> str:
+    tabs = manager.tabs()
+    return "".join(
+        f'\n{line}. It is not the current tab: call switch_tab with tabId "{event.tab_id}" to use it.'
+        for event in events
+        for line in event_lines([event], tabs)
+    )
+
+
+async def _fail(call: Call, exc: Exception) -> None:
+    call.response.plain(f"Error: {exc}", error=True)
+
+
+async def list_tabs(call: Call) -> None:
+    manager = call.manager
+    current = manager.active_tab()
+    result = list_tabs_result(manager.tabs(), current.id)
+    call.response.plain(json.dumps(result, indent=2), result)
+
+
+async def switch_tab(call: Call, tabId: TabIdParam) -> None:
+    try:
+        tab = call.manager.activate(call.tab(tabId).id)
+    except TabpilotError as exc:
+        await _fail(call, exc)
+        return
+    call.response.plain(
+        f'Switched to tab {tab.id}: {host_of(tab.url)} - "{tab.title}". The next snapshot will show this tab.'
+    )
+
+
+async def close_tab(call: Call, tabId: TabIdParam) -> None:
+    manager = call.manager
+    try:
+        closed = await manager.close_tab(call.tab(tabId).id)
+    except TabpilotError as exc:
+        await _fail(call, exc)
+        return
+    current = closed.active_tab_id
+    call.response.plain(f"Closed tab {closed.closed_tab_id}. Current tab: {current}.")
+
+
+async def get_snapshot(call: Call) -> None:
+    manager = call.manager
+    try:
+        tab = _current(call)
+        await manager.settle()
+        snap = await tab.snapshot()
+    except TabpilotError as exc:
+        await _fail(call, exc)
+        return
+    tabs = manager.tabs()
+    # The first snapshot reports no events: every tab there is already is in its list.
+    since = _snapshot_cursor.get(manager, manager.events.last_seq)
+    _snapshot_cursor[manager] = manager.events.last_seq
+    parts = [available_tabs_text(tabs, tab.id)]
+    events = event_lines(manager.events.history(since=since), tabs)
+    if events:
+        parts.append("Tab events since the last snapshot:\n" + "\n".join(events))
+    parts.append(f'Current page (Tab {tab.id}): {snap.url} - "{snap.title}"\n{snap.text}')
+    call.response.plain("\n\n".join(parts), {"tabId": tab.id, "url": snap.url, "title": snap.title})
+
+
+async def click(
+    call: Call, ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")]
+) -> None:
+    manager = call.manager
+    try:
+        tab = _current(call)
+        _own_ref(tab, ref)
+        opened = await click_element(manager, tab, ref)
+    except (TabpilotError, ValueError) as exc:
+        await _fail(call, exc)
+        return
+    call.response.plain(f"Clicked {ref}.{_opened_text(manager, opened)}")
+
+
+async def fill(
+    call: Call,
+    ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")],
+    value: Annotated[str, Field(description="The text to put in the field")],
+) -> None:
+    try:
+        tab = _current(call)
+        _own_ref(tab, ref)
+        locator = await tab.locator(ref)
+        await locator.fill(value, timeout=10_000)
+    except (TabpilotError, ValueError) as exc:
+        await _fail(call, exc)
+        return
+    except Exception as exc:
+        call.response.plain(f"Error: could not fill {ref}: {exc}. Take a new snapshot and retry.", error=True)
+        return
+    call.response.plain(f"Filled {ref} with {value!r}.")
+
+
+async def goto(
+    call: Call, url: Annotated[str, Field(description="The URL to open in the current tab")]
+) -> None:
+    try:
+        tab = _current(call)
+        result = await navigate(tab, "goto", url, policy=call.session.policy)
+    except TabpilotError as exc:
+        await _fail(call, exc)
+        return
+    note = f" {result.note}" if result.note else ""
+    call.response.plain(f"Navigated tab {tab.id} to {result.url}.{note}")
+
+
+TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        "list_tabs",
+        list_tabs,
+        "List the open browser tabs: {activeTabId, tabs: [{id, url, title, isActive}]}. The same tabs head "
+        "every snapshot (Available tabs).",
+        ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "switch_tab",
+        switch_tab,
+        "Switch to a different open browser tab. The next snapshot will show the new tab. "
+        "Use list_tabs() to see available tabs (or check the available_tabs section "
+        "in your page snapshot).",
+        ToolAnnotations(open_world_hint=False),
+    ),
+    ToolSpec(
+        "close_tab",
+        close_tab,
+        "Close a browser tab. If closing the active tab, the previously-active tab becomes active.",
+        ToolAnnotations(destructive_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "get_snapshot",
+        get_snapshot,
+        "The page snapshot of the current tab, headed by the Available tabs list (IDs, hosts, titles, "
+        "current marker) and the tabs opened or closed since the previous snapshot. Element refs are "
+        "scoped to the current tab. When you click a link that opens a new tab, the new tab appears "
+        "here; use switch_tab() to go to it, and close tabs you no longer need with close_tab().",
+        ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "click",
+        click,
+        "Click an element of the current tab by its ref from the latest snapshot. A click that opens a "
+        "new tab names it (BROWSER_TAB_OPENED); the new tab is not switched to.",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "fill",
+        fill,
+        "Fill a text field of the current tab (by its ref from the latest snapshot) with a value.",
+        ToolAnnotations(open_world_hint=True),
+    ),
+    ToolSpec(
+        "goto",
+        goto,
+        "Open a URL in the current tab.",
+        ToolAnnotations(open_world_hint=True),
+    ),
+]
