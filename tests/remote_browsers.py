@@ -1,0 +1,228 @@
+"""Browsers that run outside the manager, for the instance tests: a Chromium with a CDP port and a
+Playwright browser server, both on 127.0.0.1, always stopped (no process left behind)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def _stop(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
+    """Stop a process started in its own session, with everything in its process group."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+    # Helpers that outlived their parent still belong to its group.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of a process (from /proc, no ps needed)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                children.append(int(stat.parent.name))
+    return children
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@dataclass
+class RemoteChromium:
+    """A Chromium started with --remote-debugging-port, as a user or a grid would start it."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _json(self, path: str, method: str = "GET") -> Any:
+        request = urllib.request.Request(self.http + path, method=method)
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return json.loads(reply.read())
+
+    def close_tab(self, target_id: str) -> None:
+        """Close a tab as another CDP client would (the reply is plain text, not JSON)."""
+        with urllib.request.urlopen(f"{self.http}/json/close/{target_id}", timeout=5) as reply:
+            reply.read()
+
+    def version(self) -> dict[str, Any]:
+        """/json/version; raises if the browser does not answer."""
+        result: dict[str, Any] = self._json("/json/version")
+        return result
+
+    @property
+    def ws(self) -> str:
+        return str(self.version()["webSocketDebuggerUrl"])
+
+    def open_tab(self, url: str) -> str:
+        """Open a tab as another CDP client would; returns its target id."""
+        return str(self._json("/json/new?" + urllib.parse.quote(url, safe=""), method="PUT")["id"])
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
+
+
+@contextlib.contextmanager
+def remote_chromium(browser_path: str) -> Iterator[RemoteChromium]:
+    profile = tempfile.mkdtemp(prefix="tabpilot-test-remote-")
+    proc = subprocess.Popen(
+        [
+            browser_path,
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+            "--headless=new",
+            "--no-sandbox",
+            f"--user-data-dir={profile}",
+            "--no-first-run",
+            "--disable-background-networking",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 20
+        port = 0
+        while not port:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the remote Chromium did not open its DevTools port")
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                port = int(port_file.read_text().split()[0])
+            time.sleep(0.02)
+        yield RemoteChromium(proc, port)
+    finally:
+        _stop(proc)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@dataclass
+class PlaywrightServer:
+    """`python -m playwright launch-server`: a Playwright browser server, as a grid would run one."""
+
+    proc: subprocess.Popen[bytes]
+    ws: str
+
+    def browser_pid(self) -> int:
+        """The Chromium the server launched (a child of its Node driver)."""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            for driver in [self.proc.pid, *child_pids(self.proc.pid)]:
+                for pid in child_pids(driver):
+                    with contextlib.suppress(OSError):
+                        if "chrom" in Path(f"/proc/{pid}/comm").read_text():
+                            return pid
+            time.sleep(0.05)
+        raise RuntimeError("no browser process under the Playwright server")
+
+
+@contextlib.contextmanager
+def playwright_server(browser_path: str) -> Iterator[PlaywrightServer]:
+    workdir = tempfile.mkdtemp(prefix="tabpilot-test-pwserver-")
+    config = Path(workdir) / "server.json"
+    config.write_text(
+        json.dumps({"executablePath": browser_path, "headless": True, "host": "127.0.0.1", "port": 0})
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "playwright",
+            "launch-server",
+            "--browser",
+            "chromium",
+            "--config",
+            str(config),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline().decode().strip() if ready else ""
+        if not line.startswith("ws://"):
+            raise RuntimeError(f"the Playwright server did not print its ws URL (got {line!r})")
+        yield PlaywrightServer(proc, line)
+    finally:
+        # Its Node driver starts Chromium in a group of its own and closes it on SIGTERM.
+        browsers = [pid for driver in [proc.pid, *child_pids(proc.pid)] for pid in child_pids(driver)]
+        _stop(proc)
+        for pid in browsers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A TCP port that accepts connections and never answers: an endpoint that hangs."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                accepted.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        for conn in accepted:
+            conn.close()
+        server.close()
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound and released at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port

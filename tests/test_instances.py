@@ -1,0 +1,296 @@
+"""Many browsers at once: a launched one, a Chromium over CDP and a Playwright browser server,
+and losing one of them without losing the rest. Everything runs on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import async_playwright
+
+from remote_browsers import (
+    PlaywrightServer,
+    RemoteChromium,
+    free_port,
+    pid_alive,
+    playwright_server,
+    remote_chromium,
+    silent_port,
+)
+from tabpilot import (
+    ConnectError,
+    Instance,
+    InstanceLostError,
+    TabManager,
+    TabNotFoundError,
+)
+from tabpilot.site import LocalSite
+
+
+@pytest.fixture(scope="module")
+def remote(browser_path: str) -> Iterator[RemoteChromium]:
+    with remote_chromium(browser_path) as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="module")
+def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
+    with playwright_server(browser_path) as server:
+        yield server
+
+
+@pytest.fixture
+async def manager(browser_path: str) -> AsyncIterator[TabManager]:
+    async with TabManager(browser_path=browser_path) as m:
+        yield m
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+def events(manager: TabManager, since: int, type: str, instance: Instance | None = None) -> list[Any]:
+    return [
+        e
+        for e in manager.events.history(since=since)
+        if e.type == type and (instance is None or e.instance_id == instance.id)
+    ]
+
+
+async def test_three_kinds_of_browser_share_one_tab_id_space_and_tabs_need_no_instance_id(
+    manager: TabManager, remote: RemoteChromium, pw_server: PlaywrightServer, site: LocalSite
+) -> None:
+    launched = await manager.launch()
+    over_cdp = await manager.connect_cdp(remote.http)
+    over_pw = await manager.connect_ws(pw_server.ws)
+    assert [i.kind for i in manager.instances] == ["launched", "cdp", "playwright-server"]
+    assert len({launched.id, over_cdp.id, over_pw.id}) == 3
+
+    # Each starts with a tab: the launched and remote browsers' own blank tab, the server's new one.
+    assert all(len(i.tabs) >= 1 for i in manager.instances)
+    pages = {}
+    for instance, path in ((launched, "/page/a"), (over_cdp, "/page/b"), (over_pw, "/")):
+        tab = await manager.new_tab(site.url(path), instance_id=instance.id)
+        pages[tab.id] = (instance, path)
+    ids = [t.id for t in manager.tabs()]
+    assert len(ids) == len(set(ids)), "tab ids are unique across instances"
+
+    # Act on each tab by its id alone: the manager finds its instance.
+    for tab_id, (instance, path) in pages.items():
+        tab = manager.tab(tab_id)
+        assert tab.instance is instance
+        assert await tab.page.evaluate("location.pathname") == path
+        assert manager.tab(str(tab_id)) is tab
+
+    infos = {i.id: i for i in manager.instance_infos()}
+    assert infos[launched.id].pid == launched.pid and infos[launched.id].pid is not None
+    assert infos[over_cdp.id].endpoint == remote.http and infos[over_cdp.id].pid is None
+    assert infos[over_pw.id].endpoint == pw_server.ws
+    assert all(i.state == "open" for i in infos.values())
+    assert infos[over_pw.id].tab_count == len(over_pw.tabs) == 2
+    # The instance of the most recently activated tab is the default.
+    assert [i.id for i in infos.values() if i.default] == [over_pw.id]
+    listing = over_cdp.to_dict()
+    assert (
+        listing["kind"] == "cdp" and listing["health"] == "open" and listing["tabCount"] == len(over_cdp.tabs)
+    )
+
+    await manager.close_instance(over_cdp.id)
+    await manager.close_instance(over_pw.id)
+    assert [i.id for i in manager.instances] == [launched.id]
+
+
+async def test_a_tab_another_cdp_client_opens_on_a_remote_browser_appears_and_its_close_is_seen(
+    manager: TabManager, remote: RemoteChromium, site: LocalSite
+) -> None:
+    instance = await manager.connect_cdp(remote.http)
+    since = manager.events.last_seq
+
+    target_id = remote.open_tab(site.url("/page/c"))
+    await wait_until(lambda: instance.tab_for_target(target_id) is not None)
+    await manager.settle()
+    tab = manager.tab(target_id)
+    (opened,) = events(manager, since, "tab_opened", instance)
+    assert opened.tab_id == tab.id and opened.data["cause"] == "external"
+    assert not manager.info(tab).active, "tabs other clients open are tracked, not activated"
+
+    await asyncio.to_thread(remote.close_tab, target_id)
+    await wait_until(lambda: tab.closed)
+    (closed,) = events(manager, since, "tab_closed", instance)
+    assert (closed.tab_id, closed.data["by"]) == (tab.id, "external")
+    await manager.close_instance(instance.id)
+
+
+async def test_closing_connected_instances_leaves_their_browsers_running(
+    manager: TabManager, remote: RemoteChromium, pw_server: PlaywrightServer
+) -> None:
+    over_cdp = await manager.connect_cdp(remote.ws)  # the ws:// form of a CDP endpoint works too
+    over_pw = await manager.connect_ws(pw_server.ws)
+    remote_tab = await manager.new_tab(instance_id=over_cdp.id)
+    since = manager.events.last_seq
+
+    await manager.close_instance(over_cdp.id)
+    await manager.close_instance(over_pw.id)
+
+    assert over_cdp.state == over_pw.state == "closed"
+    assert manager.instances == []
+    closed = {e.tab_id: e.data["by"] for e in events(manager, since, "tab_closed")}
+    assert closed[remote_tab.id] == "tool"
+    assert remote.version()["Browser"], "the remote Chromium still answers"
+    async with async_playwright() as p:
+        browser = await p.chromium.connect(pw_server.ws, timeout=5000)
+        assert browser.is_connected(), "the Playwright server still serves"
+        await browser.close()
+
+
+async def test_a_killed_remote_browser_takes_only_its_own_tabs_and_naming_them_fails_fast(
+    manager: TabManager, browser_path: str, pw_server: PlaywrightServer, site: LocalSite
+) -> None:
+    launched = await manager.launch()
+    survivor = await manager.connect_ws(pw_server.ws)
+    with remote_chromium(browser_path) as doomed_browser:
+        doomed = await manager.connect_cdp(doomed_browser.http)
+        gone = [await manager.new_tab(site.url("/page/a"), instance_id=doomed.id), *doomed.tabs]
+        gone_ids = sorted({t.id for t in gone})
+        since = manager.events.last_seq
+
+        doomed_browser.kill()
+        await wait_until(lambda: doomed.state == "lost")
+        await manager.settle()
+
+    closed = events(manager, since, "tab_closed", doomed)
+    assert sorted(e.tab_id for e in closed) == gone_ids
+    assert {e.data["by"] for e in closed} == {"crash"}
+    (lost,) = events(manager, since, "instance_lost")
+    assert lost.instance_id == doomed.id
+    assert doomed.info().state == "lost" and doomed.info().lost_reason
+    assert not any(t.instance is doomed for t in (manager.tab(i.id) for i in manager.tabs()))
+
+    started = time.monotonic()
+    with pytest.raises(TabNotFoundError) as error:
+        manager.tab(gone_ids[-1])
+    assert f"Instance {doomed.id} was lost" in str(error.value)
+    with pytest.raises(InstanceLostError, match="was lost"):
+        await manager.new_tab(instance_id=doomed.id)
+    assert time.monotonic() - started < 1, "a lost tab fails at once, it never waits for a timeout"
+
+    # The others keep working, and connecting again works.
+    for instance in (launched, survivor):
+        tab = await manager.new_tab(site.url("/page/b"), instance_id=instance.id)
+        assert await tab.page.title() == "Page b"
+    with remote_chromium(browser_path) as fresh_browser:
+        fresh = await manager.connect_cdp(fresh_browser.http)
+        assert fresh.state == "open" and fresh.tabs
+        await manager.close_instance(fresh.id)
+    await manager.close_instance(doomed.id)
+    assert doomed.id not in {i.id for i in manager.instances}
+
+
+async def test_a_killed_playwright_server_browser_is_reported_lost(
+    manager: TabManager, browser_path: str
+) -> None:
+    with playwright_server(browser_path) as server:
+        instance = await manager.connect_ws(server.ws)
+        tab_ids = [t.id for t in instance.tabs]
+        since = manager.events.last_seq
+        os.kill(server.browser_pid(), signal.SIGKILL)
+        await wait_until(lambda: instance.state == "lost")
+        await manager.settle()
+    closed = events(manager, since, "tab_closed", instance)
+    assert [(e.tab_id, e.data["by"]) for e in closed] == [(i, "crash") for i in tab_ids]
+
+
+async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_that_needs_it(
+    manager: TabManager, site: LocalSite
+) -> None:
+    first = await manager.launch()
+    old_tab = await manager.new_tab(site.url("/page/a"))
+    pid = first.pid
+    assert pid is not None and manager.default_instance is first
+    since = manager.events.last_seq
+
+    os.kill(pid, signal.SIGKILL)
+    # Whether or not Playwright has reported it yet, a check notices the dead process.
+    await wait_until(lambda: manager.check_health() == [first])
+    with pytest.raises(InstanceLostError, match=f"{first.id} was lost .*SIGKILL"):
+        manager.resolve(None)
+
+    replacement = await manager.ensure_default()
+    assert replacement is not None and replacement.id != first.id
+    assert manager.default_instance is replacement and replacement.kind == "launched"
+    assert first.info().replaced_by == replacement.id
+    (relaunched,) = events(manager, since, "instance_relaunched")
+    assert relaunched.instance_id == replacement.id and relaunched.data["replaces"] == first.id
+    assert "launched in place of lost instance" in relaunched.describe()
+    assert await manager.ensure_default() is None, "a healthy default is left alone"
+
+    tab = manager.resolve(None)
+    assert tab.instance is replacement
+    await tab.page.goto(site.url("/page/b"))
+    with pytest.raises(TabNotFoundError, match="was lost"):
+        manager.tab(old_tab.id)
+    await manager.settle()
+    assert {e.data["by"] for e in events(manager, since, "tab_closed", first)} == {"crash"}
+    await wait_until(lambda: not pid_alive(pid))
+
+
+async def test_unreachable_and_wrong_protocol_endpoints_fail_fast_with_clear_errors(
+    manager: TabManager, remote: RemoteChromium, pw_server: PlaywrightServer, site: LocalSite
+) -> None:
+    cases: list[tuple[Callable[[], Any], str]] = [
+        (lambda: manager.connect_cdp(f"http://127.0.0.1:{free_port()}"), "unreachable"),
+        (lambda: manager.connect_ws(f"ws://127.0.0.1:{free_port()}/x"), "unreachable"),
+        (lambda: manager.connect_ws(remote.http), "connect it with cdpEndpoint"),
+        (lambda: manager.connect_ws(remote.ws), "Chrome DevTools (CDP) URL"),
+        (lambda: manager.connect_cdp(site.url("/")), "not as a Chrome DevTools endpoint"),
+        (lambda: manager.connect_cdp(pw_server.ws), "not as a Chrome DevTools endpoint"),
+        (lambda: manager.connect_ws(site.url("/").replace("http", "ws")), "not in Playwright's protocol"),
+        (lambda: manager.connect_cdp("127.0.0.1:9222"), "not a CDP endpoint URL"),
+    ]
+    for connect, message in cases:
+        started = time.monotonic()
+        with pytest.raises(ConnectError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            await connect()
+        assert time.monotonic() - started < 3
+    with silent_port() as port:
+        started = time.monotonic()
+        with pytest.raises(ConnectError, match="no answer within 1 s"):
+            await manager.connect_cdp(f"http://127.0.0.1:{port}", timeout=1)
+        with pytest.raises(ConnectError, match="no answer within 1 s"):
+            await manager.connect_ws(f"ws://127.0.0.1:{port}/x", timeout=1)
+        assert time.monotonic() - started < 5
+    assert manager.instances == []
+    # A failed attempt leaves nothing behind: the next connect works.
+    instance = await manager.connect_ws(pw_server.ws)
+    assert instance.state == "open"
+
+
+async def test_launch_gives_an_isolated_profile_unless_a_profile_directory_is_kept(
+    manager: TabManager, site: LocalSite, tmp_path: Path
+) -> None:
+    kept_dir = tmp_path / "profile"
+    kept = await manager.launch(user_data_dir=kept_dir)
+    isolated = await manager.launch()
+    assert kept.info().user_data_dir == str(kept_dir.resolve()) and isolated.info().user_data_dir is None
+
+    page = (await manager.new_tab(site.url("/"), instance_id=kept.id)).page
+    await page.evaluate("localStorage.setItem('who', 'kept')")
+    other = (await manager.new_tab(site.url("/"), instance_id=isolated.id)).page
+    assert await other.evaluate("localStorage.getItem('who')") is None
+
+    await manager.close_instance(kept.id)
+    assert kept_dir.is_dir(), "a given profile directory is kept"
+    again = await manager.launch(user_data_dir=kept_dir)
+    page = (await manager.new_tab(site.url("/"), instance_id=again.id)).page
+    assert await page.evaluate("localStorage.getItem('who')") == "kept"
