@@ -31,7 +31,9 @@ from playwright.async_api import BrowserContext, ConsoleMessage, Page, Request, 
 
 from ._ring import ALL_TABS, AllTabs, Ring
 
-TelemetryKind = Literal["errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"]
+TelemetryKind = Literal[
+    "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"
+]
 TELEMETRY_KINDS: tuple[TelemetryKind, ...] = get_args(TelemetryKind)
 WebSocketEvent = Literal["open", "sent", "received", "close", "error"]
 Direction = Literal["sent", "received"]
@@ -47,10 +49,28 @@ MAX_LIMIT = 1000
 
 # Severity for the `level` filter: a level selects itself and everything more severe, like
 # DevTools' levels. Console types Playwright reports that are not listed count as "info".
-_LEVEL_RANK = {"debug": 0, "verbose": 0, "log": 1, "info": 1, "warning": 2, "warn": 2, "error": 3, "assert": 3}
+_LEVEL_RANK = {
+    "debug": 0,
+    "verbose": 0,
+    "log": 1,
+    "info": 1,
+    "warning": 2,
+    "warn": 2,
+    "error": 3,
+    "assert": 3,
+}
 _LEVELS_ACCEPTED = ("debug", "info", "log", "warning", "warn", "error")
 
-_TEXT_MIME_PARTS = ("json", "xml", "javascript", "ecmascript", "x-www-form-urlencoded", "graphql", "csv", "yaml")
+_TEXT_MIME_PARTS = (
+    "json",
+    "xml",
+    "javascript",
+    "ecmascript",
+    "x-www-form-urlencoded",
+    "graphql",
+    "csv",
+    "yaml",
+)
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 
 
@@ -582,7 +602,13 @@ class Telemetry:
             url = web_error.location.get("url", "") or ""
         self._errors.append(
             ErrorEntry(
-                self._next(), time.time(), tab_id, "exception", _cut(message, TEXT_CAP), _cut(stack, TEXT_CAP), url
+                self._next(),
+                time.time(),
+                tab_id,
+                "exception",
+                _cut(message, TEXT_CAP),
+                _cut(stack, TEXT_CAP),
+                url,
             )
         )
 
@@ -642,7 +668,11 @@ class Telemetry:
             self._record_request(request, tab_id, response, sizes)
             if response is not None:
                 await self._record_body(
-                    request, tab_id, response, req_headers or request.headers, resp_headers or response.headers
+                    request,
+                    tab_id,
+                    response,
+                    req_headers or request.headers,
+                    resp_headers or response.headers,
                 )
         except asyncio.CancelledError:
             raise
@@ -730,7 +760,9 @@ class Telemetry:
         socket_id = self._socket_ids
         url = socket.url
 
-        def record(event: WebSocketEvent, payload: str | bytes | None = None, error: str | None = None) -> None:
+        def record(
+            event: WebSocketEvent, payload: str | bytes | None = None, error: str | None = None
+        ) -> None:
             try:
                 size: int | None = None
                 preview: str | None = None
@@ -742,7 +774,9 @@ class Telemetry:
                 elif isinstance(payload, bytes):
                     size = len(payload)
                 self._websockets.append(
-                    WebSocketEntry(self._next(), time.time(), tab_id, socket_id, url, event, size, preview, binary, error)
+                    WebSocketEntry(
+                        self._next(), time.time(), tab_id, socket_id, url, event, size, preview, binary, error
+                    )
                 )
             except Exception:
                 self.listener_errors += 1
@@ -759,7 +793,11 @@ class Telemetry:
         self, tab_id: int | None, tool: str, arguments: Mapping[str, object], outcome: str, *, ok: bool
     ) -> None:
         """Note an action the server performed (long argument strings are cut)."""
-        args = {k: _cut(v, PREVIEW_CAP) if isinstance(v, str) else v for k, v in arguments.items() if v is not None}
+        args = {
+            k: _cut(v, PREVIEW_CAP) if isinstance(v, str) else v
+            for k, v in arguments.items()
+            if v is not None
+        }
         self._actions.append(
             ActionEntry(self._next(), time.time(), tab_id, tool, args, _cut(outcome, TEXT_CAP), ok)
         )
