@@ -1,0 +1,107 @@
+"""tabpilot over streamable HTTP: isolated sessions, DNS-rebinding checks, the bearer token."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from playwright.async_api import Browser, Playwright
+
+from mcp_text import section, text
+from tabpilot import cli
+from tabpilot.server import ServerConfig, create_server
+from tabpilot.server.http import check_bind, http_app
+
+
+@asynccontextmanager
+async def serve(shared_browser: tuple[Playwright, Browser], **options: Any) -> AsyncIterator[str]:
+    """Serve a tabpilot server over HTTP on a free loopback port; yields the /mcp URL."""
+    playwright, browser = shared_browser
+    config = ServerConfig(http_host="127.0.0.1", http_port=0, **options)
+    server = create_server(config, playwright=playwright, browser=browser)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    uv = uvicorn.Server(uvicorn.Config(http_app(server, config), log_level="warning", lifespan="on"))
+    task = asyncio.create_task(uv.serve(sockets=[sock]))
+    while not uv.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        uv.should_exit = True
+        await task
+        sock.close()
+
+
+async def test_two_sessions_see_only_their_own_tabs(
+    shared_browser: tuple[Playwright, Browser], site: Any
+) -> None:
+    contexts_before = len(shared_browser[1].contexts)
+    async with serve(shared_browser) as url:
+        async with Client(url) as a, Client(url) as b:
+            opened = await a.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+            assert not opened.is_error, text(opened)
+            assert opened.structured_content is not None
+            a_tab = opened.structured_content["result"]["tabId"]
+
+            b_list = await b.call_tool("browser_tabs", {"action": "list"})
+            assert b_list.structured_content is not None
+            b_ids = [t["id"] for t in b_list.structured_content["result"]["tabs"]]
+            assert a_tab not in b_ids
+            assert site.url("/page/a") not in text(b_list)
+
+            touched = await b.call_tool("browser_snapshot", {"tabId": a_tab})
+            assert touched.is_error
+            assert f"Tab {a_tab} not found" in section(touched, "Error")
+            assert len(shared_browser[1].contexts) == contexts_before + 2
+        # Each client ended its session (DELETE): its browser context is gone.
+        for _ in range(100):
+            if len(shared_browser[1].contexts) == contexts_before:
+                break
+            await asyncio.sleep(0.05)
+        assert len(shared_browser[1].contexts) == contexts_before
+
+
+async def test_requests_with_a_foreign_host_or_origin_are_rejected(
+    shared_browser: tuple[Playwright, Browser],
+) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+    async with serve(shared_browser) as url:
+        async with httpx2.AsyncClient() as http:
+            host = await http.post(url, json=body, headers={**headers, "host": "evil.example:80"})
+            assert host.status_code == 421
+            origin = await http.post(url, json=body, headers={**headers, "origin": "http://evil.example"})
+            assert origin.status_code == 403
+
+
+async def test_a_bearer_token_is_required_when_configured(shared_browser: tuple[Playwright, Browser]) -> None:
+    async with serve(shared_browser, auth_token="s3cret") as url:
+        async with httpx2.AsyncClient() as http:
+            refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401
+        authed = httpx2.AsyncClient(headers={"authorization": "Bearer s3cret"})
+        async with authed, Client(streamable_http_client(url, http_client=authed)) as client:
+            tools = await client.list_tools()
+            assert "browser_tabs" in {t.name for t in tools.tools}
+
+
+def test_a_non_loopback_bind_is_refused_without_a_token(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match="--auth-token"):
+        check_bind(ServerConfig(http_host="0.0.0.0"))
+    check_bind(ServerConfig(http_host="0.0.0.0", auth_token="t"))  # allowed with a token
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "--http", "0.0.0.0:8931"])
+    assert exited.value.code == 2
+    assert "--auth-token" in capsys.readouterr().err
+
+
