@@ -1,0 +1,143 @@
+"""Telemetry benchmark: how fast entries go into the rings, and how fast a tab-filtered query is.
+
+    .venv/bin/python bench/telemetry_bench.py [--quick]
+
+`run(quick)` is what `bench/run.py` calls. No browser: the listeners are fed by stand-ins for
+Playwright's event objects, through the very handlers `Telemetry.attach_context` registers, so
+ingest is measured on the path real console events take (tab lookup, entry, ring, eviction).
+Queries run over rings filled to 10k and 100k entries spread over 10 tabs, and over one tab
+holding all of them (the worst case for a filter that matches nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tabpilot._telemetry import Telemetry
+
+TABS = 10
+
+
+class _Context:
+    """Stands in for a BrowserContext: keeps the handlers Telemetry registers."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Callable[[Any], None]] = {}
+
+    def on(self, event: str, handler: Callable[[Any], None]) -> None:
+        self.handlers[event] = handler
+
+    def remove_listener(self, event: str, handler: Callable[[Any], None]) -> None:
+        self.handlers.pop(event, None)
+
+
+class _Page:
+    pass
+
+
+class _Message:
+    """Stands in for a ConsoleMessage (the fields the listener reads)."""
+
+    __slots__ = ("location", "page", "text", "type")
+
+    def __init__(self, page: _Page, level: str, text: str) -> None:
+        self.page = page
+        self.type = level
+        self.text = text
+        self.location = {"url": "http://127.0.0.1:8000/app.js", "lineNumber": 12, "columnNumber": 3}
+
+
+def _stats(samples: list[float], unit: str) -> dict[str, Any]:
+    ordered = sorted(samples)
+    p90 = ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+    return {"median": statistics.median(samples), "p90": p90, "n": len(samples), "unit": unit}
+
+
+def _fed(max_entries: int) -> tuple[Telemetry, Callable[[Any], None], list[_Page]]:
+    telemetry = Telemetry(max_entries=max_entries)
+    pages = [_Page() for _ in range(TABS)]
+    tab_ids = {page: index + 1 for index, page in enumerate(pages)}
+    context = _Context()
+    telemetry.attach_context(context, tab_ids.get)  # type: ignore[arg-type]
+    return telemetry, context.handlers["console"], pages
+
+
+def ingest(runs: int, count: int) -> dict[str, Any]:
+    """Console entries per second through the real listener, in steady state (rings full, evicting)."""
+    per_second: list[float] = []
+    for _ in range(runs):
+        telemetry, on_console, pages = _fed(max_entries=10_000)
+        messages = [_Message(pages[i % TABS], "log", f"message {i}") for i in range(count)]
+        start = time.perf_counter()
+        for message in messages:
+            on_console(message)
+        per_second.append(count / (time.perf_counter() - start))
+        assert telemetry.listener_errors == 0
+    actions: list[float] = []
+    for _ in range(runs):
+        telemetry = Telemetry(max_entries=10_000)
+        arguments = {"ref": "3e5", "button": "left"}
+        start = time.perf_counter()
+        for i in range(count):
+            telemetry.record_action(i % TABS + 1, "browser_click", arguments, "Clicked", ok=True)
+        actions.append(count / (time.perf_counter() - start))
+    return {
+        "console_listener_entries_per_s": _stats(per_second, "entries/s"),
+        "record_action_entries_per_s": _stats(actions, "entries/s"),
+    }
+
+
+def _time_query(telemetry: Telemetry, repeats: int, **query: Any) -> dict[str, Any]:
+    samples: list[float] = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        telemetry.query("logs", **query)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return _stats(samples, "ms")
+
+
+def queries(size: int, repeats: int) -> dict[str, Any]:
+    """Query times over a logs ring holding `size` entries."""
+    telemetry, on_console, pages = _fed(max_entries=size)
+    for i in range(size):
+        on_console(_Message(pages[i % TABS], "log", f"message {i}"))
+    assert len(telemetry.query("logs", limit=1000).entries) == 1000
+    cursor = telemetry.last_seq - 100 * TABS  # the last 100 entries of each tab are "new"
+    spread = {
+        "tab_filtered_ms": _time_query(telemetry, repeats, tab_id=3),
+        "tab_filtered_since_cursor_ms": _time_query(telemetry, repeats, tab_id=3, since=cursor),
+        "tab_filtered_url_match_ms": _time_query(telemetry, repeats, tab_id=3, url="app.js"),
+        "tab_filtered_no_match_ms": _time_query(telemetry, repeats, tab_id=3, url="no-such-url"),
+        "all_tabs_ms": _time_query(telemetry, repeats),
+    }
+    # One tab holds the whole buffer: a filter that matches nothing walks every entry once.
+    single, on_console, pages = _fed(max_entries=size)
+    for i in range(size):
+        on_console(_Message(pages[0], "log", f"message {i}"))
+    spread["one_tab_full_buffer_no_match_ms"] = _time_query(
+        single, max(5, repeats // 10), tab_id=1, url="none"
+    )
+    return spread
+
+
+def run(quick: bool) -> dict[str, Any]:
+    runs = 3 if quick else 7
+    repeats = 50 if quick else 300
+    return {
+        "ingest": ingest(runs, 20_000 if quick else 100_000),
+        "query_10k": queries(10_000, repeats),
+        "query_100k": queries(100_000, repeats),
+        "setup": {"tabs": TABS, "limit": 100, "kind": "logs"},
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true")
+    print(json.dumps(run(parser.parse_args().quick), indent=2))
