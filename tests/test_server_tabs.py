@@ -64,3 +64,19 @@ async def test_an_invalid_action_names_the_argument(connect: Callable[..., Clien
         result = await mcp.call_tool("browser_tabs", {"action": "explode"})
         assert result.is_error
         assert "'action'" in section(result, "Error")
+
+
+async def test_new_errors_of_a_background_tab_are_counted_in_the_tab_list(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        opened = await mcp.call_tool(
+            "browser_tabs", {"action": "new", "url": site.url("/console?throw=boom"), "background": True}
+        )
+        assert opened.structured_content is not None
+        tab_id = opened.structured_content["result"]["tabId"]
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        line = tab_line(opened, tab_id) if "1 new error" in tab_line(opened, tab_id) else tab_line(listed, tab_id)
+        assert "1 new error" in line, text(listed)
+        again = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert "new error" not in tab_line(again, tab_id)

@@ -32,6 +32,7 @@ from ._navigation import NavigateAction, NavigationResult, navigate, normalize_u
 from ._policy import UrlPolicy
 from ._refs import parse_ref, scope_snapshot
 from ._tab import Snapshot, Tab
+from ._telemetry import Telemetry
 from ._types import CloseCause, DialogInfo, OpenCause, TabEvent, TabInfo, TabLimitPolicy, TabStatus
 
 __version__ = "0.1.0"
@@ -72,6 +73,7 @@ __all__ = [
     "TabNotFoundError",
     "TabStatus",
     "TabpilotError",
+    "Telemetry",
     "UrlPolicy",
     "__version__",
     "find_browser",

@@ -190,11 +190,9 @@ class Response:
     def _tabs_section(self, session: SessionState, events: list[TabEvent], data: dict[str, Any]) -> str:
         manager = session.manager
         infos = manager.tabs()
-        errors: dict[int, int] = {}
         telemetry = session.telemetry
-        if telemetry is not None:
-            errors = {k: v for k, v in telemetry.error_counts_since(session.last_error_seq).items() if v}
-            session.last_error_seq = telemetry.last_seq
+        errors = {k: v for k, v in telemetry.error_counts_since(session.last_error_seq).items() if v}
+        session.last_error_seq = telemetry.last_seq
         # Dialogs are part of the shape: a tab blocked by one is worth telling at once.
         shape = tuple((i.id, i.active, i.dialog is not None) for i in infos)
         changed = shape != session.shown_tabs

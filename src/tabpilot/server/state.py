@@ -31,7 +31,7 @@ from mcp.server.mcpserver import Context
 from playwright.async_api import Playwright, async_playwright
 
 import tabpilot
-from tabpilot import ConnectError, TabIds, TabManager, UrlPolicy, policy_route_hook
+from tabpilot import ConnectError, TabIds, TabManager, Telemetry, UrlPolicy, policy_route_hook
 
 from .config import ServerConfig
 
@@ -47,11 +47,10 @@ _SESSION_HEADER = "mcp-session-id"
 class SessionState:
     """One MCP client's browser, telemetry and response cursors."""
 
-    def __init__(self, key: str, manager: TabManager, telemetry: Any | None, policy: UrlPolicy) -> None:
+    def __init__(self, key: str, manager: TabManager, telemetry: Telemetry, policy: UrlPolicy) -> None:
         self.key = key
         self.manager = manager
         self.telemetry = telemetry
-        """A `tabpilot.Telemetry` once that module lands (see `_make_telemetry`), else None."""
         self.policy = policy
         self.last_event_seq = 0
         """Events up to this sequence number were reported to this client (0: none yet)."""
@@ -64,18 +63,12 @@ class SessionState:
         await self.manager.close()
 
 
-def _make_telemetry(config: ServerConfig, manager: TabManager) -> Any | None:
-    """Hook for the per-tab telemetry (`tabpilot._telemetry`, written separately).
-
-    Until `tabpilot.Telemetry` exists this returns None and responses carry no error counts.
-    """
-    telemetry_cls = getattr(tabpilot, "Telemetry", None)
-    if telemetry_cls is None:
-        return None
-    kwargs: dict[str, Any] = {"redact": config.redact}
+def _make_telemetry(config: ServerConfig, manager: TabManager) -> Telemetry:
+    """Per-tab telemetry for one session, hooked in before its browser opens a tab."""
     if config.buffer_size is not None:
-        kwargs["buffer_size"] = config.buffer_size
-    telemetry = telemetry_cls(**kwargs)
+        telemetry = Telemetry(max_entries=config.buffer_size, redact=config.redact)
+    else:
+        telemetry = Telemetry(redact=config.redact)
     manager.add_hooks(context=telemetry.attach_context, page=telemetry.attach_page)
     return telemetry
 
