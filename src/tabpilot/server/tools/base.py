@@ -129,6 +129,10 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
             return await response.build(None)
         call = Call(spec.name, session, response)
         try:
+            if _needs_default_instance(spec, kwargs):
+                # A lost local default browser is relaunched by the next call that needs it; its
+                # instance_relaunched event tells the model in ### Events.
+                await session.manager.ensure_default()
             await spec.fn(call, **kwargs)
         except TabpilotError as exc:
             response.error(str(exc))
@@ -155,6 +159,13 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     run.__name__ = spec.name
     run.__doc__ = spec.description
     return run
+
+
+def _needs_default_instance(spec: ToolSpec, arguments: dict[str, Any]) -> bool:
+    """Whether a call works on the default instance: it names no tab, ref or instance."""
+    if spec.name == "browser_instance":  # listing or closing must show a lost instance as it is
+        return False
+    return all(arguments.get(name) is None for name in ("tabId", "ref", "keepTabId", "instanceId"))
 
 
 def _record_action(call: Call, arguments: dict[str, Any]) -> None:

@@ -40,7 +40,10 @@ async def browser_tabs(
     response = call.response
     if action == "list":
         infos = manager.tabs(instanceId)
-        active = manager.active_tab(instanceId).id if infos else None
+        # A lost default instance has no active tab, yet the tabs of the others are listed.
+        listed = manager.instance(instanceId) if infos else None
+        active_tab = listed.active_tab if listed is not None and listed.state == "open" else None
+        active = active_tab.id if active_tab else None
         response.result(
             f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}; active tab: {active}.",
             {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)},

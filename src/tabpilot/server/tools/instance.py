@@ -1,0 +1,160 @@
+"""`browser_instance`: many browsers at once, local and remote (SPEC 1 Instance, SPEC 2, SPEC 5).
+
+Result shapes (structured `result`):
+- list:     {instances: [{id, kind, endpoint, health, lostReason, default, tabCount, activeTabId,
+             headless, pid, userDataDir, replacedBy}], defaultInstanceId, count}
+- launch:   {instanceId, kind, activeTabId, tabIds, default}
+- connect:  {instanceId, kind, endpoint, activeTabId, tabIds, default}
+- close:    {success, closedInstanceId, closedTabIds, defaultInstanceId}
+
+Tab ids are unique across instances, so tab tools never need an instance: only `browser_tabs`
+`list`/`new` take an optional `instanceId`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import Instance
+
+from .base import Call, ToolSpec
+
+InstanceAction = Literal["list", "launch", "connect", "close"]
+
+
+def _opened(call: Call, instance: Instance, verb: str) -> None:
+    manager = call.manager
+    active = instance.active_tab
+    default = manager.default_instance is instance
+    tab_ids = [t.id for t in instance.tabs]
+    where = f" at {instance.endpoint}" if instance.endpoint and instance.kind != "launched" else ""
+    how = (
+        "It is the default instance."
+        if default
+        else f"The default instance is still {manager.default_instance.id if manager.default_instance else None}: "
+        f"pass tabId (e.g. {active.id if active else '...'}) to work in this one, activate one of its tabs to "
+        f"make it the default, or pass instanceId={instance.id!r} to browser_tabs new."
+    )
+    call.response.result(
+        f"{verb} instance {instance.id} ({instance.kind}{where}) with tab{'s' if len(tab_ids) != 1 else ''} "
+        f"{', '.join(map(str, tab_ids)) or '(none)'}. {how}",
+        {
+            "instanceId": instance.id,
+            "kind": instance.kind,
+            "endpoint": instance.endpoint,
+            "activeTabId": active.id if active else None,
+            "tabIds": tab_ids,
+            "default": default,
+        },
+    )
+    call.response.show_tabs()
+
+
+async def browser_instance(
+    call: Call,
+    action: Annotated[InstanceAction, Field(description="What to do.")],
+    instanceId: Annotated[
+        str | None, Field(description="close: the instance to close; list: show only this one.")
+    ] = None,
+    cdpEndpoint: Annotated[
+        str | None,
+        Field(
+            description="connect: a Chromium's DevTools endpoint, http://host:port (its "
+            "--remote-debugging-port) or ws://host:port/devtools/browser/<id>. Sees tabs other clients open."
+        ),
+    ] = None,
+    wsEndpoint: Annotated[
+        str | None,
+        Field(
+            description="connect: a Playwright browser server's ws:// URL (as `playwright launch-server` "
+            "prints it). Only tabs opened through tabpilot are seen there."
+        ),
+    ] = None,
+    headless: Annotated[
+        bool | None, Field(description="launch: without a window (default: the server's --headless setting).")
+    ] = None,
+    userDataDir: Annotated[
+        str | None,
+        Field(
+            description="launch: a Chromium profile directory to use and keep (logins, cookies). "
+            "Omit for an isolated, throwaway profile."
+        ),
+    ] = None,
+) -> None:
+    manager = call.manager
+    response = call.response
+    if action == "list":
+        infos = manager.instance_infos()
+        if instanceId is not None:
+            infos = [i for i in infos if i.id == manager.instance(instanceId).id]
+        default = manager.default_instance
+        lines = [f"- {i.describe()}" for i in infos] or ["(no instances)"]
+        response.result(
+            f"{len(infos)} instance{'s' if len(infos) != 1 else ''}:\n" + "\n".join(lines),
+            {
+                "instances": [i.to_dict() for i in infos],
+                "defaultInstanceId": default.id if default else None,
+                "count": len(infos),
+            },
+        )
+    elif action == "launch":
+        if cdpEndpoint or wsEndpoint:
+            raise ValueError("launch starts a local browser; to use an endpoint, call action='connect'.")
+        instance = await manager.launch(headless=headless, user_data_dir=userDataDir)
+        _opened(call, instance, "Launched")
+    elif action == "connect":
+        if bool(cdpEndpoint) == bool(wsEndpoint):
+            raise ValueError(
+                "connect needs exactly one of cdpEndpoint (a Chromium's DevTools endpoint, http://host:port) "
+                "or wsEndpoint (a Playwright browser server's ws:// URL)."
+            )
+        if cdpEndpoint:
+            instance = await manager.connect_cdp(cdpEndpoint)
+        else:
+            assert wsEndpoint is not None
+            instance = await manager.connect_ws(wsEndpoint)
+        _opened(call, instance, "Connected")
+    else:  # close
+        if instanceId is None:
+            raise ValueError(
+                "close needs instanceId: the instance to close (see browser_instance action='list')."
+            )
+        instance = manager.instance(instanceId)
+        tab_ids = [t.id for t in instance.tabs]
+        await manager.close_instance(instance.id)
+        if instance.kind == "launched":
+            what = "its browser was shut down"
+        elif instance.kind in ("cdp", "playwright-server"):
+            what = "disconnected; the remote browser keeps running"
+        else:
+            what = "its browser context was closed"
+        default = manager.default_instance
+        response.result(
+            f"Closed instance {instance.id} ({instance.kind}): {what}. "
+            f"Default instance: {default.id if default else 'none (launch or connect one)'}.",
+            {
+                "success": True,
+                "closedInstanceId": instance.id,
+                "closedTabIds": tab_ids,
+                "defaultInstanceId": default.id if default else None,
+            },
+        )
+        response.show_tabs()
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_instance",
+        browser_instance,
+        "Manage browser instances: list them (id, kind, endpoint, tab count, default, health), launch a local "
+        "Chromium, connect to a remote one (cdpEndpoint: a Chrome with --remote-debugging-port; wsEndpoint: a "
+        "Playwright browser server), or close one (a launched browser exits; a connected one is only "
+        "disconnected). Tab ids are unique across instances: tab tools need only tabId. Tools called without "
+        "tabId use the default instance (the one whose tab was activated last). If a browser dies, its tabs "
+        "are reported closed (by crash) and a lost local default browser is relaunched on the next call.",
+        ToolAnnotations(title="Manage browser instances", destructive_hint=True, open_world_hint=True),
+    )
+]

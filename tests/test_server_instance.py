@@ -1,0 +1,222 @@
+"""browser_instance through a real MCP client: local and remote browsers at once, and losing one.
+Everything runs on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+from playwright.async_api import Browser, Playwright, async_playwright
+
+from mcp_text import section, text
+from remote_browsers import (
+    PlaywrightServer,
+    RemoteChromium,
+    free_port,
+    playwright_server,
+    remote_chromium,
+)
+from tabpilot.server import ServerConfig, TabpilotServer, create_server
+from tabpilot.site import LocalSite
+
+
+@pytest.fixture(scope="module")
+def remote(browser_path: str) -> Iterator[RemoteChromium]:
+    with remote_chromium(browser_path) as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="module")
+def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
+    with playwright_server(browser_path) as server:
+        yield server
+
+
+def own_browser_server(shared_browser: tuple[Playwright, Browser], **options: Any) -> TabpilotServer:
+    """A server that launches or connects its own browser (as `tabpilot serve` does), sharing only
+    the test session's Playwright driver."""
+    return create_server(ServerConfig(**options), playwright=shared_browser[0])
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, text(result)
+    return result
+
+
+def result_of(result: CallToolResult) -> Any:
+    assert result.structured_content is not None
+    return result.structured_content["result"]
+
+
+async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launched_browser(
+    shared_browser: tuple[Playwright, Browser],
+    remote: RemoteChromium,
+    pw_server: PlaywrightServer,
+    browser_path: str,
+    site: LocalSite,
+) -> None:
+    server = own_browser_server(shared_browser, cdp_endpoint=remote.http, browser_path=browser_path)
+    async with Client(server) as client:
+        listed = result_of(await call(client, "browser_instance", action="list"))
+        (first,) = listed["instances"]
+        assert (first["kind"], first["endpoint"], first["health"], first["default"]) == (
+            "cdp",
+            remote.http,
+            "open",
+            True,
+        )
+
+        over_pw = result_of(await call(client, "browser_instance", action="connect", wsEndpoint=pw_server.ws))
+        assert over_pw["kind"] == "playwright-server" and not over_pw["default"]
+        launched = result_of(await call(client, "browser_instance", action="launch"))
+        assert launched["kind"] == "launched"
+
+        # One tab in each, by instance; after that, tab ids alone are enough.
+        tab_of: dict[str, int] = {}
+        for instance_id in (first["id"], over_pw["instanceId"], launched["instanceId"]):
+            opened = await call(client, "browser_tabs", action="new", instanceId=instance_id, background=True)
+            tab_of[instance_id] = result_of(opened)["tabId"]
+        everything = result_of(await call(client, "browser_tabs", action="list"))
+        ids = [t["id"] for t in everything["tabs"]]
+        assert len(ids) == len(set(ids)) and set(tab_of.values()) <= set(ids)
+        for instance_id, tab_id in tab_of.items():
+            path = f"/page/{'abc'[list(tab_of).index(instance_id)]}"
+            went = await call(client, "browser_navigate", url=site.url(path), tabId=tab_id)
+            assert result_of(went)["url"] == site.url(path)
+            only = result_of(await call(client, "browser_tabs", action="list", instanceId=instance_id))
+            assert tab_id in [t["id"] for t in only["tabs"]]
+            assert {t["instanceId"] for t in only["tabs"]} == {instance_id}
+            assert next(t for t in only["tabs"] if t["id"] == tab_id)["url"] == site.url(path)
+
+        # A tab another CDP client opens on the remote browser appears, with an event.
+        target_id = remote.open_tab(site.url("/page/d"))
+        deadline = time.monotonic() + 5
+        seen = ""
+        while target_id not in seen and time.monotonic() < deadline:
+            listing = await call(client, "browser_tabs", action="list", instanceId=first["id"])
+            seen = str(result_of(listing)["tabs"])
+            await asyncio.sleep(0.05)
+        assert target_id in seen
+        external = next(t for t in result_of(listing)["tabs"] if t["targetId"] == target_id)
+
+        listed = result_of(await call(client, "browser_instance", action="list"))
+        assert {i["id"]: i["tabCount"] for i in listed["instances"]}[first["id"]] >= 3
+        assert next(i for i in listed["instances"] if i["kind"] == "launched")["pid"]
+
+        # Closing connected instances disconnects; their browsers keep running.
+        for instance_id in (first["id"], over_pw["instanceId"]):
+            closed = await call(client, "browser_instance", action="close", instanceId=instance_id)
+            assert "disconnected; the remote browser keeps running" in section(closed, "Result")
+            if instance_id == first["id"]:
+                assert external["id"] in result_of(closed)["closedTabIds"]
+        assert remote.version()["Browser"]
+        async with async_playwright() as p:
+            browser = await p.chromium.connect(pw_server.ws, timeout=5000)
+            await browser.close()
+        listed = result_of(await call(client, "browser_instance", action="list"))
+        assert [i["id"] for i in listed["instances"]] == [launched["instanceId"]]
+        assert listed["defaultInstanceId"] == launched["instanceId"]
+
+
+async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relaunched(
+    shared_browser: tuple[Playwright, Browser], browser_path: str, site: LocalSite
+) -> None:
+    server = own_browser_server(shared_browser, browser_path=browser_path)
+    async with Client(server) as client:
+        first_tab = result_of(await call(client, "browser_tabs", action="list"))["activeTabId"]
+        (local,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        assert local["kind"] == "launched" and local["default"]
+
+        with remote_chromium(browser_path) as doomed:
+            connected = result_of(
+                await call(client, "browser_instance", action="connect", cdpEndpoint=doomed.http)
+            )
+            remote_tab = result_of(
+                await call(
+                    client, "browser_tabs", action="new", instanceId=connected["instanceId"], background=True
+                )
+            )["tabId"]
+            doomed.kill()
+            deadline = time.monotonic() + 5
+            events = ""
+            while "was lost" not in events and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                events += section(await call(client, "browser_tabs", action="list"), "Events")
+        assert f"instance {connected['instanceId']} was lost" in events
+        for tab_id in connected["tabIds"] + [remote_tab]:
+            assert f"tab {tab_id} closed (by crash)" in events
+
+        # A tool naming a lost tab fails at once and says why; the local browser keeps working.
+        started = time.monotonic()
+        failed = await client.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": remote_tab})
+        assert failed.is_error and f"Instance {connected['instanceId']} was lost" in section(failed, "Error")
+        assert time.monotonic() - started < 2
+        await call(client, "browser_navigate", url=site.url("/page/b"))
+        listed = result_of(await call(client, "browser_instance", action="list"))
+        health = {i["id"]: (i["health"], i["lostReason"]) for i in listed["instances"]}
+        assert health[local["id"]] == ("open", None)
+        assert health[connected["instanceId"]][0] == "lost"
+
+        # Kill the local default browser: the next call that needs it relaunches it and says so.
+        os.kill(local["pid"], signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        after = await call(client, "browser_navigate", url=site.url("/page/c"))
+        events = section(after, "Events")
+        assert f"instance {local['id']} was lost" in events
+        assert f"tab {first_tab} closed (by crash)" in events
+        assert f"launched in place of lost instance {local['id']}" in events
+        listed = result_of(await call(client, "browser_instance", action="list"))
+        replacement = next(i for i in listed["instances"] if i["default"])
+        assert replacement["kind"] == "launched" and replacement["health"] == "open"
+        assert replacement["id"] not in (local["id"], connected["instanceId"])
+        assert (
+            next(i for i in listed["instances"] if i["id"] == local["id"])["replacedBy"] == replacement["id"]
+        )
+
+
+async def test_bad_endpoints_and_arguments_get_clear_errors_at_once(
+    shared_browser: tuple[Playwright, Browser], make_server: Any, remote: RemoteChromium
+) -> None:
+    async with Client(make_server()) as client:
+        cases = [
+            ({"action": "connect", "cdpEndpoint": f"http://127.0.0.1:{free_port()}"}, "unreachable"),
+            ({"action": "connect", "wsEndpoint": remote.http}, "connect it with cdpEndpoint"),
+            ({"action": "connect"}, "exactly one of cdpEndpoint"),
+            ({"action": "close"}, "close needs instanceId"),
+            ({"action": "close", "instanceId": "inst_nope"}, "Instance 'inst_nope' not found"),
+        ]
+        for arguments, message in cases:
+            started = time.monotonic()
+            result = await client.call_tool("browser_instance", arguments)
+            assert result.is_error and message in section(result, "Error"), text(result)
+            assert time.monotonic() - started < 3
+
+
+async def test_serve_with_an_endpoint_option_drives_that_browser_instead_of_launching(
+    remote: RemoteChromium, pw_server: PlaywrightServer
+) -> None:
+    for option, endpoint, kind in (
+        ("--cdp-endpoint", remote.http, "cdp"),
+        ("--ws-endpoint", pw_server.ws, "playwright-server"),
+    ):
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "tabpilot", "serve", option, endpoint]
+        )
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert "browser_instance" in tools
+            listed = result_of(await call(client, "browser_instance", action="list"))
+            assert [(i["kind"], i["endpoint"], i["pid"]) for i in listed["instances"]] == [
+                (kind, endpoint, None)
+            ]
+            assert result_of(await call(client, "browser_tabs", action="new"))["tabId"]
+    assert remote.version()["Browser"], "the served client only disconnected"
