@@ -85,7 +85,10 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         for instance_id in (first["id"], over_pw["instanceId"], launched["instanceId"]):
             opened = await call(client, "browser_tabs", action="new", instanceId=instance_id, background=True)
             tab_of[instance_id] = result_of(opened)["tabId"]
-        everything = result_of(await call(client, "browser_tabs", action="list"))
+        listing = await call(client, "browser_tabs", action="list")
+        everything = result_of(listing)
+        # The tab list says which browser each tab is in.
+        assert f"instance {over_pw['instanceId']}:" in section(listing, "Tabs").splitlines()
         ids = [t["id"] for t in everything["tabs"]]
         assert len(ids) == len(set(ids)) and set(tab_of.values()) <= set(ids)
         for instance_id, tab_id in tab_of.items():

@@ -103,6 +103,12 @@ class Response:
         self.is_error = True
         self._error_lines.append(text)
 
+    @property
+    def summary(self) -> str:
+        """The first line of the error or result: what the action log records."""
+        lines = self._error_lines if self.is_error else self._result_lines
+        return lines[0] if lines else (self._plain or "done")
+
     def plain(self, text: str, data: Any = None, *, error: bool = False) -> None:
         """Answer with exactly `text`, no sections: for compatible tool sets that must mimic another
         server's output. Structured content still carries `result` (`data`) and the events."""
@@ -202,7 +208,16 @@ class Response:
         active = _active_tab_id(session)
         data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
         data["activeTabId"] = active
-        lines = [describe_tab(i, new_errors=errors.get(i.id, 0)) for i in infos]
+        lines: list[str] = []
+        default = manager.default_instance
+        heading: str | None = None
+        for info in infos:
+            # With several browsers, each has its own active tab: say which tabs are whose.
+            if len(manager.instances) > 1 and info.instance_id != heading:
+                heading = info.instance_id
+                is_default = default is not None and default.id == heading
+                lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
+            lines.append(describe_tab(info, new_errors=errors.get(info.id, 0)))
         if errors:
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return "### Tabs\n" + ("\n".join(lines) if lines else "(no open tabs)")

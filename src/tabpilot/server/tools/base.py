@@ -169,13 +169,9 @@ def _needs_default_instance(spec: ToolSpec, arguments: dict[str, Any]) -> bool:
 
 
 def _record_action(call: Call, arguments: dict[str, Any]) -> None:
-    telemetry = call.session.telemetry
-    if telemetry is None:
-        return
     response = call.response
-    outcome = (response._error_lines or response._result_lines or ["done"])[0]
     tab_id = call.acted_tab.id if call.acted_tab is not None else None
     try:
-        telemetry.record_action(tab_id, call.tool, arguments, outcome, ok=not response.is_error)
+        call.session.telemetry.record_action(tab_id, call.tool, arguments, response.summary, ok=not response.is_error)
     except Exception:  # telemetry must never break a tool
         logger.exception("recording action %s failed", call.tool)

@@ -54,6 +54,8 @@ async def browser_tabs(
             call.session.policy.check(url)
         tab = await manager.new_tab(url or None, background=background, instance_id=instanceId)
         call.acted_tab = tab
+        if url:
+            await tab.refresh_title()  # the result promises the loaded page's title
         how = "in the background" if background else "and activated it"
         response.result(
             f"Opened tab {tab.id} {how}: {tab.url}", {"tabId": tab.id, "url": tab.url, "title": tab.title}
