@@ -32,7 +32,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Tab, TabManager, TabpilotError, parse_ref
+from tabpilot import Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
 
 from ..response import Response
 from ..state import ServerState, SessionState
@@ -74,10 +74,20 @@ class Call:
     response: Response
     acted_tab: Tab | None = None
     """The tab the call worked on (for telemetry); `target()` sets it."""
+    start_seq: int = 0
+    """The manager's last event sequence number when the call began."""
 
     @property
     def manager(self) -> TabManager:
         return self.session.manager
+
+    async def opened_tabs(self) -> list[int]:
+        """Ids of the tabs opened since the call began and still open (settles first), e.g. to
+        follow the tab a click opened (`followNewTab`)."""
+        await self.manager.settle()
+        opened = [e.tab_id for e in self.manager.events.history(since=self.start_seq) if e.type == "tab_opened"]
+        open_ids = {info.id for info in self.manager.tabs()}
+        return [tab_id for tab_id in opened if tab_id is not None and tab_id in open_ids]
 
     def tab(self, tab_id: int | str | None) -> Tab:
         """The tab with this id, or the active tab; never another one (unknown ids list open tabs)."""
@@ -95,7 +105,14 @@ class Call:
         if ref is not None:
             ref_tab, _ = parse_ref(ref)
             if ref_tab is not None:
-                tab = self.manager.tab(ref_tab) if tab_id is None else self.manager.resolve(tab_id)
+                try:
+                    tab = self.manager.tab(ref_tab) if tab_id is None else self.manager.resolve(tab_id)
+                except TabNotFoundError as exc:
+                    if tab_id is not None:
+                        raise
+                    raise TabNotFoundError(
+                        ref_tab, self.manager.tabs(), reason=f"Ref {ref} came from it; take a snapshot of an open tab."
+                    ) from exc
                 if tab.id != ref_tab:
                     tab.resolve_ref(ref)  # raises ForeignRefError naming the ref's tab
             else:
@@ -127,7 +144,7 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
             logger.exception("could not start the browser session")
             response.error(f"Could not start the browser: {exc}. Check --browser-path or the endpoint option.")
             return await response.build(None)
-        call = Call(spec.name, session, response)
+        call = Call(spec.name, session, response, start_seq=session.manager.events.last_seq)
         try:
             if _needs_default_instance(spec, kwargs):
                 # A lost local default browser is relaunched by the next call that needs it; its
