@@ -110,8 +110,9 @@ class Call:
                 except TabNotFoundError as exc:
                     if tab_id is not None:
                         raise
+                    open_tabs = [t for instance in self.manager.instances for t in instance.tabs]
                     raise TabNotFoundError(
-                        ref_tab, self.manager.tabs(), reason=f"Ref {ref} came from it; take a snapshot of an open tab."
+                        ref_tab, open_tabs, reason=f"Ref {ref} came from it; take a snapshot of an open tab."
                     ) from exc
                 if tab.id != ref_tab:
                     tab.resolve_ref(ref)  # raises ForeignRefError naming the ref's tab
