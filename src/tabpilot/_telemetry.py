@@ -389,34 +389,6 @@ class EventHistory(Protocol):
     def history(self, *, since: int | None = None, tab_id: int | None = None) -> list[Any]: ...
 
 
-def observe_tab_events(
-    events: EventHistory,
-    *,
-    tab_id: int | None = None,
-    limit: int = 100,
-    since: int | None = None,
-    active_tab_id: int | None = None,
-) -> ObserveResult:
-    """`what="tab_events"`: the tab core's event history, paged like telemetry (own cursor space)."""
-    _check_limit(limit)
-    matched = events.history(since=since, tab_id=tab_id)
-    if since is None:
-        page, more = matched[-limit:], False
-    else:
-        page, more = matched[:limit], len(matched) > limit
-    return ObserveResult(
-        what="tab_events",
-        entries=tuple(page),
-        currently_tracked_tab=active_tab_id,
-        filtered_by_tab=tab_id,
-        total_entries_all_tabs=len(events.history()),
-        returned_entries=len(page),
-        dropped=events.dropped,
-        next_cursor=page[-1].seq if more else events.last_seq,
-        has_more=more,
-    )
-
-
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
@@ -800,6 +772,35 @@ class Telemetry:
         }
         self._actions.append(
             ActionEntry(self._next(), time.time(), tab_id, tool, args, _cut(outcome, TEXT_CAP), ok)
+        )
+
+    @staticmethod
+    def query_tab_events(
+        events: EventHistory,
+        *,
+        tab_id: int | None = None,
+        limit: int = 100,
+        since: int | None = None,
+        active_tab_id: int | None = None,
+    ) -> ObserveResult:
+        """`what="tab_events"`: the tab core's event history (`manager.events`), paged like the
+        telemetry kinds. Its sequence numbers (and so its cursors) are the event bus's own."""
+        _check_limit(limit)
+        matched = events.history(since=since, tab_id=tab_id)
+        if since is None:
+            page, more = matched[-limit:], False
+        else:
+            page, more = matched[:limit], len(matched) > limit
+        return ObserveResult(
+            what="tab_events",
+            entries=tuple(page),
+            currently_tracked_tab=active_tab_id,
+            filtered_by_tab=tab_id,
+            total_entries_all_tabs=len(events.history()),
+            returned_entries=len(page),
+            dropped=events.dropped,
+            next_cursor=page[-1].seq if more else events.last_seq,
+            has_more=more,
         )
 
     # -- queries -------------------------------------------------------------------------------

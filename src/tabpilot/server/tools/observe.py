@@ -1,0 +1,171 @@
+"""`browser_observe`: per-tab telemetry (SPEC 3), every entry with its tabId, any tab, open or closed.
+
+Structured `result` is the library's `ObserveResult.to_dict()`:
+    {what, entries: [{seq, timestamp, tabId, ...}], currently_tracked_tab, filtered_by_tab,
+     total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more}
+The text shows the same metadata on one line, then one line per entry, each starting `[tab N]`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import Telemetry
+
+from .base import Call, ToolSpec
+
+ObserveWhat = Literal[
+    "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions", "tab_events"
+]
+
+SETTLE_SECONDS = 1.0
+"""How long to wait for entries still being completed (sizes, headers, bodies need a round trip)."""
+
+
+async def browser_observe(
+    call: Call,
+    what: Annotated[
+        ObserveWhat,
+        Field(
+            description="errors: uncaught page errors and console errors; logs: console messages; "
+            "network_waterfall: finished and failed requests (method, url, status, timing, sizes); "
+            "network_bodies: headers and text bodies; websocket_events: open, frames, close; "
+            "actions: what the server did per tab; tab_events: tabs opened, closed, activated."
+        ),
+    ],
+    tabId: Annotated[
+        int | str | None,
+        Field(
+            description="Only this tab's entries (works for background and closed tabs too). "
+            "Omit for all tabs: every entry carries its tabId."
+        ),
+    ] = None,
+    limit: Annotated[
+        int, Field(ge=1, le=1000, description="At most this many entries (newest, or after since).")
+    ] = 100,
+    since: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            description="Cursor: only entries after it, oldest first. Pass next_cursor of the previous call.",
+        ),
+    ] = None,
+    level: Annotated[
+        Literal["debug", "info", "log", "warning", "warn", "error"] | None,
+        Field(description="logs: this level and more severe ones."),
+    ] = None,
+    url: Annotated[str | None, Field(description="Only entries whose URL contains this text.")] = None,
+    method: Annotated[
+        str | None, Field(description="network kinds: only this HTTP method (GET, POST, ...).")
+    ] = None,
+    statusMin: Annotated[
+        int | None, Field(ge=100, le=599, description="network kinds: only responses with status >= this.")
+    ] = None,
+    statusMax: Annotated[
+        int | None, Field(ge=100, le=599, description="network kinds: only responses with status <= this.")
+    ] = None,
+    direction: Annotated[
+        Literal["sent", "received"] | None,
+        Field(description="websocket_events: only frames sent or received."),
+    ] = None,
+) -> None:
+    session = call.session
+    telemetry: Telemetry = session.telemetry
+    tab_id = _tab_filter(call, tabId)
+    active = _active_tab_id(call)
+    if what == "tab_events":
+        filters = {
+            "level": level,
+            "url": url,
+            "method": method,
+            "statusMin": statusMin,
+            "statusMax": statusMax,
+        }
+        used = [name for name, value in {**filters, "direction": direction}.items() if value is not None]
+        if used:
+            raise ValueError(
+                f"tab_events takes no {', '.join(used)} filter; use tabId, since and limit, or pick another `what`."
+            )
+        result = Telemetry.query_tab_events(
+            call.manager.events, tab_id=tab_id, limit=limit, since=since, active_tab_id=active
+        )
+        lines = [f"[tab {e.tab_id}] #{e.seq} {e.describe()}" for e in result.entries]
+    else:
+        await telemetry.settle(SETTLE_SECONDS)
+        result = telemetry.query(
+            what,
+            tab_id=tab_id,
+            limit=limit,
+            since=since,
+            level=level,
+            url=url,
+            method=method,
+            status_min=statusMin,
+            status_max=statusMax,
+            direction=direction,
+            active_tab_id=active,
+        )
+        lines = [e.describe() for e in result.entries]
+
+    scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
+    head = (
+        f"{result.returned_entries} {what} entr{'y' if result.returned_entries == 1 else 'ies'} of {scope} "
+        f"(currently_tracked_tab: {result.currently_tracked_tab}, total_entries_all_tabs: "
+        f"{result.total_entries_all_tabs}, dropped: {result.dropped}, next_cursor: {result.next_cursor})."
+    )
+    if tab_id is not None and not _is_open(call, tab_id):
+        head += f" Tab {tab_id} is not open (closed, or never existed); these are its recorded entries."
+    if result.has_more:
+        head += f" More entries match: call again with since={result.next_cursor}."
+    elif not lines:
+        head += " Nothing matched" + (
+            " these filters." if _filtered(level, url, method, statusMin, statusMax, direction) else "."
+        )
+    call.response.result("\n".join([head, *lines]), result.to_dict())
+
+
+def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
+    """The tab id to filter on. Closed tabs are allowed (their entries outlive them), so a number
+    is taken as it is; a CDP target id must name an open tab."""
+    if tab_id is None:
+        return None
+    if isinstance(tab_id, bool):
+        raise ValueError("tabId must be a tab id (an integer), not a boolean.")
+    if isinstance(tab_id, int):
+        if tab_id < 1:
+            raise ValueError(f"tabId must be a positive integer, got {tab_id}.")
+        return tab_id
+    text = tab_id.strip()
+    if text.isdigit():
+        return int(text)
+    return call.manager.tab(text).id
+
+
+def _is_open(call: Call, tab_id: int) -> bool:
+    return any(info.id == tab_id for info in call.manager.tabs())
+
+
+def _active_tab_id(call: Call) -> int | None:
+    default = call.manager.default_instance
+    active = default.active_tab if default is not None else None
+    return active.id if active is not None else None
+
+
+def _filtered(*filters: object) -> bool:
+    return any(value is not None for value in filters)
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_observe",
+        browser_observe,
+        "Read what tabs did, per tab, active or not, open or closed: console logs, errors, network requests "
+        "and bodies, WebSocket frames, the server's actions, tab events. Every entry carries its tabId. "
+        "Pass tabId for one tab; pass next_cursor back as since to get only new entries. "
+        "### Tabs shows new errors per tab: observe what='errors' with that tabId to see them.",
+        ToolAnnotations(title="Observe tab telemetry", read_only_hint=True, open_world_hint=False),
+    )
+]

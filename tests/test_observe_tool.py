@@ -1,0 +1,189 @@
+"""browser_observe through a real MCP client (in memory) on a real Chromium and the local site."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from mcp import Client
+from mcp.types import CallToolResult
+
+from mcp_text import section, tab_line, text
+from tabpilot.site import LocalSite
+
+
+def result_of(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    data: dict[str, Any] = result.structured_content["result"]
+    return data
+
+
+async def new_tab(mcp: Client, url: str, *, background: bool = False) -> int:
+    opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": url, "background": background})
+    tab_id: int = result_of(opened)["tabId"]
+    return tab_id
+
+
+def new_errors(result: CallToolResult, tab_id: int) -> int:
+    """The new-error count a response's tab list gives `tab_id` (0 if the list is not shown)."""
+    tabs = (result.structured_content or {}).get("tabs") or []
+    return sum(entry["newErrors"] for entry in tabs if entry["id"] == tab_id)
+
+
+async def observe_until(
+    mcp: Client, arguments: dict[str, Any], done: Callable[[dict[str, Any]], bool], timeout: float = 5.0
+) -> CallToolResult:
+    """Call browser_observe until its result satisfies `done` (console lines arrive after load)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = await mcp.call_tool("browser_observe", arguments)
+        if done(result_of(result)) or loop.time() > deadline:
+            return result
+        await asyncio.sleep(0.05)
+
+
+async def test_observing_a_background_tab_returns_only_its_entries_tagged_in_text_and_structure(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        quiet = await new_tab(mcp, site.url("/fetch?path=/api/text?n=5"), background=True)
+        active = await new_tab(mcp, site.url("/fetch?path=/api/echo"))
+
+        logs = await observe_until(
+            mcp, {"what": "logs", "tabId": quiet}, lambda r: r["returned_entries"] == 1
+        )
+        data = result_of(logs)
+        assert [(e["tabId"], e["text"]) for e in data["entries"]] == [(quiet, "fetched /api/text?n=5 200")]
+        assert data["filtered_by_tab"] == quiet
+        assert data["currently_tracked_tab"] == active
+        lines = section(logs, "Result").splitlines()
+        assert lines[1].startswith(f"[tab {quiet}] ")
+        assert "fetched /api/text?n=5 200" in lines[1]
+        assert f"currently_tracked_tab: {active}" in lines[0]
+
+        both = await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 2)
+        assert sorted((e["tabId"], e["text"]) for e in result_of(both)["entries"]) == sorted(
+            [(quiet, "fetched /api/text?n=5 200"), (active, "fetched /api/echo 200")]
+        )
+        assert result_of(both)["filtered_by_tab"] is None
+
+        network = await observe_until(
+            mcp,
+            {"what": "network_waterfall", "tabId": str(quiet), "url": site.url("/api/")},
+            lambda r: r["returned_entries"] == 1,
+        )
+        (request,) = result_of(network)["entries"]
+        assert (request["tabId"], request["status"], request["url"]) == (
+            quiet,
+            200,
+            site.url("/api/text?n=5"),
+        )
+        assert f"[tab {quiet}]" in section(network, "Result")
+
+
+async def test_errors_of_a_background_tab_are_counted_in_the_tabs_section_and_observable(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        first = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["activeTabId"]
+        opened = await mcp.call_tool(
+            "browser_tabs",
+            {"action": "new", "url": site.url("/console?error=bad&throw=boom"), "background": True},
+        )
+        failing = result_of(opened)["tabId"]
+        # The errors arrive while the page loads: each is counted once, in the first response after it.
+        reported = new_errors(opened, failing)
+        for _ in range(40):
+            if reported == 2:
+                break
+            await asyncio.sleep(0.05)
+            listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+            if new_errors(listed, failing):
+                assert "new error" in tab_line(listed, failing)
+            reported += new_errors(listed, failing)
+        assert reported == 2
+        observed = await mcp.call_tool("browser_observe", {"what": "errors", "tabId": failing})
+        errors = result_of(observed)["entries"]
+        assert [(e["tabId"], e["source"], e["message"]) for e in errors] == [
+            (failing, "console", "bad"),
+            (failing, "exception", "boom"),
+        ]
+        again = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert "new error" not in tab_line(again, failing)  # already reported
+        assert tab_line(again, first)
+
+
+async def test_a_filter_that_matches_nothing_returns_no_entries_with_the_metadata(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/console?msg=hello"))
+        await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 1)
+        result = await mcp.call_tool(
+            "browser_observe", {"what": "logs", "tabId": tab, "url": "no-such-thing"}
+        )
+        data = result_of(result)
+        assert data["entries"] == []
+        assert data["returned_entries"] == 0
+        assert data["total_entries_all_tabs"] == 1
+        assert (data["filtered_by_tab"], data["currently_tracked_tab"], data["dropped"]) == (tab, tab, 0)
+        assert isinstance(data["next_cursor"], int)
+        assert "Nothing matched these filters" in section(result, "Result")
+
+
+async def test_a_cursor_returns_only_new_entries_and_a_closed_tab_stays_observable(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/page/a"))
+        tab = await new_tab(mcp, site.url("/console?msg=one"))
+        first = result_of(
+            await observe_until(mcp, {"what": "logs", "tabId": tab}, lambda r: r["returned_entries"] == 1)
+        )
+        cursor = first["next_cursor"]
+        await mcp.call_tool(
+            "browser_navigate", {"action": "goto", "url": site.url("/console?msg=two"), "tabId": tab}
+        )
+        newer = await observe_until(
+            mcp, {"what": "logs", "tabId": tab, "since": cursor}, lambda r: r["returned_entries"] == 1
+        )
+        assert [e["text"] for e in result_of(newer)["entries"]] == ["two"]
+
+        closed = await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab})
+        assert not closed.is_error, text(closed)
+        after = await mcp.call_tool("browser_observe", {"what": "logs", "tabId": tab})
+        assert [e["text"] for e in result_of(after)["entries"]] == ["one", "two"]
+        assert f"Tab {tab} is not open" in section(after, "Result")
+
+        events = result_of(await mcp.call_tool("browser_observe", {"what": "tab_events", "tabId": tab}))
+        assert events["entries"][0]["type"] == "tab_opened"
+        assert events["entries"][-1]["type"] == "tab_closed"
+        assert {e["tabId"] for e in events["entries"]} == {tab}
+
+
+async def test_websocket_frames_can_be_filtered_by_direction(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/ws-page"))
+        received = await observe_until(
+            mcp,
+            {"what": "websocket_events", "tabId": tab, "direction": "received"},
+            lambda r: r["returned_entries"] == 1,
+        )
+        (frame,) = result_of(received)["entries"]
+        assert (frame["tabId"], frame["event"], frame["preview"]) == (tab, "received", "hello")
+
+
+async def test_a_filter_for_another_kind_is_an_error_that_says_where_it_applies(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_observe", {"what": "logs", "direction": "sent"})
+        assert result.is_error
+        assert "direction filter applies to websocket_events" in section(result, "Error")
+        too_many = await mcp.call_tool("browser_observe", {"what": "logs", "limit": 5000})
+        assert too_many.is_error
