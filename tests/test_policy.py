@@ -1,0 +1,50 @@
+"""The navigation policy (pure logic; the server tests drive it through a real browser)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tabpilot import NavigationBlockedError, UrlPolicy, normalize_url
+
+
+def test_with_no_lists_any_web_url_is_allowed_and_file_urls_are_not() -> None:
+    policy = UrlPolicy()
+    policy.check("https://example.com/a")
+    policy.check("http://127.0.0.1:8000/")
+    for url in ("about:blank", "data:text/html,<p>hi</p>"):
+        policy.check(url)
+    with pytest.raises(NavigationBlockedError, match="file: URLs are refused"):
+        policy.check("file:///etc/passwd")
+    assert not policy.allows("chrome://settings")
+
+
+def test_file_urls_are_allowed_when_listed() -> None:
+    UrlPolicy(allowed_origins=["file:"]).check("file:///tmp/report.html")
+
+
+def test_allowed_origins_admit_only_their_scheme_host_and_port() -> None:
+    policy = UrlPolicy(allowed_origins=["http://127.0.0.1:8000", "*.example.com", "docs.test"])
+    assert policy.allows("http://127.0.0.1:8000/page")
+    assert not policy.allows("http://127.0.0.1:9000/page")
+    assert not policy.allows("https://127.0.0.1:8000/page")
+    assert policy.allows("https://a.b.example.com/")
+    assert policy.allows("http://example.com/")
+    assert policy.allows("https://docs.test:4443/x")
+    with pytest.raises(NavigationBlockedError, match="not in --allowed-origins"):
+        policy.check("https://evil.test/")
+
+
+def test_blocked_origins_win_over_allowed_ones() -> None:
+    policy = UrlPolicy(allowed_origins=["*.example.com"], blocked_origins=["https://admin.example.com"])
+    assert policy.allows("https://www.example.com/")
+    with pytest.raises(NavigationBlockedError, match="--blocked-origins"):
+        policy.check("https://admin.example.com/users")
+    assert policy.allows("http://admin.example.com/")  # another scheme is another origin
+
+
+def test_a_url_without_scheme_gets_the_one_a_user_means() -> None:
+    assert normalize_url("example.com/a") == "https://example.com/a"
+    assert normalize_url("localhost:8000/x") == "http://localhost:8000/x"
+    assert normalize_url("127.0.0.1:9/") == "http://127.0.0.1:9/"
+    assert normalize_url("about:blank") == "about:blank"
+    assert normalize_url("http://a.test") == "http://a.test"
