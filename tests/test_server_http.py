@@ -105,3 +105,18 @@ def test_a_non_loopback_bind_is_refused_without_a_token(capsys: pytest.CaptureFi
     assert "--auth-token" in capsys.readouterr().err
 
 
+
+
+async def test_an_idle_session_releases_its_browser_context(shared_browser: tuple[Playwright, Browser]) -> None:
+    browser = shared_browser[1]
+    contexts_before = len(browser.contexts)
+    async with serve(shared_browser, session_idle_timeout=0.5) as url:
+        # A client that goes away without ending its session (no DELETE).
+        async with Client(streamable_http_client(url, terminate_on_close=False)) as client:
+            await client.call_tool("browser_tabs", {"action": "list"})
+            assert len(browser.contexts) == contexts_before + 1
+        for _ in range(100):
+            if len(browser.contexts) == contexts_before:
+                break
+            await asyncio.sleep(0.05)
+        assert len(browser.contexts) == contexts_before
