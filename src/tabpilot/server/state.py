@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import Context
 from playwright.async_api import Playwright, async_playwright
 
-import tabpilot
-from tabpilot import ConnectError, TabIds, TabManager, Telemetry, UrlPolicy, policy_route_hook
+from tabpilot import ConnectError, Instance, TabIds, TabManager, Telemetry, UrlPolicy, policy_route_hook
 
 from .config import ServerConfig
 
@@ -56,7 +55,7 @@ class SessionState:
         """Events up to this sequence number were reported to this client (0: none yet)."""
         self.last_error_seq = 0
         """Telemetry entries up to this sequence number were counted in a `### Tabs` section."""
-        self.shown_tabs: tuple[Any, ...] | None = None
+        self.shown_tabs: tuple[tuple[int, bool, bool], ...] | None = None
         """The tab set and active tabs as of the last `### Tabs` section, to tell when it changed."""
 
     async def close(self) -> None:
@@ -224,14 +223,10 @@ class ServerState:
             self._playwright = None
 
 
-async def _open_browser(manager: TabManager, config: ServerConfig) -> tabpilot.Instance:
+async def _open_browser(manager: TabManager, config: ServerConfig) -> Instance:
     """Connect to the configured endpoint, or launch a Chromium."""
     if config.cdp_endpoint:
         return await manager.connect_cdp(config.cdp_endpoint)
     if config.ws_endpoint:
-        connect_ws = getattr(manager, "connect_ws", None)
-        if connect_ws is None:
-            raise ConnectError("--ws-endpoint is not supported by this version of tabpilot yet.")
-        instance: tabpilot.Instance = await connect_ws(config.ws_endpoint)
-        return instance
+        return await manager.connect_ws(config.ws_endpoint)
     return await manager.launch()
