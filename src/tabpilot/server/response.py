@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Snapshot, Tab, TabEvent, TabInfo, TabpilotError
+from tabpilot import DialogOpenError, Snapshot, Tab, TabInfo, TabpilotError
 
 if TYPE_CHECKING:
     from .state import SessionState
@@ -86,7 +86,6 @@ class Response:
         self._page_changes = False
         self._snapshot: Snapshot | None = None
         self._images: list[ImageContent] = []
-        self._notes: list[str] = []
         self._plain: str | None = None
         self._plain_data: Any = None
 
@@ -167,14 +166,13 @@ class Response:
                 sections.append("### Events\n" + "\n".join(f"- {e.describe()}" for e in events))
             data["events"] = [e.to_dict() for e in events]
 
-            tabs_text = self._tabs_section(session, events, data)
+            tabs_text = self._tabs_section(session, data)
             if tabs_text:
                 sections.append(tabs_text)
             if page_text:
                 sections.append(page_text)
             if snapshot_text:
                 sections.append(snapshot_text)
-        sections.extend(self._notes)
 
         content: list[ContentBlock] = [TextContent(type="text", text="\n\n".join(sections))]
         content.extend(self._images)
@@ -193,7 +191,7 @@ class Response:
         content.extend(self._images)
         return CallToolResult(content=content, structured_content=data, is_error=self.is_error)
 
-    def _tabs_section(self, session: SessionState, events: list[TabEvent], data: dict[str, Any]) -> str:
+    def _tabs_section(self, session: SessionState, data: dict[str, Any]) -> str:
         manager = session.manager
         infos = manager.tabs()
         telemetry = session.telemetry
