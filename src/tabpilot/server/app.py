@@ -115,6 +115,8 @@ def create_server(
         instructions=INSTRUCTIONS,
         version=tabpilot.__version__,
         lifespan=lifespan,
+        # The SDK logs every request at INFO on stderr; an MCP host shows stderr to the user.
+        log_level="WARNING",
     )
     for spec in tools:
         server.add_tool(
