@@ -96,7 +96,7 @@ async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_w
     await background.page.get_by_text("Done").wait_for()
     active = await open_tab(manager, instance, site.url("/fetch?path=/api/echo"))
     await active.page.get_by_text("Done").wait_for()
-    # Waterfall entries wait for the request's sizes, a browser round trip after the event.
+    # The browser reports a request finished a little after the page has used its response.
     await wait_until(lambda: telemetry.query("network_waterfall").returned_entries == 4)
     assert instance.active_tab is active
 
@@ -312,7 +312,7 @@ async def test_network_filters_select_by_method_status_and_url_and_failures_are_
             try { await fetch('http://127.0.0.1:1/refused'); } catch (e) {}
         }"""
     )
-    # The page, four fetches; bodies are read after the waterfall entry, so wait for them too.
+    # The page and four fetches; a body is read in a round trip after its waterfall entry.
     await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id).returned_entries == 5)
     await wait_until(lambda: telemetry.query("network_bodies", tab_id=tab.id).returned_entries == 4)
 

@@ -8,7 +8,7 @@ How it is fed: the tab manager calls `attach_context` for every browser context 
 (console, page errors, finished and failed requests arrive there, for every page, before the
 page's own events) and `attach_page` for every tab (WebSocket events exist only per page).
 Listeners run on the event loop that drives every tab, so they only copy a few fields into a
-frozen entry; what needs a browser round trip (sizes, full headers, bodies) runs in a task of
+frozen entry; what needs a browser round trip (full headers, bodies) runs in a task of
 its own and never raises. `await telemetry.settle()` waits for those tasks.
 
     telemetry = Telemetry()
@@ -72,6 +72,9 @@ _TEXT_MIME_PARTS = (
     "yaml",
 )
 _NO_BODY_STATUS = frozenset({204, 205, 304})
+_NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
+_ROUND_TRIP_TIMEOUT = 10.0
+"""A driver call about a page that is closing can take long to fail; no task waits longer."""
 
 
 def _cut(text: str, cap: int) -> str:
@@ -171,6 +174,7 @@ class NetworkEntry:
     timing: Mapping[str, float]
     request_body_size: int | None
     response_body_size: int | None
+    """From Content-Length; None when the server did not send one (network_bodies has the size read)."""
     navigation: bool
     redirected_from: str | None
 
@@ -204,7 +208,8 @@ class NetworkEntry:
 
 @dataclass(frozen=True, slots=True)
 class BodyEntry:
-    """Headers and bodies of one request (`what="network_bodies"`).
+    """Headers and bodies of one request (`what="network_bodies"`): documents, fetch/XHR, event
+    streams and other requests; not images, fonts, media, scripts or stylesheets (see `_wants_body`).
 
     Text bodies are kept up to the byte cap (`truncated` says it was cut); binary bodies are not
     stored (`omitted="binary"`). `omitted` says why there is no body: binary, too large, disabled,
@@ -495,13 +500,13 @@ class Telemetry:
 
         def on_request_finished(request: Request) -> None:
             try:
-                self._spawn(self._complete(request, tab_of(_page_of(request))))
+                self._on_request_finished(request, tab_of(_page_of(request)))
             except Exception:
                 self.listener_errors += 1
 
         def on_request_failed(request: Request) -> None:
             try:
-                self._record_request(request, tab_of(_page_of(request)), None, None)
+                self._record_request(request, tab_of(_page_of(request)), None)
             except Exception:
                 self.listener_errors += 1
 
@@ -586,19 +591,23 @@ class Telemetry:
 
     # -- network -------------------------------------------------------------------------------
 
-    def _record_request(
-        self, request: Request, tab_id: int | None, response: Response | None, sizes: Mapping[str, int] | None
-    ) -> None:
+    def _on_request_finished(self, request: Request, tab_id: int | None) -> None:
+        # Set when the response arrived, before this event (Playwright 1.5x without the property
+        # takes the driver round trip instead).
+        response: Response | None = getattr(request, "existing_response", None)
+        self._record_request(request, tab_id, response)
+        if response is None:
+            self._spawn(self._fetch_response_then_body(request, tab_id))
+        elif _wants_body(request, response):
+            self._spawn(self._record_body(request, tab_id, response))
+
+    def _record_request(self, request: Request, tab_id: int | None, response: Response | None) -> None:
         timing = request.timing
         started = timing.get("startTime", -1)
         duration = timing.get("responseEnd", -1)
         redirected = request.redirected_from
         headers = response.headers if response is not None else {}
-        response_size: int | None = None
-        if sizes is not None:
-            response_size = sizes.get("responseBodySize")
-        elif headers.get("content-length", "").isdigit():
-            response_size = int(headers["content-length"])
+        length = headers.get("content-length", "")
         post = request.post_data_buffer
         self._network.append(
             NetworkEntry(
@@ -616,77 +625,90 @@ class Telemetry:
                 float(duration),
                 cast("dict[str, float]", dict(timing)),
                 len(post) if post is not None else None,
-                response_size,
+                int(length) if length.isdigit() else None,
                 request.is_navigation_request(),
                 redirected.url if redirected is not None else None,
             )
         )
 
-    async def _complete(self, request: Request, tab_id: int | None) -> None:
-        """A finished request: sizes and full headers need the browser, then maybe its body."""
+    async def _fetch_response_then_body(self, request: Request, tab_id: int | None) -> None:
         try:
-            response = request.existing_response
-            if response is None:
-                response = await _within(request.response())
-            sizes = req_headers = resp_headers = None
-            if response is not None:
-                got = await asyncio.gather(
-                    _within(request.sizes()),
-                    _within(request.all_headers()),
-                    _within(response.all_headers()),
-                    return_exceptions=True,
-                )
-                sizes, req_headers, resp_headers = (None if isinstance(g, BaseException) else g for g in got)
-            self._record_request(request, tab_id, response, sizes)
-            if response is not None:
-                await self._record_body(
-                    request,
-                    tab_id,
-                    response,
-                    req_headers or request.headers,
-                    resp_headers or response.headers,
-                )
-        except asyncio.CancelledError:
-            raise
+            async with asyncio.timeout(_ROUND_TRIP_TIMEOUT):
+                response = await request.response()
+        except Exception:
+            self.body_failures += 1
+            return
+        if response is not None and _wants_body(request, response):
+            await self._record_body(request, tab_id, response)
+
+    async def _record_body(self, request: Request, tab_id: int | None, response: Response) -> None:
+        """Full headers (with cookies, which the event's headers lack) and the text body: one task
+        per request, never raising. A page that closed meanwhile leaves `omitted="unavailable"`."""
+        try:
+            headers = response.headers
+            mime = headers.get("content-type", "").split(";")[0].strip()
+            length_header = headers.get("content-length", "")
+            length = int(length_header) if length_header.isdigit() else None
+            status = response.status
+            omitted: str | None = None
+            if request.method == "HEAD" or status in _NO_BODY_STATUS or length == 0:
+                omitted = "no body"
+            elif not _is_text_mime(mime):
+                omitted = "binary"
+            elif self.body_cap == 0:
+                omitted = "disabled"
+            elif length is not None and length > self._fetch_limit:
+                omitted = "too large"
+            calls: list[Any] = [request.all_headers(), response.all_headers()]
+            if omitted is None:
+                calls.append(response.body())
+            try:
+                async with asyncio.timeout(_ROUND_TRIP_TIMEOUT):
+                    got = await asyncio.gather(*calls, return_exceptions=True)
+            except TimeoutError:
+                got = [TimeoutError()] * len(calls)
+            request_headers = got[0] if isinstance(got[0], dict) else request.headers
+            response_headers = got[1] if isinstance(got[1], dict) else headers
+            body: str | None = None
+            truncated = False
+            if omitted is None:
+                raw = got[2]
+                if isinstance(raw, bytes):
+                    length = len(raw)
+                    truncated = length > self.body_cap
+                    # Cutting bytes may split a character: drop the partial one rather than garble it.
+                    body = raw[: self.body_cap].decode("utf-8", errors="ignore" if truncated else "replace")
+                else:
+                    self.body_failures += 1
+                    omitted = "unavailable"
+            self._append_body(
+                request,
+                tab_id,
+                status,
+                mime,
+                request_headers,
+                response_headers,
+                body,
+                length,
+                truncated,
+                omitted,
+            )
         except Exception:
             self.listener_errors += 1
 
-    async def _record_body(
+    def _append_body(
         self,
         request: Request,
         tab_id: int | None,
-        response: Response,
+        status: int,
+        mime: str,
         request_headers: Mapping[str, str],
         response_headers: Mapping[str, str],
+        body: str | None,
+        length: int | None,
+        truncated: bool,
+        omitted: str | None,
     ) -> None:
-        status = response.status
-        if 300 <= status < 400:
-            return  # a redirect's own entry; its target is a request of its own
-        mime = response_headers.get("content-type", "").split(";")[0].strip()
-        length_header = response_headers.get("content-length", "")
-        length = int(length_header) if length_header.isdigit() else None
-        body: str | None = None
-        truncated = False
-        omitted: str | None = None
-        if request.method == "HEAD" or status in _NO_BODY_STATUS or length == 0:
-            omitted = "no body"
-        elif not _is_text_mime(mime):
-            omitted = "binary"
-        elif self.body_cap == 0:
-            omitted = "disabled"
-        elif length is not None and length > self._fetch_limit:
-            omitted = "too large"
-        else:
-            try:
-                raw = await _within(response.body())
-            except Exception:
-                self.body_failures += 1
-                omitted = "unavailable"
-            else:
-                length = len(raw)
-                truncated = length > self.body_cap
-                # Cutting bytes may split a character: drop the partial one rather than garble it.
-                body = raw[: self.body_cap].decode("utf-8", errors="ignore" if truncated else "replace")
         request_body: str | None = None
         post = request.post_data_buffer
         if post and self.body_cap:
@@ -906,9 +928,11 @@ def _page_of(request: Request) -> Page | None:
         return None
 
 
-async def _within(awaitable: Any, timeout: float = 10.0) -> Any:
-    # A driver call about a page that is closing can take long to fail; never hold a task forever.
-    return await asyncio.wait_for(awaitable, timeout)
+def _wants_body(request: Request, response: Response) -> bool:
+    # A redirect has no body of its own. Images, fonts and media are binary; scripts and
+    # stylesheets are static assets, large and many, that would crowd the API responses and
+    # documents an agent debugs out of the byte-bounded ring. The waterfall has them all.
+    return not 300 <= response.status < 400 and request.resource_type not in _NO_BODY_TYPES
 
 
 def _disposer(emitter: Any, handlers: list[tuple[str, Callable[[Any], None]]]) -> Callable[[], None]:
