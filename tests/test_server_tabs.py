@@ -80,3 +80,37 @@ async def test_new_errors_of_a_background_tab_are_counted_in_the_tab_list(
         assert "1 new error" in line, text(listed)
         again = await mcp.call_tool("browser_tabs", {"action": "list"})
         assert "new error" not in tab_line(again, tab_id)
+
+
+async def test_close_others_keeps_the_kept_tab_and_pinned_tabs(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        ids = []
+        for path in ("/page/a", "/page/b", "/page/c"):
+            opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url(path), "background": True})
+            assert opened.structured_content is not None
+            ids.append(opened.structured_content["result"]["tabId"])
+        pinned = await mcp.call_tool("browser_tabs", {"action": "pin", "tabId": ids[0]})
+        assert pinned.structured_content is not None
+        assert pinned.structured_content["result"] == {"success": True, "tabId": ids[0], "pinned": True}
+        assert "pinned" in tab_line(pinned, ids[0])
+
+        result = await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": ids[1]})
+
+        assert result.structured_content is not None
+        assert result.structured_content["result"] == {
+            "success": True,
+            "closedCount": 2,
+            "remainingTabIds": [ids[0], ids[1]],
+            "activeTabId": ids[1],
+        }
+        assert f"tab {ids[2]} closed" in section(result, "Events")
+
+
+async def test_the_tab_cap_refuses_a_new_tab_with_a_clear_error(connect: Callable[..., Client]) -> None:
+    async with connect(max_tabs=2) as mcp:
+        assert not (await mcp.call_tool("browser_tabs", {"action": "new"})).is_error
+        refused = await mcp.call_tool("browser_tabs", {"action": "new"})
+        assert refused.is_error
+        assert "--max-tabs 2" in section(refused, "Error")
