@@ -413,7 +413,8 @@ class Instance:
         if info:
             tab.target_id = info["targetId"]
             self._by_target[tab.target_id] = tab
-            tab._title = self._target_titles.get(tab.target_id, info.get("title", ""))
+            if not tab._title:  # a title fetched on load is newer than the target's cached one
+                tab._title = self._target_titles.get(tab.target_id, info.get("title", ""))
             if tab.opener_id is None and info.get("openerId"):
                 opener = self._by_target.get(info["openerId"])
                 tab.opener_id = opener.id if opener else None
