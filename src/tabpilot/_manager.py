@@ -345,6 +345,13 @@ class TabManager:
             "--disable-popup-blocking",
             "--password-store=basic",
             "--use-mock-keychain",
+            # Without it a screenshot of a tab that is not in front waits for a frame that never
+            # comes (seconds, or forever); Playwright's own launches pass it too.
+            "--enable-features=CDPScreenshotNewSurface",
+            # Tabs the agent is not looking at must keep running at full speed.
+            "--disable-renderer-backgrounding",
+            "--disable-background-timer-throttling",
+            "--disable-backgrounding-occluded-windows",
         ]
         if headless:
             args += ["--headless=new", "--hide-scrollbars", "--mute-audio"]
