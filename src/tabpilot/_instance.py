@@ -542,6 +542,8 @@ class Instance:
             self._creating -= 1
         tab = self._register(page, cause="tool")
         assert tab is not None
+        # new_page returns once its about:blank is ready, and no load event follows for it.
+        tab.status = "complete"
         await self.settle()
         if not background:
             self.activate(tab)
