@@ -138,6 +138,7 @@ async def get_snapshot(call: Call) -> None:
     try:
         tab = _current(call)
         await manager.settle()
+        await manager.refresh()  # titles a script changed since load: Chromium sends no title events
         snap = await tab.snapshot()
     except TabpilotError as exc:
         await _fail(call, exc)

@@ -1,0 +1,422 @@
+"""The compatible tool sets (SPEC 4) through a real MCP client, on a real Chromium and the local site.
+
+Each seed's documented shapes and texts are compared exactly, ids are checked to agree across tool
+sets of one server, and the failure each seed describes is shown not to happen here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import CallToolResult, ImageContent
+
+from mcp_text import text
+from tabpilot import TabInfo
+from tabpilot.server import ServerConfig, create_server
+from tabpilot.server.toolsets import browser_use, foxmcp, pilo
+from tabpilot.server.toolsets._common import interactive_elements
+from tabpilot.site import LocalSite
+
+
+def tab_info(tab_id: int, url: str, title: str, *, active: bool = False, pinned: bool = False) -> TabInfo:
+    return TabInfo(
+        id=tab_id,
+        instance_id="inst_1",
+        url=url,
+        title=title,
+        active=active,
+        index=tab_id - 1,
+        window_id=1,
+        pinned=pinned,
+        opener_id=None,
+        status="complete",
+        dialog=None,
+        target_id=None,
+    )
+
+
+async def call(mcp: Client, tool: str, arguments: dict[str, Any] | None = None) -> str:
+    """Call a tool that must succeed; return its text."""
+    result = await mcp.call_tool(tool, arguments or {})
+    assert not result.is_error, text(result)
+    return text(result)
+
+
+async def fail(mcp: Client, tool: str, arguments: dict[str, Any]) -> str:
+    result = await mcp.call_tool(tool, arguments)
+    assert result.is_error, text(result)
+    return text(result)
+
+
+async def until_title(mcp: Client, tab_id: int, title: str) -> None:
+    """Wait until Pilo's list_tabs shows `title` for a tab (a tab opened by a page loads by itself)."""
+    for _ in range(100):
+        tabs = json.loads(await call(mcp, "list_tabs"))["tabs"]
+        if any(t["id"] == str(tab_id) and t["title"] == title for t in tabs):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"tab {tab_id} never got the title {title!r}")
+
+
+# -- formats, without a browser -------------------------------------------------------------------
+
+
+def test_foxmcp_tabs_list_reproduces_the_seed_example_with_foxmcps_own_marker_spacing() -> None:
+    tabs = [
+        tab_info(1, "chrome://browser/content/blanktab.html", "New Tab"),
+        tab_info(2, "https://example.com/", "Example Domain", active=True),
+        tab_info(3, "https://github.com/", "GitHub", pinned=True),
+        tab_info(4, "https://google.com", "Google", active=True, pinned=True),
+    ]
+    assert foxmcp.tabs_list_text(tabs) == (
+        "Open tabs (4 found):\n"
+        "- ID 1: New Tab - chrome://browser/content/blanktab.html\n"
+        "- ID 2: Example Domain - https://example.com/ (active)\n"
+        "- ID 3: GitHub - https://github.com/ (pinned)\n"
+        # FoxMCP's code appends " (active)" then " (pinned)"; the seed's hand-written line shows "(active)(pinned)".
+        "- ID 4: Google - https://google.com (active) (pinned)\n"
+    )
+
+
+def test_foxmcp_falls_back_to_no_title_and_no_url_and_reports_no_tabs_as_the_seed_does() -> None:
+    assert foxmcp.tab_line(tab_info(7, "", "")) == "- ID 7: No title - No URL"
+    assert foxmcp.tabs_list_text([]) == (
+        'No tabs found. Extension response: {"tabs": [], "debug": {"totalFound": 0, "tabUrls": []}}'
+    )
+
+
+def test_pilo_available_tabs_header_matches_the_seed() -> None:
+    tabs = [
+        tab_info(3, "https://example.com/", "Home"),
+        tab_info(4, "https://support.example.com/help", "Help Center"),
+        tab_info(5, "about:blank", ""),
+    ]
+    assert pilo.available_tabs_text(tabs, current_id=3) == (
+        "Available tabs:\n"
+        'Tab 3 (current): example.com - "Home"\n'
+        'Tab 4: support.example.com - "Help Center"\n'
+        'Tab 5: about:blank - ""'
+    )
+
+
+def test_browser_use_tabs_carry_tab_id_and_parent_tab_id_as_the_seeds_fix_proposes() -> None:
+    info = tab_info(4, "https://google.com", "Google")
+    child = TabInfo(**{**{f: getattr(info, f) for f in info.__slots__}, "id": 5, "opener_id": 4})
+    assert browser_use.tab_entry(info) == {
+        "url": "https://google.com",
+        "title": "Google",
+        "tab_id": "4",
+        "parent_tab_id": None,
+    }
+    assert browser_use.tab_entry(child)["parent_tab_id"] == "4"
+
+
+def test_browser_use_does_not_echo_likely_secrets_it_types() -> None:
+    assert browser_use.typed_text(2, "hello") == "Typed 'hello' into element 2"
+    assert browser_use.typed_text(2, "me@example.com") == "Typed <email> into element 2"
+    assert browser_use.typed_text(2, "sk-live_1234567890abcdef") == "Typed <credential> into element 2"
+
+
+def test_interactive_elements_are_the_snapshots_controls_and_clickable_nodes_not_their_insides() -> None:
+    snapshot = """- generic [active] [ref=3e1]:
+  - heading "Home" [level=1] [ref=3e2]
+  - textbox "Your name" [ref=3e3]
+  - link "Open A" [ref=3e4] [cursor=pointer]:
+    - /url: /page/a
+    - img [ref=3e5] [cursor=pointer]
+  - generic [ref=3e6] [cursor=pointer]: Clicky div
+  - button "Say \\"hi\\"" [ref=3e7]"""
+    found = [(e.ref, e.role, e.name, e.href) for e in interactive_elements(snapshot)]
+    assert found == [
+        ("3e3", "textbox", "Your name", None),
+        ("3e4", "link", "Open A", "/page/a"),
+        ("3e6", "generic", "Clicky div", None),
+        ("3e7", "button", 'Say "hi"', None),
+    ]
+
+
+# -- the clash ------------------------------------------------------------------------------------
+
+
+def test_a_combination_whose_tool_names_clash_is_refused_at_start_naming_the_clash() -> None:
+    with pytest.raises(ValueError, match=r"'default' and 'browser-use' both define 'browser_navigate'"):
+        create_server(ServerConfig(tools=("default", "browser-use")))
+
+
+# -- browser-use ----------------------------------------------------------------------------------
+
+
+def state_of(result: str) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads(result)
+    return state
+
+
+async def test_browser_use_get_state_gives_the_tab_ids_that_switch_and_close_take(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use",)) as mcp:
+        assert await call(mcp, "browser_navigate", {"url": site.url("/")}) == f"Navigated to: {site.url('/')}"
+        state = state_of(await call(mcp, "browser_get_state"))
+        assert list(state) == ["url", "title", "tabs", "interactive_elements"]
+        assert (state["url"], state["title"]) == (site.url("/"), "Home")
+        home_id = state["tabs"][0]["tab_id"]
+        assert state["tabs"] == [
+            {"url": site.url("/"), "title": "Home", "tab_id": home_id, "parent_tab_id": None}
+        ]
+        assert state["interactive_elements"][0] == {
+            "index": 1,
+            "tag": "a",
+            "text": "Open A in new tab",
+            "href": "/page/a",
+        }
+        assert state["interactive_elements"][1] == {"index": 2, "tag": "button", "text": "Open popup"}
+
+        clicked = await call(mcp, "browser_click", {"index": 1})
+        state = state_of(await call(mcp, "browser_get_state"))
+        child = next(t for t in state["tabs"] if t["parent_tab_id"] == home_id)
+        assert clicked.splitlines() == [
+            "Clicked element 1",
+            f'New tab: tab_id "{child["tab_id"]}" (parent_tab_id "{home_id}") {site.url("/page/a")}, not active: '
+            f'call browser_switch_tab with tab_id "{child["tab_id"]}" to use it.',
+        ]
+        listed = json.loads(await call(mcp, "browser_list_tabs"))
+        assert [t["tab_id"] for t in listed] == [t["tab_id"] for t in state["tabs"]]
+        assert list(listed[0]) == ["tab_id", "url", "title"]
+
+        # The seed's failure: get_state -> switch_tab with the id get_state gave.
+        switched = await call(mcp, "browser_switch_tab", {"tab_id": child["tab_id"]})
+        assert switched == f"Switched to tab {child['tab_id']}: {site.url('/page/a')}"
+        state = state_of(await call(mcp, "browser_get_state"))
+        assert state["url"] == site.url("/page/a")
+
+        closed = await call(mcp, "browser_close_tab", {"tab_id": int(child["tab_id"])})
+        assert closed == f"Closed tab # {child['tab_id']}, now on {site.url('/')}"
+
+
+async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/")})
+        with_state = state_of(await call(mcp, "browser_get_state"))["tabs"][0]["tab_id"]
+        opened = await call(mcp, "browser_navigate", {"url": site.url("/page/b"), "new_tab": True})
+        assert opened.splitlines()[0] == f"Opened new tab with URL: {site.url('/page/b')}"
+
+        other_tab = await fail(mcp, "browser_click", {"index": 1})
+        assert other_tab.startswith("Error: Element with index 1 not found")
+        assert f'state of tab_id "{with_state}"' in other_tab and "browser_get_state" in other_tab
+
+        await call(mcp, "browser_switch_tab", {"tab_id": with_state})
+        await call(mcp, "browser_navigate", {"url": site.url("/page/c")})
+        stale = await fail(mcp, "browser_click", {"index": 1})
+        assert stale.startswith("Error: Element with index 1 is no longer on the page")
+
+        unknown = await fail(mcp, "browser_switch_tab", {"tab_id": "zz9x"})
+        assert unknown.startswith("Error: No tab with tab_id 'zz9x'.")
+
+
+async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_image(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/oauth/authorize")})
+        state = state_of(await call(mcp, "browser_get_state"))
+        field = next(e for e in state["interactive_elements"] if e["tag"] == "input")
+        typed = await call(mcp, "browser_type", {"index": field["index"], "text": "ada"})
+        assert typed == f"Typed 'ada' into element {field['index']}"
+        assert await call(mcp, "browser_scroll", {"direction": "down"}) == "Scrolled down"
+        await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
+        assert await call(mcp, "browser_go_back") == "Navigated back"
+
+        result: CallToolResult = await mcp.call_tool("browser_get_state", {"include_screenshot": True})
+        assert state_of(text(result))["url"] == site.url("/oauth/authorize")
+        assert [c.mime_type for c in result.content if isinstance(c, ImageContent)] == ["image/png"]
+
+
+# -- browser_tab ----------------------------------------------------------------------------------
+
+
+async def test_browser_tab_answers_with_the_seeds_exact_shapes(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-tab",)) as mcp:
+        first = json.loads(await call(mcp, "browser_tab", {"action": "list"}))
+        assert list(first) == ["tabs", "activeTabId", "count"]
+        start = first["activeTabId"]
+
+        new = await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/a")})
+        created = json.loads(new)
+        assert created == {"tabId": created["tabId"], "url": site.url("/page/a"), "title": "Page a"}
+        assert new == json.dumps(created, indent=2)
+
+        listed = json.loads(await call(mcp, "browser_tab", {"action": "list"}))
+        assert listed == {
+            "tabs": [
+                {
+                    "id": start,
+                    "url": "about:blank",
+                    "title": listed["tabs"][0]["title"],
+                    "active": False,
+                    "index": 0,
+                },
+                {
+                    "id": created["tabId"],
+                    "url": site.url("/page/a"),
+                    "title": "Page a",
+                    "active": True,
+                    "index": 1,
+                },
+            ],
+            "activeTabId": created["tabId"],
+            "count": 2,
+        }
+        activated = json.loads(await call(mcp, "browser_tab", {"action": "activate", "tabId": start}))
+        assert activated == {"success": True, "activeTabId": start}
+        closed = json.loads(await call(mcp, "browser_tab", {"action": "close", "tabId": created["tabId"]}))
+        assert closed == {"success": True, "closedTabId": created["tabId"]}
+
+        await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/b")})
+        await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/c")})
+        kept = json.loads(await call(mcp, "browser_tab", {"action": "close_others", "keepTabId": start}))
+        assert kept == {"success": True, "closedCount": 2, "remainingTabId": start}
+
+        not_found = await fail(mcp, "browser_tab", {"action": "close", "tabId": 9999})
+        assert not_found.startswith("Tab not found")
+        assert "browser_tab action=list" in not_found
+        last = await fail(mcp, "browser_tab", {"action": "close", "tabId": start})
+        assert last.startswith("Cannot close last tab")
+        assert "action=new" in last
+
+
+# -- FoxMCP ---------------------------------------------------------------------------------------
+
+
+async def test_foxmcp_tools_answer_in_foxmcps_text_formats(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("foxmcp",)) as mcp:
+        start = int((await call(mcp, "tabs_list")).splitlines()[1].split(":")[0].removeprefix("- ID "))
+        created = await call(
+            mcp, "tabs_create", {"url": site.url("/page/a"), "active": False, "pinned": True}
+        )
+        pinned = int(created.split(" - ")[0].removeprefix("Created tab: ID "))
+        assert created == f"Created tab: ID {pinned} - Page a - {site.url('/page/a')}"
+
+        assert await call(mcp, "tabs_list") == (
+            "Open tabs (2 found):\n"
+            f"- ID {start}: about:blank - about:blank (active)\n"
+            f"- ID {pinned}: Page a - {site.url('/page/a')} (pinned)\n"
+        )
+        assert await call(mcp, "tabs_switch", {"tab_id": pinned}) == f"Successfully switched to tab {pinned}"
+        assert (await call(mcp, "tabs_list")).endswith(
+            f"- ID {pinned}: Page a - {site.url('/page/a')} (active) (pinned)\n"
+        )
+
+        windows = await call(mcp, "windows_list")
+        assert windows.startswith("Browser windows (1 found):\n- ID ")
+        assert windows.endswith(", 2 tabs (focused)\n")
+
+        assert await call(mcp, "tabs_close", {"tab_id": str(start)}) == f"Successfully closed tab {start}"
+        missing = await fail(mcp, "tabs_switch", {"tab_id": 9999})
+        assert (
+            missing
+            == f"Error switching to tab: No tab with ID 9999. Open tab IDs: {pinned}. Call tabs_list to see them."
+        )
+        assert (await fail(mcp, "tabs_close", {"tab_id": 9999})).startswith(
+            "Error closing tab: No tab with ID 9999."
+        )
+
+
+# -- Pilo -----------------------------------------------------------------------------------------
+
+
+async def test_pilo_sees_a_tab_a_click_opens_in_the_click_response_and_the_next_snapshot(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("pilo",)) as mcp:
+        await call(mcp, "goto", {"url": site.url("/")})
+        host = site.url("/").split("/")[2]
+        first = await call(mcp, "get_snapshot")
+        home = int(first.splitlines()[1].split()[1])
+        assert first.startswith(f'Available tabs:\nTab {home} (current): {host} - "Home"\n\n')
+        link = next(line for line in first.splitlines() if 'link "Open A in new tab"' in line)
+        ref = link.split("[ref=")[1].split("]")[0]
+
+        clicked = await call(mcp, "click", {"ref": ref})
+        opened_line = clicked.splitlines()[1]
+        new = int(opened_line.split()[2])
+        assert clicked == (
+            f"Clicked {ref}.\nBROWSER_TAB_OPENED: Tab {new} (opened by Tab {home}): {site.url('/page/a')}. "
+            f'It is not the current tab: call switch_tab with tabId "{new}" to use it.'
+        )
+
+        await until_title(mcp, new, "Page a")  # the new tab loads on its own time
+        after = await call(mcp, "get_snapshot")
+        assert after.startswith(
+            f'Available tabs:\nTab {home} (current): {host} - "Home"\nTab {new}: {host} - "Page a"\n\n'
+            f"Tab events since the last snapshot:\nBROWSER_TAB_OPENED: Tab {new} (opened by Tab {home}): "
+            f"{site.url('/page/a')}\n\n"
+        )
+        listed = json.loads(await call(mcp, "list_tabs"))
+        assert listed == {
+            "activeTabId": str(home),
+            "tabs": [
+                {"id": str(home), "url": site.url("/"), "title": "Home", "isActive": True},
+                {"id": str(new), "url": site.url("/page/a"), "title": "Page a", "isActive": False},
+            ],
+        }
+
+        await call(mcp, "switch_tab", {"tabId": str(new)})
+        on_new = await call(mcp, "get_snapshot")
+        assert f"Tab {new} (current)" in on_new and 'heading "Page a"' in on_new
+        # Refs are scoped to the current tab: the home tab's ref is refused, not clicked on tab `new`.
+        refused = await fail(mcp, "click", {"ref": ref})
+        assert refused.startswith(f"Error: Ref {ref} belongs to tab {home}, but the current tab is {new}.")
+
+        closed = await call(mcp, "close_tab", {"tabId": str(new)})
+        assert closed == f"Closed tab {new}. Current tab: {home}."
+        assert f"Tab {home} (current)" in await call(mcp, "get_snapshot")
+
+
+async def test_pilo_tools_carry_the_descriptions_of_the_seed(connect: Callable[..., Client]) -> None:
+    async with connect(tools=("pilo",)) as mcp:
+        tools = {t.name: t for t in (await mcp.list_tools()).tools}
+    assert tools["switch_tab"].description == (
+        "Switch to a different open browser tab. The next snapshot will show the new tab. "
+        "Use list_tabs() to see available tabs (or check the available_tabs section in your page snapshot)."
+    )
+    assert tools["close_tab"].description == (
+        "Close a browser tab. If closing the active tab, the previously-active tab becomes active."
+    )
+    assert tools["switch_tab"].input_schema["required"] == ["tabId"]
+
+
+# -- one tab model --------------------------------------------------------------------------------
+
+
+async def test_ids_agree_across_every_tool_set_of_one_server(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("default", "browser-tab", "foxmcp", "pilo")) as mcp:
+        created = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/a")}))
+        tab_id = created["tabId"]
+
+        assert f"- ID {tab_id}: Page a - {site.url('/page/a')} (active)" in await call(mcp, "tabs_list")
+        pilo_tabs = json.loads(await call(mcp, "list_tabs"))
+        assert pilo_tabs["activeTabId"] == str(tab_id)
+        default = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert default.structured_content is not None
+        assert default.structured_content["result"]["activeTabId"] == tab_id
+
+        # Switch with one set, read with the others.
+        other = next(int(t["id"]) for t in pilo_tabs["tabs"] if int(t["id"]) != tab_id)
+        await call(mcp, "tabs_switch", {"tab_id": other})
+        assert json.loads(await call(mcp, "browser_tab", {"action": "list"}))["activeTabId"] == other
+        assert (await call(mcp, "get_snapshot")).splitlines()[1].startswith(f"Tab {other} (current)")
+        await call(mcp, "close_tab", {"tabId": str(tab_id)})
+        assert json.loads(await call(mcp, "browser_tab", {"action": "list"}))["count"] == 1
