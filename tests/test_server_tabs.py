@@ -114,3 +114,16 @@ async def test_the_tab_cap_refuses_a_new_tab_with_a_clear_error(connect: Callabl
         refused = await mcp.call_tool("browser_tabs", {"action": "new"})
         assert refused.is_error
         assert "--max-tabs 2" in section(refused, "Error")
+
+
+async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect() as mcp:
+        result = await mcp.call_tool("browser_tabs", {"action": "new", "url": "http://127.0.0.1:1/"})
+        assert result.is_error
+        assert result.structured_content is not None
+        tab_id = result.structured_content["result"]["tabId"]
+        error = section(result, "Error")
+        assert f"Opened tab {tab_id}" in error and "loading failed" in error
+        assert tab_line(result, tab_id)

@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from tabpilot import TabpilotError, navigate, normalize_url
+
 from .base import Call, TabIdArg, ToolSpec
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
@@ -50,15 +52,24 @@ async def browser_tabs(
         )
         response.show_tabs()
     elif action == "new":
-        if url:
-            call.session.policy.check(url)
-        tab = await manager.new_tab(url or None, background=background, instance_id=instanceId)
+        target = normalize_url(url) if url else None
+        if target:
+            call.session.policy.check(target)  # before a tab exists for a refused URL
+        tab = await manager.new_tab(None, background=background, instance_id=instanceId)
         call.acted_tab = tab
-        if url:
-            await tab.refresh_title()  # the result promises the loaded page's title
         how = "in the background" if background else "and activated it"
+        note = ""
+        if target:
+            try:
+                note = (await navigate(tab, "goto", target, policy=call.session.policy)).note
+            except TabpilotError as exc:
+                # The tab exists; the agent needs its id as much as the reason.
+                response.error(f"Opened tab {tab.id} {how}, but loading failed: {exc}")
+            if not tab.closed and tab.dialog is None:
+                await tab.refresh_title()  # the result promises the loaded page's title
         response.result(
-            f"Opened tab {tab.id} {how}: {tab.url}", {"tabId": tab.id, "url": tab.url, "title": tab.title}
+            f"Opened tab {tab.id} {how}: {tab.url}" + (f" {note}" if note else ""),
+            {"tabId": tab.id, "url": tab.url, "title": tab.title},
         )
         response.set_page(tab)
     elif action == "close":
