@@ -187,3 +187,16 @@ async def test_a_filter_for_another_kind_is_an_error_that_says_where_it_applies(
         assert "direction filter applies to websocket_events" in section(result, "Error")
         too_many = await mcp.call_tool("browser_observe", {"what": "logs", "limit": 5000})
         assert too_many.is_error
+
+
+async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/fetch?path=/api/slow?ms=1500"), background=True)
+        result = await observe_until(
+            mcp, {"what": "network_waterfall", "tabId": tab}, lambda r: bool(r["pending_requests"])
+        )
+        (pending,) = result_of(result)["pending_requests"]
+        assert (pending["tabId"], pending["url"]) == (tab, site.url("/api/slow?ms=1500"))
+        assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")

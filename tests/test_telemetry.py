@@ -416,3 +416,23 @@ async def test_closing_a_tab_while_its_bodies_are_read_never_breaks_the_recorder
         data = body.to_dict()
         assert data["responseBody"] is not None or data["omitted"] == "unavailable"
     assert telemetry.body_failures == sum(1 for b in bodies if b.to_dict()["omitted"] == "unavailable")
+
+
+async def test_a_request_still_in_flight_is_listed_as_pending_until_it_finishes(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record()
+    tab = await open_tab(manager, instance, site.url("/page/a"))
+    await tab.page.evaluate("window.slow = fetch('/api/slow?ms=1000')")
+    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id).pending)
+    waiting = telemetry.query("network_waterfall", tab_id=tab.id).to_dict()
+    assert [(p["tabId"], p["method"], p["url"]) for p in waiting["pending_requests"]] == [
+        (tab.id, "GET", site.url("/api/slow?ms=1000"))
+    ]
+    assert telemetry.query("network_waterfall", tab_id=tab.id, url="other").pending == ()
+    assert telemetry.query("network_waterfall", tab_id=tab.id + 1000).pending == ()
+
+    await tab.page.evaluate("window.slow")
+    await wait_until(lambda: not telemetry.query("network_waterfall", tab_id=tab.id).pending)
+    finished = telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow").entries
+    assert [e.to_dict()["status"] for e in finished] == [200]

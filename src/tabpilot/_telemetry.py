@@ -73,6 +73,7 @@ _TEXT_MIME_PARTS = (
 )
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
+_MAX_IN_FLIGHT = 2000
 _ROUND_TRIP_TIMEOUT = 10.0
 """A driver call about a page that is closing can take long to fail; no task waits longer."""
 
@@ -329,6 +330,33 @@ class ActionEntry:
         return f"[tab {self.tab_id}] #{self.seq} {self.tool}({args}) {mark}: {self.outcome}"
 
 
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A request still waiting for its response or body, as of the query (no sequence number:
+    it is state, not history; it becomes a NetworkEntry when it finishes or fails)."""
+
+    tab_id: int | None
+    method: str
+    url: str
+    resource_type: str
+    started: float
+    """Seconds since the epoch."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tabId": self.tab_id,
+            "method": self.method,
+            "url": self.url,
+            "resourceType": self.resource_type,
+            "started": self.started,
+            "waitingMs": round((time.time() - self.started) * 1000),
+        }
+
+    def describe(self) -> str:
+        waiting = time.time() - self.started
+        return f"[tab {self.tab_id}] pending {self.method} {self.url} ({self.resource_type}, waiting {waiting:.1f} s)"
+
+
 TelemetryEntry = ConsoleEntry | ErrorEntry | NetworkEntry | BodyEntry | WebSocketEntry | ActionEntry
 
 
@@ -367,8 +395,15 @@ class ObserveResult:
     dropped: int
     next_cursor: int
     has_more: bool = False
+    pending: tuple[PendingRequest, ...] = ()
+    """network_waterfall: requests still in flight that match the tab and url/method filters."""
 
     def to_dict(self) -> dict[str, Any]:
+        extra = (
+            {"pending_requests": [p.to_dict() for p in self.pending]}
+            if self.what == "network_waterfall"
+            else {}
+        )
         return {
             "what": self.what,
             "entries": [entry.to_dict() for entry in self.entries],
@@ -379,6 +414,7 @@ class ObserveResult:
             "dropped": self.dropped,
             "next_cursor": self.next_cursor,
             "has_more": self.has_more,
+            **extra,
         }
 
 
@@ -443,6 +479,8 @@ class Telemetry:
             "actions": self._actions,
         }
         self._tasks: set[asyncio.Task[None]] = set()
+        self._in_flight: dict[Request, tuple[Callable[[Page | None], int | None], float]] = {}
+        """Requests sent and not yet finished or failed: how to name their tab, when they started."""
         self._socket_ids = 0
         # Bodies are fetched whole over the driver pipe; past this size only the headers are kept.
         self._fetch_limit = max(body_cap * 16, 1024 * 1024)
@@ -498,14 +536,25 @@ class Telemetry:
             except Exception:
                 self.listener_errors += 1
 
+        def on_request(request: Request) -> None:
+            try:
+                self._in_flight[request] = (tab_of, time.time())
+                if len(self._in_flight) > _MAX_IN_FLIGHT:
+                    # Requests of a page that went away may never finish: forget the oldest.
+                    del self._in_flight[next(iter(self._in_flight))]
+            except Exception:
+                self.listener_errors += 1
+
         def on_request_finished(request: Request) -> None:
             try:
+                self._in_flight.pop(request, None)
                 self._on_request_finished(request, tab_of(_page_of(request)))
             except Exception:
                 self.listener_errors += 1
 
         def on_request_failed(request: Request) -> None:
             try:
+                self._in_flight.pop(request, None)
                 self._record_request(request, tab_of(_page_of(request)), None)
             except Exception:
                 self.listener_errors += 1
@@ -513,6 +562,7 @@ class Telemetry:
         handlers: list[tuple[str, Callable[[Any], None]]] = [
             ("console", on_console),
             ("weberror", on_weberror),
+            ("request", on_request),
             ("requestfinished", on_request_finished),
             ("requestfailed", on_request_failed),
         ]
@@ -861,6 +911,9 @@ class Telemetry:
         tab: int | AllTabs = ALL_TABS if tab_id is None else tab_id
         entries, more = ring.select(tab=tab, since=since, limit=limit, match=match)
         more = more and since is not None
+        pending: tuple[PendingRequest, ...] = ()
+        if what == "network_waterfall" and status_min is None and status_max is None:
+            pending = self._pending(tab, match)
         return ObserveResult(
             what=what,
             entries=tuple(entries),
@@ -871,7 +924,23 @@ class Telemetry:
             dropped=ring.dropped_for(tab),
             next_cursor=entries[-1].seq if more else self._seq,
             has_more=more,
+            pending=pending,
         )
+
+    def _pending(self, tab: int | AllTabs, match: Callable[[Any], bool] | None) -> tuple[PendingRequest, ...]:
+        found: list[PendingRequest] = []
+        for request, (tab_of, started) in list(self._in_flight.items()):
+            page = _page_of(request)
+            if page is not None and page.is_closed():
+                del self._in_flight[request]  # it will never finish
+                continue
+            tab_id = tab_of(page)
+            if tab is not ALL_TABS and tab_id != tab:
+                continue
+            item = PendingRequest(tab_id, request.method, request.url, request.resource_type, started)
+            if match is None or match(item):
+                found.append(item)
+        return tuple(found)
 
 
 def _matcher(

@@ -3,6 +3,7 @@
 Structured `result` is the library's `ObserveResult.to_dict()`:
     {what, entries: [{seq, timestamp, tabId, ...}], currently_tracked_tab, filtered_by_tab,
      total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more}
+and, for network_waterfall, `pending_requests` (requests still in flight, each with its tabId).
 The text shows the same metadata on one line, then one line per entry, each starting `[tab N]`.
 """
 
@@ -124,6 +125,9 @@ async def browser_observe(
         head += " Nothing matched" + (
             " these filters." if _filtered(level, url, method, statusMin, statusMax, direction) else "."
         )
+    if result.pending:
+        lines.append(f"Still in flight ({len(result.pending)}):")
+        lines.extend(p.describe() for p in result.pending)
     call.response.result("\n".join([head, *lines]), result.to_dict())
 
 
