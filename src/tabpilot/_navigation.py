@@ -110,16 +110,16 @@ async def navigate(
             f"still be usable: take a browser_snapshot(tabId={tab.id}), or reload."
         ) from exc
     except PlaywrightError as exc:
-        message = str(exc).splitlines()[0]
+        message = str(exc).splitlines()[0].removeprefix("Page.goto: ")
         if "ERR_BLOCKED_BY_CLIENT" in message and policy is not None and not policy.allows(target or page.url):
             raise NavigationBlockedError(
                 f"Navigation to {target} was blocked by the navigation policy. Choose another URL.", url=target
             ) from exc
         if "Target page, context or browser has been closed" in message or "Target closed" in message:
             raise ActionError(f"Tab {tab.id} closed during navigation. List tabs to see what is open.") from exc
+        where = "shows the browser's error page" if page.url.startswith("chrome-error:") else f"stays on {page.url}"
         raise ActionError(
-            f"{_what(action, target)} on tab {tab.id} failed: {message}. Check the URL; the tab stays "
-            f"on {page.url}."
+            f"{_what(action, target)} on tab {tab.id} failed: {message}. Check the URL; the tab {where}."
         ) from exc
     note = ""
     status = response.status if response is not None else None
