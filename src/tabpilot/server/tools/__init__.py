@@ -30,14 +30,17 @@ def select_tools(names: tuple[str, ...] | list[str]) -> list[ToolSpec]:
         )
     chosen: dict[str, tuple[str, ToolSpec]] = {}
     for set_name in dict.fromkeys(names):
+        clashes: dict[str, list[str]] = {}  # earlier set -> tool names this set defines again
         for spec in TOOLSETS[set_name]:
             seen = chosen.get(spec.name)
             if seen is not None and seen[1] is not spec:
-                raise ValueError(
-                    f"Tool sets {seen[0]!r} and {set_name!r} both define {spec.name!r} with different "
-                    "arguments; use one of them."
-                )
+                clashes.setdefault(seen[0], []).append(spec.name)
             chosen.setdefault(spec.name, (set_name, spec))
+        for earlier, tools in clashes.items():
+            raise ValueError(
+                f"Tool sets {earlier!r} and {set_name!r} both define {', '.join(map(repr, tools))} with "
+                "different arguments; use one of them."
+            )
     return [spec for _, spec in chosen.values()]
 
 
