@@ -507,9 +507,6 @@ class Telemetry:
     def dropped(self, what: TelemetryKind) -> int:
         return self._ring(what).dropped
 
-    def __len__(self) -> int:
-        return sum(len(ring) for ring in self._rings.values())
-
     # -- attaching ----------------------------------------------------------------------------
 
     def attach_context(
@@ -904,6 +901,7 @@ class Telemetry:
         source location), `method` and `status_min`/`status_max` (network kinds; a failed
         request has no status and matches no status filter), `direction` (websocket_events).
         A filter that does not apply to `what` is an error, so a typo never silently matches all.
+        `dropped` counts the entries of this kind evicted so far (of the tab, when `tab_id` is given).
         """
         ring = self._ring(what)
         _check_limit(limit)
