@@ -5,6 +5,19 @@ The library is the core; the MCP server (`tabpilot.server`) uses only these name
 
 from __future__ import annotations
 
+from ._actions import (
+    ActionResult,
+    KeyModifier,
+    MouseButton,
+    click,
+    evaluate,
+    hover,
+    press_key,
+    screenshot,
+    select_option,
+    type_text,
+    wait_for,
+)
 from ._browser_path import find_browser
 from ._errors import (
     ActionError,
@@ -39,6 +52,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ActionError",
+    "ActionResult",
     "BrowserNotFoundError",
     "CloseCause",
     "CloseResult",
@@ -49,11 +63,13 @@ __all__ = [
     "ForeignRefError",
     "Instance",
     "InstanceError",
+    "InstanceInfo",
     "InstanceKind",
     "InstanceLostError",
-    "InstanceInfo",
     "InstanceNotFoundError",
+    "KeyModifier",
     "LastTabError",
+    "MouseButton",
     "NavigateAction",
     "NavigationBlockedError",
     "NavigationResult",
@@ -76,10 +92,18 @@ __all__ = [
     "Telemetry",
     "UrlPolicy",
     "__version__",
+    "click",
+    "evaluate",
     "find_browser",
+    "hover",
     "navigate",
     "normalize_url",
     "parse_ref",
     "policy_route_hook",
+    "press_key",
     "scope_snapshot",
+    "screenshot",
+    "select_option",
+    "type_text",
+    "wait_for",
 ]
