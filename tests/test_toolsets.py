@@ -383,6 +383,65 @@ async def test_pilo_sees_a_tab_a_click_opens_in_the_click_response_and_the_next_
         assert f"Tab {home} (current)" in await call(mcp, "get_snapshot")
 
 
+def ref_of(snapshot: str, needle: str) -> str:
+    line = next(line for line in snapshot.splitlines() if needle in line)
+    return line.split("[ref=")[1].split("]")[0]
+
+
+async def test_pilo_completes_an_oauth_style_popup_flow_with_the_tab_tools(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("pilo",)) as mcp:
+        await call(mcp, "goto", {"url": site.url("/oauth/start")})
+        app_snapshot = await call(mcp, "get_snapshot")
+        app = int(app_snapshot.splitlines()[1].split()[1])
+
+        clicked = await call(mcp, "click", {"ref": ref_of(app_snapshot, 'button "Sign in"')})
+        assert clicked.splitlines()[1].startswith("BROWSER_TAB_OPENED: Tab ")
+        popup = int(clicked.splitlines()[1].split()[2])
+        assert f"(opened by Tab {app})" in clicked
+
+        await call(mcp, "switch_tab", {"tabId": str(popup)})
+        await until_title(mcp, popup, "Authorize")
+        form = await call(mcp, "get_snapshot")
+        assert f"Tab {popup} (current)" in form
+        await call(mcp, "fill", {"ref": ref_of(form, 'textbox "Username"'), "value": "ada"})
+        await call(mcp, "click", {"ref": ref_of(form, 'button "Authorize"')})
+
+        # The popup closes itself; the app tab is current again and signed in.
+        for _ in range(100):
+            if str(popup) not in [t["id"] for t in json.loads(await call(mcp, "list_tabs"))["tabs"]]:
+                break
+            await asyncio.sleep(0.05)
+        done = await call(mcp, "get_snapshot")
+        host = site.url("/").split("/")[2]
+        assert done.startswith(f'Available tabs:\nTab {app} (current): {host} - "App')
+        assert f"BROWSER_TAB_CLOSED: Tab {popup}" in done
+        for _ in range(50):
+            if "Signed in as ada" in done:
+                break
+            await asyncio.sleep(0.05)
+            done = await call(mcp, "get_snapshot")
+        assert "Signed in as ada" in done
+
+
+async def test_pilo_closes_a_tab_that_is_not_current_and_stays_where_it_is(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("pilo", "browser-tab")) as mcp:
+        start = json.loads(await call(mcp, "list_tabs"))["activeTabId"]
+        other = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/b")}))[
+            "tabId"
+        ]
+        await call(mcp, "switch_tab", {"tabId": start})
+        assert (
+            await call(mcp, "close_tab", {"tabId": str(other)})
+            == f"Closed tab {other}. Current tab: {start}."
+        )
+        unknown = await fail(mcp, "switch_tab", {"tabId": str(other)})
+        assert unknown.startswith(f"Error: Tab {other} not found. Open tabs:")
+
+
 async def test_pilo_tools_carry_the_descriptions_of_the_seed(connect: Callable[..., Client]) -> None:
     async with connect(tools=("pilo",)) as mcp:
         tools = {t.name: t for t in (await mcp.list_tools()).tools}

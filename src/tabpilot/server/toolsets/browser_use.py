@@ -57,7 +57,7 @@ TabIdParam = Annotated[
 ]
 
 
-class _IndexError(TabpilotError):
+class _UnknownIndex(TabpilotError):
     pass
 
 
@@ -114,19 +114,19 @@ def _element(call: Call, index: int) -> tuple[Tab, SnapshotElement]:
     tab = call.tab(None)
     state = _states.get(manager)
     if state is None:
-        raise _IndexError(
+        raise _UnknownIndex(
             f"Element with index {index} not found: no state yet. Call browser_get_state; indexes come "
             "from its interactive_elements."
         )
     state_tab, elements = state
     if state_tab != tab.id:
-        raise _IndexError(
+        raise _UnknownIndex(
             f'Element with index {index} not found: indexes are from the state of tab_id "{state_tab}", '
             f'and the active tab is tab_id "{tab.id}". Call browser_get_state to get this tab\'s elements.'
         )
     element = elements.get(index)
     if element is None:
-        raise _IndexError(
+        raise _UnknownIndex(
             f"Element with index {index} not found: the latest browser_get_state has indexes 1 to "
             f"{len(elements)}. Call browser_get_state again if the page changed."
         )
