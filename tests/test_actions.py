@@ -1,0 +1,264 @@
+"""Page actions on a real Chromium: on background tabs, with stale refs, dialogs and new tabs."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tabpilot import (
+    ActionError,
+    DialogOpenError,
+    ForeignRefError,
+    Instance,
+    Snapshot,
+    StaleRefError,
+    Tab,
+    TabManager,
+    click,
+    evaluate,
+    hover,
+    press_key,
+    screenshot,
+    select_option,
+    type_text,
+    wait_for,
+)
+from tabpilot.site import LocalSite
+
+
+@pytest.fixture(scope="module")
+async def manager(browser_path: str) -> AsyncIterator[TabManager]:
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()
+        yield m
+
+
+@pytest.fixture
+async def instance(manager: TabManager) -> AsyncIterator[Instance]:
+    """A fresh, isolated browser context of the shared browser, as an instance of its own."""
+    launched = manager.instances[0]
+    assert launched.browser is not None
+    inst = await manager.attach_context(await launched.browser.new_context())
+    yield inst
+    await manager.close_instance(inst.id)
+
+
+def ref_of(snapshot: Snapshot, needle: str) -> str:
+    """The ref of the first snapshot line containing `needle`."""
+    line = next(line for line in snapshot.text.splitlines() if needle in line and "[ref=" in line)
+    return line.split("[ref=")[1].split("]")[0]
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+async def open_tabs(manager: TabManager, instance: Instance, *urls: str) -> list[Tab]:
+    """Open tabs in order; the last one ends up active."""
+    return [await manager.new_tab(url, instance_id=instance.id) for url in urls]
+
+
+async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_active_tab_active(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    form, front = await open_tabs(manager, instance, site.url("/form"), site.url("/page/a"))
+    snap = await form.snapshot()
+
+    await type_text(form, ref_of(snap, 'textbox "Name"'), "Ada")
+    selected = await select_option(form, ref_of(snap, "combobox"), ["green"])
+    await hover(form, ref_of(snap, "Hover me"))
+    await click(form, ref_of(snap, 'button "Submit"'))
+
+    assert selected.value == ["green"]
+    await wait_for(form, text="Name=Ada; Color=green")
+    assert await form.page.get_by_text("Hovered").count() == 1
+    assert manager.active_tab(instance.id) is front
+
+
+async def test_a_screenshot_of_a_tab_behind_another_is_that_tab_and_activates_nothing(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (home,) = await open_tabs(manager, instance, site.url("/"))
+    snap = await home.snapshot()
+    opened = await click(home, ref_of(snap, "Open A in new tab"))  # the new tab goes in front of home
+    await manager.settle()
+
+    whole = await asyncio.wait_for(screenshot(home), 10)
+    element = await asyncio.wait_for(screenshot(home, ref=ref_of(snap, 'heading "Home"')), 10)
+    page = await asyncio.wait_for(screenshot(home, full_page=True), 10)
+
+    assert png_size(whole)[0] > 300
+    assert png_size(element)[0] < png_size(whole)[0]
+    assert png_size(page)[1] >= png_size(whole)[1]
+    assert manager.active_tab(instance.id) is home
+    assert not manager.info(manager.tab(opened.opened_tab_ids[0])).active
+
+
+async def test_a_stale_ref_fails_at_once_even_with_a_long_playwright_timeout(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (tab,) = await open_tabs(manager, instance, site.url("/page/a"))
+    tab.page.set_default_timeout(30_000)
+    snap = await tab.snapshot()
+    button = ref_of(snap, "Say hi")
+
+    await tab.page.reload()  # a new document: every ref of the old one is stale
+    with pytest.raises(StaleRefError) as stale:
+        await asyncio.wait_for(click(tab, button), 3)
+    assert f"browser_snapshot(tabId={tab.id})" in str(stale.value)
+
+    snap = await tab.snapshot()
+    button = ref_of(snap, "Say hi")
+    await tab.page.evaluate("document.querySelector('button').remove()")  # same document, element gone
+    with pytest.raises(StaleRefError):
+        await asyncio.wait_for(type_text(tab, button, "x"), 3)
+
+
+async def test_a_ref_of_another_tab_is_refused_and_names_the_tab_it_came_from(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    first, second = await open_tabs(manager, instance, site.url("/page/a"), site.url("/page/b"))
+    foreign = ref_of(await first.snapshot(), "Say hi")
+    await second.snapshot()
+
+    with pytest.raises(ForeignRefError) as error:
+        await asyncio.wait_for(click(second, foreign), 3)
+    assert f"belongs to tab {first.id}" in str(error.value)
+
+
+async def test_a_target_blank_click_returns_the_new_tab_registered_with_its_opener_and_not_active(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (home,) = await open_tabs(manager, instance, site.url("/"))
+    snap = await home.snapshot()
+    since = manager.events.last_seq
+
+    result = await click(home, ref_of(snap, "Open A in new tab"))
+    await manager.settle()
+
+    (new_id,) = result.opened_tab_ids
+    new = manager.tab(new_id)
+    assert new.opener_id == home.id
+    opened = [e for e in manager.events.history(since=since) if e.type == "tab_opened"]
+    assert [(e.tab_id, e.data["openerId"], e.data["cause"]) for e in opened] == [(new_id, home.id, "link")]
+    assert manager.active_tab(instance.id) is home
+
+
+@pytest.mark.parametrize(
+    ("button", "modifiers"), [("middle", []), ("left", ["ControlOrMeta"])], ids=["middle", "ctrl"]
+)
+async def test_a_middle_or_modifier_click_on_a_link_opens_a_tab_reported_with_its_opener(
+    manager: TabManager, instance: Instance, site: LocalSite, button: str, modifiers: list[str]
+) -> None:
+    (home,) = await open_tabs(manager, instance, site.url("/"))
+    snap = await home.snapshot()
+
+    result = await click(home, ref_of(snap, "Go to C"), button=button, modifiers=modifiers)  # type: ignore[arg-type]
+    await manager.settle()
+
+    (new_id,) = result.opened_tab_ids
+    assert manager.tab(new_id).opener_id == home.id
+    assert home.url == site.url("/")  # the link opened elsewhere, the tab stayed
+    assert manager.active_tab(instance.id) is home
+
+
+async def test_follow_new_tab_activates_the_tab_the_click_opened(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (home,) = await open_tabs(manager, instance, site.url("/"))
+    snap = await home.snapshot()
+
+    result = await click(home, ref_of(snap, "Open popup"), follow_new_tab=True)
+
+    assert result.followed_tab_id == result.opened_tab_ids[0]
+    assert manager.active_tab(instance.id).id == result.followed_tab_id
+
+
+async def test_an_oauth_popup_flow_works_through_actions_on_the_popup_without_activating_it(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (app,) = await open_tabs(manager, instance, site.url("/oauth/start"))
+    (popup_id,) = (await click(app, ref_of(await app.snapshot(), "Sign in"))).opened_tab_ids
+    popup = manager.tab(popup_id)
+    await popup.page.wait_for_load_state()
+    form = await popup.snapshot()
+
+    await type_text(popup, ref_of(form, 'textbox "Username"'), "ada")
+    await click(popup, ref_of(form, 'button "Authorize"'))
+
+    await wait_for(app, text="Signed in as ada")
+    assert popup.closed
+    assert manager.active_tab(instance.id) is app
+
+
+async def test_a_click_that_opens_a_dialog_returns_at_once_and_the_tab_waits_for_it(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    dialogs, other = await open_tabs(manager, instance, site.url("/dialog"), site.url("/form"))
+    snap = await dialogs.snapshot()
+
+    result = await asyncio.wait_for(click(dialogs, ref_of(snap, "Confirm"), timeout=30), 3)
+
+    assert result.dialog is not None and result.dialog.message == "sure?"
+    with pytest.raises(DialogOpenError):
+        await click(dialogs, ref_of(snap, "Alert"))
+    other_snap = await other.snapshot()  # other tabs keep working
+    await type_text(other, ref_of(other_snap, 'textbox "Name"'), "still works")
+    await dialogs.handle_dialog(accept=True)
+    await wait_for(dialogs, text="confirm: true")
+
+
+async def test_an_element_that_cannot_be_clicked_fails_with_why_and_what_to_do(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    site.set_content(
+        "/blocked",
+        "<title>Blocked</title><button>Under</button><button disabled>Off</button>"
+        '<div style="position:fixed;inset:0;background:#0008">Cookie banner</div>',
+    )
+    (tab,) = await open_tabs(manager, instance, site.url("/blocked"))
+    snap = await tab.snapshot()
+
+    with pytest.raises(ActionError, match="covered by another element") as covered:
+        await click(tab, ref_of(snap, "Under"), timeout=0.5)
+    with pytest.raises(ActionError, match="is disabled"):
+        await click(tab, ref_of(snap, "Off"), timeout=0.5)
+    assert f"browser_snapshot(tabId={tab.id})" in str(covered.value)
+
+
+async def test_wait_for_sees_text_appear_and_go_and_times_out_with_a_clear_message(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (tab,) = await open_tabs(manager, instance, site.url("/form"))
+
+    await wait_for(tab, text="Ready")  # added by the page after 500 ms
+    await tab.page.evaluate("document.getElementById('ready').remove()")
+    await wait_for(tab, text_gone="Ready", time=0.1)
+    with pytest.raises(ActionError, match="did not happen"):
+        await wait_for(tab, text="Never shown", timeout=0.3)
+    with pytest.raises(ValueError, match="text, textGone or time"):
+        await wait_for(tab)
+
+
+async def test_keys_and_scripts_act_on_the_tab_they_are_given(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    form, _front = await open_tabs(manager, instance, site.url("/form"), site.url("/page/a"))
+    snap = await form.snapshot()
+    name = ref_of(snap, 'textbox "Name"')
+
+    await type_text(form, name, "abc")
+    await press_key(form, "Backspace", ref=name)
+    await press_key(form, "Tab")
+
+    assert (await evaluate(form, "(el) => el.value", ref=name)).value == "ab"
+    assert (await evaluate(form, "() => document.activeElement.id")).value == "color"
+    with pytest.raises(ActionError, match="boom"):
+        await evaluate(form, "() => { throw new Error('boom') }")
+    with pytest.raises(ActionError, match="Unknown key"):
+        await press_key(form, "NoSuchKey")
