@@ -238,6 +238,22 @@ async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_
         assert [c.mime_type for c in result.content if isinstance(c, ImageContent)] == ["image/png"]
 
 
+async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use", "pilo")) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/dialog")})
+        state = state_of(await call(mcp, "browser_get_state"))
+        confirm = next(e["index"] for e in state["interactive_elements"] if e["text"] == "Confirm")
+        clicked = await call(mcp, "browser_click", {"index": confirm})
+        assert clicked == f"Clicked element {confirm}\nAccepted a confirm dialog: 'sure?'"
+
+        snapshot = await call(mcp, "get_snapshot")
+        assert "confirm: true" in snapshot
+        alert = await call(mcp, "click", {"ref": ref_of(snapshot, 'button "Alert"')})
+        assert alert.endswith("\nAccepted an alert dialog: 'hello'")
+
+
 # -- browser_tab ----------------------------------------------------------------------------------
 
 

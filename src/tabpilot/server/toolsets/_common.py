@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import ActionError, Tab, TabEvent, TabManager, parse_ref
+from tabpilot import ActionError, DialogInfo, Tab, TabEvent, TabManager, TabpilotError, parse_ref
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -146,34 +146,76 @@ NEW_TAB_GRACE = 0.3
 click returns (measured), after `settle()` has already looked; a click that opens nothing pays this."""
 
 
-async def click_element(
-    manager: TabManager, tab: Tab, ref: str, *, modifiers: list[str] | None = None
-) -> list[TabEvent]:
-    """Click the element `ref` names on `tab`; return the tab_opened events the click caused.
+@dataclass(slots=True)
+class ClickOutcome:
+    opened: list[TabEvent]
+    """tab_opened events the click caused."""
+    dialogs: list[DialogInfo]
+    """Dialogs the click raised, accepted so that the click could finish."""
 
-    A stale ref fails at once (`tab.locator` checks it). A tab the click opens is waited for
+
+async def accept_dialog(tab: Tab) -> str:
+    """Accept a dialog that blocks `tab`, as browser-use does; return a note for the response ('' if none).
+
+    The browser-use and Pilo sets have no dialog tool, so a dialog left open would block their tab.
+    """
+    if tab.dialog is None:
+        return ""
+    return dialog_note(await tab.handle_dialog(accept=True))
+
+
+def dialog_note(info: DialogInfo) -> str:
+    article = "an" if info.type[:1] in "aeiou" else "a"
+    return f"Accepted {article} {info.type} dialog: {info.message!r}"
+
+
+async def click_element(manager: TabManager, tab: Tab, ref: str) -> ClickOutcome:
+    """Click the element `ref` names on `tab`; report the tabs it opened and the dialogs it raised.
+
+    A stale ref fails at once (`tab.locator` checks it). A dialog the click raises is accepted: the
+    click cannot finish while it is open (the page is blocked). A tab the click opens is waited for
     (`NEW_TAB_GRACE`) and the browser settled, so this click reports it, not some later call.
     """
     locator = await tab.locator(ref)
     since = manager.events.last_seq
-    opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    opened: asyncio.Future[None] = loop.create_future()
+    dialog_seen = asyncio.Event()
 
     def on_page(_page: object) -> None:
         if not opened.done():
             opened.set_result(None)
 
+    def on_event(event: TabEvent) -> None:
+        if event.type == "dialog_opened" and event.tab_id == tab.id:
+            dialog_seen.set()
+
     context = tab.page.context
     context.on("page", on_page)
+    unsubscribe = manager.events.subscribe(on_event)
+    click = asyncio.ensure_future(locator.click(timeout=10_000))
+    dialogs: list[DialogInfo] = []
     try:
-        await locator.click(timeout=10_000, modifiers=modifiers)  # type: ignore[arg-type]
+        while not click.done():
+            waiter = asyncio.ensure_future(dialog_seen.wait())
+            await asyncio.wait({click, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            dialog_seen.clear()
+            if tab.dialog is not None:
+                dialogs.append(await tab.handle_dialog(accept=True))
+        click.result()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(opened, NEW_TAB_GRACE)
+    except TabpilotError:
+        raise
     except Exception as exc:
         raise ActionError(
             f"Clicking {ref} on tab {tab.id} failed: {str(exc).splitlines()[0]}. The page may have changed: "
             "take a new snapshot and retry."
         ) from exc
     finally:
+        click.cancel()
+        unsubscribe()
         context.remove_listener("page", on_page)
     await manager.settle()
-    return tabs_opened(manager, since)
+    return ClickOutcome(tabs_opened(manager, since), dialogs)

@@ -29,6 +29,8 @@ get the state again, instead of clicking whatever now has that number.
 
 Beyond browser-use, an action that opens a tab says so on a line of its own
 (`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text.
+JavaScript dialogs are accepted, as browser-use's own watchdog does (this set has no dialog tool),
+and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,14 @@ from pydantic import Field
 from tabpilot import StaleRefError, Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, normalize_url
 
 from ..tools.base import Call, ToolSpec
-from ._common import SnapshotElement, click_element, describe_elements, interactive_elements
+from ._common import (
+    SnapshotElement,
+    accept_dialog,
+    click_element,
+    describe_elements,
+    dialog_note,
+    interactive_elements,
+)
 
 # Per manager (one per MCP session): the tab of the latest browser_get_state and its indexes.
 _states: weakref.WeakKeyDictionary[TabManager, tuple[int, dict[int, SnapshotElement]]] = (
@@ -109,9 +118,18 @@ def new_tab_lines(manager: TabManager, events: Sequence[TabEvent], *, active: bo
     return "".join(lines)
 
 
-def _element(call: Call, index: int) -> tuple[Tab, SnapshotElement]:
-    manager = call.manager
+async def _active(call: Call) -> tuple[Tab, str]:
+    """The active tab, with a dialog that blocks it accepted (browser-use accepts them by itself)."""
     tab = call.tab(None)
+    return tab, await accept_dialog(tab)
+
+
+def _lines(*notes: str) -> str:
+    return "".join(f"\n{note}" for note in notes if note)
+
+
+def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
+    manager = call.manager
     state = _states.get(manager)
     if state is None:
         raise _UnknownIndex(
@@ -130,7 +148,7 @@ def _element(call: Call, index: int) -> tuple[Tab, SnapshotElement]:
             f"Element with index {index} not found: the latest browser_get_state has indexes 1 to "
             f"{len(elements)}. Call browser_get_state again if the page changed."
         )
-    return tab, element
+    return element
 
 
 def _stale(index: int) -> str:
@@ -158,7 +176,7 @@ async def browser_get_state(
 ) -> None:
     manager = call.manager
     try:
-        tab = call.tab(None)
+        tab, _ = await _active(call)  # the accepted dialog is in the event history
         await manager.settle()
         snap = await tab.snapshot()
     except TabpilotError as exc:
@@ -231,9 +249,9 @@ async def browser_navigate(
             await navigate(tab, "goto", url, policy=call.session.policy)
             call.response.plain(f'Opened new tab with URL: {url}\nNew tab: tab_id "{tab.id}", now active.')
         else:
-            tab = call.tab(None)
+            tab, note = await _active(call)
             await navigate(tab, "goto", url, policy=call.session.policy)
-            call.response.plain(f"Navigated to: {url}")
+            call.response.plain(f"Navigated to: {url}" + _lines(note))
     except TabpilotError as exc:
         call.response.plain(f"Error: {exc}", error=True)
 
@@ -247,17 +265,18 @@ async def browser_click(
 ) -> None:
     manager = call.manager
     try:
-        tab, element = _element(call, index)
+        tab, note = await _active(call)
+        element = _element(call, tab, index)
         if new_tab and element.href:
             full_url = urljoin(tab.url, element.href)
             call.session.policy.check(full_url)
             opened = await manager.new_tab(full_url)
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
-                f'\nNew tab: tab_id "{opened.id}", now active.'
+                + _lines(f'New tab: tab_id "{opened.id}", now active.', note)
             )
             return
-        events = await click_element(manager, tab, element.ref)
+        outcome = await click_element(manager, tab, element.ref)
     except StaleRefError:
         call.response.plain(_stale(index), error=True)
         return
@@ -267,7 +286,8 @@ async def browser_click(
     text = f"Clicked element {index}"
     if new_tab:
         text += " (new tab not supported for non-link elements)"
-    call.response.plain(text + new_tab_lines(manager, events, active=False))
+    dialogs = [dialog_note(d) for d in outcome.dialogs]
+    call.response.plain(text + new_tab_lines(manager, outcome.opened, active=False) + _lines(note, *dialogs))
 
 
 async def browser_type(
@@ -276,8 +296,8 @@ async def browser_type(
     text: Annotated[str, Field(description="The text to type")],
 ) -> None:
     try:
-        tab, element = _element(call, index)
-        locator = await tab.locator(element.ref)
+        tab, note = await _active(call)
+        locator = await tab.locator(_element(call, tab, index).ref)
         await locator.fill(text, timeout=10_000)
     except StaleRefError:
         call.response.plain(_stale(index), error=True)
@@ -292,16 +312,17 @@ async def browser_type(
             error=True,
         )
         return
-    call.response.plain(typed_text(index, text))
+    call.response.plain(typed_text(index, text) + _lines(note))
 
 
 async def browser_go_back(call: Call) -> None:
     try:
-        result = await navigate(call.tab(None), "back", None, policy=call.session.policy)
+        tab, note = await _active(call)
+        result = await navigate(tab, "back", None, policy=call.session.policy)
     except TabpilotError as exc:
         call.response.plain(f"Error: {exc}", error=True)
         return
-    call.response.plain("Navigated back" + (f" ({result.note})" if result.note else ""))
+    call.response.plain("Navigated back" + (f" ({result.note})" if result.note else "") + _lines(note))
 
 
 async def browser_scroll(
@@ -309,12 +330,12 @@ async def browser_scroll(
     direction: Annotated[Literal["up", "down"], Field(description="Direction to scroll")] = "down",
 ) -> None:
     try:
-        tab = call.target()
+        tab, note = await _active(call)
         await tab.page.evaluate("(dy) => window.scrollBy(0, dy)", 500 if direction == "down" else -500)
     except TabpilotError as exc:
         call.response.plain(f"Error: {exc}", error=True)
         return
-    call.response.plain(f"Scrolled {direction}")
+    call.response.plain(f"Scrolled {direction}" + _lines(note))
 
 
 TOOLS: list[ToolSpec] = [

@@ -21,6 +21,8 @@ Pilo's agent works on one "current" tab and reads a snapshot every step; the pro
   another tab is refused (tabpilot refs carry their tab, `3e5`, so this is checked, never guessed).
 - Tab ids are tabpilot's stable ids as strings ("3"): short, as the seed wants, and the same
   numbers every other tool set uses. Integers are accepted too.
+- JavaScript dialogs are accepted and named in the response (`Accepted a confirm dialog: 'sure?'`):
+  this set has no dialog tool, and a dialog left open would block the current tab.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pydantic import Field
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref
 
 from ..tools.base import Call, ToolSpec
-from ._common import click_element, host_of
+from ._common import accept_dialog, click_element, dialog_note, host_of
 
 # Per manager (one per MCP session): the event sequence number the last snapshot reported up to.
 _snapshot_cursor: weakref.WeakKeyDictionary[TabManager, int] = weakref.WeakKeyDictionary()
@@ -78,8 +80,14 @@ def list_tabs_result(tabs: Sequence[TabInfo], current_id: int | None) -> dict[st
     }
 
 
-def _current(call: Call) -> Tab:
-    return call.tab(None)
+async def _current(call: Call) -> tuple[Tab, str]:
+    """The current tab, with a dialog that blocks it accepted (this set has no dialog tool)."""
+    tab = call.tab(None)
+    return tab, await accept_dialog(tab)
+
+
+def _lines(*notes: str) -> str:
+    return "".join(f"\n{note}" for note in notes if note)
 
 
 def _own_ref(tab: Tab, ref: str) -> None:
@@ -136,7 +144,7 @@ async def close_tab(call: Call, tabId: TabIdParam) -> None:
 async def get_snapshot(call: Call) -> None:
     manager = call.manager
     try:
-        tab = _current(call)
+        tab, note = await _current(call)
         await manager.settle()
         await manager.refresh()  # titles a script changed since load: Chromium sends no title events
         snap = await tab.snapshot()
@@ -148,7 +156,7 @@ async def get_snapshot(call: Call) -> None:
     since = _snapshot_cursor.get(manager, manager.events.last_seq)
     _snapshot_cursor[manager] = manager.events.last_seq
     parts = [available_tabs_text(tabs, tab.id)]
-    events = event_lines(manager.events.history(since=since), tabs)
+    events = event_lines(manager.events.history(since=since), tabs) + ([note] if note else [])
     if events:
         parts.append("Tab events since the last snapshot:\n" + "\n".join(events))
     parts.append(f'Current page (Tab {tab.id}): {snap.url} - "{snap.title}"\n{snap.text}')
@@ -160,13 +168,14 @@ async def click(
 ) -> None:
     manager = call.manager
     try:
-        tab = _current(call)
+        tab, note = await _current(call)
         _own_ref(tab, ref)
-        opened = await click_element(manager, tab, ref)
+        outcome = await click_element(manager, tab, ref)
     except (TabpilotError, ValueError) as exc:
         await _fail(call, exc)
         return
-    call.response.plain(f"Clicked {ref}.{_opened_text(manager, opened)}")
+    dialogs = [dialog_note(d) for d in outcome.dialogs]
+    call.response.plain(f"Clicked {ref}.{_opened_text(manager, outcome.opened)}" + _lines(note, *dialogs))
 
 
 async def fill(
@@ -175,7 +184,7 @@ async def fill(
     value: Annotated[str, Field(description="The text to put in the field")],
 ) -> None:
     try:
-        tab = _current(call)
+        tab, note = await _current(call)
         _own_ref(tab, ref)
         locator = await tab.locator(ref)
         await locator.fill(value, timeout=10_000)
@@ -185,20 +194,20 @@ async def fill(
     except Exception as exc:
         call.response.plain(f"Error: could not fill {ref}: {exc}. Take a new snapshot and retry.", error=True)
         return
-    call.response.plain(f"Filled {ref} with {value!r}.")
+    call.response.plain(f"Filled {ref} with {value!r}." + _lines(note))
 
 
 async def goto(
     call: Call, url: Annotated[str, Field(description="The URL to open in the current tab")]
 ) -> None:
     try:
-        tab = _current(call)
+        tab, note = await _current(call)
         result = await navigate(tab, "goto", url, policy=call.session.policy)
     except TabpilotError as exc:
         await _fail(call, exc)
         return
-    note = f" {result.note}" if result.note else ""
-    call.response.plain(f"Navigated tab {tab.id} to {result.url}.{note}")
+    tail = f" {result.note}" if result.note else ""
+    call.response.plain(f"Navigated tab {tab.id} to {result.url}.{tail}" + _lines(note))
 
 
 TOOLS: list[ToolSpec] = [
