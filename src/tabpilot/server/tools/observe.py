@@ -128,7 +128,10 @@ async def browser_observe(
     if result.pending:
         lines.append(f"Still in flight ({len(result.pending)}):")
         lines.extend(p.describe() for p in result.pending)
-    call.response.result("\n".join([head, *lines]), result.to_dict())
+    # One result line each: the head alone is what the actions log keeps as this call's outcome.
+    call.response.result(head, result.to_dict())
+    for line in lines:
+        call.response.result(line)
 
 
 def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
