@@ -8,11 +8,21 @@ below. Tool sets are what `--tools` selects; several can be on at once if their 
 from __future__ import annotations
 
 from ..toolsets import browser_tab, browser_use, foxmcp, pilo
-from . import instance, navigate, observe, snapshot, tabs
+from . import dialogs, evaluate, input, instance, navigate, observe, screenshot, snapshot, tabs
 from .base import Call, RefArg, TabIdArg, ToolSpec, mcp_function
 
 TOOLSETS: dict[str, list[ToolSpec]] = {
-    "default": [*tabs.TOOLS, *navigate.TOOLS, *snapshot.TOOLS, *instance.TOOLS, *observe.TOOLS],
+    "default": [
+        *tabs.TOOLS,
+        *navigate.TOOLS,
+        *snapshot.TOOLS,
+        *input.TOOLS,
+        *dialogs.TOOLS,
+        *screenshot.TOOLS,
+        *evaluate.TOOLS,
+        *observe.TOOLS,
+        *instance.TOOLS,
+    ],
     # Compatible tool sets (server/toolsets/): tools of other browser servers, on the same tabs.
     "browser-use": browser_use.TOOLS,
     "browser-tab": browser_tab.TOOLS,

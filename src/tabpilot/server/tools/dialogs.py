@@ -1,0 +1,64 @@
+"""`browser_handle_dialog`: accept or dismiss the dialog (alert, confirm, prompt) open on a tab.
+
+A dialog blocks only its own tab; other tabs keep working. Dialogs on background tabs are
+reported in ### Events and ### Tabs, and handled here with their tabId.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import NoDialogError
+
+from .base import Call, ToolSpec
+
+
+async def browser_handle_dialog(
+    call: Call,
+    accept: Annotated[bool, Field(description="true accepts (OK), false dismisses (Cancel).")],
+    promptText: Annotated[
+        str | None, Field(description="For a prompt dialog: the text to answer with (when accepting).")
+    ] = None,
+    tabId: Annotated[
+        int | str | None,
+        Field(
+            description="The tab whose dialog to handle (from ### Events or ### Tabs). Omit for the active tab."
+        ),
+    ] = None,
+) -> None:
+    tab = call.target(tab_id=tabId, allow_dialog=True)
+    if tab.dialog is None:
+        waiting = [t for instance in call.manager.instances for t in instance.tabs if t.dialog is not None]
+        elsewhere = (
+            " Tabs with an open dialog: "
+            + ", ".join(f"tab {t.id} ({t.dialog.type})" for t in waiting if t.dialog)
+            + f"; pass tabId={waiting[0].id}."
+            if waiting
+            else " No tab has an open dialog; continue with your next step."
+        )
+        raise NoDialogError(f"Tab {tab.id} has no open dialog.{elsewhere}", tab_id=tab.id)
+    info = await tab.handle_dialog(accept=accept, prompt_text=promptText)
+    verb = "Accepted" if accept else "Dismissed"
+    answer = (
+        f" answering {promptText!r}" if accept and promptText is not None and info.type == "prompt" else ""
+    )
+    call.response.result(
+        f"{verb} the {info.type} dialog {info.message!r} on tab {tab.id}{answer}.",
+        {"tabId": tab.id, "accepted": accept, "dialog": info.to_dict()},
+    )
+    call.response.set_page(tab, changes=True)
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_handle_dialog",
+        browser_handle_dialog,
+        "Accept or dismiss the dialog (alert, confirm, prompt, beforeunload) open on a tab. A dialog blocks "
+        "only its tab: tools on that tab refuse until it is handled, other tabs keep working. Pass the tabId "
+        "named in ### Events for a dialog on a background tab.",
+        ToolAnnotations(title="Handle a dialog", destructive_hint=True, open_world_hint=True),
+    )
+]

@@ -1,0 +1,61 @@
+"""`browser_evaluate`: run a JavaScript function in a tab (active or not) and return its result."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import evaluate
+
+from .base import Call, TabIdArg, ToolSpec
+from .input import report
+
+MAX_RESULT_CHARS = 20_000
+"""Longer results are cut in the text; ask the page for less (a selector, a slice)."""
+
+
+async def browser_evaluate(
+    call: Call,
+    function: Annotated[
+        str,
+        Field(
+            description="JavaScript function to run in the page, e.g. '() => document.title', or with ref "
+            "'(element) => element.textContent'. Its return value must be JSON-serializable."
+        ),
+    ],
+    tabId: TabIdArg = None,
+    ref: Annotated[
+        str | None, Field(description="Pass this element (ref from browser_snapshot) to the function.")
+    ] = None,
+) -> None:
+    tab = call.target(tab_id=tabId, ref=ref)
+    result = await evaluate(tab, function, ref=ref)
+    if result.dialog is not None:
+        report(call, tab, f"The script started on tab {tab.id}; its result comes after the dialog.", result)
+        return
+    text = json.dumps(result.value, ensure_ascii=False, default=str)
+    cut = len(text) > MAX_RESULT_CHARS
+    shown = text[:MAX_RESULT_CHARS] + (
+        f"... ({len(text) - MAX_RESULT_CHARS} more characters cut)" if cut else ""
+    )
+    report(
+        call,
+        tab,
+        f"Ran the script on tab {tab.id}. Result:\n```json\n{shown}\n```",
+        result,
+        value=result.value,
+    )
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_evaluate",
+        browser_evaluate,
+        "Run a JavaScript function in a tab (on an element if ref is given) and return its JSON result. Works "
+        "on a background tab without activating it.",
+        ToolAnnotations(title="Run JavaScript", destructive_hint=True, open_world_hint=True),
+    )
+]

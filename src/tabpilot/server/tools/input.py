@@ -1,0 +1,208 @@
+"""Input tools: click, type, press a key, select, hover and wait, on any tab (active or not).
+
+Each names its element by a tab-scoped ref (`3e5`), which already says which tab to act on; the
+response says which tabs the action opened (### Events, ### Tabs) and what changed on the page.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from tabpilot import ActionResult, Tab, click, hover, press_key, select_option, type_text, wait_for
+
+from .base import Call, RefArg, TabIdArg, ToolSpec
+
+OptionalRefArg = Annotated[
+    str | None,
+    Field(
+        description="Element ref from the latest browser_snapshot of its tab, e.g. '3e5'; it names its tab."
+    ),
+]
+
+
+def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
+    """Fill the response of a page action: what it did, tabs it opened, a dialog it raised."""
+    lines = [done]
+    opened = list(result.opened_tab_ids)
+    if result.followed_tab_id is not None:
+        lines.append(f"It opened tab {result.followed_tab_id}, which is now the active tab.")
+    elif opened:
+        ids = ", ".join(map(str, opened))
+        lines.append(
+            f"It opened tab{'s' if len(opened) > 1 else ''} {ids} in the background (not activated): "
+            f"act on {'them' if len(opened) > 1 else 'it'} with tabId={opened[0]}, or "
+            f"browser_tabs(action='activate', tabId={opened[0]})."
+        )
+    if result.dialog is not None:
+        lines.append(
+            f"It opened a {result.dialog.type} dialog on tab {tab.id}: {result.dialog.message!r}. The page waits "
+            f"until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
+        )
+    data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
+    if result.followed_tab_id is not None:
+        data["activeTabId"] = result.followed_tab_id
+    if result.dialog is not None:
+        data["dialog"] = result.dialog.to_dict()
+    call.response.result(" ".join(lines), data)
+    call.response.set_page(tab, changes=True)
+
+
+async def browser_click(
+    call: Call,
+    ref: RefArg,
+    tabId: TabIdArg = None,
+    button: Annotated[Literal["left", "middle", "right"], Field(description="Mouse button.")] = "left",
+    modifiers: Annotated[
+        list[Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]] | None,
+        Field(description="Keys held during the click, e.g. ['ControlOrMeta'] to open a link in a new tab."),
+    ] = None,
+    doubleClick: Annotated[bool, Field(description="Double-click instead of a single click.")] = False,
+    followNewTab: Annotated[
+        bool,
+        Field(
+            description="If the click opens a tab, make it the active tab (default: leave it in the background)."
+        ),
+    ] = False,
+) -> None:
+    tab = call.target(tab_id=tabId, ref=ref)
+    result = await click(
+        tab,
+        ref,
+        button=button,
+        modifiers=modifiers or [],
+        double_click=doubleClick,
+        follow_new_tab=followNewTab,
+    )
+    how = (
+        "Double-clicked"
+        if doubleClick
+        else "Clicked"
+        if button == "left"
+        else f"{button.capitalize()}-clicked"
+    )
+    held = f" with {'+'.join(modifiers)}" if modifiers else ""
+    report(call, tab, f"{how} {ref} on tab {tab.id}{held}.", result, ref=ref)
+
+
+async def browser_type(
+    call: Call,
+    ref: RefArg,
+    text: Annotated[str, Field(description="The text; it replaces what the field holds.")],
+    tabId: TabIdArg = None,
+    submit: Annotated[bool, Field(description="Press Enter afterwards.")] = False,
+    slowly: Annotated[
+        bool, Field(description="Type one key at a time (for pages that react to each key); slower.")
+    ] = False,
+) -> None:
+    tab = call.target(tab_id=tabId, ref=ref)
+    result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
+    then = " and pressed Enter" if submit else ""
+    report(call, tab, f"Typed {text!r} into {ref} on tab {tab.id}{then}.", result, ref=ref)
+
+
+async def browser_press_key(
+    call: Call,
+    key: Annotated[
+        str,
+        Field(
+            description="Key name (Enter, Tab, Escape, ArrowDown, a) or combination (Control+a, Shift+Tab)."
+        ),
+    ],
+    ref: OptionalRefArg = None,
+    tabId: TabIdArg = None,
+) -> None:
+    tab = call.target(tab_id=tabId, ref=ref)
+    result = await press_key(tab, key, ref=ref)
+    where = f" on {ref}" if ref else ""
+    report(call, tab, f"Pressed {key}{where} on tab {tab.id}.", result, key=key)
+
+
+async def browser_select_option(
+    call: Call,
+    ref: RefArg,
+    values: Annotated[
+        list[str], Field(min_length=1, description="Options to select, by value or visible label.")
+    ],
+    tabId: TabIdArg = None,
+) -> None:
+    tab = call.target(tab_id=tabId, ref=ref)
+    result = await select_option(tab, ref, values)
+    selected = list(result.value or [])
+    report(call, tab, f"Selected {selected} in {ref} on tab {tab.id}.", result, ref=ref, selected=selected)
+
+
+async def browser_hover(call: Call, ref: RefArg, tabId: TabIdArg = None) -> None:
+    tab = call.target(tab_id=tabId, ref=ref)
+    result = await hover(tab, ref)
+    report(call, tab, f"Hovered over {ref} on tab {tab.id}.", result, ref=ref)
+
+
+async def browser_wait_for(
+    call: Call,
+    text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
+    textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,
+    time: Annotated[
+        float | None, Field(ge=0, le=30, description="Wait this many seconds (at most 30).")
+    ] = None,
+    tabId: TabIdArg = None,
+) -> None:
+    if text is None and textGone is None and time is None:
+        raise ValueError("browser_wait_for needs 'text', 'textGone' or 'time': what to wait for.")
+    tab = call.target(tab_id=tabId)
+    result = await wait_for(tab, text=text, text_gone=textGone, time=time)
+    parts = [f"{time:g} s" if time is not None else ""]
+    parts += [f"{textGone!r} to disappear" if textGone is not None else ""]
+    parts += [f"{text!r} to appear" if text is not None else ""]
+    waited = " and ".join(p for p in parts if p)
+    report(call, tab, f"Waited for {waited} on tab {tab.id}.", result)
+
+
+_ACTS = ToolAnnotations(destructive_hint=True, open_world_hint=True)
+
+TOOLS = [
+    ToolSpec(
+        "browser_click",
+        browser_click,
+        "Click an element by its ref from browser_snapshot ('3e5' = element e5 of tab 3); works on a "
+        "background tab without activating it. If the click opens tabs (target=_blank, popup, middle or "
+        "Ctrl-click), the response names them in ### Events; they stay in the background unless "
+        "followNewTab. The response shows what changed on the page.",
+        _ACTS.model_copy(update={"title": "Click"}),
+    ),
+    ToolSpec(
+        "browser_type",
+        browser_type,
+        "Type text into an editable element (by ref; replaces its content), optionally pressing Enter. Works "
+        "on any tab without activating it.",
+        _ACTS.model_copy(update={"title": "Type text"}),
+    ),
+    ToolSpec(
+        "browser_press_key",
+        browser_press_key,
+        "Press a key or key combination in a tab (on an element if ref is given, else where the tab's focus "
+        "is). Works on any tab without activating it.",
+        _ACTS.model_copy(update={"title": "Press a key"}),
+    ),
+    ToolSpec(
+        "browser_select_option",
+        browser_select_option,
+        "Select options of a <select> element (by ref) by value or label. Works on any tab without activating it.",
+        _ACTS.model_copy(update={"title": "Select options"}),
+    ),
+    ToolSpec(
+        "browser_hover",
+        browser_hover,
+        "Move the mouse over an element (by ref), e.g. to open a menu. Works on any tab without activating it.",
+        _ACTS.model_copy(update={"title": "Hover"}),
+    ),
+    ToolSpec(
+        "browser_wait_for",
+        browser_wait_for,
+        "Wait until text appears or disappears on a tab, or for a number of seconds (at most 30). Without "
+        "tabId it waits on the active tab.",
+        ToolAnnotations(title="Wait", read_only_hint=True, open_world_hint=True),
+    ),
+]
