@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Unit = Literal["ms", "MB", "chars", "x", "entries", "count", "s"]
+Unit = Literal["ms", "MB", "chars", "x", "entries", "count", "s", "/s"]
 
 
 def p90(samples: list[float]) -> float:

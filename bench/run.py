@@ -106,6 +106,8 @@ def telemetry(results: Results, progress: Progress, quick: bool) -> None:
 
 def _unit_of(key: str) -> Any:
     key = key.lower()
+    if key.endswith("/s") or key.endswith("_per_s"):
+        return "/s"
     if key.endswith("ms") or "_ms_" in key:
         return "ms"
     if key.endswith("mb"):

@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse
 from tabpilot.site import LocalSite
 
 TABS = "tabs at 1 / 20 / 100"
+NOISE_TABS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +109,8 @@ def _install_pages(site: LocalSite) -> None:
         logs = min(int(request.query_params.get("logs", "200")), 5000)
         fetches = min(int(request.query_params.get("fetches", "20")), 500)
         script = f"""for (let i = 0; i < {logs}; i++) console.log('bench noise ' + i + ' ' + 'x'.repeat(80));
-(async () => {{ for (let i = 0; i < {fetches}; i++) await (await fetch('/api/text?n=2048&i=' + i)).text();
-  document.getElementById('done').textContent = 'done'; }})();"""
+Promise.all(Array.from({{length: {fetches}}}, (_, i) => fetch('/api/text?n=2048&i=' + i).then((r) => r.text())))
+  .then(() => {{ document.getElementById('done').textContent = 'done'; }});"""
         body = "<h1>Noise</h1><p id='done' role='status'></p>"
         return HTMLResponse(
             f"<!doctype html><html><head><link rel='icon' href='data:,'><title>Noise</title></head>"
@@ -447,20 +448,30 @@ class ServerBench:
 
     # -- growing, telemetry, memory ------------------------------------------------------------
 
-    def _noise_url(self, i: int) -> str:
-        return self.site.url(f"/bench/noise?logs=200&fetches=20&tab={i}")
+    def _page_url(self, i: int) -> str:
+        # The first 20 tabs fill the telemetry buffers (default 5000 entries per kind, 8 MB of
+        # bodies) in one load; the rings stay full after that, so later tabs are plain pages.
+        if i < NOISE_TABS:
+            return self.site.url(f"/bench/noise?logs=300&fetches=260&tab={i}")
+        return self.site.url(f"/page/{i}")
 
     async def grow_to(self, level: int) -> None:
         self.progress.begin(f"opening tabs up to {level}")
         count = int(structured_of(await self.tabs(action="list"))["result"]["count"])
-        fig = self.results.figure(
-            "tabs.new.background", TABS, "browser_tabs new (background, noise page) while growing", "ms"
+        noisy = self.results.figure(
+            "tabs.new.background.noise",
+            TABS,
+            "browser_tabs new, background, page with 300 logs + 260 fetches",
+            "ms",
+        )
+        plain = self.results.figure(
+            "tabs.new.background.plain", TABS, "browser_tabs new, background, plain page", "ms"
         )
         while count < level:
             self.progress.update(f"tab {count + 1}/{level}")
-            url = self._noise_url(count)
+            url = self._page_url(count)
             elapsed, opened = await timed(lambda: self.tabs(action="new", url=url, background=True))  # noqa: B023
-            fig.samples.append(elapsed)
+            (noisy if count < NOISE_TABS else plain).samples.append(elapsed)
             self.keep.add(int(structured_of(opened)["result"]["tabId"]))
             count += 1
 
@@ -499,6 +510,32 @@ class ServerBench:
             self.results.note(
                 f"At {level} tabs these telemetry buffers never dropped entries (not full): {not_full}."
             )
+        await self.observe_queries(level, noise_tabs[0])
+
+    async def observe_queries(self, level: int, tab: int) -> None:
+        """browser_observe over full buffers, through MCP: one tab's latest 100 logs, and all tabs'."""
+        section = "telemetry (browser_observe)"
+        for key, label, args in (
+            ("tab", f"browser_observe logs, one tab, limit 100, {level} tabs", {"tabId": tab}),
+            ("all", f"browser_observe logs, all tabs, limit 100, {level} tabs", {}),
+        ):
+            fig = self.results.figure(f"observe.logs.{key}.{level}", section, label, "ms")
+            result = await repeat(
+                fig,
+                lambda: self.srv.call("browser_observe", what="logs", limit=100, **args),  # noqa: B023
+                self.plan.tab_ops,
+                progress=self.progress,
+                warmup=2,
+            )
+            if level == self.plan.levels[-1]:
+                text_chars, json_chars = response_chars(result)
+                self.results.value(
+                    f"observe.logs.{key}.chars",
+                    section,
+                    f"that response ({key}): text + JSON",
+                    "chars",
+                    text_chars + json_chars,
+                )
 
     def memory(self, label: str, key: str) -> None:
         pid = self.srv.pid
