@@ -111,8 +111,10 @@ class Call:
                     if tab_id is not None:
                         raise
                     open_tabs = [t for instance in self.manager.instances for t in instance.tabs]
+                    closed = any(e.type == "tab_closed" for e in self.manager.events.history(tab_id=ref_tab))
+                    gone = "It was closed. " if closed else ""
                     raise TabNotFoundError(
-                        ref_tab, open_tabs, reason=f"Ref {ref} came from it; take a snapshot of an open tab."
+                        ref_tab, open_tabs, reason=f"{gone}Ref {ref} came from it; take a snapshot of an open tab."
                     ) from exc
                 if tab.id != ref_tab:
                     tab.resolve_ref(ref)  # raises ForeignRefError naming the ref's tab

@@ -1,0 +1,544 @@
+"""Page-action tools through a real MCP client (in memory) on a real Chromium: click, type,
+press_key, select_option, hover, wait_for, handle_dialog, screenshot and evaluate, on the active
+tab and on tabs behind it, with the new tabs, dialogs and page changes they cause."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from mcp import Client
+from mcp.types import CallToolResult, ImageContent
+
+from mcp_text import section, tab_line, text
+from tabpilot.site import LocalSite
+
+
+def data(result: CallToolResult) -> dict[str, Any]:
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None, text(result)
+    return content
+
+
+def ok(result: CallToolResult) -> CallToolResult:
+    assert not result.is_error, text(result)
+    return result
+
+
+def error(result: CallToolResult) -> str:
+    assert result.is_error, text(result)
+    return section(result, "Error")
+
+
+def ref_of(snapshot: str, needle: str) -> str:
+    """The ref of the first snapshot line containing `needle`."""
+    line = next(line for line in snapshot.splitlines() if needle in line and "[ref=" in line)
+    return line.split("[ref=")[1].split("]")[0]
+
+
+async def active_tab(mcp: Client) -> int:
+    listed = data(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))
+    tab_id: int = listed["result"]["activeTabId"]
+    return tab_id
+
+
+async def open_tab(mcp: Client, url: str, *, background: bool = True) -> int:
+    opened = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": url, "background": background}))
+    tab_id: int = data(opened)["result"]["tabId"]
+    return tab_id
+
+
+async def start_on(mcp: Client, url: str) -> int:
+    """Navigate the starting (active) tab to `url`; its id."""
+    tab_id = await active_tab(mcp)
+    ok(await mcp.call_tool("browser_navigate", {"url": url, "tabId": tab_id}))
+    return tab_id
+
+
+async def snapshot(mcp: Client, tab_id: int) -> str:
+    snap: str = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab_id})))["snapshot"]
+    return snap
+
+
+def opened_events(result: CallToolResult) -> list[dict[str, Any]]:
+    return [e for e in data(result)["events"] if e["type"] == "tab_opened"]
+
+
+def changes(result: CallToolResult) -> list[str]:
+    lines: list[str] = data(result)["snapshotChanges"]["lines"]
+    return lines
+
+
+# -- tabs a click opens ------------------------------------------------------------------------------
+
+
+async def test_a_target_blank_click_names_the_new_tab_and_its_opener_in_its_own_response(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/"))
+        link = ref_of(await snapshot(mcp, home), "Open A in new tab")
+
+        result = ok(await mcp.call_tool("browser_click", {"ref": link}))
+
+        (event,) = opened_events(result)
+        new = event["tabId"]
+        assert event["openerId"] == home and event["cause"] == "link"
+        assert event["url"] == site.url("/page/a")
+        assert f"tab {new} opened (link) by tab {home}: {site.url('/page/a')}" in section(result, "Events")
+        line = tab_line(result, new)
+        assert f"opened by tab {home}" in line and "active" not in line.split("[")[1]
+        assert "active" in tab_line(result, home)
+        assert f"It opened tab {new} in the background" in section(result, "Result")
+        assert data(result)["result"]["openedTabIds"] == [new]
+        assert data(result)["activeTabId"] == home
+        assert await active_tab(mcp) == home
+
+
+async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/"))
+        button = ref_of(await snapshot(mcp, home), "Open popup")
+
+        popup = ok(await mcp.call_tool("browser_click", {"ref": button}))
+        (event,) = opened_events(popup)
+        first = event["tabId"]
+        assert event["openerId"] == home and event["cause"] == "popup"
+        assert f"tab {first} opened (popup) by tab {home}" in section(popup, "Events")
+        assert f"opened by tab {home}" in tab_line(popup, first)
+        assert data(popup)["activeTabId"] == home
+
+        # The popup is named: a second click would reuse it. A sign-in popup opens a fresh one.
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/oauth/start"), "tabId": home}))
+        sign_in = ref_of(await snapshot(mcp, home), 'button "Sign in"')
+        followed = ok(await mcp.call_tool("browser_click", {"ref": sign_in, "followNewTab": True}))
+
+        (event,) = opened_events(followed)
+        second = event["tabId"]
+        assert event["openerId"] == home
+        assert data(followed)["result"]["activeTabId"] == second
+        assert data(followed)["activeTabId"] == second
+        assert f"It opened tab {second}, which is now the active tab." in section(followed, "Result")
+        assert f"tab {second} is now active" in section(followed, "Events")
+        assert "active" in tab_line(followed, second)
+        assert await active_tab(mcp) == second
+
+
+# -- background tabs -----------------------------------------------------------------------------------
+
+
+async def test_snapshot_click_type_and_screenshot_on_a_background_tab_leave_the_active_tab_active(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        front = await start_on(mcp, site.url("/page/a"))
+        form = await open_tab(mcp, site.url("/form"))
+        snap = await snapshot(mcp, form)
+
+        typed = ok(await mcp.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Name"'), "text": "Ada"}))
+        assert f"Typed 'Ada' into {ref_of(snap, 'textbox')} on tab {form}." in section(typed, "Result")
+        assert data(typed)["page"]["tabId"] == form
+
+        clicked = ok(
+            await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Submit"'), "tabId": form})
+        )
+        assert any("Name=Ada" in line for line in changes(clicked)), text(clicked)
+
+        shot = ok(await mcp.call_tool("browser_screenshot", {"tabId": form}))
+        assert data(shot)["result"]["tabId"] == form
+
+        for result in (typed, clicked, shot):
+            assert not section(result, "Tabs") or "active" in tab_line(result, front)
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert data(listed)["result"]["activeTabId"] == front
+        assert "active" in tab_line(listed, front) and "active" not in tab_line(listed, form)
+
+
+# -- refs ----------------------------------------------------------------------------------------------
+
+
+async def test_a_ref_used_with_the_tab_id_of_another_tab_fails_naming_the_refs_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        a = await open_tab(mcp, site.url("/page/a"))
+        b = await open_tab(mcp, site.url("/page/b"))
+        button = ref_of(await snapshot(mcp, a), "Say hi")
+        await snapshot(mcp, b)
+
+        result = await mcp.call_tool("browser_click", {"ref": button, "tabId": b})
+
+        message = error(result)
+        assert f"Ref {button} belongs to tab {a}, not tab {b}" in message
+        page_b = await snapshot(mcp, b)
+        assert "Hi from page" not in page_b
+
+
+async def test_a_stale_ref_fails_at_once_saying_to_take_a_snapshot(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/form"))
+        submit = ref_of(await snapshot(mcp, tab), 'button "Submit"')
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab}))
+
+        result = await mcp.call_tool("browser_click", {"ref": submit})
+
+        message = error(result)
+        assert f"Ref {submit}" in message and f"browser_snapshot(tabId={tab})" in message
+
+        never = error(await mcp.call_tool("browser_type", {"ref": f"{tab}e999", "text": "x"}))
+        assert f"browser_snapshot(tabId={tab})" in never
+
+
+async def test_a_ref_of_a_closed_tab_says_the_tab_is_gone(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+        button = ref_of(await snapshot(mcp, tab), "Say hi")
+        ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
+
+        message = error(await mcp.call_tool("browser_click", {"ref": button}))
+
+        assert f"Tab {tab}" in message and "closed" in message
+        assert f"Ref {button} came from it" in message
+        assert "Open tabs" in message
+
+
+# -- what changed --------------------------------------------------------------------------------------
+
+
+async def test_an_action_response_shows_the_lines_that_changed_not_the_whole_snapshot(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        button = ref_of(await snapshot(mcp, tab), "Say hi")
+
+        result = ok(await mcp.call_tool("browser_click", {"ref": button}))
+
+        shown = section(result, "Snapshot")
+        assert f"Changes on tab {tab} since its previous snapshot" in shown
+        assert "Hi from page a" in shown
+        assert 'heading "Page a"' not in shown and "This is page a" not in shown
+        assert "snapshot" not in data(result)
+        assert data(result)["snapshotChanges"]["tabId"] == tab
+        assert any("Hi from page a" in line for line in changes(result))
+        assert f"- Tab: {tab}" in section(result, "Page")
+
+        again = ok(await mcp.call_tool("browser_click", {"ref": button}))
+        assert "(no changes)" in section(again, "Snapshot")
+
+
+# -- dialogs -------------------------------------------------------------------------------------------
+
+
+async def test_a_confirm_on_a_background_tab_blocks_only_that_tab_until_handled(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        front = await start_on(mcp, site.url("/page/a"))
+        say_hi = ref_of(await snapshot(mcp, front), "Say hi")
+        tab = await open_tab(mcp, site.url("/dialog"))
+        snap = await snapshot(mcp, tab)
+
+        raised = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Confirm"')}))
+
+        assert f"It opened a confirm dialog on tab {tab}: 'sure?'" in section(raised, "Result")
+        assert data(raised)["result"]["dialog"]["type"] == "confirm"
+        assert f"tab {tab} shows a confirm dialog: 'sure?'" in section(raised, "Events")
+        assert "confirm dialog open: 'sure?'" in tab_line(raised, tab)
+        assert "active" in tab_line(raised, front)
+
+        blocked = error(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Alert"')}))
+        assert f"Tab {tab} has an open confirm dialog" in blocked
+        assert f"browser_handle_dialog(tabId={tab}" in blocked
+        assert f"browser_handle_dialog(tabId={tab}" in error(
+            await mcp.call_tool("browser_evaluate", {"function": "() => 1", "tabId": tab})
+        )
+
+        elsewhere = ok(await mcp.call_tool("browser_click", {"ref": say_hi}))
+        assert any("Hi from page a" in line for line in changes(elsewhere))
+
+        wrong_tab = error(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+        assert f"Tab {front} has no open dialog" in wrong_tab
+        assert f"tab {tab} (confirm)" in wrong_tab and f"pass tabId={tab}" in wrong_tab
+
+        handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert f"Accepted the confirm dialog 'sure?' on tab {tab}." in section(handled, "Result")
+        assert data(handled)["result"]["accepted"] is True
+        assert "confirm: true" in section(handled, "Snapshot")
+        assert "dialog open" not in tab_line(handled, tab)
+
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Confirm"')}))
+        dismissed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": False, "tabId": tab}))
+        assert f"Dismissed the confirm dialog 'sure?' on tab {tab}." in section(dismissed, "Result")
+        assert "confirm: false" in section(dismissed, "Snapshot")
+
+        none_left = error(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert f"Tab {tab} has no open dialog" in none_left and "No tab has an open dialog" in none_left
+
+
+async def test_a_prompt_is_answered_with_the_prompt_text(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/dialog"))
+        prompt = ref_of(await snapshot(mcp, tab), 'button "Prompt"')
+        raised = ok(await mcp.call_tool("browser_click", {"ref": prompt}))
+        assert "prompt dialog" in section(raised, "Result")
+
+        answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "promptText": "Ada"}))
+
+        assert f"Accepted the prompt dialog 'name?' on tab {tab} answering 'Ada'." in section(answered, "Result")
+        assert "prompt: Ada" in section(answered, "Snapshot")
+
+
+# -- each tool -----------------------------------------------------------------------------------------
+
+SEARCH = """<!doctype html><title>Search</title>
+<form onsubmit="event.preventDefault(); document.getElementById('out').textContent = 'Searched: ' + q.value">
+<input id="q" aria-label="Query">
+</form>
+<p id="out" role="status"></p>
+<p id="key" role="log"></p>
+<script>
+document.addEventListener('keydown', (e) => { document.getElementById('key').textContent = 'Key: ' + e.key; });
+</script>"""
+
+
+async def test_type_with_submit_presses_enter(connect: Callable[..., Client], site: LocalSite) -> None:
+    site.set_content("/search", SEARCH)
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/search"))
+        query = ref_of(await snapshot(mcp, tab), 'textbox "Query"')
+
+        result = ok(await mcp.call_tool("browser_type", {"ref": query, "text": "tabs", "submit": True}))
+
+        assert f"Typed 'tabs' into {query} on tab {tab} and pressed Enter." in section(result, "Result")
+        assert any("Searched: tabs" in line for line in changes(result)), text(result)
+
+
+async def test_press_key_on_an_element_and_where_the_focus_is(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/search", SEARCH)
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/search"))
+        query = ref_of(await snapshot(mcp, tab), 'textbox "Query"')
+
+        on_element = ok(await mcp.call_tool("browser_press_key", {"key": "ArrowDown", "ref": query}))
+        assert f"Pressed ArrowDown on {query} on tab {tab}." in section(on_element, "Result")
+        assert data(on_element)["result"]["key"] == "ArrowDown"
+        assert any("Key: ArrowDown" in line for line in changes(on_element)), text(on_element)
+
+        focused = ok(await mcp.call_tool("browser_press_key", {"key": "Escape", "tabId": tab}))
+        assert f"Pressed Escape on tab {tab}." in section(focused, "Result")
+        assert any("Key: Escape" in line for line in changes(focused)), text(focused)
+
+        unknown = error(await mcp.call_tool("browser_press_key", {"key": "Explode", "tabId": tab}))
+        assert "Explode" in unknown and "Enter" in unknown
+
+
+async def test_select_option_by_value_and_by_label(connect: Callable[..., Client], site: LocalSite) -> None:
+    site.set_content(
+        "/pick",
+        """<!doctype html><title>Pick</title>
+<label for="c">Color</label>
+<select id="c" onchange="document.getElementById('out').textContent = 'Picked ' + this.value">
+<option value="r">Red</option><option value="g">Green</option><option value="b">Blue</option>
+</select>
+<p id="out" role="status"></p>""",
+    )
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/pick"))
+        combo = ref_of(await snapshot(mcp, tab), 'combobox "Color"')
+
+        by_value = ok(await mcp.call_tool("browser_select_option", {"ref": combo, "values": ["g"]}))
+        assert data(by_value)["result"]["selected"] == ["g"]
+        assert f"Selected ['g'] in {combo} on tab {tab}." in section(by_value, "Result")
+        assert any("Picked g" in line for line in changes(by_value)), text(by_value)
+
+        by_label = ok(await mcp.call_tool("browser_select_option", {"ref": combo, "values": ["Blue"]}))
+        assert data(by_label)["result"]["selected"] == ["b"]
+        assert any("Picked b" in line for line in changes(by_label)), text(by_label)
+
+        missing = error(await mcp.call_tool("browser_select_option", {"ref": combo, "values": ["Purple"]}))
+        assert "no option" in missing and combo in missing
+
+
+async def test_hover_fires_the_pages_mouseover(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        front = await start_on(mcp, site.url("/page/a"))
+        tab = await open_tab(mcp, site.url("/form"))
+        target = ref_of(await snapshot(mcp, tab), "Hover me")
+
+        result = ok(await mcp.call_tool("browser_hover", {"ref": target}))
+
+        assert f"Hovered over {target} on tab {tab}." in section(result, "Result")
+        assert any("Hovered" in line for line in changes(result)), text(result)
+        assert await active_tab(mcp) == front
+
+
+async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], site: LocalSite) -> None:
+    site.set_content(
+        "/loading",
+        """<!doctype html><title>Loading</title><p id="spin">Loading data</p>
+<script>setTimeout(() => document.getElementById('spin').remove(), 300)</script>""",
+    )
+    async with connect() as mcp:
+        form = await open_tab(mcp, site.url("/form"))
+        appeared = ok(await mcp.call_tool("browser_wait_for", {"text": "Ready", "tabId": form}))
+        assert f"Waited for 'Ready' to appear on tab {form}." in section(appeared, "Result")
+
+        loading = await open_tab(mcp, site.url("/loading"))
+        gone = ok(await mcp.call_tool("browser_wait_for", {"textGone": "Loading data", "tabId": loading}))
+        assert f"Waited for 'Loading data' to disappear on tab {loading}." in section(gone, "Result")
+        assert "Loading data" not in await snapshot(mcp, loading)
+
+        slept = ok(await mcp.call_tool("browser_wait_for", {"time": 0.1, "tabId": form}))
+        assert f"Waited for 0.1 s on tab {form}." in section(slept, "Result")
+
+        nothing = error(await mcp.call_tool("browser_wait_for", {"tabId": form}))
+        assert "'text', 'textGone' or 'time'" in nothing
+
+
+async def test_evaluate_returns_the_value_and_takes_a_ref(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        front = await start_on(mcp, site.url("/page/a"))
+        tab = await open_tab(mcp, site.url("/page/b"))
+
+        titled = ok(await mcp.call_tool("browser_evaluate", {"function": "() => document.title", "tabId": tab}))
+        assert data(titled)["result"]["value"] == "Page b"
+        assert '```json\n"Page b"\n```' in section(titled, "Result")
+
+        valued = ok(await mcp.call_tool("browser_evaluate", {"function": "() => ({n: 1 + 1, list: [1, 'x']})"}))
+        assert data(valued)["result"]["value"] == {"n": 2, "list": [1, "x"]}
+        assert data(valued)["result"]["tabId"] == front
+
+        heading = ref_of(await snapshot(mcp, tab), 'heading "Page b"')
+        element = ok(await mcp.call_tool("browser_evaluate", {"function": "(e) => e.tagName", "ref": heading}))
+        assert data(element)["result"]["value"] == "H1"
+        assert data(element)["result"]["tabId"] == tab
+
+
+async def test_a_javascript_error_in_evaluate_is_a_clear_error(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+
+        thrown = error(
+            await mcp.call_tool("browser_evaluate", {"function": "() => { throw new Error('kaboom') }", "tabId": tab})
+        )
+        assert "kaboom" in thrown and f"tab {tab}" in thrown
+
+        broken = error(await mcp.call_tool("browser_evaluate", {"function": "() => {", "tabId": tab}))
+        assert f"tab {tab}" in broken
+
+
+def png_size(image: ImageContent) -> tuple[int, int]:
+    raw = base64.b64decode(image.data)
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", raw[16:24])
+    return width, height
+
+
+def image_of(result: CallToolResult) -> ImageContent:
+    (image,) = [c for c in result.content if isinstance(c, ImageContent)]
+    assert image.mime_type == "image/png"
+    return image
+
+
+async def test_screenshot_of_viewport_element_and_full_page(connect: Callable[..., Client], site: LocalSite) -> None:
+    site.set_content("/tall", '<!doctype html><title>Tall</title><h1>Tall</h1><div style="height: 3000px"></div>')
+    async with connect() as mcp:
+        front = await start_on(mcp, site.url("/page/a"))
+        tall = await open_tab(mcp, site.url("/tall"))
+
+        viewport = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall}))
+        width, height = png_size(image_of(viewport))
+        facts = data(viewport)["result"]
+        assert (facts["width"], facts["height"]) == (width, height)
+        assert facts["mimeType"] == "image/png" and facts["fullPage"] is False
+        assert f"Screenshot of the viewport of tab {tall} ({width}x{height} px, PNG)" in section(viewport, "Result")
+        assert data(viewport)["page"]["tabId"] == tall
+
+        whole = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall, "fullPage": True}))
+        assert png_size(image_of(whole))[1] > height
+        assert "the full page" in section(whole, "Result")
+
+        heading = ref_of(await snapshot(mcp, tall), 'heading "Tall"')
+        element = ok(await mcp.call_tool("browser_screenshot", {"ref": heading}))
+        element_size = png_size(image_of(element))
+        assert element_size[0] < width and element_size[1] < height
+        assert data(element)["result"]["ref"] == heading
+        assert f"Screenshot of element {heading} of tab {tall}" in section(element, "Result")
+
+        both = error(await mcp.call_tool("browser_screenshot", {"ref": heading, "fullPage": True}))
+        assert "fullPage" in both and "ref" in both
+        assert await active_tab(mcp) == front
+
+
+# -- arguments ---------------------------------------------------------------------------------------
+
+
+async def test_the_tools_take_the_arguments_of_the_spec(connect: Callable[..., Client]) -> None:
+    expected = {
+        "browser_click": {"ref", "tabId", "button", "modifiers", "doubleClick", "followNewTab"},
+        "browser_type": {"ref", "tabId", "text", "submit"},
+        "browser_press_key": {"ref", "tabId", "key"},
+        "browser_select_option": {"ref", "tabId", "values"},
+        "browser_hover": {"ref", "tabId"},
+        "browser_wait_for": {"tabId", "text", "textGone", "time"},
+        "browser_handle_dialog": {"tabId", "accept", "promptText"},
+        "browser_screenshot": {"tabId", "fullPage", "ref"},
+        "browser_evaluate": {"function", "tabId"},
+    }
+    async with connect() as mcp:
+        tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
+        for name, arguments in expected.items():
+            assert arguments <= set(tools[name].input_schema["properties"]), name
+
+
+async def test_invalid_arguments_name_the_argument(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        button = ref_of(await snapshot(mcp, tab), "Say hi")
+
+        bad_button = error(await mcp.call_tool("browser_click", {"ref": button, "button": "side"}))
+        assert "'button'" in bad_button and "'side'" in bad_button
+
+        no_values = error(await mcp.call_tool("browser_select_option", {"ref": button, "values": []}))
+        assert "'values'" in no_values
+
+        too_long = error(await mcp.call_tool("browser_wait_for", {"time": 999}))
+        assert "'time'" in too_long
+
+        missing = error(await mcp.call_tool("browser_type", {"ref": button}))
+        assert "'text'" in missing
+
+        unknown = error(await mcp.call_tool("browser_click", {"ref": button, "tab": tab}))
+        assert "'tab'" in unknown and "tabId" in unknown
+
+        malformed = error(await mcp.call_tool("browser_click", {"ref": "button-1"}))
+        assert "button-1" in malformed
+
+
+async def test_an_unknown_tab_id_lists_the_open_tabs(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        for tool, arguments in (
+            ("browser_screenshot", {}),
+            ("browser_wait_for", {"time": 0}),
+            ("browser_press_key", {"key": "Enter"}),
+            ("browser_evaluate", {"function": "() => 1"}),
+            ("browser_handle_dialog", {"accept": True}),
+        ):
+            message = error(await mcp.call_tool(tool, {**arguments, "tabId": 9999}))
+            assert "Tab 9999 not found" in message, tool
+            assert "Open tabs" in message and f"{tab}" in message and site.url("/page/a") in message, tool
+
+        unknown_ref_tab = error(await mcp.call_tool("browser_click", {"ref": "9999e1"}))
+        assert "Tab 9999 not found" in unknown_ref_tab and "Open tabs" in unknown_ref_tab
