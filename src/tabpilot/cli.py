@@ -149,11 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="record Authorization, Cookie and Set-Cookie header values instead of redacting them",
     )
 
-    commands.add_parser(
+    demo = commands.add_parser(
         "demo",
         help="run a scripted multi-tab session against a built-in local site",
         description="Start the server over stdio as an MCP client would and run a scripted multi-tab "
         "session against a built-in local site, printing a transcript. Exits 0 if every step worked.",
+    )
+    demo.add_argument("--headed", action="store_true", help="show the browser window (default: headless)")
+    demo.add_argument(
+        "--browser-path", metavar="PATH", help="the Chromium executable to launch (default: found automatically)"
     )
     return parser
 
@@ -197,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             print("tabpilot demo is not available in this build.", file=sys.stderr)
             return 2
-        return int(demo.main())
+        return int(demo.main(browser_path=args.browser_path, headed=args.headed))
     try:
         config = config_from_args(args)
     except ValueError as exc:

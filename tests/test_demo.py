@@ -1,0 +1,103 @@
+"""`tabpilot demo`: the scripted multi-tab session a newcomer runs, end to end over stdio."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from mcp.types import CallToolResult, TextContent
+
+from tabpilot.demo import Session, Transcript
+
+
+def processes_in_session(sid: int) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getsid(int(entry.name)) == sid:
+                    found.append(
+                        (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    )
+            except OSError:  # gone meanwhile
+                pass
+    return found
+
+
+@pytest.mark.timeout(330)  # the demo's own limit is 300 s
+def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(browser_path: str) -> None:
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tabpilot", "demo", "--browser-path", browser_path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # so whatever it started can be found afterwards
+    )
+    try:
+        transcript, errors = demo.communicate(timeout=320)
+    finally:
+        demo.kill()
+    assert demo.returncode == 0, transcript + errors
+    assert re.search(r"^(\d+)/\1 steps passed in [\d.]+ s$", transcript, re.MULTILINE), transcript
+
+    # The id of the tab the click opened comes from the click's response, and later calls use it.
+    link = re.search(r"tab (\d+) opened \(link\) by tab (\d+)", transcript)
+    assert link, transcript
+    new_tab, start_tab = link.groups()
+    assert f"It opened tab {new_tab} in the background" in transcript
+    assert f"browser_snapshot(tabId={new_tab})" in transcript
+    assert f'browser_tabs(action="close", tabId={new_tab})' in transcript
+
+    popup = re.search(rf"tab (\d+) opened \(popup\) by tab {start_tab}", transcript)
+    assert popup, transcript
+    assert f"tab {popup.group(1)} closed (by page)" in transcript
+    assert "Signed in as ada" in transcript
+
+    # Neither the server nor its Chromium outlives the demo (the last of them may still be exiting).
+    deadline = time.monotonic() + 10
+    while processes_in_session(demo.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_in_session(demo.pid) == []
+
+
+class CannedClient:
+    """Answers tool calls with fixed results: enough to drive the step checks without a browser."""
+
+    def __init__(self, answers: dict[str, dict[str, Any]]) -> None:
+        self.answers = answers
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        data = self.answers[name]
+        return CallToolResult(
+            content=[TextContent(type="text", text="### Result\nDone.")], structured_content=data
+        )
+
+
+async def test_a_step_whose_response_lacks_what_it_needs_fails_and_is_named() -> None:
+    client = CannedClient(
+        {
+            "browser_tabs": {"result": {"tabs": [{"id": 1}], "activeTabId": 1}},
+            "browser_navigate": {"result": {"tabId": 1}},
+            "browser_snapshot": {"result": {"tabId": 1}, "snapshot": '- heading "Home" [level=1] [ref=1e2]'},
+        }
+    )
+    out = io.StringIO()
+    site = SimpleNamespace(url=lambda path: "http://127.0.0.1:9" + path)
+    session = Session(client, site, Transcript(out), server_log=str)  # type: ignore[arg-type]
+
+    passed = await session.run()
+
+    assert passed == 1
+    assert (
+        "step 2 failed (Open the start page and find its links): no link 'Open A in new tab'"
+        in out.getvalue()
+    )
+    assert "[3/" not in out.getvalue()  # nothing runs after a failed step
