@@ -128,6 +128,46 @@ async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
         assert await active_tab(mcp) == second
 
 
+async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/"))
+        link = ref_of(await snapshot(mcp, home), "Go to C")
+
+        middle = ok(await mcp.call_tool("browser_click", {"ref": link, "button": "middle"}))
+        control = ok(await mcp.call_tool("browser_click", {"ref": link, "modifiers": ["ControlOrMeta"]}))
+
+        for result in (middle, control):
+            (event,) = opened_events(result)
+            assert event["openerId"] == home and event["url"] == site.url("/page/c")
+            assert f"tab {event['tabId']} opened (link) by tab {home}" in section(result, "Events")
+            assert f"opened by tab {home}" in tab_line(result, event["tabId"])
+        assert "Middle-clicked" in section(middle, "Result")
+        assert "with ControlOrMeta" in section(control, "Result")
+        assert data(await mcp.call_tool("browser_snapshot", {"tabId": home}))["page"]["url"] == site.url("/")
+        assert await active_tab(mcp) == home
+
+
+async def test_a_double_click_reaches_the_pages_dblclick_handler(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/dbl",
+        """<!doctype html><title>Double</title>
+<button ondblclick="document.getElementById('out').textContent = 'Double-clicked'">Twice</button>
+<p id="out" role="status"></p>""",
+    )
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/dbl"))
+        button = ref_of(await snapshot(mcp, tab), 'button "Twice"')
+
+        result = ok(await mcp.call_tool("browser_click", {"ref": button, "doubleClick": True}))
+
+        assert f"Double-clicked {button} on tab {tab}." in section(result, "Result")
+        assert any("Double-clicked" in line for line in changes(result)), text(result)
+
+
 # -- background tabs -----------------------------------------------------------------------------------
 
 
@@ -295,6 +335,23 @@ async def test_a_prompt_is_answered_with_the_prompt_text(connect: Callable[..., 
         assert "prompt: Ada" in section(answered, "Snapshot")
 
 
+async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dialog(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+
+        result = ok(await mcp.call_tool("browser_evaluate", {"function": "() => alert('hey')", "tabId": tab}))
+
+        assert "its result comes after the dialog" in section(result, "Result")
+        assert f"It opened an alert dialog on tab {tab}: 'hey'" in section(result, "Result")
+        assert f"tab {tab} shows a alert dialog: 'hey'" in section(result, "Events")
+        handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert f"Accepted the alert dialog 'hey' on tab {tab}." in section(handled, "Result")
+        after = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 2 + 2", "tabId": tab}))
+        assert data(after)["result"]["value"] == 4
+
+
 # -- each tool -----------------------------------------------------------------------------------------
 
 SEARCH = """<!doctype html><title>Search</title>
@@ -378,6 +435,8 @@ async def test_hover_fires_the_pages_mouseover(connect: Callable[..., Client], s
 
         assert f"Hovered over {target} on tab {tab}." in section(result, "Result")
         assert any("Hovered" in line for line in changes(result)), text(result)
+        hovered = ok(await mcp.call_tool("browser_evaluate", {"function": "(e) => e.matches(':hover')", "ref": target}))
+        assert data(hovered)["result"]["value"] is True
         assert await active_tab(mcp) == front
 
 
