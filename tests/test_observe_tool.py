@@ -28,7 +28,9 @@ async def new_tab(mcp: Client, url: str, *, background: bool = False) -> int:
 
 def new_errors(result: CallToolResult, tab_id: int) -> int:
     """The new-error count a response's tab list gives `tab_id` (0 if the list is not shown)."""
-    tabs = (result.structured_content or {}).get("tabs") or []
+    data = result.structured_content or {}
+    # browser_tabs list gives the counts in its result's tab list instead of a second list.
+    tabs = data.get("tabs") or (data.get("result") or {}).get("tabs") or []
     return sum(entry["newErrors"] for entry in tabs if entry["id"] == tab_id)
 
 

@@ -20,6 +20,8 @@ async def test_list_shows_the_starting_tab_as_active(connect: Callable[..., Clie
         first = data["result"]["tabs"][0]
         assert data["result"]["activeTabId"] == first["id"]
         assert f"tab {first['id']}" in section(result, "Tabs")
+        # The list is sent once: the result's tabs carry the new-error counts of ### Tabs.
+        assert "tabs" not in data and first["newErrors"] == 0
 
 
 async def test_new_close_and_activate_follow_the_contract(connect: Callable[..., Client], site: LocalSite) -> None:

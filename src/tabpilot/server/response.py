@@ -204,7 +204,14 @@ class Response:
             return ""
         session.shown_tabs = shape
         active = _active_tab_id(session)
-        data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
+        listed = self._result_data.get("tabs") if self._result_data else None
+        if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
+            # browser_tabs list already carries this list in its result: add the error counts there
+            # instead of sending every tab twice (it is most of a long list's bytes).
+            for entry in listed:
+                entry["newErrors"] = errors.get(entry["id"], 0)
+        else:
+            data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
         data["activeTabId"] = active
         lines: list[str] = []
         default = manager.default_instance
