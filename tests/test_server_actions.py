@@ -128,6 +128,29 @@ async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
         assert await active_tab(mcp) == second
 
 
+async def test_signing_in_through_a_background_popup_reports_it_closing_itself(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        app = await start_on(mcp, site.url("/oauth/start"))
+        sign_in = ref_of(await snapshot(mcp, app), 'button "Sign in"')
+        (event,) = opened_events(ok(await mcp.call_tool("browser_click", {"ref": sign_in})))
+        popup = event["tabId"]
+        user = ref_of(await snapshot(mcp, popup), 'textbox "Username"')
+
+        typed = ok(await mcp.call_tool("browser_type", {"ref": user, "text": "ada", "submit": True}))
+
+        # The popup closes itself after the submit; the response that first sees it says so.
+        closed = typed
+        for _ in range(50):
+            if f"tab {popup} closed" in section(closed, "Events"):
+                break
+            closed = ok(await mcp.call_tool("browser_wait_for", {"time": 0.1, "tabId": app}))
+        assert f"tab {popup} closed (by page)" in section(closed, "Events"), text(closed)
+        assert not tab_line(closed, popup) and "active" in tab_line(closed, app)
+        assert "Signed in as ada" in await snapshot(mcp, app)
+
+
 async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
