@@ -7,6 +7,7 @@ import pytest
 from mcp import Client
 from playwright.async_api import Browser, Playwright, async_playwright
 
+from tabpilot import Instance, TabManager
 from tabpilot._browser_path import find_browser
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
 from tabpilot.site import LocalSite
@@ -29,6 +30,26 @@ def _clear_site_routes(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def browser_path() -> str:
     return find_browser()
+
+
+# -- library fixtures (tests/test_tabs.py, tests/test_actions.py) ---------------------------------
+
+
+@pytest.fixture(scope="module")
+async def manager(browser_path: str) -> AsyncIterator[TabManager]:
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()
+        yield m
+
+
+@pytest.fixture
+async def instance(manager: TabManager) -> AsyncIterator[Instance]:
+    """A fresh, isolated browser context of the shared browser, as an instance of its own."""
+    launched = manager.instances[0]
+    assert launched.browser is not None
+    inst = await manager.attach_context(await launched.browser.new_context())
+    yield inst
+    await manager.close_instance(inst.id)
 
 
 # -- MCP server fixtures (tests/test_server_*.py) --------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -27,23 +26,6 @@ from tabpilot import (
     wait_for,
 )
 from tabpilot.site import LocalSite
-
-
-@pytest.fixture(scope="module")
-async def manager(browser_path: str) -> AsyncIterator[TabManager]:
-    async with TabManager(browser_path=browser_path) as m:
-        await m.launch()
-        yield m
-
-
-@pytest.fixture
-async def instance(manager: TabManager) -> AsyncIterator[Instance]:
-    """A fresh, isolated browser context of the shared browser, as an instance of its own."""
-    launched = manager.instances[0]
-    assert launched.browser is not None
-    inst = await manager.attach_context(await launched.browser.new_context())
-    yield inst
-    await manager.close_instance(inst.id)
 
 
 def ref_of(snapshot: Snapshot, needle: str) -> str:
@@ -225,9 +207,9 @@ async def test_an_element_that_cannot_be_clicked_fails_with_why_and_what_to_do(
     snap = await tab.snapshot()
 
     with pytest.raises(ActionError, match="covered by another element") as covered:
-        await click(tab, ref_of(snap, "Under"), timeout=0.5)
+        await click(tab, ref_of(snap, "Under"), timeout=2)
     with pytest.raises(ActionError, match="is disabled"):
-        await click(tab, ref_of(snap, "Off"), timeout=0.5)
+        await click(tab, ref_of(snap, "Off"), timeout=2)
     assert f"browser_snapshot(tabId={tab.id})" in str(covered.value)
 
 

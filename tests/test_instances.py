@@ -31,6 +31,7 @@ from tabpilot import (
     TabNotFoundError,
 )
 from tabpilot.site import LocalSite
+from waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +50,6 @@ def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
 async def manager(browser_path: str) -> AsyncIterator[TabManager]:
     async with TabManager(browser_path=browser_path) as m:
         yield m
-
-
-async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 def events(manager: TabManager, since: int, type: str, instance: Instance | None = None) -> list[Any]:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import urllib.request
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -20,38 +19,11 @@ from tabpilot import (
     TabNotFoundError,
 )
 from tabpilot.site import LocalSite
-
-
-@pytest.fixture(scope="module")
-async def manager(browser_path: str) -> AsyncIterator[TabManager]:
-    async with TabManager(browser_path=browser_path) as m:
-        await m.launch()
-        yield m
-
-
-@pytest.fixture
-async def instance(manager: TabManager) -> AsyncIterator[Instance]:
-    """A fresh, isolated browser context of the shared browser, as an instance of its own."""
-    launched = manager.instances[0]
-    assert launched.browser is not None
-    inst = await manager.attach_context(await launched.browser.new_context())
-    yield inst
-    await manager.close_instance(inst.id)
-
-
-async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
+from waiting import wait_until
 
 
 def events_of(manager: TabManager, instance: Instance, since: int, type: str) -> list[TabEvent]:
-    return [
-        e for e in manager.events.history(since=since) if e.instance_id == instance.id and e.type == type
-    ]
+    return [e for e in manager.events.history(since=since) if e.instance_id == instance.id and e.type == type]
 
 
 async def test_a_blank_target_link_and_a_popup_are_tracked_with_their_opener_and_not_activated(
@@ -118,7 +90,9 @@ async def test_an_oauth_popup_flow_completes_and_the_opener_is_active_again(
         manager.tab(popup.id)
 
 
-async def test_tabs_opened_and_closed_by_another_cdp_client_are_seen(manager: TabManager, site: LocalSite) -> None:
+async def test_tabs_opened_and_closed_by_another_cdp_client_are_seen(
+    manager: TabManager, site: LocalSite
+) -> None:
     launched = manager.instances[0]
     assert launched.endpoint is not None
     since = manager.events.last_seq
@@ -198,7 +172,9 @@ async def test_an_unknown_id_is_an_error_that_lists_the_open_tabs_and_never_fall
         assert tab.id in caught.value.open_tab_ids
 
 
-async def test_closing_the_last_tab_of_an_instance_is_refused(manager: TabManager, instance: Instance) -> None:
+async def test_closing_the_last_tab_of_an_instance_is_refused(
+    manager: TabManager, instance: Instance
+) -> None:
     only = await manager.new_tab(instance_id=instance.id)
     with pytest.raises(LastTabError, match="Cannot close last tab"):
         await manager.close_tab(only.id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -13,6 +12,7 @@ from playwright.async_api import BrowserContext, Page
 from tabpilot import Instance, Tab, TabManager
 from tabpilot._telemetry import BodyEntry, ConsoleEntry, ErrorEntry, NetworkEntry, Telemetry, WebSocketEntry
 from tabpilot.site import LocalSite
+from waiting import wait_until
 
 Recorder = Callable[..., Awaitable[tuple[Telemetry, Instance]]]
 
@@ -69,15 +69,6 @@ async def record(manager: TabManager) -> AsyncIterator[Recorder]:
     yield make
     for instance in made:
         await manager.close_instance(instance.id)
-
-
-async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 async def open_tab(manager: TabManager, instance: Instance, url: str, *, background: bool = False) -> Tab:
