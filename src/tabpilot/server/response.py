@@ -24,6 +24,7 @@ Typical page action (see `tools/navigate.py`)::
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import difflib
 from typing import TYPE_CHECKING, Any
@@ -155,8 +156,8 @@ class Response:
 
         if session is not None:
             manager = session.manager
-            await manager.settle()
-            page_text, snapshot_text = await self._page_sections(data)
+            # Re-reading the acted-on tab and waiting for the tabs it opened overlap: neither needs the other.
+            _, (page_text, snapshot_text) = await asyncio.gather(manager.settle(), self._page_sections(data))
             # Tabs may have appeared while the snapshot was read; from here on nothing awaits, so
             # the events and the tab list below describe the same moment.
             await manager.settle()
@@ -238,6 +239,10 @@ class Response:
             data["snapshot"] = snap.text
         elif self._page_changes:
             snapshot_text = await self._changes(tab, data)
+            if tab.closed or tab.page.is_closed():  # it closed itself after the action (window.close)
+                data.pop("snapshot", None)
+                data.pop("snapshotChanges", None)
+                return "", ""
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
         page_text = f"### Page\n- Tab: {tab.id}\n- URL: {tab.url}\n- Title: {tab.title or '(no title)'}"
         return page_text, snapshot_text

@@ -6,12 +6,23 @@ response says which tabs the action opened (### Events, ### Tabs) and what chang
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import ActionResult, Tab, click, hover, press_key, select_option, type_text, wait_for
+from tabpilot import (
+    ActionError,
+    ActionResult,
+    Tab,
+    click,
+    hover,
+    press_key,
+    select_option,
+    type_text,
+    wait_for,
+)
 
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
@@ -23,9 +34,22 @@ OptionalRefArg = Annotated[
 ]
 
 
+async def run_action(tab: Tab, action: Awaitable[ActionResult]) -> ActionResult:
+    """Await a library action; one that made its own tab close (a sign-in popup's submit leads to
+    a page that calls window.close()) did its job, though Playwright fails the step still in flight."""
+    try:
+        return await action
+    except ActionError:
+        if tab.page.is_closed() and tab.instance.check_alive():
+            return ActionResult(tab.id)
+        raise
+
+
 def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
     """Fill the response of a page action: what it did, tabs it opened, a dialog it raised."""
     lines = [done]
+    if tab.page.is_closed():
+        lines.append(f"Tab {tab.id} closed itself afterwards.")
     opened = list(result.opened_tab_ids)
     if result.followed_tab_id is not None:
         lines.append(f"It opened tab {result.followed_tab_id}, which is now the active tab.")
@@ -39,8 +63,8 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     if result.dialog is not None:
         article = "an" if result.dialog.type[:1] in ("a", "e", "i", "o", "u") else "a"
         lines.append(
-            f"It opened {article} {result.dialog.type} dialog on tab {tab.id}: {result.dialog.message!r}. The page waits "
-            f"until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
+            f"It opened {article} {result.dialog.type} dialog on tab {tab.id}: {result.dialog.message!r}. The page "
+            f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
         )
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
     if result.followed_tab_id is not None:
@@ -48,7 +72,8 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     if result.dialog is not None:
         data["dialog"] = result.dialog.to_dict()
     call.response.result(" ".join(lines), data)
-    call.response.set_page(tab, changes=True)
+    if not tab.page.is_closed():
+        call.response.set_page(tab, changes=True)
 
 
 async def browser_click(
@@ -69,13 +94,16 @@ async def browser_click(
     ] = False,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await click(
+    result = await run_action(
         tab,
-        ref,
-        button=button,
-        modifiers=modifiers or [],
-        double_click=doubleClick,
-        follow_new_tab=followNewTab,
+        click(
+            tab,
+            ref,
+            button=button,
+            modifiers=modifiers or [],
+            double_click=doubleClick,
+            follow_new_tab=followNewTab,
+        ),
     )
     how = (
         "Double-clicked"
@@ -99,7 +127,7 @@ async def browser_type(
     ] = False,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
+    result = await run_action(tab, type_text(tab, ref, text, submit=submit, slowly=slowly))
     then = " and pressed Enter" if submit else ""
     report(call, tab, f"Typed {text!r} into {ref} on tab {tab.id}{then}.", result, ref=ref)
 
@@ -116,7 +144,7 @@ async def browser_press_key(
     tabId: TabIdArg = None,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await press_key(tab, key, ref=ref)
+    result = await run_action(tab, press_key(tab, key, ref=ref))
     where = f" on {ref}" if ref else ""
     report(call, tab, f"Pressed {key}{where} on tab {tab.id}.", result, key=key)
 
@@ -130,7 +158,7 @@ async def browser_select_option(
     tabId: TabIdArg = None,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await select_option(tab, ref, values)
+    result = await run_action(tab, select_option(tab, ref, values))
     selected = list(result.value or [])
     report(call, tab, f"Selected {selected} in {ref} on tab {tab.id}.", result, ref=ref, selected=selected)
 
