@@ -154,7 +154,7 @@ async def test_a_dialog_blocks_only_its_own_tab(connect: Callable[..., Client], 
         loading = await mcp.call_tool("browser_navigate", {"url": site.url("/alerts"), "tabId": tab})
         assert not loading.is_error, text(loading)
         assert "dialog" in section(loading, "Result")
-        assert f"tab {tab} shows a alert dialog" in section(loading, "Events")
+        assert f"tab {tab} shows an alert dialog" in section(loading, "Events")
         assert "alert dialog open" in tab_line(loading, tab)
 
         blocked = await mcp.call_tool("browser_snapshot", {"tabId": tab})

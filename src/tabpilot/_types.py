@@ -105,7 +105,7 @@ class TabEvent:
             return f"tab {self.tab_id} crashed; close it or reload it"
         if self.type == "dialog_opened":
             return (
-                f"tab {self.tab_id} shows a {d.get('dialogType')} dialog: {d.get('message')!r}; "
+                f"tab {self.tab_id} shows {_article(str(d.get('dialogType')))} dialog: {d.get('message')!r}; "
                 "handle it with browser_handle_dialog"
             )
         if self.type == "dialog_closed":
@@ -120,3 +120,8 @@ class TabEvent:
                 f"({d.get('reason')}); the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
             )
         return f"{self.type} on tab {self.tab_id}"
+
+
+def _article(word: str) -> str:
+    """'an alert', 'a confirm': the word with its indefinite article."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
