@@ -534,6 +534,11 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(connect: Callable[...,
         assert data(element)["result"]["value"] == "H1"
         assert data(element)["result"]["tabId"] == tab
 
+        huge = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 'x'.repeat(50000)", "tabId": tab}))
+        result = data(huge)["result"]
+        assert "value" not in result and result["truncated"] is True and result["valueChars"] == 50002
+        assert len(result["valueJson"]) == 20_000 and "more characters cut" in section(huge, "Result")
+
 
 async def test_a_javascript_error_in_evaluate_is_a_clear_error(
     connect: Callable[..., Client], site: LocalSite

@@ -14,7 +14,7 @@ from .base import Call, TabIdArg, ToolSpec
 from .input import report
 
 MAX_RESULT_CHARS = 20_000
-"""Longer results are cut in the text; ask the page for less (a selector, a slice)."""
+"""Longer results are cut (text and structured content); ask the page for less (a selector, a slice)."""
 
 
 async def browser_evaluate(
@@ -46,7 +46,12 @@ async def browser_evaluate(
         tab,
         f"Ran the script on tab {tab.id}. Result:\n```json\n{shown}\n```",
         result,
-        value=result.value,
+        # A cut result is not sent whole in the structured content either: the cap is for both.
+        **(
+            {"valueJson": text[:MAX_RESULT_CHARS], "truncated": True, "valueChars": len(text)}
+            if cut
+            else {"value": result.value}
+        ),
     )
 
 
