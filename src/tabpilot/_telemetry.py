@@ -11,6 +11,13 @@ Listeners run on the event loop that drives every tab, so they only copy a few f
 frozen entry; what needs a browser round trip (full headers, bodies) runs in a task of
 its own and never raises. `await telemetry.settle()` waits for those tasks.
 
+Memory: Playwright keeps every Request and Response it reports (up to 10,000 of each) and every
+console argument handle (up to 100,000) until its driver lets them go, so a busy tab would pin
+hundreds of MB in this process. Telemetry copies what it records, then lets go of them: it
+disposes the argument handles of each console message (so a listener of your own must read
+`message.args` at once, not later), and hands finished requests and responses back
+(`_release`) unless they belong to a navigation or a redirect. Measured by `bench/memprobe.py`.
+
     telemetry = Telemetry()
     manager.add_hooks(context=telemetry.attach_context, page=telemetry.attach_page)
     ...
@@ -23,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, get_args
@@ -482,6 +490,9 @@ class Telemetry:
         self._in_flight: dict[Request, tuple[Callable[[Page | None], int | None], float]] = {}
         """Requests sent and not yet finished or failed: how to name their tab, when they started."""
         self._socket_ids = 0
+        self._handles: list[Any] = []
+        """Console argument handles waiting to be disposed (one task disposes them in batches)."""
+        self._disposing = False
         # Bodies are fetched whole over the driver pipe; past this size only the headers are kept.
         self._fetch_limit = max(body_cap * 16, 1024 * 1024)
         self.body_failures = 0
@@ -553,6 +564,7 @@ class Telemetry:
             try:
                 self._in_flight.pop(request, None)
                 self._record_request(request, tab_of(_page_of(request)), None)
+                _release_request(request, None)
             except Exception:
                 self.listener_errors += 1
 
@@ -616,6 +628,28 @@ class Telemetry:
         )
         if level == "error" or level == "assert":
             self._errors.append(ErrorEntry(self._next(), now, tab_id, "console", text, "", url))
+        self._dispose_args(message)
+
+    def _dispose_args(self, message: ConsoleMessage) -> None:
+        # Each argument is a handle to a page object that the driver (and the page) would keep
+        # until the tab closes: the text above is all that is recorded of them.
+        args = getattr(message, "args", None)
+        if not args:
+            return
+        self._handles.extend(args)
+        if not self._disposing:
+            self._disposing = True
+            self._spawn(self._dispose_handles())
+
+    async def _dispose_handles(self) -> None:
+        try:
+            while self._handles:
+                batch, self._handles = self._handles, []
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(_ROUND_TRIP_TIMEOUT):
+                        await asyncio.gather(*(h.dispose() for h in batch), return_exceptions=True)
+        finally:
+            self._disposing = False
 
     def _on_page_error(self, web_error: WebError, tab_id: int | None) -> None:
         error = web_error.error
@@ -647,6 +681,8 @@ class Telemetry:
             self._spawn(self._fetch_response_then_body(request, tab_id))
         elif _wants_body(request, response):
             self._spawn(self._record_body(request, tab_id, response))
+        else:
+            _release_request(request, response)
 
     def _record_request(self, request: Request, tab_id: int | None, response: Response | None) -> None:
         timing = request.timing
@@ -687,6 +723,8 @@ class Telemetry:
             return
         if response is not None and _wants_body(request, response):
             await self._record_body(request, tab_id, response)
+        else:
+            _release_request(request, response)
 
     async def _record_body(self, request: Request, tab_id: int | None, response: Response) -> None:
         """Full headers (with cookies, which the event's headers lack) and the text body: one task
@@ -742,6 +780,8 @@ class Telemetry:
             )
         except Exception:
             self.listener_errors += 1
+        finally:
+            _release_request(request, response)
 
     def _append_body(
         self,
@@ -1010,3 +1050,103 @@ def _disposer(emitter: Any, handlers: list[tuple[str, Callable[[Any], None]]]) -
                 emitter.remove_listener(event, handler)
 
     return dispose
+
+
+# --- letting go of Playwright's objects --------------------------------------------------------
+#
+# Playwright's connection maps every object its driver reported (by guid) until the driver
+# disposes it, and the driver disposes requests and responses only 1,000 at a time once it holds
+# 10,000 of each (or when their page closes). Each costs several KB here (headers twice, timing,
+# futures, event emitters), so 20 busy tabs held about 200 MB of them. Once a finished request
+# is recorded, `_release_request` puts a small stand-in in its place in that map: the object
+# lives on only while someone else holds it, and whatever the driver later says about the guid
+# (only its disposal, for a finished sub-resource request) reaches the stand-in.
+
+
+class _Released:
+    """Stands in for a released object in Playwright's object tables."""
+
+    __slots__ = (
+        "__weakref__",
+        "_connection",
+        "_guid",
+        "_object",
+        "_objects",
+        "_parent",
+        "_type",
+        "_was_collected",
+    )
+
+    def __init__(self, impl: Any) -> None:
+        self._connection = impl._connection
+        self._guid = impl._guid
+        self._type = impl._type
+        self._parent = impl._parent
+        self._object = weakref.ref(impl)
+        self._was_collected = False
+        self._objects: dict[str, _Released] = dict(impl._objects)
+        """Released children (a request's response): the driver disposes them with their parent."""
+        for child in self._objects.values():
+            child._parent = self  # not the object: a stand-in must not keep it alive
+
+    @property
+    def _channel(self) -> Any:
+        # A reference to the guid from the driver: right while the object lives, an error after.
+        impl = self._object()
+        if impl is None:
+            raise RuntimeError(f"{self._type} {self._guid} was released by tabpilot telemetry")
+        return impl._channel
+
+    def _dispose(self, reason: str | None) -> None:
+        if self._parent is not None and self._parent._objects.get(self._guid) is self:
+            del self._parent._objects[self._guid]
+        if self._connection._objects.get(self._guid) is self:
+            del self._connection._objects[self._guid]
+        for child in list(self._objects.values()):
+            child._dispose(reason)
+        self._objects.clear()
+        impl = self._object()
+        if impl is not None:
+            impl._dispose(reason)
+
+    def _adopt(self, child: Any) -> None:  # never a parent; here for completeness
+        raise RuntimeError(f"{self._type} {self._guid} was released by tabpilot telemetry")
+
+    def _debug_scope_state(self) -> Any:
+        return {"_guid": self._guid, "objects": []}
+
+
+def _release(obj: Any) -> None:
+    """Swap `obj` (an API object or its implementation) for a `_Released` in Playwright's maps;
+    does nothing if those are not what this was written against."""
+    impl = getattr(obj, "_impl_obj", obj)
+    connection = getattr(impl, "_connection", None)
+    objects = getattr(connection, "_objects", None)
+    guid = getattr(impl, "_guid", None)
+    if not isinstance(objects, dict) or guid is None or objects.get(guid) is not impl:
+        return
+    children = getattr(impl, "_objects", None)
+    if not isinstance(children, dict) or not all(isinstance(c, _Released) for c in children.values()):
+        return  # it has live children: leave it alone
+    parent = getattr(impl, "_parent", None)
+    parent_objects = getattr(parent, "_objects", None)
+    stand_in = _Released(impl)
+    objects[guid] = stand_in
+    if isinstance(parent_objects, dict) and parent_objects.get(guid) is impl:
+        parent_objects[guid] = stand_in
+
+
+def _release_request(request: Request, response: Response | None) -> None:
+    """Let go of a finished or failed request and its response, unless the driver may name them
+    again: a navigation's response is the result of goto/reload, a redirect's request is the
+    `redirectedFrom` of the next one."""
+    try:
+        if request.is_navigation_request() or request.redirected_to is not None:
+            return
+        if response is not None and 300 <= response.status < 400:
+            return
+        if response is not None:
+            _release(response)  # first: it may be the request's child
+        _release(request)
+    except Exception:
+        pass
