@@ -73,7 +73,10 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
         os.environ["MALLOC_ARENA_MAX"] = str(args.arena)
     site = _site()
     try:
-        async with tabpilot_server("--max-tabs", "200") as srv:
+        server = tabpilot_server("--max-tabs", "200")
+        # The SDK passes a server only a few variables; this one gets ours (PYTHONPATH, MALLOC_*).
+        server.params.env = dict(os.environ)
+        async with server as srv:
             assert srv.pid is not None
             await srv.call("browser_tabs", action="list")
             idle = rss_mb(srv.pid)
