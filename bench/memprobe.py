@@ -209,6 +209,9 @@ async def library_mode(args: argparse.Namespace) -> dict[str, Any]:
             gc.collect()
             result["rss_after_gc_mb"] = round(rss_mb(), 1)
             result["malloc"] = malloc_totals()
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+                result["rss_after_malloc_trim_mb"] = round(rss_mb(), 1)
             if args.detail:
                 conn = tabs[0].page._impl_obj._connection
                 result["driver_objects"] = len(conn._objects)
