@@ -351,8 +351,8 @@ async def click(
         raise ValueError(
             f"modifiers: unknown {', '.join(map(repr, bad))}; use Alt, Control, ControlOrMeta, Meta, Shift."
         )
-    locator = await tab.locator(ref)
-    await _bring_to_front(tab)
+    tab.resolve_ref(ref)  # a foreign or stale ref fails before any round trip
+    locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
     what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
     if double_click:
         job = locator.dblclick(button=button, modifiers=list(modifiers), timeout=_ms(timeout))
@@ -434,8 +434,8 @@ async def select_option(
 
 async def hover(tab: Tab, ref: str, *, timeout: float = DEFAULT_TIMEOUT) -> ActionResult:
     """Move the mouse over an element (menus and tooltips that open on hover)."""
-    locator = await tab.locator(ref)
-    await _bring_to_front(tab)
+    tab.resolve_ref(ref)  # a foreign or stale ref fails before any round trip
+    locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
     _, result = await _act(
         tab, f"Hovering {ref} on tab {tab.id}", locator.hover(timeout=_ms(timeout)), ref=ref, timeout=timeout
     )

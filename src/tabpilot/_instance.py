@@ -118,6 +118,7 @@ class Instance:
         self._target_titles: dict[str, str] = {}
         self._mru: list[int] = []
         self._pending: set[asyncio.Task[None]] = set()
+        self._detaching: set[asyncio.Task[None]] = set()
         self._creating: int = 0
         self._cdp: CDPSession | None = None
         self._disposers: list[Callable[[], None]] = []
@@ -392,22 +393,28 @@ class Instance:
         try:
             session = await self.context.new_cdp_session(tab.page)
             try:
-                info = (await session.send("Target.getTargetInfo"))["targetInfo"]
-                with contextlib.suppress(Exception):
-                    tab.window_id = (await session.send("Browser.getWindowForTarget"))["windowId"]
+                # One round trip for all questions (they are independent), not one after another.
+                asks = [session.send("Target.getTargetInfo"), session.send("Browser.getWindowForTarget")]
                 if preexisting:
-                    with contextlib.suppress(Exception):
-                        state = await asyncio.wait_for(
-                            session.send(
-                                "Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}
-                            ),
-                            1.0,
-                        )
-                        if state["result"].get("value") == "complete":
-                            tab.status = "complete"
+                    ready = {"expression": "document.readyState", "returnByValue": True}
+                    asks.append(asyncio.wait_for(session.send("Runtime.evaluate", ready), 1.0))
+                target, window, *state = await asyncio.gather(*asks, return_exceptions=True)
+                if isinstance(target, BaseException):
+                    raise target
+                info = target["targetInfo"]
+                if not isinstance(window, BaseException):
+                    tab.window_id = window["windowId"]
+                if (
+                    state
+                    and not isinstance(state[0], BaseException)
+                    and state[0]["result"].get("value") == "complete"
+                ):
+                    tab.status = "complete"
             finally:
-                with contextlib.suppress(Exception):
-                    await session.detach()
+                # Nothing waits for the detach: the tab is known once the answers are in.
+                detach = asyncio.get_running_loop().create_task(session.detach())
+                self._detaching.add(detach)
+                detach.add_done_callback(self._detached)
         except Exception:
             pass  # the page closed while we asked; _tab_gone has it (or will)
         if info:
@@ -434,6 +441,11 @@ class Instance:
         if (preexisting or tab.cause != "tool") and tab.id not in self._mru and not tab.closed:
             # Opened by a page or another client: tracked, not activated. Least recent in MRU order.
             self._mru.insert(0, tab.id)
+
+    def _detached(self, task: asyncio.Task[None]) -> None:
+        self._detaching.discard(task)
+        if not task.cancelled():
+            task.exception()  # a page that closed meanwhile: its session is gone anyway
 
     def _announce(self, tab: Tab) -> None:
         if getattr(tab, "_announced", False):

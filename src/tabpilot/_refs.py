@@ -34,10 +34,9 @@ def scope_snapshot(tab_id: int, snapshot: str) -> tuple[str, set[str]]:
 
     Returns the rewritten text and the set of per-page refs it contained.
     """
-    refs: set[str] = set()
-
-    def rewrite(match: re.Match[str]) -> str:
-        refs.add(match.group(1))
-        return f"[ref={tab_id}{match.group(1)}]"
-
-    return _SNAPSHOT_REF.sub(rewrite, snapshot), refs
+    found = _SNAPSHOT_REF.findall(snapshot)
+    if snapshot.count("[ref=") == len(found):
+        # Every "[ref=" is a ref (the usual case): one str.replace, several times faster than a
+        # regex substitution on a large page.
+        return snapshot.replace("[ref=", f"[ref={tab_id}"), set(found)
+    return _SNAPSHOT_REF.sub(rf"[ref={tab_id}\1]", snapshot), set(found)

@@ -213,11 +213,12 @@ class Tab:
         """Take an accessibility snapshot; its refs replace this tab's valid refs."""
         self.ensure_no_dialog()
         if ref is not None:
-            raw = await (await self.locator(ref)).aria_snapshot(mode="ai", depth=depth)
+            source: Page | Locator = await self.locator(ref)
         else:
-            raw = await self.page.aria_snapshot(mode="ai", depth=depth)
+            source = self.page
+        # The title comes in the same round trip time as the tree, not one after it.
+        raw, title = await asyncio.gather(source.aria_snapshot(mode="ai", depth=depth), self.refresh_title())
         text, refs = scope_snapshot(self.id, raw)
-        title = await self.refresh_title()
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
         if ref is None:
             self._refs = set(refs)
