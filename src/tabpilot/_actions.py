@@ -305,7 +305,7 @@ async def _bring_to_front(tab: Tab) -> None:
     """
     instance = tab.instance
     if instance.headless and instance.kind != "cdp":
-        with contextlib.suppress(PlaywrightError):
+        with contextlib.suppress(PlaywrightError, TimeoutError):  # only an optimisation: never fail for it
             await asyncio.wait_for(tab.page.bring_to_front(), 2)
 
 
@@ -351,7 +351,8 @@ async def click(
         raise ValueError(
             f"modifiers: unknown {', '.join(map(repr, bad))}; use Alt, Control, ControlOrMeta, Meta, Shift."
         )
-    tab.resolve_ref(ref)  # a foreign or stale ref fails before any round trip
+    tab.ensure_no_dialog()  # these checks fail before any round trip, as in tab.locator
+    tab.resolve_ref(ref)
     locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
     what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
     if double_click:
@@ -434,7 +435,8 @@ async def select_option(
 
 async def hover(tab: Tab, ref: str, *, timeout: float = DEFAULT_TIMEOUT) -> ActionResult:
     """Move the mouse over an element (menus and tooltips that open on hover)."""
-    tab.resolve_ref(ref)  # a foreign or stale ref fails before any round trip
+    tab.ensure_no_dialog()  # these checks fail before any round trip, as in tab.locator
+    tab.resolve_ref(ref)
     locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
     _, result = await _act(
         tab, f"Hovering {ref} on tab {tab.id}", locator.hover(timeout=_ms(timeout)), ref=ref, timeout=timeout
