@@ -398,7 +398,7 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
 
         assert "its result comes after the dialog" in section(result, "Result")
         assert f"It opened an alert dialog on tab {tab}: 'hey'" in section(result, "Result")
-        assert f"tab {tab} shows a alert dialog: 'hey'" in section(result, "Events")
+        assert f"tab {tab} shows an alert dialog: 'hey'" in section(result, "Events")
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert f"Accepted the alert dialog 'hey' on tab {tab}." in section(handled, "Result")
         after = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 2 + 2", "tabId": tab}))
