@@ -427,3 +427,47 @@ async def test_a_request_still_in_flight_is_listed_as_pending_until_it_finishes(
     await wait_until(lambda: not telemetry.query("network_waterfall", tab_id=tab.id).pending)
     finished = telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow").entries
     assert [e.to_dict()["status"] for e in finished] == [200]
+
+
+async def test_a_request_cut_short_by_its_tab_closing_is_recorded_with_why(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record()
+    await open_tab(manager, instance, site.url("/page/a"))
+    tab = await open_tab(manager, instance, site.url("/page/b"))
+    await tab.page.evaluate("() => { fetch('/api/slow?ms=3000'); }")  # not awaiting the response
+    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id).pending)
+    await manager.close_tab(tab.id)
+
+    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow").entries)
+    result = telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow")
+    (cut,) = result.entries
+    assert isinstance(cut, NetworkEntry)
+    assert cut.status is None and cut.failure == "the tab closed before the request finished"
+    assert result.pending == ()
+
+
+async def test_the_last_request_of_a_popup_that_closes_itself_is_recorded(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record()
+    app = await open_tab(manager, instance, site.url("/oauth/start"))
+    await app.page.get_by_role("button", name="Sign in").click()
+    await wait_until(lambda: len(instance.tabs) == 2)
+    popup = next(t for t in instance.tabs if t is not app)
+    await popup.page.get_by_label("Username").fill("ada")
+    await popup.page.get_by_label("Username").press("Enter")
+    await wait_until(lambda: popup.closed)
+
+    await wait_until(
+        lambda: telemetry.query("network_waterfall", tab_id=popup.id, url="/oauth/callback").entries
+    )
+    urls = [
+        e.url
+        for e in telemetry.query("network_waterfall", tab_id=popup.id).entries
+        if isinstance(e, NetworkEntry)
+    ]
+    (callback,) = telemetry.query("network_waterfall", tab_id=popup.id, url="/oauth/callback").entries
+    assert isinstance(callback, NetworkEntry)
+    assert (callback.status, callback.failure) == (200, None)  # it loaded, then its script closed it
+    assert site.url("/oauth/authorize") in urls

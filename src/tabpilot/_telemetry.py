@@ -488,6 +488,9 @@ class Telemetry:
         }
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_flight: dict[Request, tuple[Callable[[Page | None], int | None], float]] = {}
+        self._responded: dict[Request, Response] = {}
+        """Responses of requests still in flight (headers in, body not yet): a request its tab's
+        closing cuts short is recorded with its status."""
         """Requests sent and not yet finished or failed: how to name their tab, when they started."""
         self._socket_ids = 0
         self._handles: list[Any] = []
@@ -548,14 +551,24 @@ class Telemetry:
             try:
                 self._in_flight[request] = (tab_of, time.time())
                 if len(self._in_flight) > _MAX_IN_FLIGHT:
-                    # Requests of a page that went away may never finish: forget the oldest.
-                    del self._in_flight[next(iter(self._in_flight))]
+                    # Requests of a page that went away may never finish: record the oldest as
+                    # unfinished rather than track it for ever (recorded, so nothing is lost).
+                    oldest = next(iter(self._in_flight))
+                    self._record_unfinished(oldest, f"still unfinished after {_MAX_IN_FLIGHT} later requests")
+            except Exception:
+                self.listener_errors += 1
+
+        def on_response(response: Response) -> None:
+            try:
+                if response.request in self._in_flight:
+                    self._responded[response.request] = response
             except Exception:
                 self.listener_errors += 1
 
         def on_request_finished(request: Request) -> None:
             try:
                 self._in_flight.pop(request, None)
+                self._responded.pop(request, None)
                 self._on_request_finished(request, tab_of(_page_of(request)))
             except Exception:
                 self.listener_errors += 1
@@ -563,6 +576,7 @@ class Telemetry:
         def on_request_failed(request: Request) -> None:
             try:
                 self._in_flight.pop(request, None)
+                self._responded.pop(request, None)
                 self._record_request(request, tab_of(_page_of(request)), None)
                 _release_request(request, None)
             except Exception:
@@ -572,6 +586,7 @@ class Telemetry:
             ("console", on_console),
             ("weberror", on_weberror),
             ("request", on_request),
+            ("response", on_response),
             ("requestfinished", on_request_finished),
             ("requestfailed", on_request_failed),
         ]
@@ -588,9 +603,29 @@ class Telemetry:
             except Exception:
                 self.listener_errors += 1
 
-        handlers: list[tuple[str, Callable[[Any], None]]] = [("websocket", on_websocket)]
-        page.on("websocket", on_websocket)
+        def on_close(closed: Page) -> None:
+            # A page that closes itself right after a load (a sign-in popup's callback) gets no
+            # requestfinished for its last requests: record them now, as cut short by the close.
+            try:
+                for request in [r for r in self._in_flight if _page_of(r) is closed]:
+                    self._record_unfinished(request, "the tab closed before the request finished", tab_id)
+            except Exception:
+                self.listener_errors += 1
+
+        handlers: list[tuple[str, Callable[[Any], None]]] = [("websocket", on_websocket), ("close", on_close)]
+        for event, handler in handlers:
+            page.on(event, handler)  # type: ignore[call-overload]
         return _disposer(page, handlers)
+
+    def _record_unfinished(self, request: Request, why: str, tab_id: int | None = None) -> None:
+        """Record a request that will never finish (as failed, saying why) and stop tracking it."""
+        tracked = self._in_flight.pop(request, None)
+        response = self._responded.pop(request, None)
+        if tab_id is None and tracked is not None:
+            tab_id = tracked[0](_page_of(request))
+        # With its response in (a page that loaded, then closed itself) it is recorded as answered:
+        # only the browser's "finished loading" notice was lost with the tab.
+        self._record_request(request, tab_id, response, failure=why if response is None else None)
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
@@ -684,7 +719,9 @@ class Telemetry:
         else:
             _release_request(request, response)
 
-    def _record_request(self, request: Request, tab_id: int | None, response: Response | None) -> None:
+    def _record_request(
+        self, request: Request, tab_id: int | None, response: Response | None, *, failure: str | None = None
+    ) -> None:
         timing = request.timing
         started = timing.get("startTime", -1)
         duration = timing.get("responseEnd", -1)
@@ -702,7 +739,7 @@ class Telemetry:
                 request.resource_type,
                 response.status if response is not None else None,
                 response.status_text if response is not None else "",
-                request.failure,
+                failure or request.failure,
                 headers.get("content-type", "").split(";")[0].strip(),
                 started / 1000 if started > 0 else -1,
                 float(duration),
@@ -969,8 +1006,8 @@ class Telemetry:
         found: list[PendingRequest] = []
         for request, (tab_of, started) in list(self._in_flight.items()):
             page = _page_of(request)
-            if page is not None and page.is_closed():
-                del self._in_flight[request]  # it will never finish
+            if page is not None and page.is_closed():  # it will never finish
+                self._record_unfinished(request, "the tab closed before the request finished")
                 continue
             tab_id = tab_of(page)
             if tab is not ALL_TABS and tab_id != tab:

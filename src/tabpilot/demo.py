@@ -324,10 +324,8 @@ class Session:
         entries = reply.result.get("entries") or []
         urls = [str(e.get("url", "")) for e in entries]
         check(all(e.get("tabId") == self.popup_tab for e in entries), "an entry belongs to another tab")
-        check(
-            any("/oauth/authorize" in url for url in urls),
-            f"no /oauth/authorize request in tab {self.popup_tab}'s log",
-        )
+        for path in ("/oauth/authorize", "/oauth/callback"):
+            check(any(path in url for url in urls), f"no {path} request in tab {self.popup_tab}'s log")
         self.transcript.ok(
             f"tab {self.popup_tab}'s requests outlive it, each entry tagged tabId {self.popup_tab}"
         )
