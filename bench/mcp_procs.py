@@ -37,7 +37,8 @@ def structured_of(result: CallToolResult) -> dict[str, Any]:
 
 class McpProcess:
     def __init__(self, args: list[str], *, needles: tuple[str, ...]) -> None:
-        self.params = StdioServerParameters(command=sys.executable, args=args)
+        # The SDK passes a server only a few variables unless told: pass ours (PYTHONPATH, MALLOC_*).
+        self.params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
         self.needles = needles
         self.pid: int | None = None
         self._stack = AsyncExitStack()
