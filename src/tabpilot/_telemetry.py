@@ -626,6 +626,22 @@ class Telemetry:
         # With its response in (a page that loaded, then closed itself) it is recorded as answered:
         # only the browser's "finished loading" notice was lost with the tab.
         self._record_request(request, tab_id, response, failure=why if response is None else None)
+        if response is not None and _wants_body(request, response):
+            # Its body can no longer be read: say so, as for any body lost with its tab.
+            self.body_failures += 1
+            headers = response.headers
+            self._append_body(
+                request,
+                tab_id,
+                response.status,
+                headers.get("content-type", "").split(";")[0].strip(),
+                request.headers,
+                headers,
+                None,
+                None,
+                False,
+                "unavailable",
+            )
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
