@@ -468,14 +468,17 @@ async def wait_for(
         if text is not None:
             await page.get_by_text(text).first.wait_for(state="visible", timeout=_ms(timeout))
 
-    what = " and ".join(
-        part
-        for part in (
-            f"{min(time, MAX_WAIT_TIME):g} s" if time is not None else "",
-            f"text {text_gone!r} to disappear" if text_gone is not None else "",
-            f"text {text!r} to appear" if text is not None else "",
+    what = (
+        " and ".join(
+            part
+            for part in (
+                f"{min(time, MAX_WAIT_TIME):g} s" if time else "",  # a 0 s pause is not worth naming
+                f"text {text_gone!r} to disappear" if text_gone is not None else "",
+                f"text {text!r} to appear" if text is not None else "",
+            )
+            if part
         )
-        if part
+        or "0 s"
     )
     try:
         _, result = await _act(

@@ -182,10 +182,10 @@ async def browser_wait_for(
         raise ValueError("browser_wait_for needs 'text', 'textGone' or 'time': what to wait for.")
     tab = call.target(tab_id=tabId)
     result = await wait_for(tab, text=text, text_gone=textGone, time=time)
-    parts = [f"{time:g} s" if time is not None else ""]
+    parts = [f"{time:g} s" if time else ""]
     parts += [f"{textGone!r} to disappear" if textGone is not None else ""]
     parts += [f"{text!r} to appear" if text is not None else ""]
-    waited = " and ".join(p for p in parts if p)
+    waited = " and ".join(p for p in parts if p) or "0 s"
     report(call, tab, f"Waited for {waited} on tab {tab.id}.", result)
 
 
