@@ -92,6 +92,11 @@ def _cut(text: str, cap: int) -> str:
     return text[:cap] + f"… [{len(text) - cap} more characters]"
 
 
+def _mime(headers: Mapping[str, str]) -> str:
+    """The media type of a response ('text/html'), without parameters."""
+    return headers.get("content-type", "").split(";")[0].strip()
+
+
 def _is_text_mime(mime: str) -> bool:
     mime = mime.lower()
     return mime.startswith("text/") or any(part in mime for part in _TEXT_MIME_PARTS)
@@ -488,10 +493,10 @@ class Telemetry:
         }
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_flight: dict[Request, tuple[Callable[[Page | None], int | None], float]] = {}
+        """Requests sent and not yet finished or failed: how to name their tab, when they started."""
         self._responded: dict[Request, Response] = {}
         """Responses of requests still in flight (headers in, body not yet): a request its tab's
         closing cuts short is recorded with its status."""
-        """Requests sent and not yet finished or failed: how to name their tab, when they started."""
         self._socket_ids = 0
         self._handles: list[Any] = []
         """Console argument handles waiting to be disposed (one task disposes them in batches)."""
@@ -634,7 +639,7 @@ class Telemetry:
                 request,
                 tab_id,
                 response.status,
-                headers.get("content-type", "").split(";")[0].strip(),
+                _mime(headers),
                 request.headers,
                 headers,
                 None,
@@ -642,6 +647,7 @@ class Telemetry:
                 False,
                 "unavailable",
             )
+        _release_request(request, response)
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
@@ -756,7 +762,7 @@ class Telemetry:
                 response.status if response is not None else None,
                 response.status_text if response is not None else "",
                 failure or request.failure,
-                headers.get("content-type", "").split(";")[0].strip(),
+                _mime(headers),
                 started / 1000 if started > 0 else -1,
                 float(duration),
                 cast("dict[str, float]", dict(timing)),
@@ -784,7 +790,7 @@ class Telemetry:
         per request, never raising. A page that closed meanwhile leaves `omitted="unavailable"`."""
         try:
             headers = response.headers
-            mime = headers.get("content-type", "").split(";")[0].strip()
+            mime = _mime(headers)
             length_header = headers.get("content-length", "")
             length = int(length_header) if length_header.isdigit() else None
             status = response.status
