@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from ._errors import ActionError, StaleRefError, TabNotFoundError
@@ -309,6 +309,18 @@ async def _bring_to_front(tab: Tab) -> None:
             await asyncio.wait_for(tab.page.bring_to_front(), 2)
 
 
+async def _locator_in_front(tab: Tab, ref: str) -> Locator:
+    """`tab.locator(ref)` and `_bring_to_front(tab)` at once, for actions that wait for frames.
+
+    The dialog and ref checks run first, before any round trip, so a bad ref or a blocked tab
+    fails as fast as `tab.locator` alone would.
+    """
+    tab.ensure_no_dialog()
+    tab.resolve_ref(ref)
+    locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
+    return locator
+
+
 async def _act(
     tab: Tab,
     what: str,
@@ -351,9 +363,7 @@ async def click(
         raise ValueError(
             f"modifiers: unknown {', '.join(map(repr, bad))}; use Alt, Control, ControlOrMeta, Meta, Shift."
         )
-    tab.ensure_no_dialog()  # these checks fail before any round trip, as in tab.locator
-    tab.resolve_ref(ref)
-    locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
+    locator = await _locator_in_front(tab, ref)
     what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
     if double_click:
         job = locator.dblclick(button=button, modifiers=list(modifiers), timeout=_ms(timeout))
@@ -435,9 +445,7 @@ async def select_option(
 
 async def hover(tab: Tab, ref: str, *, timeout: float = DEFAULT_TIMEOUT) -> ActionResult:
     """Move the mouse over an element (menus and tooltips that open on hover)."""
-    tab.ensure_no_dialog()  # these checks fail before any round trip, as in tab.locator
-    tab.resolve_ref(ref)
-    locator, _ = await asyncio.gather(tab.locator(ref), _bring_to_front(tab))
+    locator = await _locator_in_front(tab, ref)
     _, result = await _act(
         tab, f"Hovering {ref} on tab {tab.id}", locator.hover(timeout=_ms(timeout)), ref=ref, timeout=timeout
     )
