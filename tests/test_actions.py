@@ -16,6 +16,7 @@ from tabpilot import (
     StaleRefError,
     Tab,
     TabManager,
+    TabNotFoundError,
     click,
     evaluate,
     hover,
@@ -26,6 +27,7 @@ from tabpilot import (
     wait_for,
 )
 from tabpilot.site import LocalSite
+from waiting import wait_until
 
 
 def ref_of(snapshot: Snapshot, needle: str) -> str:
@@ -176,6 +178,25 @@ async def test_an_oauth_popup_flow_works_through_actions_on_the_popup_without_ac
     await wait_for(app, text="Signed in as ada")
     assert popup.closed
     assert manager.active_tab(instance.id) is app
+
+
+async def test_an_action_that_makes_its_own_tab_close_is_done_not_failed(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    (opener,) = await open_tabs(manager, instance, site.url("/page/a"))
+    await opener.page.evaluate("() => { window.open('/page/b'); }")
+    await wait_until(lambda: len(instance.tabs) == 2)
+    popup = next(t for t in instance.tabs if t is not opener)
+    await popup.page.wait_for_load_state()
+
+    # The script never settles: Playwright fails it when the page goes, as it fails a step still
+    # in flight when a sign-in popup's submit loads a page that calls window.close().
+    result = await evaluate(popup, "() => { window.close(); return new Promise(() => {}); }")
+
+    assert result.value is None and result.tab_id == popup.id
+    await wait_until(lambda: popup.closed)
+    with pytest.raises(TabNotFoundError):
+        await evaluate(popup, "() => 1")  # a closed tab is still an error
 
 
 async def test_a_click_that_opens_a_dialog_returns_at_once_and_the_tab_waits_for_it(

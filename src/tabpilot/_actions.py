@@ -331,8 +331,15 @@ async def _act(
     watch_tabs: bool = True,
 ) -> tuple[Any, ActionResult]:
     with _ActionWatch(tab) as watch:
-        with map_playwright_errors(tab, what, ref=ref, timeout=timeout):
-            value = await watch.run(job)
+        try:
+            with map_playwright_errors(tab, what, ref=ref, timeout=timeout):
+                value = await watch.run(job)
+        except ActionError:
+            # The action made its own tab close (a sign-in popup's submit loads a page that calls
+            # window.close()): it did its job, though Playwright fails the step still in flight.
+            if not (tab.page.is_closed() and tab.instance.check_alive()):
+                raise
+            value = None
         opened = await watch.opened_tabs() if watch_tabs else ()
     return value, ActionResult(tab.id, opened, watch.dialog)
 

@@ -6,14 +6,12 @@ response says which tabs the action opened (### Events, ### Tabs) and what chang
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from tabpilot import (
-    ActionError,
     ActionResult,
     Tab,
     click,
@@ -32,17 +30,6 @@ OptionalRefArg = Annotated[
         description="Element ref from the latest browser_snapshot of its tab, e.g. '3e5'; it names its tab."
     ),
 ]
-
-
-async def run_action(tab: Tab, action: Awaitable[ActionResult]) -> ActionResult:
-    """Await a library action; one that made its own tab close (a sign-in popup's submit leads to
-    a page that calls window.close()) did its job, though Playwright fails the step still in flight."""
-    try:
-        return await action
-    except ActionError:
-        if tab.page.is_closed() and tab.instance.check_alive():
-            return ActionResult(tab.id)
-        raise
 
 
 def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
@@ -94,16 +81,13 @@ async def browser_click(
     ] = False,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await run_action(
+    result = await click(
         tab,
-        click(
-            tab,
-            ref,
-            button=button,
-            modifiers=modifiers or [],
-            double_click=doubleClick,
-            follow_new_tab=followNewTab,
-        ),
+        ref,
+        button=button,
+        modifiers=modifiers or [],
+        double_click=doubleClick,
+        follow_new_tab=followNewTab,
     )
     how = (
         "Double-clicked"
@@ -127,7 +111,7 @@ async def browser_type(
     ] = False,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await run_action(tab, type_text(tab, ref, text, submit=submit, slowly=slowly))
+    result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
     then = " and pressed Enter" if submit else ""
     report(call, tab, f"Typed {text!r} into {ref} on tab {tab.id}{then}.", result, ref=ref)
 
@@ -144,7 +128,7 @@ async def browser_press_key(
     tabId: TabIdArg = None,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await run_action(tab, press_key(tab, key, ref=ref))
+    result = await press_key(tab, key, ref=ref)
     where = f" on {ref}" if ref else ""
     report(call, tab, f"Pressed {key}{where} on tab {tab.id}.", result, key=key)
 
@@ -158,7 +142,7 @@ async def browser_select_option(
     tabId: TabIdArg = None,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=ref)
-    result = await run_action(tab, select_option(tab, ref, values))
+    result = await select_option(tab, ref, values)
     selected = list(result.value or [])
     report(call, tab, f"Selected {selected} in {ref} on tab {tab.id}.", result, ref=ref, selected=selected)
 
