@@ -31,6 +31,11 @@ class DialogInfo:
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "message": self.message, "defaultValue": self.default_value}
 
+    @property
+    def noun(self) -> str:
+        """'an alert dialog', 'a confirm dialog': for sentences about it."""
+        return dialog_noun(self.type)
+
 
 @dataclass(frozen=True, slots=True)
 class TabInfo:
@@ -105,7 +110,7 @@ class TabEvent:
             return f"tab {self.tab_id} crashed; close it or reload it"
         if self.type == "dialog_opened":
             return (
-                f"tab {self.tab_id} shows {_article(str(d.get('dialogType')))} dialog: {d.get('message')!r}; "
+                f"tab {self.tab_id} shows {dialog_noun(str(d.get('dialogType')))}: {d.get('message')!r}; "
                 "handle it with browser_handle_dialog"
             )
         if self.type == "dialog_closed":
@@ -122,6 +127,6 @@ class TabEvent:
         return f"{self.type} on tab {self.tab_id}"
 
 
-def _article(word: str) -> str:
-    """'an alert', 'a confirm': the word with its indefinite article."""
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+def dialog_noun(dialog_type: str) -> str:
+    """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
+    return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"

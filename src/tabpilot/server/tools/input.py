@@ -48,9 +48,8 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
             f"browser_tabs(action='activate', tabId={opened[0]})."
         )
     if result.dialog is not None:
-        article = "an" if result.dialog.type[:1] in ("a", "e", "i", "o", "u") else "a"
         lines.append(
-            f"It opened {article} {result.dialog.type} dialog on tab {tab.id}: {result.dialog.message!r}. The page "
+            f"It opened {result.dialog.noun} on tab {tab.id}: {result.dialog.message!r}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
         )
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}

@@ -165,8 +165,7 @@ async def accept_dialog(tab: Tab) -> str:
 
 
 def dialog_note(info: DialogInfo) -> str:
-    article = "an" if info.type[:1] in "aeiou" else "a"
-    return f"Accepted {article} {info.type} dialog: {info.message!r}"
+    return f"Accepted {info.noun}: {info.message!r}"
 
 
 async def click_element(manager: TabManager, tab: Tab, ref: str) -> ClickOutcome:
