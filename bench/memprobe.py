@@ -51,6 +51,17 @@ def rss_mb(pid: int | str = "self") -> float:
     raise RuntimeError("no VmRSS")
 
 
+def driver_rss_mb(server_pid: int) -> float:
+    """RSS of Playwright's Node driver: the server's child process that is not a browser."""
+    import procmem
+
+    total = 0.0
+    for pid in procmem.children(server_pid):
+        if "node" in " ".join(procmem.cmdline(pid)[:1]):
+            total += rss_mb(pid)
+    return total
+
+
 def _site() -> Any:
     """A started LocalSite with the bench's noise page."""
     from tabpilot.site import LocalSite
@@ -80,6 +91,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
             assert srv.pid is not None
             await srv.call("browser_tabs", action="list")
             idle = rss_mb(srv.pid)
+            idle_driver = driver_rss_mb(srv.pid)
             tabs: list[int] = []
             for _ in range(args.tabs):
                 opened = await srv.call("browser_tabs", action="new", url=site.url(NOISE), background=True)
@@ -93,13 +105,18 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
                 data = structured_of(await srv.call("browser_observe", what=kind, limit=1))
                 res = data.get("result", data)
                 full[kind] = {"total": res.get("total_entries_all_tabs"), "dropped": res.get("dropped")}
+            server_rss = rss_mb(srv.pid)
+            driver_rss = driver_rss_mb(srv.pid)
             return {
                 "mode": "server",
                 "tabs": args.tabs,
                 "rounds": args.rounds,
                 "malloc_arena_max": args.arena,
                 "idle_rss_mb": round(idle, 1),
-                "rss_mb": round(rss_mb(srv.pid), 1),
+                "idle_total_rss_mb": round(idle + idle_driver, 1),
+                "rss_mb": round(server_rss, 1),
+                "driver_rss_mb": round(driver_rss, 1),
+                "total_rss_mb": round(server_rss + driver_rss, 1),
                 "buffers": full,
             }
     finally:

@@ -1,3 +1,10 @@
+"""Fixtures every test folder shares: the local site, the browser, library managers, MCP servers.
+
+- `tests/unit`: pure logic, no browser.
+- `tests/browser`: the library on a real Chromium.
+- `tests/server`: the MCP server through a real MCP client, in memory or over stdio/HTTP.
+"""
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -5,12 +12,10 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from playwright.async_api import Browser, Playwright, async_playwright
 
-from tabpilot import Instance, TabManager
-from tabpilot._browser_path import find_browser
+from tabpilot import Instance, TabManager, find_browser
+from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
-from tabpilot.site import LocalSite
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +37,7 @@ def browser_path() -> str:
     return find_browser()
 
 
-# -- library fixtures (tests/test_tabs.py, tests/test_actions.py) ---------------------------------
+# -- library fixtures (tests/browser) -------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -44,34 +49,29 @@ async def manager(browser_path: str) -> AsyncIterator[TabManager]:
 
 @pytest.fixture
 async def instance(manager: TabManager) -> AsyncIterator[Instance]:
-    """A fresh, isolated browser context of the shared browser, as an instance of its own."""
-    launched = manager.instances[0]
-    assert launched.browser is not None
-    inst = await manager.attach_context(await launched.browser.new_context())
+    """A fresh, isolated browser context of the module's browser, as an instance of its own."""
+    inst = await manager.attach_isolated(manager.instances[0])
     yield inst
     await manager.close_instance(inst.id)
 
 
-# -- MCP server fixtures (tests/test_server_*.py) --------------------------------------------------
+# -- MCP server fixtures (tests/server) ------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-async def shared_browser(browser_path: str) -> AsyncIterator[tuple[Playwright, Browser]]:
-    """One Playwright driver and one Chromium for every in-memory MCP test; each server session
-    gets its own context of it, so tests stay isolated without paying for a launch each."""
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=browser_path, headless=True)
-        yield playwright, browser
-        await browser.close()
+async def shared_browser(browser_path: str) -> AsyncIterator[Instance]:
+    """One Chromium for every in-memory MCP test; each server session gets its own isolated
+    context of it, so tests stay isolated without paying for a launch each."""
+    async with TabManager(browser_path=browser_path) as host:
+        yield await host.launch()
 
 
 @pytest.fixture
-def make_server(shared_browser: tuple[Playwright, Browser]) -> Callable[..., TabpilotServer]:
+def make_server(shared_browser: Instance) -> Callable[..., TabpilotServer]:
     """`make_server(max_tabs=3, ...)`: a server with these ServerConfig options on the shared browser."""
-    playwright, browser = shared_browser
 
     def make(**options: Any) -> TabpilotServer:
-        return create_server(ServerConfig(**options), playwright=playwright, browser=browser)
+        return create_server(ServerConfig(**options), shared=shared_browser)
 
     return make
 

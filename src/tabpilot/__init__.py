@@ -7,18 +7,25 @@ from __future__ import annotations
 
 from ._actions import (
     ActionResult,
+    FieldValue,
+    ImageType,
     KeyModifier,
-    MouseButton,
+    check_file_paths,
     click,
+    drag,
     evaluate,
+    fill_form,
     hover,
     press_key,
+    resize,
     screenshot,
     select_option,
     type_text,
+    upload_files,
     wait_for,
 )
 from ._browser_path import find_browser
+from ._cdp import TargetSession
 from ._errors import (
     ActionError,
     BrowserNotFoundError,
@@ -37,30 +44,68 @@ from ._errors import (
     TabLimitError,
     TabNotFoundError,
     TabpilotError,
+    TabSummary,
 )
 from ._events import EventBus
-from ._instance import Instance, InstanceInfo, InstanceKind
-from ._manager import CloseResult, TabIds, TabManager
-from ._navigation import NavigateAction, NavigationResult, navigate, normalize_url, policy_route_hook
+from ._ids import TabIds
+from ._instance import Instance
+from ._manager import CloseResult, TabManager
+from ._navigation import NavigateAction, NavigationResult, navigate, normalize_url
+from ._options import BrowserOptions, parse_header, parse_viewport
 from ._policy import UrlPolicy
+from ._pw import Driver, MouseButton
 from ._refs import parse_ref, scope_snapshot
 from ._tab import Snapshot, Tab
-from ._telemetry import Telemetry
-from ._types import CloseCause, DialogInfo, OpenCause, TabEvent, TabInfo, TabLimitPolicy, TabStatus
+from ._telemetry import (
+    ActionEntry,
+    BodyEntry,
+    ConsoleEntry,
+    ErrorEntry,
+    NetworkEntry,
+    ObservedEntry,
+    ObserveResult,
+    PendingRequest,
+    Query,
+    Telemetry,
+    TelemetryKind,
+    WebSocketEntry,
+    query_tab_events,
+)
+from ._types import (
+    CloseCause,
+    DialogInfo,
+    EventType,
+    InstanceInfo,
+    InstanceKind,
+    OpenCause,
+    TabEvent,
+    TabInfo,
+    TabLimitPolicy,
+    TabStatus,
+)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
+    "ActionEntry",
     "ActionError",
     "ActionResult",
+    "BodyEntry",
     "BrowserNotFoundError",
+    "BrowserOptions",
     "CloseCause",
     "CloseResult",
     "ConnectError",
+    "ConsoleEntry",
     "DialogInfo",
     "DialogOpenError",
+    "Driver",
+    "ErrorEntry",
     "EventBus",
+    "EventType",
+    "FieldValue",
     "ForeignRefError",
+    "ImageType",
     "Instance",
     "InstanceError",
     "InstanceInfo",
@@ -73,8 +118,13 @@ __all__ = [
     "NavigateAction",
     "NavigationBlockedError",
     "NavigationResult",
+    "NetworkEntry",
     "NoDialogError",
+    "ObserveResult",
+    "ObservedEntry",
     "OpenCause",
+    "PendingRequest",
+    "Query",
     "RefError",
     "Snapshot",
     "StaleRefError",
@@ -88,22 +138,33 @@ __all__ = [
     "TabManager",
     "TabNotFoundError",
     "TabStatus",
+    "TabSummary",
     "TabpilotError",
+    "TargetSession",
     "Telemetry",
+    "TelemetryKind",
     "UrlPolicy",
+    "WebSocketEntry",
     "__version__",
+    "check_file_paths",
     "click",
+    "drag",
     "evaluate",
+    "fill_form",
     "find_browser",
     "hover",
     "navigate",
     "normalize_url",
+    "parse_header",
     "parse_ref",
-    "policy_route_hook",
+    "parse_viewport",
     "press_key",
+    "query_tab_events",
+    "resize",
     "scope_snapshot",
     "screenshot",
     "select_option",
     "type_text",
+    "upload_files",
     "wait_for",
 ]

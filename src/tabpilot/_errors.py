@@ -1,35 +1,44 @@
 """The exceptions tabpilot raises.
 
-Every message says what went wrong and what to do next, because the reader
-is often a language model that can only act on the text it gets.
+Every error carries facts (`tab_id`, `ref`, `instance_id`, `reason`, ...) and its message says
+what went wrong (`fact`) and what to do next (`advice`), in words that name no tool of any
+server and no command-line flag: the library has many front ends. A server turns the same
+facts into its own advice (tabpilot's MCP server: `tabpilot.server.advice`).
 
-    TabpilotError
+    TabpilotError                 .fact, .advice
     ├── BrowserNotFoundError      no Chromium to launch
     ├── InstanceError             .instance_id
     │   ├── InstanceNotFoundError no instance has that id
     │   ├── InstanceLostError     the browser died or the endpoint went away
     │   └── ConnectError          an endpoint could not be reached or spoke another protocol
     ├── TabError                  .tab_id
-    │   ├── TabNotFoundError      no open tab has that id (lists the open tabs)
+    │   ├── TabNotFoundError      no open tab has that id (.open_tabs, .reason)
     │   ├── LastTabError          refusing to close the last tab of an instance
-    │   ├── TabLimitError         the tab cap refuses a new tab
-    │   ├── DialogOpenError       a dialog blocks the tab; handle it first
+    │   ├── TabLimitError         the tab cap refuses a new tab (.limit, .policy)
+    │   ├── DialogOpenError       a dialog blocks the tab; handle it first (.dialog)
     │   └── NoDialogError         there is no dialog to handle
     ├── RefError                  .ref, .tab_id
     │   ├── StaleRefError         the ref is not in its tab's latest snapshot
-    │   └── ForeignRefError       the ref belongs to another tab
-    ├── NavigationBlockedError    the navigation policy refuses a URL
-    └── ActionError               a page action failed (timeout, detached element, ...)
+    │   └── ForeignRefError       the ref belongs to another tab (.ref_tab_id)
+    ├── NavigationBlockedError    the navigation policy refuses a URL (.url, .reason)
+    └── ActionError               a page action failed (.tab_id, .ref, .reason)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from ._types import DialogInfo
 
 
-class _TabLike(Protocol):
-    id: int
+class TabLike(Protocol):
+    """What an error message needs to name a tab."""
+
+    @property
+    def id(self) -> int: ...
 
     @property
     def title(self) -> str: ...
@@ -38,8 +47,32 @@ class _TabLike(Protocol):
     def url(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class TabSummary:
+    """An open tab as an error lists it (a copy: the error outlives the moment)."""
+
+    id: int
+    title: str
+    url: str
+
+
+def summarize(tabs: Iterable[TabLike]) -> tuple[TabSummary, ...]:
+    return tuple(TabSummary(t.id, t.title, t.url) for t in tabs)
+
+
+def describe_tabs(tabs: Iterable[TabLike]) -> str:
+    """One line per tab, as error messages list them."""
+    lines = [f"  - tab {t.id}: {t.title or '(no title)'} ({t.url})" for t in tabs]
+    return "\n".join(lines) if lines else "  (no open tabs)"
+
+
 class TabpilotError(Exception):
-    """Base class of every tabpilot error."""
+    """Base class of every tabpilot error: `fact` (what happened) and `advice` (what to do next)."""
+
+    def __init__(self, fact: str, advice: str = "") -> None:
+        super().__init__(f"{fact} {advice}" if advice else fact)
+        self.fact = fact
+        self.advice = advice
 
 
 class BrowserNotFoundError(TabpilotError):
@@ -47,8 +80,8 @@ class BrowserNotFoundError(TabpilotError):
 
 
 class InstanceError(TabpilotError):
-    def __init__(self, message: str, *, instance_id: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, fact: str, advice: str = "", *, instance_id: str | None = None) -> None:
+        super().__init__(fact, advice)
         self.instance_id = instance_id
 
 
@@ -57,7 +90,11 @@ class InstanceNotFoundError(InstanceError):
 
 
 class InstanceLostError(InstanceError):
-    pass
+    def __init__(
+        self, fact: str, advice: str = "", *, instance_id: str | None = None, lost_reason: str | None = None
+    ) -> None:
+        super().__init__(fact, advice, instance_id=instance_id)
+        self.lost_reason = lost_reason
 
 
 class ConnectError(InstanceError):
@@ -65,64 +102,138 @@ class ConnectError(InstanceError):
 
 
 class TabError(TabpilotError):
-    def __init__(self, message: str, *, tab_id: int | str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, fact: str, advice: str = "", *, tab_id: int | str | None = None) -> None:
+        super().__init__(fact, advice)
         self.tab_id = tab_id
 
 
-def describe_tabs(tabs: Iterable[_TabLike]) -> str:
-    """One line per tab, as error messages list them."""
-    lines = [f"  - tab {t.id}: {t.title or '(no title)'} ({t.url})" for t in tabs]
-    return "\n".join(lines) if lines else "  (no open tabs)"
-
-
 class TabNotFoundError(TabError):
-    def __init__(self, tab_id: int | str, open_tabs: Sequence[_TabLike], *, reason: str = "") -> None:
+    """`reason` adds why (it was closed, its instance was lost); `open_tabs` lists what is open."""
+
+    def __init__(self, tab_id: int | str, open_tabs: Sequence[TabLike], *, reason: str = "") -> None:
+        self.open_tabs = summarize(open_tabs)
+        self.reason = reason
         why = f" {reason}" if reason else ""
         super().__init__(
-            f"Tab {tab_id!r} not found.{why} Open tabs:\n{describe_tabs(open_tabs)}\n"
+            f"Tab {tab_id!r} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
             "Use one of these ids, or list tabs again.",
             tab_id=tab_id,
         )
-        self.open_tab_ids = [t.id for t in open_tabs]
+
+    @property
+    def open_tab_ids(self) -> list[int]:
+        return [t.id for t in self.open_tabs]
 
 
 class LastTabError(TabError):
-    pass
+    def __init__(self, tab_id: int, instance_id: str) -> None:
+        super().__init__(
+            f"Cannot close last tab: tab {tab_id} is the only tab of instance {instance_id}.",
+            "Open another tab first, or close the instance.",
+            tab_id=tab_id,
+        )
+        self.instance_id = instance_id
 
 
 class TabLimitError(TabError):
-    pass
+    def __init__(self, instance_id: str, count: int, limit: int, policy: str) -> None:
+        super().__init__(
+            f"Cannot open a new tab: instance {instance_id} has {count} tabs, its limit "
+            f"(max_tabs={limit}, policy {policy}).",
+            "Close tabs you no longer need, then retry.",
+        )
+        self.instance_id = instance_id
+        self.count = count
+        self.limit = limit
+        self.policy = policy
 
 
 class DialogOpenError(TabError):
-    pass
+    def __init__(self, tab_id: int, dialog: DialogInfo) -> None:
+        super().__init__(
+            f"Tab {tab_id} has an open {dialog.type} dialog ({dialog.message!r}).",
+            "Accept or dismiss it first; other tabs keep working.",
+            tab_id=tab_id,
+        )
+        self.dialog = dialog
 
 
 class NoDialogError(TabError):
-    pass
+    def __init__(self, tab_id: int) -> None:
+        super().__init__(
+            f"Tab {tab_id} has no open dialog.", "Nothing to handle; continue with your next step.", tab_id=tab_id
+        )
 
 
 class RefError(TabpilotError):
-    def __init__(self, message: str, *, ref: str, tab_id: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, fact: str, advice: str = "", *, ref: str, tab_id: int | None = None) -> None:
+        super().__init__(fact, advice)
         self.ref = ref
         self.tab_id = tab_id
 
 
 class StaleRefError(RefError):
-    pass
+    """`tab_id` is the ref's tab: take a new snapshot of it."""
 
 
 class ForeignRefError(RefError):
-    pass
+    """`ref_tab_id` is the tab the ref belongs to, `tab_id` the tab it was used on."""
+
+    def __init__(self, ref: str, *, ref_tab_id: int, tab_id: int) -> None:
+        super().__init__(
+            f"Ref {ref} belongs to tab {ref_tab_id}, not tab {tab_id}.",
+            f"Use it without a tab id to act on tab {ref_tab_id}, or take a snapshot of tab {tab_id} "
+            "and use one of its refs.",
+            ref=ref,
+            tab_id=tab_id,
+        )
+        self.ref_tab_id = ref_tab_id
+
+
+BlockReason = Literal["blocked", "not_allowed", "privileged"]
 
 
 class NavigationBlockedError(TabpilotError):
-    def __init__(self, message: str, *, url: str) -> None:
-        super().__init__(message)
+    """`reason`: the origin is blocked, not among the allowed ones, or a privileged scheme."""
+
+    def __init__(self, fact: str, advice: str = "", *, url: str, reason: BlockReason, origin: str = "") -> None:
+        super().__init__(fact, advice)
         self.url = url
+        self.reason: BlockReason = reason
+        self.origin = origin
+
+
+ActionReason = Literal[
+    "covered",
+    "no_option",
+    "not_visible",
+    "disabled",
+    "not_editable",
+    "unstable",
+    "detached",
+    "timeout",
+    "busy",
+    "tab_closed",
+    "navigated",
+    "unknown_key",
+    "dialog",
+    "failed",
+]
 
 
 class ActionError(TabpilotError):
-    pass
+    """A page action failed. `reason` says how (for a front end's advice); `tab_id` and `ref` where."""
+
+    def __init__(
+        self,
+        fact: str,
+        advice: str = "",
+        *,
+        tab_id: int | None = None,
+        ref: str | None = None,
+        reason: ActionReason = "failed",
+    ) -> None:
+        super().__init__(fact, advice)
+        self.tab_id = tab_id
+        self.ref = ref
+        self.reason: ActionReason = reason

@@ -1,31 +1,23 @@
 """Navigating a tab: goto/back/forward/reload under a URL policy, with errors an agent can act on.
 
-    result = await navigate(tab, "goto", "http://127.0.0.1:8000/", policy=UrlPolicy())
+    result = await navigate(tab, "goto", "http://127.0.0.1:8000/")
 
-A dialog that opens while the page loads (an alert in onload) blocks the load event; waiting for
-it would hang until the timeout, so navigation returns as soon as a dialog opens on the tab and
-says so. `policy_route_hook(policy)` extends the policy to navigations pages start themselves
-(links, scripts, popups): it routes a context's requests, so it is installed only when the policy
-names origins (routing every request through the driver has a cost).
+A dialog that opens while the page loads (an alert in onload) blocks the load event; navigation
+returns as soon as one opens on the tab and says so (the dialog race of `ActionWatch.run`).
+The tab's instance holds its pages to the same policy for navigations they start themselves
+(links, scripts, popups).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from playwright.async_api import BrowserContext, Page, Route
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
-
 from ._errors import ActionError, NavigationBlockedError
 from ._policy import UrlPolicy
+from ._pw import Doing, first_line, map_playwright_errors
 from ._tab import Tab
-from ._types import TabEvent
 
 NavigateAction = Literal["goto", "back", "forward", "reload"]
 
@@ -42,6 +34,8 @@ class NavigationResult:
     """The HTTP status of the main document (None: no network response, e.g. back to about:blank)."""
     note: str = ""
     """What the agent should know: no history to go back to, a dialog opened, an error status."""
+    dialog: bool = False
+    """A dialog opened while the page loaded: the load finishes once it is handled."""
 
 
 def normalize_url(url: str) -> str:
@@ -52,108 +46,75 @@ def normalize_url(url: str) -> str:
     return ("http://" if _LOCAL_HOST.match(text) else "https://") + text
 
 
+def _what(action: NavigateAction, target: str, tab_id: int) -> str:
+    verb = {"goto": f"Loading {target}", "back": "Going back", "forward": "Going forward", "reload": "Reloading"}
+    return f"{verb[action]} on tab {tab_id}"
+
+
 async def navigate(
     tab: Tab,
     action: NavigateAction,
     url: str | None = None,
     *,
     policy: UrlPolicy | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
 ) -> NavigationResult:
-    """Navigate `tab` and wait for the page to load (or for a dialog to block it)."""
-    tab.ensure_no_dialog()
-    page = tab.page
+    """Navigate `tab` and wait for the page to load (or for a dialog to block it).
+
+    `policy` defaults to the one the tab's manager enforces; `timeout` to its navigation timeout.
+    """
+    policy = policy if policy is not None else tab.host.policy
+    timeout = timeout if timeout is not None else tab.host.timeouts.navigation
     target = ""
     if action == "goto":
         if not url:
             raise ValueError("goto needs url: the address to load.")
         target = normalize_url(url)
-        (policy or UrlPolicy()).check(target)
-    dialog_opened = asyncio.Event()
-
-    def on_event(event: TabEvent) -> None:
-        if event.type == "dialog_opened" and event.tab_id == tab.id:
-            dialog_opened.set()
-
-    dispose = tab.instance.manager.events.subscribe(on_event)
-    wait_ms = timeout * 1000
-    if action == "goto":
-        job = page.goto(target, timeout=wait_ms)
-    elif action == "back":
-        job = page.go_back(timeout=wait_ms)
-    elif action == "forward":
-        job = page.go_forward(timeout=wait_ms)
-    else:
-        job = page.reload(timeout=wait_ms)
-    task = asyncio.ensure_future(job)
-    dialog_wait = asyncio.ensure_future(dialog_opened.wait())
+        policy.check(target)
+    await tab.ready()
+    tab.ensure_no_dialog()
+    handle = tab.handle
+    what = _what(action, target, tab.id)
     try:
-        await asyncio.wait({task, dialog_wait}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        dispose()
-        dialog_wait.cancel()
-    if not task.done():
-        # A dialog blocks the load; the navigation finishes once the agent handles it.
-        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+        with tab.host.watch(tab) as watch, map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)):
+            status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
+    except ActionError as exc:
+        raise _navigation_error(exc, what, target, handle.url, policy, timeout) from exc.__cause__
+    if not finished:
         return NavigationResult(
             tab.id,
-            page.url,
+            handle.url,
             None,
-            f"A dialog opened on tab {tab.id} while the page loaded; handle it with "
-            f"browser_handle_dialog(tabId={tab.id}) and the page will finish loading.",
+            f"A dialog opened on tab {tab.id} while the page loaded; handle it and the page will finish loading.",
+            dialog=True,
         )
-    try:
-        response = task.result()
-    except PlaywrightTimeoutError as exc:
-        raise ActionError(
-            f"{_what(action, target)} on tab {tab.id} did not finish loading within {timeout:.0f} s. The page may "
-            f"still be usable: take a browser_snapshot(tabId={tab.id}), or reload."
-        ) from exc
-    except PlaywrightError as exc:
-        message = str(exc).splitlines()[0].removeprefix("Page.goto: ")
-        if "ERR_BLOCKED_BY_CLIENT" in message and policy is not None and not policy.allows(target or page.url):
-            raise NavigationBlockedError(
-                f"Navigation to {target} was blocked by the navigation policy. Choose another URL.", url=target
-            ) from exc
-        if "Target page, context or browser has been closed" in message or "Target closed" in message:
-            raise ActionError(f"Tab {tab.id} closed during navigation. List tabs to see what is open.") from exc
-        where = "shows the browser's error page" if page.url.startswith("chrome-error:") else f"stays on {page.url}"
-        raise ActionError(
-            f"{_what(action, target)} on tab {tab.id} failed: {message}. Check the URL; the tab {where}."
-        ) from exc
     note = ""
-    status = response.status if response is not None else None
-    if response is None and action in ("back", "forward"):
-        note = f"There is no page to go {action} to in tab {tab.id}'s history; it stays on {page.url}."
+    if status is None and action in ("back", "forward"):
+        note = f"There is no page to go {action} to in tab {tab.id}'s history; it stays on {handle.url}."
     elif status is not None and status >= 400:
         note = f"The server answered HTTP {status}."
-    return NavigationResult(tab.id, page.url, status, note)
+    return NavigationResult(tab.id, handle.url, status, note)
 
 
-def _what(action: NavigateAction, target: str) -> str:
-    return f"Loading {target}" if action == "goto" else f"Going {action}" if action != "reload" else "Reloading"
-
-
-def policy_route_hook(policy: UrlPolicy) -> Callable[[BrowserContext, Callable[[Page], int | None]], Callable[[], None]]:
-    """A `TabManager.add_hooks(context=...)` hook that aborts navigations the policy refuses."""
-
-    async def handle(route: Route) -> None:
-        request = route.request
-        if request.is_navigation_request() and not policy.allows(request.url):
-            await route.abort("blockedbyclient")
-        else:
-            await route.fallback()
-
-    def hook(context: BrowserContext, _tab_id_for_page: Callable[[Page], int | None]) -> Callable[[], None]:
-        installing = asyncio.get_running_loop().create_task(context.route("**/*", handle))
-        installing.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
-
-        def dispose() -> None:
-            installing.cancel()
-            with contextlib.suppress(Exception):
-                task = asyncio.get_running_loop().create_task(context.unroute("**/*", handle))
-                task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
-
-        return dispose
-
-    return hook
+def _navigation_error(
+    exc: ActionError, what: str, target: str, now_at: str, policy: UrlPolicy, timeout: float
+) -> Exception:
+    """Navigation's own words for what `map_playwright_errors` found."""
+    if exc.reason == "tab_closed":
+        return exc
+    if exc.reason in ("timeout", "busy"):
+        return ActionError(
+            f"{what} did not finish loading within {timeout:g} s.",
+            "The page may still be usable: take a snapshot of it, or reload.",
+            tab_id=exc.tab_id,
+            reason="timeout",
+        )
+    cause = exc.__cause__
+    message = first_line(cause) if cause is not None else exc.fact
+    if "ERR_BLOCKED_BY_CLIENT" in message and not policy.allows(target or now_at):
+        try:
+            policy.check(target or now_at)
+        except NavigationBlockedError as blocked:
+            return blocked
+    where = "shows the browser's error page" if now_at.startswith("chrome-error:") else f"stays on {now_at}"
+    return ActionError(f"{what} failed: {message}.", f"Check the URL; the tab {where}.", tab_id=exc.tab_id)

@@ -108,19 +108,28 @@ class UrlPolicy:
         origin = f"{scheme}://{parts.netloc}" if parts.netloc else f"{scheme}:"
         if any(p.matches(scheme, host, port) for p in self._blocked):
             raise NavigationBlockedError(
-                f"Navigation to {url} is blocked: {origin} is in --blocked-origins. Choose another URL.",
+                f"Navigation to {url} is blocked: {origin} is a blocked origin.",
+                "Choose another URL.",
                 url=url,
+                reason="blocked",
+                origin=origin,
             )
         allowed = any(p.matches(scheme, host, port) for p in self._allowed)
         if scheme in _PRIVILEGED_SCHEMES and not allowed:
             raise NavigationBlockedError(
-                f"Navigation to {url} is blocked: {scheme}: URLs are refused unless the server is started "
-                f"with --allowed-origins {scheme}: . Use an http(s) URL instead.",
+                f"Navigation to {url} is blocked: {scheme}: URLs are refused unless the navigation policy "
+                f"allows them ('{scheme}:' among its allowed origins).",
+                "Use an http(s) URL instead.",
                 url=url,
+                reason="privileged",
+                origin=f"{scheme}:",
             )
         if self._allowed and not allowed:
             raise NavigationBlockedError(
-                f"Navigation to {url} is blocked: {origin} is not in --allowed-origins "
-                f"({', '.join(self.allowed_origins)}). Choose a URL on an allowed origin.",
+                f"Navigation to {url} is blocked: {origin} is not among the allowed origins "
+                f"({', '.join(self.allowed_origins)}).",
+                "Choose a URL on an allowed origin.",
                 url=url,
+                reason="not_allowed",
+                origin=origin,
             )

@@ -21,7 +21,7 @@ def parse_ref(ref: str) -> tuple[int | None, str]:
     if _PAGE_REF.match(text):
         return None, text
     raise ValueError(
-        f"{ref!r} is not an element ref. Refs look like '3e5' (tab 3, element e5) and come from browser_snapshot."
+        f"{ref!r} is not an element ref. Refs look like '3e5' (tab 3, element e5) and come from a snapshot."
     )
 
 

@@ -112,6 +112,11 @@ class Ring(Generic[E]):
         self.dropped += 1
         self._dropped_by_tab[key] = self._dropped_by_tab.get(key, 0) + 1
 
+    def count_dropped(self, tab: TabKey, count: int = 1) -> None:
+        """Count entries of `tab` that were dropped before they reached the ring."""
+        self.dropped += count
+        self._dropped_by_tab[tab] = self._dropped_by_tab.get(tab, 0) + count
+
     def count_for(self, tab: TabKey | AllTabs) -> int:
         if tab is ALL_TABS:
             return len(self._entries)

@@ -1,20 +1,38 @@
-"""One tab: a Playwright page with a stable id, its state, dialogs and element refs."""
+"""One tab: a page target with a stable id, its state, its dialog and its element refs.
+
+A tab exists from the moment Chromium creates its target (`Target.targetCreated`): its id, opener,
+url and title are known at once. Playwright reports the page a little later; until then the tab
+is not `ready` and page work waits for it (`await tab.ready()`).
+
+A tab knows nothing of the instance that holds it beyond `TabHost`, what the instance gives it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from playwright.async_api import Dialog, Download, Frame, Locator, Page
-
-from ._errors import DialogOpenError, ForeignRefError, NoDialogError, StaleRefError, TabNotFoundError
+from ._errors import (
+    ActionError,
+    DialogOpenError,
+    ForeignRefError,
+    NoDialogError,
+    StaleRefError,
+    TabLike,
+    TabNotFoundError,
+)
+from ._policy import UrlPolicy
+from ._pw import DialogHandle, Disposer, Doing, ElementHandle, Page, PageHandle, map_playwright_errors
 from ._refs import parse_ref, scope_snapshot, tab_ref
-from ._types import DialogInfo, OpenCause, TabStatus
+from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus
+from ._watch import ActionWatch
 
-if TYPE_CHECKING:
-    from ._instance import Instance
+READY_TIMEOUT = 10.0
+"""Seconds page work waits for Playwright to report a tab whose target exists already."""
+REF_CHECK_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,33 +47,82 @@ class Snapshot:
     """Per-page refs (`e5`) the snapshot contained."""
 
 
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    action: float
+    navigation: float
+
+
+class TabHost(Protocol):
+    """What a tab needs of the instance that holds it."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    @property
+    def timeouts(self) -> Timeouts: ...
+
+    @property
+    def policy(self) -> UrlPolicy: ...
+
+    @property
+    def renders_in_background(self) -> bool:
+        """Whether a tab behind another may be brought to front for an action (no one sees it)."""
+        ...
+
+    def emit(self, type: EventType, tab_id: int, **data: Any) -> None: ...
+
+    def dialog_opened(self, tab: Tab, dialog: DialogInfo) -> None: ...
+
+    def page_closed(self, tab: Tab) -> None: ...
+
+    def open_tabs(self) -> Sequence[TabLike]: ...
+
+    def check_alive(self) -> bool: ...
+
+    def activate_tab(self, tab_id: int) -> bool:
+        """Make the tab with this id (of the same instance) active; False if it is not open."""
+        ...
+
+    def watch(self, tab: Tab) -> AbstractContextManager[ActionWatch]:
+        """Watch an action on `tab`: the dialog it raises and the tabs it opens."""
+        ...
+
+
 class Tab:
     """A page of an instance. Its id never changes and is never given to another tab."""
 
     def __init__(
         self,
         tab_id: int,
-        instance: Instance,
-        page: Page,
+        host: TabHost,
         *,
+        target_id: str | None,
         opener_id: int | None,
         cause: OpenCause,
+        url: str = "",
+        title: str = "",
     ) -> None:
         self.id = tab_id
-        self.instance = instance
-        self.page = page
+        self.host = host
+        self.target_id = target_id
         self.opener_id = opener_id
         self.cause: OpenCause = cause
-        self.target_id: str | None = None
         self.window_id: int | None = None
         self.pinned = False
         self.status: TabStatus = "loading"
         self.closed = False
-        self._title = ""
-        self._dialog: Dialog | None = None
+        self._gone = False
+        self.closing_cause: CloseCause | None = None
+        """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
+        self._url = url
+        self._title = title
+        self._handle: PageHandle | None = None
+        self._bound: asyncio.Event | None = None
+        self._dialog: DialogHandle | None = None
         self._refs: set[str] = set()
         self._last_snapshot: Snapshot | None = None
-        self._disposers: list[Callable[[], None]] = []
+        self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -64,8 +131,13 @@ class Tab:
     # -- state read without a browser round trip ---------------------------------------------
 
     @property
+    def instance_id(self) -> str:
+        return self.host.instance_id
+
+    @property
     def url(self) -> str:
-        return self.page.url
+        handle = self._handle
+        return handle.url if handle is not None and not handle.is_closed() else self._url
 
     @property
     def title(self) -> str:
@@ -80,29 +152,78 @@ class Tab:
     def last_snapshot(self) -> Snapshot | None:
         return self._last_snapshot
 
-    # -- listeners -----------------------------------------------------------------------------
+    @property
+    def is_ready(self) -> bool:
+        return self._handle is not None
 
-    def _listen(self, event: str, handler: Callable[..., Any]) -> None:
-        self.page.on(event, handler)  # type: ignore[call-overload]
+    @property
+    def handle(self) -> PageHandle:
+        """The page, for page work; `await ready()` first."""
+        if self._handle is None:
+            raise ActionError(
+                f"Tab {self.id} is still opening.", "Wait a moment and retry.", tab_id=self.id, reason="busy"
+            )
+        return self._handle
 
-        def dispose() -> None:
-            try:
-                self.page.remove_listener(event, handler)
-            except KeyError:
-                pass
+    @property
+    def page(self) -> Page:
+        """Playwright's `Page` of this tab, for what tabpilot does not wrap (`await ready()` first)."""
+        return self.handle.page
 
-        self._disposers.append(dispose)
+    async def ready(self, timeout: float = READY_TIMEOUT) -> None:
+        """Wait until Playwright reports this tab's page (at once for every tab but a brand-new one)."""
+        self.ensure_open()
+        if self._handle is not None:
+            return
+        if self._bound is None:
+            self._bound = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._bound.wait(), timeout)
+        except TimeoutError:
+            raise ActionError(
+                f"Tab {self.id} did not finish opening within {timeout:g} s.",
+                "Retry, or close the tab.",
+                tab_id=self.id,
+                reason="busy",
+            ) from None
+        self.ensure_open()
 
-    def _attach(self) -> None:
-        self._listen("close", self._on_close)
-        self._listen("crash", self._on_crash)
-        self._listen("dialog", self._on_dialog)
-        self._listen("download", self._on_download)
-        self._listen("load", self._on_load)
-        self._listen("domcontentloaded", self._on_new_document)
-        self._listen("framenavigated", self._on_frame_navigated)
+    # -- what the instance tells the tab -------------------------------------------------------
 
-    def _dispose(self) -> None:
+    def bind(self, handle: PageHandle, *, window_id: int | None, complete: bool) -> None:
+        """The tab's page, as Playwright reports it; the tab listens to it from now on."""
+        self._handle = handle
+        self.window_id = window_id
+        if complete and self.status == "loading":
+            self.status = "complete"
+        self._disposers += [
+            handle.on_close(lambda: self.host.page_closed(self)),
+            handle.on_crash(self.mark_crashed),
+            handle.on_dialog(self._on_dialog),
+            handle.on_download(self._on_download),
+            handle.on_load(self._on_load),
+            handle.on_new_document(self._on_new_document),
+            handle.on_navigated(self._on_navigated),
+        ]
+        if self._bound is not None:
+            self._bound.set()
+
+    def update_from_target(self, *, url: str, title: str) -> None:
+        """Chromium's own record of the target changed (url; title rarely: it sends few title changes)."""
+        if url:
+            self._url = url
+        if title and (title != url or not self._title):
+            self._title = title
+
+    def mark_crashed(self) -> None:
+        if self.status == "crashed" or self.closed:
+            return
+        self.status = "crashed"
+        self.host.emit("tab_crashed", self.id, url=self.url)
+
+    def stop_listening(self) -> None:
+        """The tab is gone: stop listening to its page (safe to call twice)."""
+        self._gone = True
         if self._title_task is not None:
             self._title_task.cancel()
             self._title_task = None
@@ -110,38 +231,39 @@ class Tab:
         for dispose in disposers:
             dispose()
 
-    def _on_close(self, _page: Page) -> None:
-        self.instance._tab_gone(self, None)
+    def mark_closed(self) -> None:
+        """The tab's close is reported: it is closed from now on."""
+        self.closed = True
+        self.stop_listening()
+        if self._bound is not None:
+            self._bound.set()  # wake waiters: they see the tab closed
 
-    def _on_crash(self, _page: Page) -> None:
-        self.status = "crashed"
-        self.instance._emit("tab_crashed", self.id, url=self.url)
+    def add_disposer(self, dispose: Disposer) -> None:
+        """Run `dispose` when the tab goes (listeners others attached for it)."""
+        self._disposers.append(dispose)
 
-    def _on_dialog(self, dialog: Dialog) -> None:
-        # Keeping a listener makes Playwright leave the dialog open; it blocks only this tab.
+    # -- page events ---------------------------------------------------------------------------
+
+    def _on_dialog(self, dialog: DialogHandle) -> None:
         self._dialog = dialog
-        self.instance._emit(
-            "dialog_opened",
-            self.id,
-            dialogType=dialog.type,
-            message=dialog.message,
-            defaultValue=dialog.default_value,
-        )
+        self.host.dialog_opened(self, DialogInfo(dialog.type, dialog.message, dialog.default_value))
 
-    def _on_download(self, download: Download) -> None:
-        self.instance._emit(
-            "download", self.id, url=download.url, suggestedFilename=download.suggested_filename
-        )
+    def _on_download(self, url: str, filename: str) -> None:
+        self.host.emit("download", self.id, url=url, suggestedFilename=filename)
 
-    def _on_load(self, _page: Page) -> None:
+    def _on_load(self) -> None:
         if self.status != "crashed":
             self.status = "complete"
         self._fetch_title_soon()
 
-    def _on_new_document(self, _page: Page) -> None:
+    def _on_new_document(self) -> None:
         # A new document has new elements: every ref of the old one is stale.
         self._refs.clear()
         self._fetch_title_soon()
+
+    def _on_navigated(self) -> None:
+        if self.status != "crashed":
+            self.status = "loading"
 
     def _fetch_title_soon(self) -> None:
         """Learn the title when a document loads, so listing tabs later needs no round trip.
@@ -150,37 +272,30 @@ class Tab:
         """
         if self._title_task is not None and not self._title_task.done():
             return
+        handle = self._handle
+        if handle is None:
+            return
 
         async def fetch() -> None:
             try:
-                self._title = await asyncio.wait_for(self.page.title(), 5)
+                self._title = await asyncio.wait_for(handle.title(), 5)
             except Exception:
                 pass  # navigating, closed, or blocked by a dialog: the next load tries again
 
         self._title_task = asyncio.get_running_loop().create_task(fetch())
 
-    def _on_frame_navigated(self, frame: Frame) -> None:
-        if frame == self.page.main_frame and self.status != "crashed":
-            self.status = "loading"
-
     # -- guards --------------------------------------------------------------------------------
 
     def ensure_open(self) -> None:
-        if self.closed:
-            raise TabNotFoundError(
-                self.id, self.instance.manager._open_tabs(), reason="It was closed."
-            )
+        if self.closed or self._gone:
+            raise TabNotFoundError(self.id, self.host.open_tabs(), reason="It was closed.")
 
     def ensure_no_dialog(self) -> None:
         """Refuse page work while a dialog blocks this tab (it would hang until the dialog goes)."""
         self.ensure_open()
         info = self.dialog
         if info is not None:
-            raise DialogOpenError(
-                f"Tab {self.id} has an open {info.type} dialog ({info.message!r}). Handle it first with "
-                f"browser_handle_dialog(tabId={self.id}, accept=true|false); other tabs keep working.",
-                tab_id=self.id,
-            )
+            raise DialogOpenError(self.id, info)
 
     # -- dialogs -------------------------------------------------------------------------------
 
@@ -189,35 +304,39 @@ class Tab:
         self.ensure_open()
         dialog = self._dialog
         if dialog is None:
-            raise NoDialogError(
-                f"Tab {self.id} has no open dialog. Nothing to handle; continue with your next step.",
-                tab_id=self.id,
-            )
+            raise NoDialogError(self.id)
         info = DialogInfo(dialog.type, dialog.message, dialog.default_value)
         self._dialog = None
-        if accept:
-            await dialog.accept(prompt_text) if prompt_text is not None else await dialog.accept()
-        else:
-            await dialog.dismiss()
-        self.instance._emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
+        with map_playwright_errors(Doing(f"Handling the dialog of tab {self.id}", tab_id=self.id)):
+            await (dialog.accept(prompt_text) if accept else dialog.dismiss())
+        self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
         return info
 
     # -- snapshots and refs --------------------------------------------------------------------
 
     async def refresh_title(self) -> str:
         """Ask the page for its title (one round trip), for when an answer must be exact now."""
-        self._title = await self.page.title()
+        await self.ready()
+        with map_playwright_errors(Doing(f"Reading the title of tab {self.id}", tab_id=self.id)):
+            self._title = await self.handle.title()
         return self._title
 
     async def snapshot(self, *, depth: int | None = None, ref: str | None = None) -> Snapshot:
         """Take an accessibility snapshot; its refs replace this tab's valid refs."""
+        await self.ready()
         self.ensure_no_dialog()
-        if ref is not None:
-            source: Page | Locator = await self.locator(ref)
-        else:
-            source = self.page
-        # The title comes in the same round trip time as the tree, not one after it.
-        raw, title = await asyncio.gather(source.aria_snapshot(mode="ai", depth=depth), self.refresh_title())
+        what = f"Taking a snapshot of tab {self.id}"
+        with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=self.host.timeouts.action)):
+            # The title comes in the same round trip time as the tree, not one after it.
+            if ref is not None:
+                element = await self.element(ref)
+                reading = element.aria_snapshot(depth=depth)
+            else:
+                reading = self.handle.aria_snapshot(depth=depth)
+            raw, title = await asyncio.wait_for(
+                asyncio.gather(reading, self.handle.title()), self.host.timeouts.action * 2
+            )
+        self._title = title
         text, refs = scope_snapshot(self.id, raw)
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
         if ref is None:
@@ -231,37 +350,34 @@ class Tab:
         """Check that `ref` belongs to this tab and is in its latest snapshot; return the per-page ref."""
         ref_tab, page_ref = parse_ref(ref)
         if ref_tab is not None and ref_tab != self.id:
-            raise ForeignRefError(
-                f"Ref {ref} belongs to tab {ref_tab}, not tab {self.id}. Leave tabId out to act on "
-                f"tab {ref_tab}, or take a snapshot of tab {self.id} and use one of its refs.",
-                ref=ref,
-                tab_id=ref_tab,
-            )
+            raise ForeignRefError(ref, ref_tab_id=ref_tab, tab_id=self.id)
         if page_ref not in self._refs:
-            shown = tab_ref(self.id, page_ref)
             raise StaleRefError(
-                f"Ref {shown} is not in the latest snapshot of tab {self.id} (the page changed, or the ref "
-                f"was never issued). Call browser_snapshot(tabId={self.id}) and use a ref from it.",
+                f"Ref {tab_ref(self.id, page_ref)} is not in the latest snapshot of tab {self.id} (the page "
+                "changed, or the ref was never issued).",
+                f"Take a new snapshot of tab {self.id} and use a ref from it.",
                 ref=ref,
                 tab_id=self.id,
             )
         return page_ref
 
-    async def locator(self, ref: str) -> Locator:
+    async def element(self, ref: str) -> ElementHandle:
         """The element a ref names, checked to exist now, so a stale ref fails at once."""
         self.ensure_no_dialog()
         page_ref = self.resolve_ref(ref)
-        loc = self.page.locator(f"aria-ref={page_ref}")
+        await self.ready()
+        element = self.handle.element(page_ref)
         try:
-            found = await asyncio.wait_for(loc.count(), timeout=5)
+            found = await asyncio.wait_for(element.count(), timeout=REF_CHECK_TIMEOUT)
         except Exception:
             found = 0
         if not found:
             self._refs.discard(page_ref)
             raise StaleRefError(
-                f"Ref {tab_ref(self.id, page_ref)} no longer matches an element on tab {self.id} (the page "
-                f"changed). Call browser_snapshot(tabId={self.id}) and use a ref from it.",
+                f"Ref {tab_ref(self.id, page_ref)} no longer matches an element on tab {self.id} (the page changed).",
+                f"Take a new snapshot of tab {self.id} and use a ref from it.",
                 ref=ref,
                 tab_id=self.id,
             )
-        return loc
+        return element
+

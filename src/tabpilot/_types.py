@@ -1,4 +1,7 @@
-"""Plain records the library hands out: tab info, dialogs, events."""
+"""Plain records the library hands out: tab and instance info, dialogs, events.
+
+Their `to_dict()` uses camelCase keys, as every result a server returns does.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
 CloseCause = Literal["tool", "page", "external", "crash", "cap"]
 TabLimitPolicy = Literal["reject", "close-oldest"]
+InstanceKind = Literal["launched", "cdp", "playwright-server", "context"]
+InstanceState = Literal["open", "closing", "closed", "lost"]
 EventType = Literal[
     "tab_opened",
     "tab_closed",
@@ -30,11 +35,6 @@ class DialogInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "message": self.message, "defaultValue": self.default_value}
-
-    @property
-    def noun(self) -> str:
-        """'an alert dialog', 'a confirm dialog': for sentences about it."""
-        return dialog_noun(self.type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,40 @@ class TabInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceInfo:
+    """What a listing shows about an instance."""
+
+    id: str
+    kind: InstanceKind
+    endpoint: str | None
+    state: InstanceState
+    lost_reason: str | None
+    default: bool
+    tab_count: int
+    active_tab_id: int | None
+    headless: bool
+    pid: int | None
+    user_data_dir: str | None
+    replaced_by: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "endpoint": self.endpoint,
+            "health": self.state,
+            "lostReason": self.lost_reason,
+            "default": self.default,
+            "tabCount": self.tab_count,
+            "activeTabId": self.active_tab_id,
+            "headless": self.headless,
+            "pid": self.pid,
+            "userDataDir": self.user_data_dir,
+            "replacedBy": self.replaced_by,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class TabEvent:
     """One thing that happened to a tab. `data` holds the event's own fields (camelCase keys)."""
 
@@ -91,42 +125,3 @@ class TabEvent:
             "instanceId": self.instance_id,
             **self.data,
         }
-
-    def describe(self) -> str:
-        """A one-line summary for the model."""
-        d = self.data
-        if self.type == "tab_opened":
-            opener = f" by tab {d['openerId']}" if d.get("openerId") is not None else ""
-            return f"tab {self.tab_id} opened ({d.get('cause')}){opener}: {d.get('url') or 'about:blank'}"
-        if self.type == "tab_closed":
-            active = d.get("activeTabId")
-            tail = ""
-            if d.get("activeChanged"):
-                tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
-            return f"tab {self.tab_id} closed (by {d.get('by')}){tail}"
-        if self.type == "tab_activated":
-            return f"tab {self.tab_id} is now active"
-        if self.type == "tab_crashed":
-            return f"tab {self.tab_id} crashed; close it or reload it"
-        if self.type == "dialog_opened":
-            return (
-                f"tab {self.tab_id} shows {dialog_noun(str(d.get('dialogType')))}: {d.get('message')!r}; "
-                "handle it with browser_handle_dialog"
-            )
-        if self.type == "dialog_closed":
-            return f"tab {self.tab_id}: dialog closed"
-        if self.type == "download":
-            return f"tab {self.tab_id} downloaded {d.get('suggestedFilename')!r} from {d.get('url')}"
-        if self.type == "instance_lost":
-            return f"instance {self.instance_id} was lost: {d.get('reason')}"
-        if self.type == "instance_relaunched":
-            return (
-                f"instance {self.instance_id} was launched in place of lost instance {d.get('replaces')} "
-                f"({d.get('reason')}); the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
-            )
-        return f"{self.type} on tab {self.tab_id}"
-
-
-def dialog_noun(dialog_type: str) -> str:
-    """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
-    return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"

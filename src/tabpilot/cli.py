@@ -1,16 +1,25 @@
-"""The `tabpilot` command: `tabpilot serve [options]` (MCP over stdio or HTTP), `tabpilot demo`."""
+"""The `tabpilot` command: `tabpilot serve [options]` (MCP over stdio or HTTP), `tabpilot demo`.
+
+The browser options are the library's `BrowserOptions`: every field has exactly one flag here
+(`BROWSER_FLAGS`), and `--config FILE` takes the same options as JSON, keyed by flag name
+without the dashes (`{"viewport-size": "1280x720", "max-tabs": 10}`); the command line wins.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-from tabpilot import __version__
+from tabpilot import BrowserOptions, __version__, parse_header, parse_viewport
 
 from .server.config import DEFAULT_SESSION_IDLE_TIMEOUT, ServerConfig
 from .server.http import check_bind
+from .server.registry import select_tools
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -37,6 +46,73 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def _file(text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a readable file")
+    return str(path.resolve())
+
+
+# Every BrowserOptions field: its flag and how argparse reads it.
+BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "headless": ("--headed", {"action": "store_false", "help": "show the browser window (default: headless)"}),
+    "browser_path": ("--browser-path", {"metavar": "PATH", "help": "the Chromium executable to launch (default: found automatically)"}),
+    "user_data_dir": (
+        "--user-data-dir",
+        {"metavar": "DIR", "help": "a persistent profile directory (absolute path): logins and cookies survive restarts. Default: a fresh temporary profile, deleted at exit"},
+    ),
+    "storage_state": (
+        "--storage-state",
+        {"metavar": "FILE", "type": _file, "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)"},
+    ),
+    "viewport": ("--viewport-size", {"metavar": "WxH", "type": _parsed(parse_viewport), "help": "viewport of every page in CSS pixels, e.g. 1280x720 (default 1280x720)"}),
+    "user_agent": ("--user-agent", {"metavar": "UA", "help": "the User-Agent every page sends and sees"}),
+    "ignore_https_errors": ("--ignore-https-errors", {"action": "store_true", "help": "load HTTPS pages whose certificates do not verify (self-signed, expired)"}),
+    "proxy_server": ("--proxy-server", {"metavar": "URL", "help": "send traffic through this proxy, e.g. http://proxy:3128 or socks5://127.0.0.1:1080"}),
+    "proxy_bypass": ("--proxy-bypass", {"metavar": "LIST", "help": "comma-separated hosts that skip the proxy, e.g. 'localhost,.internal'"}),
+    "init_scripts": (
+        "--init-script",
+        {"metavar": "FILE", "action": "append", "type": _file, "help": "JavaScript file run in every page (popups too) before its own scripts; repeatable"},
+    ),
+    "browser_args": ("--browser-arg", {"metavar": "ARG", "action": "append", "help": "extra Chromium command-line argument; repeatable"}),
+    "cdp_headers": (
+        "--cdp-header",
+        {"metavar": "K:V", "action": "append", "type": _parsed(parse_header), "help": "HTTP header for connecting to a remote endpoint (authentication); repeatable"},
+    ),
+    "timeout_action": ("--timeout-action", {"metavar": "SECONDS", "type": _seconds, "help": "how long a click, type or other element action may take (default 5)"}),
+    "timeout_navigation": ("--timeout-navigation", {"metavar": "SECONDS", "type": _seconds, "help": "how long a page may take to load (default 30)"}),
+}
+
+
+SERVE_OPTIONS: dict[str, dict[str, Any]] = {}
+"""Every `serve` option by flag name without dashes, with how argparse reads it (for --config)."""
+
+
+def _option(group: Any, flag: str, **options: Any) -> None:
+    group.add_argument(flag, **options)
+    SERVE_OPTIONS[flag.lstrip("-")] = options
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabpilot",
@@ -50,9 +126,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the MCP server (stdio by default)",
         description="Run the tabpilot MCP server. Without --http it speaks MCP over stdin/stdout, "
         "which is what MCP clients that launch servers expect.",
+        argument_default=argparse.SUPPRESS,  # so --config values apply unless given here
+    )
+    serve.add_argument(
+        "--config",
+        metavar="FILE",
+        type=_file,
+        help="read options from this JSON file, keyed by flag name without dashes "
+        '(e.g. {"viewport-size": "1280x720", "max-tabs": 10}); the command line wins',
     )
     transport = serve.add_argument_group("transport")
-    transport.add_argument(
+    _option(
+        transport,
         "--http",
         metavar="HOST:PORT",
         type=_host_port,
@@ -60,90 +145,90 @@ def build_parser() -> argparse.ArgumentParser:
         "127.0.0.1). Each client session gets its own isolated browser context. Host and Origin "
         "headers are checked against the bind address.",
     )
-    transport.add_argument(
+    _option(
+        transport,
         "--auth-token",
         metavar="TOKEN",
         help="require 'Authorization: Bearer TOKEN' on every HTTP request; needed to bind an address "
         "other than loopback",
     )
-    transport.add_argument(
+    _option(
+        transport,
         "--session-idle-timeout",
         metavar="SECONDS",
-        type=float,
-        default=DEFAULT_SESSION_IDLE_TIMEOUT,
+        type=_seconds,
         help="close an HTTP session (and its browser context) after this long without requests "
         f"(default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",
     )
 
     browser = serve.add_argument_group("browser")
-    browser.add_argument("--headed", action="store_true", help="show the browser window (default: headless)")
-    browser.add_argument(
-        "--browser-path", metavar="PATH", help="the Chromium executable to launch (default: found automatically)"
-    )
+    for name, (flag, options) in BROWSER_FLAGS.items():
+        _option(browser, flag, dest=name, **options)
     endpoint = browser.add_mutually_exclusive_group()
-    endpoint.add_argument(
+    _option(
+        endpoint,
         "--cdp-endpoint",
         metavar="URL",
         help="drive a running Chromium over CDP (http://host:port or its ws:// URL) instead of launching one",
     )
-    endpoint.add_argument(
-        "--ws-endpoint",
-        metavar="URL",
-        help="drive a Playwright browser server (ws://...) instead of launching a browser",
+    _option(
+        endpoint,
+        "--ws-endpoint", metavar="URL", help="drive a Playwright browser server (ws://...) instead of launching a browser"
     )
 
     tabs = serve.add_argument_group("tabs")
-    tabs.add_argument(
-        "--max-tabs", metavar="N", type=_positive, default=20, help="most tabs per browser instance (default 20)"
-    )
-    tabs.add_argument(
+    _option(tabs, "--max-tabs", metavar="N", type=_positive, help="most tabs per browser instance (default 20)")
+    _option(
+        tabs,
         "--tab-limit-policy",
         choices=["reject", "close-oldest"],
-        default="reject",
         help="beyond --max-tabs: 'reject' closes a page-opened tab at once and refuses a tool's new tab; "
         "'close-oldest' closes the least recently used tab that is neither pinned nor active "
         "(default reject)",
     )
-    tabs.add_argument(
+    _option(
+        tabs,
         "--follow-new-tabs",
         action="store_true",
         help="activate tabs that pages open (links, popups) instead of only reporting them",
     )
 
     policy = serve.add_argument_group("navigation policy")
-    policy.add_argument(
+    _option(
+        policy,
         "--allowed-origins",
         metavar="LIST",
         type=_origins,
-        default=(),
         help="comma-separated origins tabs may navigate to (e.g. 'https://example.com,*.test,file:'); "
         "all others are refused. Default: any http(s) origin. file: URLs are refused unless listed.",
     )
-    policy.add_argument(
+    _option(
+        policy,
         "--blocked-origins",
         metavar="LIST",
         type=_origins,
-        default=(),
         help="comma-separated origins tabs may never navigate to; wins over --allowed-origins",
     )
 
     tools = serve.add_argument_group("tools")
-    tools.add_argument(
+    _option(
+        tools,
         "--tools",
         metavar="SETS",
-        default="default",
         help="comma-separated tool sets to offer (default 'default'); see the README for the "
         "compatible sets. Sets whose tool names clash are refused.",
     )
 
     telemetry = serve.add_argument_group("telemetry")
-    telemetry.add_argument(
+    _option(
+        telemetry,
         "--buffer-size",
         metavar="N",
         type=_positive,
         help="entries kept per telemetry buffer (console, network, ...) before the oldest are dropped",
     )
-    telemetry.add_argument(
+    _option(
+        telemetry,
         "--no-redact",
         action="store_true",
         help="record Authorization, Cookie and Set-Cookie header values instead of redacting them",
@@ -162,31 +247,78 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_config_file(path: str) -> dict[str, Any]:
+    """The options of a JSON config file, as argparse would have parsed the same flags."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--config {path}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: the file must hold a JSON object of options")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        options = SERVE_OPTIONS.get(key)
+        if options is None:
+            raise ValueError(f"--config {path}: unknown option {key!r}; options are: {', '.join(sorted(SERVE_OPTIONS))}")
+        dest = options.get("dest", key.replace("-", "_"))
+        convert = options.get("type", str)
+        action = options.get("action", "store")
+        try:
+            if action in ("store_true", "store_false"):
+                if not isinstance(value, bool):
+                    raise ValueError("must be true or false")
+                values[dest] = value if action == "store_true" else not value
+            elif action == "append":
+                items = value if isinstance(value, list) else [value]
+                values[dest] = [convert(str(item)) for item in items]
+            else:
+                values[dest] = convert(value if isinstance(value, str) else str(value))
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise ValueError(f"--config {path}: option {key!r}: {exc}") from None
+        choices = options.get("choices")
+        if choices is not None and values[dest] not in choices:
+            raise ValueError(f"--config {path}: option {key!r} must be one of {', '.join(map(str, choices))}")
+    return values
+
+
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """The ServerConfig for parsed `serve` arguments; raises ValueError for unusable combinations."""
-    http_host, http_port = args.http if args.http else (None, 8931)
-    tool_sets = tuple(t.strip() for t in args.tools.split(",") if t.strip()) or ("default",)
-    from .server.tools import select_tools
-
+    given = vars(args)
+    values: dict[str, Any] = {}
+    if "config" in given:
+        if not SERVE_OPTIONS:
+            build_parser()
+        values.update(read_config_file(given["config"]))
+    values.update({k: v for k, v in given.items() if k not in ("command", "config")})
+    browser = BrowserOptions()
+    changes: dict[str, Any] = {}
+    for name in BrowserOptions.field_names():
+        if name in values:
+            value = values[name]
+            changes[name] = tuple(value) if isinstance(value, list) else value
+    browser = browser.replace(**changes)
+    http_host, http_port = values.get("http", (None, 8931))
+    tool_sets = tuple(t.strip() for t in values.get("tools", "default").split(",") if t.strip()) or ("default",)
     select_tools(tool_sets)  # refuse unknown and clashing sets before anything starts
     config = ServerConfig(
-        headless=not args.headed,
-        browser_path=args.browser_path,
-        cdp_endpoint=args.cdp_endpoint,
-        ws_endpoint=args.ws_endpoint,
-        max_tabs=args.max_tabs,
-        tab_limit_policy=args.tab_limit_policy,
-        follow_new_tabs=args.follow_new_tabs,
-        allowed_origins=args.allowed_origins,
-        blocked_origins=args.blocked_origins,
+        browser=browser,
+        cdp_endpoint=values.get("cdp_endpoint"),
+        ws_endpoint=values.get("ws_endpoint"),
+        max_tabs=values.get("max_tabs", 20),
+        tab_limit_policy=values.get("tab_limit_policy", "reject"),
+        follow_new_tabs=values.get("follow_new_tabs", False),
+        allowed_origins=values.get("allowed_origins", ()),
+        blocked_origins=values.get("blocked_origins", ()),
         tools=tool_sets,
-        buffer_size=args.buffer_size,
-        redact=not args.no_redact,
+        buffer_size=values.get("buffer_size"),
+        redact=not values.get("no_redact", False),
         http_host=http_host,
         http_port=http_port,
-        auth_token=args.auth_token,
-        session_idle_timeout=args.session_idle_timeout,
+        auth_token=values.get("auth_token"),
+        session_idle_timeout=values.get("session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT),
     )
+    if config.cdp_endpoint and config.ws_endpoint:
+        raise ValueError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
     if config.http_host is not None:
         check_bind(config)
     return config
@@ -199,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             demo = importlib.import_module("tabpilot.demo")
         except ImportError:
-            print("tabpilot demo is not available in this build.", file=sys.stderr)
+            print("tabpilot demo needs the demo extra: pip install 'tabpilot[demo]'", file=sys.stderr)
             return 2
         return int(demo.main(browser_path=args.browser_path, headed=args.headed))
     try:

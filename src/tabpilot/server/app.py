@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,14 +17,13 @@ from mcp.types import CallToolResult
 from pydantic import ValidationError
 
 import tabpilot
+from tabpilot import Instance
 
 from .config import ServerConfig
+from .registry import select_tools
 from .response import Response
 from .state import ServerState
-from .tools import mcp_function, select_tools
-
-if TYPE_CHECKING:
-    from playwright.async_api import Browser, Playwright
+from .tools.base import mcp_function
 
 INSTRUCTIONS = """\
 tabpilot drives a real Chromium with many tabs. The tab rules:
@@ -45,12 +44,18 @@ tabpilot drives a real Chromium with many tabs. The tab rules:
 class TabpilotServer(MCPServer[ServerState]):
     """MCPServer whose argument errors name the argument and the fix, in our response format."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tool_arguments: dict[str, frozenset[str]] = {}
+        """Each registered tool's argument names (to name an unknown one before validation)."""
+        self.state: ServerState | None = None
+        """The running server's state (set while its lifespan runs), for the HTTP layer."""
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[ServerState, Any] | None = None
     ) -> Any:
-        tool = self._tool_manager.get_tool(name)
-        if tool is not None:
-            known = set(tool.parameters.get("properties", {}))
+        known = self.tool_arguments.get(name)
+        if known is not None:
             extra = sorted(set(arguments) - known)
             if extra:
                 return await self._argument_error(
@@ -67,15 +72,13 @@ class TabpilotServer(MCPServer[ServerState]):
             problems = []
             for err in exc.__cause__.errors():
                 arg = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-                given = f" (got {err['input']!r})" if err["type"] != "missing" else ""
+                given = f" (got {_shown(err['input'])})" if err["type"] != "missing" else ""
                 problems.append(f"- argument {arg!r}: {err['msg']}{given}")
             return await self._argument_error(
                 name, context, f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again."
             )
 
-    async def _argument_error(
-        self, name: str, context: Context[ServerState, Any] | None, text: str
-    ) -> CallToolResult:
+    async def _argument_error(self, name: str, context: Context[ServerState, Any] | None, text: str) -> CallToolResult:
         response = Response(name)
         response.error(text)
         session = None
@@ -87,26 +90,27 @@ class TabpilotServer(MCPServer[ServerState]):
         return await response.build(session)
 
 
-def create_server(
-    config: ServerConfig | None = None,
-    *,
-    playwright: Playwright | None = None,
-    browser: Browser | None = None,
-) -> TabpilotServer:
+def _shown(value: Any, cap: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= cap else text[:cap] + f"…[{len(text)} characters]"
+
+
+def create_server(config: ServerConfig | None = None, *, shared: Instance | None = None) -> TabpilotServer:
     """The tabpilot MCP server.
 
-    `playwright` and `browser` let a caller (tests) share one driver and one browser: each session
-    then gets its own context of `browser`, as over HTTP.
+    `shared` lets a caller (tests) share one browser: each session then gets its own isolated
+    context of it, as over HTTP.
     """
     config = config or ServerConfig()
     tools = select_tools(config.tools)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        state = ServerState(config, playwright=playwright, browser=browser)
+        state = server.state = ServerState(config, shared=shared)
         try:
             yield state
         finally:
+            server.state = None
             await state.close()
 
     server = TabpilotServer(
@@ -127,4 +131,5 @@ def create_server(
             annotations=spec.annotations,
             structured_output=False,
         )
+        server.tool_arguments[spec.name] = frozenset(p.name for p in spec.arguments())
     return server

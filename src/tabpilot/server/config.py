@@ -1,13 +1,15 @@
 """Every option of `tabpilot serve`, as one frozen record.
 
-The CLI (`tabpilot.cli`) builds it from argv; tests build it directly. Nothing else reads argv.
+The CLI (`tabpilot.cli`) builds it from argv and `--config`; tests build it directly. How the
+browser is launched or reached is the library's `BrowserOptions` (`browser`), the same record
+`browser_instance launch` fills; the rest is the server's own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tabpilot import TabLimitPolicy
+from tabpilot import BrowserOptions, TabLimitPolicy
 
 DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds an HTTP session may stay idle before its browser context is released (the SDK's default)."""
@@ -15,9 +17,7 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerConfig:
-    # Browser
-    headless: bool = True
-    browser_path: str | None = None
+    browser: BrowserOptions = field(default_factory=BrowserOptions)
     cdp_endpoint: str | None = None
     ws_endpoint: str | None = None
     # Tabs

@@ -78,10 +78,12 @@ async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, 
 
 
 class _Guard:
-    """Bearer token check, and steering sessionless-protocol requests to the handshake."""
+    """Bearer token check, steering sessionless-protocol requests to the handshake, and telling
+    the server state which sessions are alive and which ended (DELETE)."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, server: TabpilotServer, token: str | None) -> None:
         self.app = app
+        self.server = server
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -106,7 +108,13 @@ class _Guard:
                 "Connect with the initialize handshake.",
             )
             return
+        session = headers.get(b"mcp-session-id", b"").decode("latin-1")
+        state = self.server.state
+        if session and state is not None:
+            state.seen(session)
         await self.app(scope, receive, send)
+        if session and state is not None and scope.get("method") == "DELETE":
+            await state.release(session)  # the client ended its MCP session
 
 
 def http_app(server: TabpilotServer, config: ServerConfig) -> ASGIApp:
@@ -118,7 +126,7 @@ def http_app(server: TabpilotServer, config: ServerConfig) -> ASGIApp:
         host=config.http_host or "127.0.0.1",
         session_idle_timeout=config.session_idle_timeout,
     )
-    return _Guard(app, config.auth_token)
+    return _Guard(app, server, config.auth_token)
 
 
 def uvicorn_config(server: TabpilotServer, config: ServerConfig, **options: Any) -> uvicorn.Config:

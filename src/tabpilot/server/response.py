@@ -1,7 +1,7 @@
 """The response every tool returns: fixed sections, the same facts as text and as JSON.
 
-A tool fills a `Response`; the tool wrapper (`server/tools/__init__.py`) finishes it with
-`await response.build(session)`, which adds what the client has not heard yet. Sections, in order:
+A tool fills a `Response`; the tool wrapper finishes it with `await response.build(session)`,
+which adds what the client has not heard yet. Sections, in order:
 
     ### Result      what the tool did (or ### Error: what went wrong and what to do next)
     ### Events      every tab event since this client's previous response, one line each
@@ -12,14 +12,7 @@ A tool fills a `Response`; the tool wrapper (`server/tools/__init__.py`) finishe
 
 Structured content carries the same facts under fixed keys: `result`, `error`, `events`, `tabs`,
 `activeTabId`, `page`, `snapshot`, `snapshotChanges`. Images (screenshots) go in as image content.
-
-Typical page action (see `tools/navigate.py`)::
-
-    async def browser_frobnicate(call: Call, ref: str, tabId: TabIdArg = None) -> None:
-        tab = call.target(tab_id=tabId, ref=ref)     # resolves, refuses a tab with an open dialog
-        ...                                          # call the library
-        call.response.result(f"Frobnicated {ref} on tab {tab.id}.", {"tabId": tab.id})
-        call.response.set_page(tab, changes=True)    # ### Page + the lines that changed
+`render` writes sections as text and `parse_response` reads them back (clients and tests).
 """
 
 from __future__ import annotations
@@ -27,37 +20,47 @@ from __future__ import annotations
 import asyncio
 import base64
 import difflib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Snapshot, Tab, TabInfo, TabpilotError
+from tabpilot import DialogOpenError, Snapshot, Tab, TabpilotError
 
-if TYPE_CHECKING:
-    from .state import SessionState
+from .advice import error_text, event_line, short, tab_line
+from .state import SessionState
 
 MAX_CHANGED_LINES = 200
 """More changed lines than this are cut: the agent can take the whole snapshot instead."""
 
 
-def describe_tab(info: TabInfo, *, new_errors: int = 0) -> str:
-    """One line of a `### Tabs` section."""
-    title = info.title or "(no title)"
-    marks: list[str] = []
-    if info.active:
-        marks.append("active")
-    if info.opener_id is not None:
-        marks.append(f"opened by tab {info.opener_id}")
-    if info.pinned:
-        marks.append("pinned")
-    if info.status != "complete":
-        marks.append(info.status)
-    if info.dialog is not None:
-        marks.append(f"{info.dialog.type} dialog open: {info.dialog.message!r}")
-    if new_errors:
-        marks.append(f"{new_errors} new error{'s' if new_errors != 1 else ''}")
-    tail = f" [{', '.join(marks)}]" if marks else ""
-    return f"- tab {info.id}: {title} ({info.url}){tail}"
+@dataclass(frozen=True, slots=True)
+class Section:
+    title: str
+    content: str
+
+
+def render(sections: Sequence[Section]) -> str:
+    """Sections as the text the model reads."""
+    return "\n\n".join(f"### {s.title}\n{s.content}" for s in sections)
+
+
+def parse_response(text: str) -> dict[str, str]:
+    """The sections of a response's text, by title, each body stripped (the inverse of `render`)."""
+    sections: dict[str, str] = {}
+    title: str | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("### "):
+            if title is not None:
+                sections[title] = "\n".join(body).strip()
+            title, body = line[4:].strip(), []
+        elif title is not None:
+            body.append(line)
+    if title is not None:
+        sections[title] = "\n".join(body).strip()
+    return sections
 
 
 def changed_lines(before: str, after: str) -> tuple[list[str], int]:
@@ -71,6 +74,10 @@ def changed_lines(before: str, after: str) -> tuple[list[str], int]:
         if op in ("replace", "delete"):
             removed += i2 - i1
     return added, removed
+
+
+def _yaml(text: str) -> str:
+    return f"```yaml\n{text}\n```"
 
 
 class Response:
@@ -103,6 +110,10 @@ class Response:
         self.is_error = True
         self._error_lines.append(text)
 
+    def fail(self, exc: BaseException) -> None:
+        """Make this an error response for `exc`, in words that name the next call."""
+        self.error(error_text(exc))
+
     @property
     def summary(self) -> str:
         """The first line of the error or result: what the action log records."""
@@ -134,65 +145,51 @@ class Response:
         self._snapshot = snapshot
 
     def add_image(self, data: bytes, mime_type: str = "image/png") -> None:
-        self._images.append(
-            ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
-        )
+        self._images.append(ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime_type))
 
     # -- finishing ---------------------------------------------------------------------------
 
     async def build(self, session: SessionState | None) -> CallToolResult:
         """Settle the browser, collect what the client has not seen, and render both forms."""
-        if self._plain is not None:
-            return await self._build_plain(session)
         data: dict[str, Any] = {}
-        sections: list[str] = []
+        if self._plain is not None:
+            data["result"] = self._plain_data
+            if self.is_error:
+                data["error"] = self._plain
+            if session is not None:
+                await session.manager.settle()
+                data["events"] = [e.to_dict() for e in session.take_events()]
+            return self._result([self._plain], data)
+
+        sections: list[Section] = []
         if self.is_error:
-            sections.append("### Error\n" + "\n".join(self._error_lines))
+            sections.append(Section("Error", "\n".join(self._error_lines)))
             data["error"] = "\n".join(self._error_lines)
         else:
-            sections.append("### Result\n" + ("\n".join(self._result_lines) or "Done."))
+            sections.append(Section("Result", "\n".join(self._result_lines) or "Done."))
         if self._result_data:
             data["result"] = self._result_data
-
         if session is not None:
             manager = session.manager
             # Re-reading the acted-on tab and waiting for the tabs it opened overlap: neither needs the other.
-            _, (page_text, snapshot_text) = await asyncio.gather(manager.settle(), self._page_sections(data))
+            _, page = await asyncio.gather(manager.settle(), self._page_sections(data))
             # Tabs may have appeared while the snapshot was read; from here on nothing awaits, so
             # the events and the tab list below describe the same moment.
             await manager.settle()
-            events = manager.events.history(since=session.last_event_seq)
-            session.last_event_seq = manager.events.last_seq
+            events = session.take_events()
+            data["events"] = [e.to_dict() for e in events]
             if events:
-                sections.append("### Events\n" + "\n".join(f"- {e.describe()}" for e in events))
-            data["events"] = [e.to_dict() for e in events]
+                sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in events)))
+            tabs = self._tabs_section(session, data)
+            sections += [s for s in (tabs, *page) if s is not None]
+        return self._result([render(sections)], data)
 
-            tabs_text = self._tabs_section(session, data)
-            if tabs_text:
-                sections.append(tabs_text)
-            if page_text:
-                sections.append(page_text)
-            if snapshot_text:
-                sections.append(snapshot_text)
-
-        content: list[ContentBlock] = [TextContent(type="text", text="\n\n".join(sections))]
+    def _result(self, texts: list[str], data: dict[str, Any]) -> CallToolResult:
+        content: list[ContentBlock] = [TextContent(type="text", text=t) for t in texts]
         content.extend(self._images)
         return CallToolResult(content=content, structured_content=data, is_error=self.is_error)
 
-    async def _build_plain(self, session: SessionState | None) -> CallToolResult:
-        data: dict[str, Any] = {"result": self._plain_data}
-        if self.is_error:
-            data["error"] = self._plain
-        if session is not None:
-            await session.manager.settle()
-            events = session.manager.events.history(since=session.last_event_seq)
-            session.last_event_seq = session.manager.events.last_seq
-            data["events"] = [e.to_dict() for e in events]
-        content: list[ContentBlock] = [TextContent(type="text", text=self._plain or "")]
-        content.extend(self._images)
-        return CallToolResult(content=content, structured_content=data, is_error=self.is_error)
-
-    def _tabs_section(self, session: SessionState, data: dict[str, Any]) -> str:
+    def _tabs_section(self, session: SessionState, data: dict[str, Any]) -> Section | None:
         manager = session.manager
         infos = manager.tabs()
         telemetry = session.telemetry
@@ -200,12 +197,12 @@ class Response:
         session.last_error_seq = telemetry.last_seq
         # Dialogs are part of the shape: a tab blocked by one is worth telling at once.
         shape = tuple((i.id, i.active, i.dialog is not None) for i in infos)
-        changed = shape != session.shown_tabs
-        if not (changed or self._force_tabs or errors):
-            return ""
+        if not (shape != session.shown_tabs or self._force_tabs or errors):
+            return None
         session.shown_tabs = shape
-        active = _active_tab_id(session)
-        listed = self._result_data.get("tabs") if self._result_data else None
+        default = manager.default_instance
+        active = default.active_tab if default is not None else None
+        listed = self._result_data.get("tabs")
         if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
             # browser_tabs list already carries this list in its result: add the error counts there
             # instead of sending every tab twice (it is most of a long list's bytes).
@@ -213,9 +210,8 @@ class Response:
                 entry["newErrors"] = errors.get(entry["id"], 0)
         else:
             data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
-        data["activeTabId"] = active
+        data["activeTabId"] = active.id if active is not None else None
         lines: list[str] = []
-        default = manager.default_instance
         heading: str | None = None
         for info in infos:
             # With several browsers, each has its own active tab: say which tabs are whose.
@@ -223,67 +219,58 @@ class Response:
                 heading = info.instance_id
                 is_default = default is not None and default.id == heading
                 lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
-            lines.append(describe_tab(info, new_errors=errors.get(info.id, 0)))
+            lines.append(tab_line(info, new_errors=errors.get(info.id, 0)))
         if errors:
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
-        return "### Tabs\n" + ("\n".join(lines) if lines else "(no open tabs)")
+        return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")
 
-    async def _page_sections(self, data: dict[str, Any]) -> tuple[str, str]:
+    async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
         if tab is None or tab.closed:
-            return "", ""
-        snapshot_text = ""
+            return None, None
+        snapshot: Section | None = None
         if self._snapshot is not None:
-            snap = self._snapshot
-            snapshot_text = f"### Snapshot\n```yaml\n{snap.text}\n```"
-            data["snapshot"] = snap.text
+            data["snapshot"] = self._snapshot.text
+            snapshot = Section("Snapshot", _yaml(self._snapshot.text))
         elif self._page_changes:
-            snapshot_text = await self._changes(tab, data)
-            if tab.closed or tab.page.is_closed():  # it closed itself after the action (window.close)
+            snapshot = await self._changes(tab, data)
+            if tab.closed:  # it closed itself after the action (window.close)
                 data.pop("snapshot", None)
                 data.pop("snapshotChanges", None)
-                return "", ""
+                return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
-        page_text = f"### Page\n- Tab: {tab.id}\n- URL: {tab.url}\n- Title: {tab.title or '(no title)'}"
-        return page_text, snapshot_text
+        page = Section("Page", f"- Tab: {tab.id}\n- URL: {short(tab.url)}\n- Title: {tab.title or '(no title)'}")
+        return page, snapshot
 
-    async def _changes(self, tab: Tab, data: dict[str, Any]) -> str:
+    async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:
         previous = tab.last_snapshot
         try:
             fresh = await tab.snapshot()
         except DialogOpenError:
-            return (
-                f"### Snapshot\n(tab {tab.id} shows a dialog; handle it with "
-                f"browser_handle_dialog(tabId={tab.id}) before reading the page)"
+            return Section(
+                "Snapshot",
+                f"(tab {tab.id} shows a dialog; handle it with browser_handle_dialog(tabId={tab.id}) before "
+                "reading the page)",
             )
         except TabpilotError as exc:
-            return f"### Snapshot\n(no snapshot: {exc})"
-        except Exception as exc:  # the page navigated or closed while we read it
-            return f"### Snapshot\n(no snapshot: {exc}; call browser_snapshot(tabId={tab.id}) to retry)"
+            return Section("Snapshot", f"(no snapshot: {error_text(exc)})")
         # A new document (navigation, reload) shares no ref with the old one: show it whole.
         if previous is None or previous.url != fresh.url or not previous.refs & fresh.refs:
             data["snapshot"] = fresh.text
-            return f"### Snapshot\n```yaml\n{fresh.text}\n```"
+            return Section("Snapshot", _yaml(fresh.text))
         added, removed = changed_lines(previous.text, fresh.text)
         cut = max(0, len(added) - MAX_CHANGED_LINES)
         shown = added[:MAX_CHANGED_LINES]
         data["snapshotChanges"] = {"tabId": tab.id, "lines": shown, "removedLines": removed, "cutLines": cut}
         head = (
-            f"### Snapshot\nChanges on tab {tab.id} since its previous snapshot "
+            f"Changes on tab {tab.id} since its previous snapshot "
             f"(browser_snapshot(tabId={tab.id}) shows the whole page):"
         )
         if not added and not removed:
-            return f"{head}\n(no changes)"
-        body = "\n".join(shown)
+            return Section("Snapshot", f"{head}\n(no changes)")
         tail = []
         if removed:
             tail.append(f"({removed} line{'s' if removed != 1 else ''} removed)")
         if cut:
             tail.append(f"({cut} more changed lines cut; take a snapshot to see them)")
-        return f"{head}\n```yaml\n{body}\n```" + ("\n" + "\n".join(tail) if tail else "")
-
-
-def _active_tab_id(session: SessionState) -> int | None:
-    default = session.manager.default_instance
-    active = default.active_tab if default is not None else None
-    return active.id if active is not None else None
+        return Section("Snapshot", "\n".join([head, _yaml("\n".join(shown)), *tail]))

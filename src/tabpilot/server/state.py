@@ -1,23 +1,20 @@
 """Server state: one `ServerState` for the process, one `SessionState` per MCP client session.
 
-`ServerState` is what the server's lifespan yields (`ctx.request_context.lifespan_context`). It owns
-the Playwright driver, the tab id space shared by every session (`TabIds`, so a tab id is unique
-server-wide), and over HTTP the one launched browser whose contexts the sessions get.
+`ServerState` is what the server's lifespan yields (`ctx.request_context.lifespan_context`). It
+owns the Playwright driver, the tab id space shared by every session (`TabIds`, so a tab id is
+unique server-wide), and over HTTP the one browser whose isolated contexts the sessions get.
 
 `SessionState` is one client's view: its own `TabManager` (so its tabs are invisible to other
-sessions), its telemetry, and the cursors that make every response report "what happened since
-this client's previous response" (`last_event_seq`, `last_error_seq`, `shown_tabs`).
+sessions), its telemetry, the cursors that make every response report "what happened since this
+client's previous response", and the state of the compatible tool sets (`state_for`).
 
 Which session a request belongs to:
 - stdio (and in-memory test clients): one client per server, so one session, key "local". Its
-  browser is launched (or connected, `--cdp-endpoint`) on first use, so `tools/list` never waits
-  for Chromium.
-- streamable HTTP: the `Mcp-Session-Id` of the initialize handshake. Each session gets a fresh
-  BrowserContext of the shared browser, released when the MCP session ends (DELETE, idle timeout,
-  crash: the SDK unwinds the connection's exit stack). The 2026-07-28 protocol is stateless (no
-  session id), so `app.py` steers HTTP clients to the handshake protocol.
-
-Tool code gets its session with `await state.session(ctx)`; the tool wrapper does that already.
+  browser is launched (or connected) on first use, so `tools/list` never waits for Chromium.
+- streamable HTTP: the `Mcp-Session-Id` of the request. Each session gets a fresh browser
+  context of the shared browser, released when the client ends the session (the HTTP layer sees
+  its DELETE and calls `release`) or after `session_idle_timeout` without a request (the SDK
+  forgets the MCP session then too; a client that vanished is caught this way).
 """
 
 from __future__ import annotations
@@ -25,73 +22,73 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+import time
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context
-from playwright.async_api import Playwright, async_playwright
 
-from tabpilot import ConnectError, Instance, TabIds, TabManager, Telemetry, UrlPolicy, policy_route_hook
+from tabpilot import Driver, Instance, TabEvent, TabIds, TabManager, Telemetry, UrlPolicy
 
 from .config import ServerConfig
-
-if TYPE_CHECKING:
-    from playwright.async_api import Browser
 
 logger = logging.getLogger("tabpilot.server")
 
 LOCAL_SESSION = "local"
 _SESSION_HEADER = "mcp-session-id"
+T = TypeVar("T")
 
 
 class SessionState:
-    """One MCP client's browser, telemetry and response cursors."""
+    """One MCP client's browser, telemetry, response cursors and tool-set state."""
 
-    def __init__(self, key: str, manager: TabManager, telemetry: Telemetry, policy: UrlPolicy) -> None:
+    def __init__(self, key: str, manager: TabManager, telemetry: Telemetry) -> None:
         self.key = key
         self.manager = manager
         self.telemetry = telemetry
-        self.policy = policy
         self.last_event_seq = 0
         """Events up to this sequence number were reported to this client (0: none yet)."""
         self.last_error_seq = 0
         """Telemetry entries up to this sequence number were counted in a `### Tabs` section."""
         self.shown_tabs: tuple[tuple[int, bool, bool], ...] | None = None
         """The tab set and active tabs as of the last `### Tabs` section, to tell when it changed."""
+        self._extras: dict[type[Any], Any] = {}
+
+    @property
+    def policy(self) -> UrlPolicy:
+        return self.manager.policy
+
+    def state_for(self, kind: type[T]) -> T:
+        """This session's instance of `kind` (made on first use): state a tool set keeps per client."""
+        found = self._extras.get(kind)
+        if found is None:
+            found = self._extras[kind] = kind()
+        return found
+
+    def take_events(self) -> list[TabEvent]:
+        """The events this client has not been told of yet; from now on it has."""
+        events = self.manager.events.history(since=self.last_event_seq)
+        self.last_event_seq = self.manager.events.last_seq
+        return events
 
     async def close(self) -> None:
         await self.manager.close()
 
 
-def _make_telemetry(config: ServerConfig, manager: TabManager) -> Telemetry:
-    """Per-tab telemetry for one session, hooked in before its browser opens a tab."""
-    if config.buffer_size is not None:
-        telemetry = Telemetry(max_entries=config.buffer_size, redact=config.redact)
-    else:
-        telemetry = Telemetry(redact=config.redact)
-    manager.add_hooks(context=telemetry.attach_context, page=telemetry.attach_page)
-    return telemetry
-
-
 class ServerState:
     """The root of the server's state: see the module docstring."""
 
-    def __init__(
-        self,
-        config: ServerConfig,
-        *,
-        playwright: Playwright | None = None,
-        browser: Browser | None = None,
-    ) -> None:
+    def __init__(self, config: ServerConfig, *, shared: Instance | None = None) -> None:
         self.config = config
         self.policy = UrlPolicy(config.allowed_origins, config.blocked_origins)
         self.tab_ids = TabIds()
-        self._playwright = playwright
-        self._owns_playwright = playwright is None
-        self._browser = browser
+        self.driver = Driver()
+        self._shared = shared
         """The browser whose contexts sessions get: injected (tests), or launched for HTTP."""
-        self._browser_manager: TabManager | None = None
+        self._host: TabManager | None = None
         self._sessions: dict[str, SessionState] = {}
         self._starting: dict[str, asyncio.Task[SessionState]] = {}
+        self._last_seen: dict[str, float] = {}
+        self._reaper: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -114,6 +111,8 @@ class ServerState:
     async def session(self, ctx: Context[Any, Any]) -> SessionState:
         """The request's session, created (browser and all) on its first tool call."""
         key = self.session_key(ctx)
+        if key != LOCAL_SESSION:
+            self.seen(key)
         found = self._sessions.get(key)
         if found is not None:
             return found
@@ -123,56 +122,63 @@ class ServerState:
             task = asyncio.get_running_loop().create_task(self._open_session(key))
             self._starting[key] = task
             task.add_done_callback(lambda _t: self._starting.pop(key, None))
-            if key != LOCAL_SESSION:
-                self._release_when_connection_ends(ctx, key)
         return await asyncio.shield(task)
 
-    def _release_when_connection_ends(self, ctx: Context[Any, Any], key: str) -> None:
-        # The SDK unwinds a connection's exit stack however its session ends (DELETE, idle
-        # timeout, crash). It is reachable only through the request's session object.
-        connection = getattr(ctx.session, "_connection", None)
-        exit_stack = getattr(connection, "exit_stack", None)
-        if exit_stack is not None:
-            exit_stack.push_async_callback(self.release, key)
-        else:  # pragma: no cover - an SDK change; sessions then live until the server stops
-            logger.warning("cannot watch the end of MCP session %s; it is released at shutdown", key)
+    def seen(self, key: str) -> None:
+        """A request of HTTP session `key` arrived: it is not idle."""
+        self._last_seen[key] = time.monotonic()
+        if self._reaper is None and not self._closed:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+
+    async def _reap_idle(self) -> None:
+        timeout = self.config.session_idle_timeout
+        while not self._closed:
+            await asyncio.sleep(min(max(timeout / 4, 0.05), 30))
+            now = time.monotonic()
+            for key, seen in list(self._last_seen.items()):
+                if now - seen > timeout:
+                    logger.info("releasing HTTP session %s: idle for %.0f s", key, now - seen)
+                    await self.release(key)
+
+    def new_manager(self) -> TabManager:
+        config = self.config
+        return TabManager(
+            options=config.browser,
+            max_tabs=config.max_tabs,
+            tab_limit_policy=config.tab_limit_policy,
+            follow_new_tabs=config.follow_new_tabs,
+            policy=self.policy,
+            tab_ids=self.tab_ids,
+            driver=self.driver,
+        )
 
     async def _open_session(self, key: str) -> SessionState:
         if self._closed:
             raise RuntimeError("the server is shutting down")
         config = self.config
-        playwright = await self._driver()
-        manager = TabManager(
-            headless=config.headless,
-            browser_path=config.browser_path,
-            max_tabs=config.max_tabs,
-            tab_limit_policy=config.tab_limit_policy,
-            follow_new_tabs=config.follow_new_tabs,
-            tab_ids=self.tab_ids,
-            playwright=playwright,
-        )
-        telemetry = _make_telemetry(config, manager)
-        if self.policy.restricts:
-            # Pages start navigations too (links, scripts, popups): hold them to the same policy.
-            manager.add_hooks(context=policy_route_hook(self.policy))
+        manager = self.new_manager()
+        if config.buffer_size is not None:
+            telemetry = Telemetry(max_entries=config.buffer_size, redact=config.redact)
+        else:
+            telemetry = Telemetry(redact=config.redact)
+        manager.add_target_hook(telemetry.attach_target)
         try:
-            if self._browser is not None or config.shares_browser:
-                browser = await self._shared_browser()
-                context = await browser.new_context()
-                await manager.attach_context(context, owns_context=True)
+            if self._shared is not None or config.shares_browser:
+                await manager.attach_isolated(await self._shared_instance())
                 # A fresh context has no page; give the session a tab to start from.
                 await manager.new_tab()
             else:
-                await _open_browser(manager, config)
+                await open_browser(manager, config)
         except BaseException:
             await manager.close()
             raise
-        session = SessionState(key, manager, telemetry, self.policy)
+        session = SessionState(key, manager, telemetry)
         self._sessions[key] = session
         return session
 
     async def release(self, key: str) -> None:
         """Close a session's browser context (or browser) and forget it."""
+        self._last_seen.pop(key, None)
         session = self._sessions.pop(key, None)
         if session is not None:
             with contextlib.suppress(Exception):
@@ -180,50 +186,33 @@ class ServerState:
 
     # -- the shared browser ------------------------------------------------------------------
 
-    async def _driver(self) -> Playwright:
-        if self._playwright is None:
-            self._playwright = await async_playwright().start()
-        return self._playwright
-
-    async def _shared_browser(self) -> Browser:
+    async def _shared_instance(self) -> Instance:
         async with self._lock:
-            if self._browser is not None and self._browser.is_connected():
-                return self._browser
-            manager = TabManager(
-                headless=self.config.headless,
-                browser_path=self.config.browser_path,
-                tab_ids=self.tab_ids,
-                playwright=await self._driver(),
-            )
-            try:
-                instance = await _open_browser(manager, self.config)
-            except BaseException:
-                await manager.close()
-                raise
-            if instance.browser is None:  # pragma: no cover - every kind but "context" has one
-                raise ConnectError("the browser endpoint gave no browser object to create contexts on")
-            if self._browser_manager is not None:
-                await self._browser_manager.close()
-            self._browser_manager = manager
-            self._browser = instance.browser
-            return instance.browser
+            shared = self._shared
+            if shared is not None and shared.state == "open":
+                return shared
+            if self._host is not None:
+                await self._host.close()
+            # Launched like any session's browser; sessions use isolated contexts of it.
+            host = self._host = self.new_manager()
+            self._shared = await open_browser(host, self.config)
+            return self._shared
 
     async def close(self) -> None:
         self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
         for task in list(self._starting.values()):
             task.cancel()
         for key in list(self._sessions):
             await self.release(key)
-        if self._browser_manager is not None:
-            await self._browser_manager.close()
-            self._browser_manager = None
-        if self._owns_playwright and self._playwright is not None:
-            with contextlib.suppress(Exception):
-                await self._playwright.stop()
-            self._playwright = None
+        if self._host is not None:
+            await self._host.close()
+            self._host = None
+        await self.driver.stop()
 
 
-async def _open_browser(manager: TabManager, config: ServerConfig) -> Instance:
+async def open_browser(manager: TabManager, config: ServerConfig) -> Instance:
     """Connect to the configured endpoint, or launch a Chromium."""
     if config.cdp_endpoint:
         return await manager.connect_cdp(config.cdp_endpoint)

@@ -11,13 +11,14 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import NoDialogError
+from tabpilot import NoDialogError, Tab
 
 from .base import Call, ToolSpec
 
 
 async def browser_handle_dialog(
     call: Call,
+    tab: Tab,
     accept: Annotated[bool, Field(description="true accepts (OK), false dismisses (Cancel).")],
     promptText: Annotated[
         str | None, Field(description="For a prompt dialog: the text to answer with (when accepting).")
@@ -29,17 +30,12 @@ async def browser_handle_dialog(
         ),
     ] = None,
 ) -> None:
-    tab = call.target(tab_id=tabId, allow_dialog=True)
     if tab.dialog is None:
-        waiting = [t for instance in call.manager.instances for t in instance.tabs if t.dialog is not None]
-        elsewhere = (
-            " Tabs with an open dialog: "
-            + ", ".join(f"tab {t.id} ({t.dialog.type})" for t in waiting if t.dialog)
-            + f"; pass tabId={waiting[0].id}."
-            if waiting
-            else " No tab has an open dialog; continue with your next step."
-        )
-        raise NoDialogError(f"Tab {tab.id} has no open dialog.{elsewhere}", tab_id=tab.id)
+        waiting = [t for t in call.manager.tabs() if t.dialog is not None]
+        if not waiting:
+            raise NoDialogError(tab.id)
+        shown = ", ".join(f"tab {t.id} ({t.dialog.type})" for t in waiting if t.dialog)
+        raise ValueError(f"Tab {tab.id} has no open dialog. Tabs with an open dialog: {shown}; pass tabId={waiting[0].id}.")
     info = await tab.handle_dialog(accept=accept, prompt_text=promptText)
     verb = "Accepted" if accept else "Dismissed"
     answer = (
@@ -60,5 +56,7 @@ TOOLS = [
         "only its tab: tools on that tab refuse until it is handled, other tabs keep working. Pass the tabId "
         "named in ### Events for a dialog on a background tab.",
         ToolAnnotations(title="Handle a dialog", destructive_hint=True, open_world_hint=True),
+        tab=True,
+        allows_dialog=True,
     )
 ]

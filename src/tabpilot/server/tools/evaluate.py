@@ -8,7 +8,7 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import evaluate
+from tabpilot import Tab, evaluate
 
 from .base import Call, TabIdArg, ToolSpec
 from .input import report
@@ -19,6 +19,7 @@ MAX_RESULT_CHARS = 20_000
 
 async def browser_evaluate(
     call: Call,
+    tab: Tab,
     function: Annotated[
         str,
         Field(
@@ -31,7 +32,6 @@ async def browser_evaluate(
         str | None, Field(description="Pass this element (ref from browser_snapshot) to the function.")
     ] = None,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     result = await evaluate(tab, function, ref=ref)
     if result.dialog is not None:
         report(call, tab, f"The script started on tab {tab.id}; its result comes after the dialog.", result)
@@ -62,5 +62,6 @@ TOOLS = [
         "Run a JavaScript function in a tab (on an element if ref is given) and return its JSON result. Works "
         "on a background tab without activating it.",
         ToolAnnotations(title="Run JavaScript", destructive_hint=True, open_world_hint=True),
+        tab=True,
     )
 ]

@@ -22,6 +22,7 @@ from tabpilot import (
     wait_for,
 )
 
+from ..advice import dialog_noun, quoted
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
@@ -35,7 +36,7 @@ OptionalRefArg = Annotated[
 def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
     """Fill the response of a page action: what it did, tabs it opened, a dialog it raised."""
     lines = [done]
-    if tab.page.is_closed():
+    if result.closed_itself:
         lines.append(f"Tab {tab.id} closed itself afterwards.")
     opened = list(result.opened_tab_ids)
     if result.followed_tab_id is not None:
@@ -49,7 +50,7 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
         )
     if result.dialog is not None:
         lines.append(
-            f"It opened {result.dialog.noun} on tab {tab.id}: {result.dialog.message!r}. The page "
+            f"It opened {dialog_noun(result.dialog.type)} on tab {tab.id}: {quoted(result.dialog.message)}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
         )
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
@@ -58,12 +59,13 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     if result.dialog is not None:
         data["dialog"] = result.dialog.to_dict()
     call.response.result(" ".join(lines), data)
-    if not tab.page.is_closed():
+    if not tab.closed:
         call.response.set_page(tab, changes=True)
 
 
 async def browser_click(
     call: Call,
+    tab: Tab,
     ref: RefArg,
     tabId: TabIdArg = None,
     button: Annotated[Literal["left", "middle", "right"], Field(description="Mouse button.")] = "left",
@@ -79,7 +81,6 @@ async def browser_click(
         ),
     ] = False,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     result = await click(
         tab,
         ref,
@@ -101,6 +102,7 @@ async def browser_click(
 
 async def browser_type(
     call: Call,
+    tab: Tab,
     ref: RefArg,
     text: Annotated[str, Field(description="The text; it replaces what the field holds.")],
     tabId: TabIdArg = None,
@@ -109,14 +111,14 @@ async def browser_type(
         bool, Field(description="Type one key at a time (for pages that react to each key); slower.")
     ] = False,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
     then = " and pressed Enter" if submit else ""
-    report(call, tab, f"Typed {text!r} into {ref} on tab {tab.id}{then}.", result, ref=ref)
+    report(call, tab, f"Typed {quoted(text)} into {ref} on tab {tab.id}{then}.", result, ref=ref)
 
 
 async def browser_press_key(
     call: Call,
+    tab: Tab,
     key: Annotated[
         str,
         Field(
@@ -126,7 +128,6 @@ async def browser_press_key(
     ref: OptionalRefArg = None,
     tabId: TabIdArg = None,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     result = await press_key(tab, key, ref=ref)
     where = f" on {ref}" if ref else ""
     report(call, tab, f"Pressed {key}{where} on tab {tab.id}.", result, key=key)
@@ -134,26 +135,26 @@ async def browser_press_key(
 
 async def browser_select_option(
     call: Call,
+    tab: Tab,
     ref: RefArg,
     values: Annotated[
         list[str], Field(min_length=1, description="Options to select, by value or visible label.")
     ],
     tabId: TabIdArg = None,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     result = await select_option(tab, ref, values)
     selected = list(result.value or [])
     report(call, tab, f"Selected {selected} in {ref} on tab {tab.id}.", result, ref=ref, selected=selected)
 
 
-async def browser_hover(call: Call, ref: RefArg, tabId: TabIdArg = None) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
+async def browser_hover(call: Call, tab: Tab, ref: RefArg, tabId: TabIdArg = None) -> None:
     result = await hover(tab, ref)
     report(call, tab, f"Hovered over {ref} on tab {tab.id}.", result, ref=ref)
 
 
 async def browser_wait_for(
     call: Call,
+    tab: Tab,
     text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
     textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,
     time: Annotated[
@@ -163,11 +164,10 @@ async def browser_wait_for(
 ) -> None:
     if text is None and textGone is None and time is None:
         raise ValueError("browser_wait_for needs 'text', 'textGone' or 'time': what to wait for.")
-    tab = call.target(tab_id=tabId)
     result = await wait_for(tab, text=text, text_gone=textGone, time=time)
     parts = [f"{time:g} s" if time else ""]
-    parts += [f"{textGone!r} to disappear" if textGone is not None else ""]
-    parts += [f"{text!r} to appear" if text is not None else ""]
+    parts += [f"{quoted(textGone)} to disappear" if textGone is not None else ""]
+    parts += [f"{quoted(text)} to appear" if text is not None else ""]
     waited = " and ".join(p for p in parts if p) or "0 s"
     report(call, tab, f"Waited for {waited} on tab {tab.id}.", result)
 
@@ -183,6 +183,7 @@ TOOLS = [
         "Ctrl-click), the response names them in ### Events; they stay in the background unless "
         "followNewTab. The response shows what changed on the page.",
         _ACTS.model_copy(update={"title": "Click"}),
+        tab=True,
     ),
     ToolSpec(
         "browser_type",
@@ -190,6 +191,7 @@ TOOLS = [
         "Type text into an editable element (by ref; replaces its content), optionally pressing Enter. Works "
         "on any tab without activating it.",
         _ACTS.model_copy(update={"title": "Type text"}),
+        tab=True,
     ),
     ToolSpec(
         "browser_press_key",
@@ -197,18 +199,21 @@ TOOLS = [
         "Press a key or key combination in a tab (on an element if ref is given, else where the tab's focus "
         "is). Works on any tab without activating it.",
         _ACTS.model_copy(update={"title": "Press a key"}),
+        tab=True,
     ),
     ToolSpec(
         "browser_select_option",
         browser_select_option,
         "Select options of a <select> element (by ref) by value or label. Works on any tab without activating it.",
         _ACTS.model_copy(update={"title": "Select options"}),
+        tab=True,
     ),
     ToolSpec(
         "browser_hover",
         browser_hover,
         "Move the mouse over an element (by ref), e.g. to open a menu. Works on any tab without activating it.",
         _ACTS.model_copy(update={"title": "Hover"}),
+        tab=True,
     ),
     ToolSpec(
         "browser_wait_for",
@@ -216,5 +221,6 @@ TOOLS = [
         "Wait until text appears or disappears on a tab, or for a number of seconds (at most 30). Without "
         "tabId it waits on the active tab.",
         ToolAnnotations(title="Wait", read_only_hint=True, open_world_hint=True),
+        tab=True,
     ),
 ]

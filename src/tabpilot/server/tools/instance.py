@@ -20,6 +20,7 @@ from pydantic import Field
 
 from tabpilot import Instance
 
+from ..advice import instance_line
 from .base import Call, ToolSpec
 
 InstanceAction = Literal["list", "launch", "connect", "close"]
@@ -91,7 +92,7 @@ async def browser_instance(
         if instanceId is not None:
             infos = [i for i in infos if i.id == manager.instance(instanceId).id]
         default = manager.default_instance
-        lines = [f"- {i.describe()}" for i in infos] or ["(no instances)"]
+        lines = [f"- {instance_line(i)}" for i in infos] or ["(no instances)"]
         response.result(
             f"{len(infos)} instance{'s' if len(infos) != 1 else ''}:\n" + "\n".join(lines),
             {

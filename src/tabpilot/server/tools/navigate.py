@@ -7,13 +7,14 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import navigate
+from tabpilot import Tab, navigate
 
 from .base import Call, TabIdArg, ToolSpec
 
 
 async def browser_navigate(
     call: Call,
+    tab: Tab,
     action: Annotated[
         Literal["goto", "back", "forward", "reload"], Field(description="goto a url, or move in the tab's history.")
     ] = "goto",
@@ -22,8 +23,7 @@ async def browser_navigate(
     ] = None,
     tabId: TabIdArg = None,
 ) -> None:
-    tab = call.target(tab_id=tabId)
-    result = await navigate(tab, action, url, policy=call.session.policy)
+    result = await navigate(tab, action, url)
     verb = {"goto": "Navigated", "back": "Went back", "forward": "Went forward", "reload": "Reloaded"}[action]
     text = f"{verb}: tab {tab.id} is on {result.url}."
     if result.note:
@@ -39,5 +39,6 @@ TOOLS = [
         "Load a URL in a tab, or go back, forward or reload. Works on any tab (tabId) without activating "
         "it; without tabId it uses the active tab. The response shows the new page's snapshot with refs.",
         ToolAnnotations(title="Navigate a tab", destructive_hint=False, open_world_hint=True),
+        tab=True,
     )
 ]

@@ -1,9 +1,9 @@
 """`browser_observe`: per-tab telemetry (SPEC 3), every entry with its tabId, any tab, open or closed.
 
 Structured `result` is the library's `ObserveResult.to_dict()`:
-    {what, entries: [{seq, timestamp, tabId, ...}], currently_tracked_tab, filtered_by_tab,
-     total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more}
-and, for network_waterfall, `pending_requests` (requests still in flight, each with its tabId).
+    {what, entries: [{seq, timestamp, tabId, ...}], currentlyTrackedTab, filteredByTab,
+     totalEntriesAllTabs, returnedEntries, dropped, nextCursor, hasMore}
+and, for network_waterfall, `pendingRequests` (requests still in flight, each with its tabId).
 The text shows the same metadata on one line, then one line per entry, each starting `[tab N]`.
 """
 
@@ -14,8 +14,9 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Telemetry
+from tabpilot import Query, query_tab_events
 
+from ..advice import entry_line
 from .base import Call, ToolSpec
 
 ObserveWhat = Literal[
@@ -73,61 +74,43 @@ async def browser_observe(
         Field(description="websocket_events: only frames sent or received."),
     ] = None,
 ) -> None:
-    session = call.session
-    telemetry: Telemetry = session.telemetry
     tab_id = _tab_filter(call, tabId)
     active = _active_tab_id(call)
+    query = Query(
+        what,
+        tab_id=tab_id,
+        limit=limit,
+        since=since,
+        level=level,
+        url=url,
+        method=method,
+        status_min=statusMin,
+        status_max=statusMax,
+        direction=direction,
+    )
     if what == "tab_events":
-        filters = {
-            "level": level,
-            "url": url,
-            "method": method,
-            "statusMin": statusMin,
-            "statusMax": statusMax,
-        }
-        used = [name for name, value in {**filters, "direction": direction}.items() if value is not None]
-        if used:
-            raise ValueError(
-                f"tab_events takes no {', '.join(used)} filter; use tabId, since and limit, or pick another `what`."
-            )
-        result = Telemetry.query_tab_events(
-            call.manager.events, tab_id=tab_id, limit=limit, since=since, active_tab_id=active
-        )
-        lines = [f"[tab {e.tab_id}] #{e.seq} {e.describe()}" for e in result.entries]
+        result = query_tab_events(call.manager.events, query, active_tab_id=active)
     else:
+        telemetry = call.session.telemetry
         await telemetry.settle(SETTLE_SECONDS)
-        result = telemetry.query(
-            what,
-            tab_id=tab_id,
-            limit=limit,
-            since=since,
-            level=level,
-            url=url,
-            method=method,
-            status_min=statusMin,
-            status_max=statusMax,
-            direction=direction,
-            active_tab_id=active,
-        )
-        lines = [e.describe() for e in result.entries]
+        result = telemetry.query(query, active_tab_id=active)
+    lines = [entry_line(e) for e in result.entries]
 
     scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
     head = (
         f"{result.returned_entries} {what} entr{'y' if result.returned_entries == 1 else 'ies'} of {scope} "
-        f"(currently_tracked_tab: {result.currently_tracked_tab}, total_entries_all_tabs: "
-        f"{result.total_entries_all_tabs}, dropped: {result.dropped}, next_cursor: {result.next_cursor})."
+        f"(currentlyTrackedTab: {result.currently_tracked_tab}, totalEntriesAllTabs: "
+        f"{result.total_entries_all_tabs}, dropped: {result.dropped}, nextCursor: {result.next_cursor})."
     )
     if tab_id is not None and not _is_open(call, tab_id):
         head += f" Tab {tab_id} is not open (closed, or never existed); these are its recorded entries."
     if result.has_more:
         head += f" More entries match: call again with since={result.next_cursor}."
     elif not lines:
-        head += " Nothing matched" + (
-            " these filters." if _filtered(level, url, method, statusMin, statusMax, direction) else "."
-        )
+        head += " Nothing matched" + (" these filters." if query.filtered else ".")
     if result.pending:
         lines.append(f"Still in flight ({len(result.pending)}):")
-        lines.extend(p.describe() for p in result.pending)
+        lines.extend(entry_line(p) for p in result.pending)
     # One result line each: the head alone is what the actions log keeps as this call's outcome.
     call.response.result(head, result.to_dict())
     for line in lines:
@@ -146,7 +129,7 @@ def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
             raise ValueError(f"tabId must be a positive integer, got {tab_id}.")
         return tab_id
     text = tab_id.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     return call.manager.tab(text).id
 
@@ -159,10 +142,6 @@ def _active_tab_id(call: Call) -> int | None:
     default = call.manager.default_instance
     active = default.active_tab if default is not None else None
     return active.id if active is not None else None
-
-
-def _filtered(*filters: object) -> bool:
-    return any(value is not None for value in filters)
 
 
 TOOLS = [

@@ -8,7 +8,7 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import screenshot
+from tabpilot import Tab, screenshot
 
 from .base import Call, TabIdArg, ToolSpec
 
@@ -21,6 +21,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 async def browser_screenshot(
     call: Call,
+    tab: Tab,
     tabId: TabIdArg = None,
     fullPage: Annotated[
         bool, Field(description="The whole scrollable page instead of the viewport.")
@@ -30,7 +31,6 @@ async def browser_screenshot(
         Field(description="Only this element (ref from browser_snapshot, e.g. '3e5'; it names its tab)."),
     ] = None,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     image = await screenshot(tab, full_page=fullPage, ref=ref)
     width, height = _png_size(image)
     what = f"element {ref}" if ref else "the full page" if fullPage else "the viewport"
@@ -56,5 +56,6 @@ TOOLS = [
         "Take a PNG screenshot of a tab (viewport, fullPage, or one element by ref). Works on a background "
         "tab without activating it. To act on the page, use browser_snapshot for element refs.",
         ToolAnnotations(title="Screenshot a tab", read_only_hint=True, open_world_hint=True),
+        tab=True,
     )
 ]

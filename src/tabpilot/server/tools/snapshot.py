@@ -7,11 +7,14 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from tabpilot import Tab
+
 from .base import Call, TabIdArg, ToolSpec
 
 
 async def browser_snapshot(
     call: Call,
+    tab: Tab,
     tabId: TabIdArg = None,
     depth: Annotated[
         int | None, Field(ge=1, description="Only this many levels of the tree (default: all).")
@@ -20,7 +23,6 @@ async def browser_snapshot(
         str | None, Field(description="Only the subtree of this element ref (e.g. '3e5'); it names its tab.")
     ] = None,
 ) -> None:
-    tab = call.target(tab_id=tabId, ref=ref)
     snap = await tab.snapshot(depth=depth, ref=ref)
     scope = f" (subtree of {ref})" if ref else ""
     call.response.result(
@@ -39,5 +41,6 @@ TOOLS = [
         "refs ('3e5' = element e5 of tab 3) to use with click/type/etc. Works on any tab (tabId) without "
         "activating it. Use depth or ref to read part of a large page.",
         ToolAnnotations(title="Snapshot a tab", read_only_hint=True, open_world_hint=True),
+        tab=True,
     )
 ]

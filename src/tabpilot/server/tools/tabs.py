@@ -18,6 +18,7 @@ from pydantic import Field
 
 from tabpilot import TabpilotError, navigate, normalize_url
 
+from ..advice import error_text, short
 from .base import Call, TabIdArg, ToolSpec
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
@@ -61,14 +62,14 @@ async def browser_tabs(
         note = ""
         if target:
             try:
-                note = (await navigate(tab, "goto", target, policy=call.session.policy)).note
+                note = (await navigate(tab, "goto", target)).note
             except TabpilotError as exc:
                 # The tab exists; the agent needs its id as much as the reason.
-                response.error(f"Opened tab {tab.id} {how}, but loading failed: {exc}")
+                response.error(f"Opened tab {tab.id} {how}, but loading failed: {error_text(exc)}")
             if not tab.closed and tab.dialog is None:
                 await tab.refresh_title()  # the result promises the loaded page's title
         response.result(
-            f"Opened tab {tab.id} {how}: {tab.url}" + (f" {note}" if note else ""),
+            f"Opened tab {tab.id} {how}: {short(tab.url)}" + (f" {note}" if note else ""),
             {"tabId": tab.id, "url": tab.url, "title": tab.title},
         )
         response.set_page(tab)
@@ -82,7 +83,7 @@ async def browser_tabs(
     elif action == "close_others":
         keep = call.tab(keepTabId if keepTabId is not None else tabId)
         closed_ids = await manager.close_others(keep.id)
-        remaining = [i.id for i in manager.tabs(keep.instance.id)]
+        remaining = [i.id for i in manager.tabs(keep.instance_id)]
         response.result(
             f"Closed {len(closed_ids)} tab{'s' if len(closed_ids) != 1 else ''}"
             f"{' (' + ', '.join(map(str, closed_ids)) + ')' if closed_ids else ''}; kept {remaining}. "

@@ -2,14 +2,11 @@
 
 Each module mimics the tools of one system in `../shared/seeds/` closely enough that an agent
 written for it works unchanged, on tabpilot's one tab model: the same stable tab ids in every set,
-so an id from one set works in all the others. `server/tools/__init__.py` registers them in
-`TOOLSETS`; `select_tools` refuses combinations whose tool names clash (browser-use's
+so an id from one set works in all the others. `server/registry.py` registers them;
+`select_tools` refuses combinations whose tool names clash (browser-use's
 browser_navigate/browser_click/browser_type take other arguments than the default set's).
 
 They answer with `Response.plain` (the other system's exact text, no sections) and catch the
-library's errors themselves, so that errors too read as the other system's do.
+library's errors themselves, so that errors too read as the other system's do. They act through
+the library's actions, with dialogs accepted (`dialogs="accept"`) where the system has no dialog tool.
 """
-
-# Importing the registry first keeps the import order one-way whichever module is imported first:
-# every toolset module imports `..tools.base`, and `..tools` imports every toolset module.
-from .. import tools as _tools  # noqa: F401

@@ -1,5 +1,5 @@
-"""What the compatible tool sets share: reading interactive elements out of a snapshot, the tabs an
-action opened, and URL shortening.
+"""What the compatible tool sets share: reading interactive elements out of a snapshot, accepting
+dialogs, and URL shortening.
 
 Pure functions first (unit-tested without a browser), then the few helpers that touch a tab.
 """
@@ -7,13 +7,14 @@ Pure functions first (unit-tested without a browser), then the few helpers that 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import ActionError, DialogInfo, Tab, TabEvent, TabManager, TabpilotError, parse_ref
+from tabpilot import DialogInfo, Tab, parse_ref
+
+from ..advice import dialog_noun
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -107,11 +108,6 @@ def host_of(url: str) -> str:
     return netloc or url
 
 
-def tabs_opened(manager: TabManager, since: int) -> list[TabEvent]:
-    """The tab_opened events after sequence number `since` (call `manager.settle()` first)."""
-    return [e for e in manager.events.history(since=since) if e.type == "tab_opened"]
-
-
 _DESCRIBE_JS = """(el) => ({
   tag: el.tagName.toLowerCase(),
   text: (el.innerText || '').replace(/\\s+/g, ' ').trim().slice(0, 100),
@@ -129,9 +125,7 @@ async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[d
     async def one(element: SnapshotElement) -> dict[str, Any]:
         _, page_ref = parse_ref(element.ref)
         try:
-            found: dict[str, Any] = await tab.page.locator(f"aria-ref={page_ref}").evaluate(
-                _DESCRIBE_JS, timeout=2000
-            )
+            found: dict[str, Any] = await tab.handle.element(page_ref).evaluate(_DESCRIBE_JS, timeout=2)
         except Exception:
             found = {"tag": element.role, "text": "", "placeholder": None, "href": element.href}
         if not found.get("text"):
@@ -139,19 +133,6 @@ async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[d
         return found
 
     return list(await asyncio.gather(*(one(e) for e in elements)))
-
-
-NEW_TAB_GRACE = 0.3
-"""Seconds to wait after a click for a tab it opens. Chromium creates the tab 15-70 ms after the
-click returns (measured), after `settle()` has already looked; a click that opens nothing pays this."""
-
-
-@dataclass(slots=True)
-class ClickOutcome:
-    opened: list[TabEvent]
-    """tab_opened events the click caused."""
-    dialogs: list[DialogInfo]
-    """Dialogs the click raised, accepted so that the click could finish."""
 
 
 async def accept_dialog(tab: Tab) -> str:
@@ -165,56 +146,4 @@ async def accept_dialog(tab: Tab) -> str:
 
 
 def dialog_note(info: DialogInfo) -> str:
-    return f"Accepted {info.noun}: {info.message!r}"
-
-
-async def click_element(manager: TabManager, tab: Tab, ref: str) -> ClickOutcome:
-    """Click the element `ref` names on `tab`; report the tabs it opened and the dialogs it raised.
-
-    A stale ref fails at once (`tab.locator` checks it). A dialog the click raises is accepted: the
-    click cannot finish while it is open (the page is blocked). A tab the click opens is waited for
-    (`NEW_TAB_GRACE`) and the browser settled, so this click reports it, not some later call.
-    """
-    locator = await tab.locator(ref)
-    since = manager.events.last_seq
-    loop = asyncio.get_running_loop()
-    opened: asyncio.Future[None] = loop.create_future()
-    dialog_seen = asyncio.Event()
-
-    def on_page(_page: object) -> None:
-        if not opened.done():
-            opened.set_result(None)
-
-    def on_event(event: TabEvent) -> None:
-        if event.type == "dialog_opened" and event.tab_id == tab.id:
-            dialog_seen.set()
-
-    context = tab.page.context
-    context.on("page", on_page)
-    unsubscribe = manager.events.subscribe(on_event)
-    click = asyncio.ensure_future(locator.click(timeout=10_000))
-    dialogs: list[DialogInfo] = []
-    try:
-        while not click.done():
-            waiter = asyncio.ensure_future(dialog_seen.wait())
-            await asyncio.wait({click, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-            dialog_seen.clear()
-            if tab.dialog is not None:
-                dialogs.append(await tab.handle_dialog(accept=True))
-        click.result()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(opened, NEW_TAB_GRACE)
-    except TabpilotError:
-        raise
-    except Exception as exc:
-        raise ActionError(
-            f"Clicking {ref} on tab {tab.id} failed: {str(exc).splitlines()[0]}. The page may have changed: "
-            "take a new snapshot and retry."
-        ) from exc
-    finally:
-        click.cancel()
-        unsubscribe()
-        context.remove_listener("page", on_page)
-    await manager.settle()
-    return ClickOutcome(tabs_opened(manager, since), dialogs)
+    return f"Accepted {dialog_noun(info.type)}: {info.message!r}"

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from tabpilot import LastTabError, TabManager, TabNotFoundError, TabpilotError
 
+from ..advice import error_text
 from ..tools.base import Call, ToolSpec
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
@@ -81,7 +82,7 @@ async def browser_tab(
         call.response.plain(_last_tab(exc.tab_id), error=True)
         return
     except (TabpilotError, ValueError) as exc:
-        call.response.plain(str(exc), error=True)
+        call.response.plain(error_text(exc), error=True)
         return
     call.response.plain(json.dumps(result, indent=2), result)
 
@@ -98,8 +99,6 @@ async def _run(
     if action == "list":
         return list_result(manager, instance_id)
     if action == "new":
-        if url:
-            call.session.policy.check(url)
         tab = await manager.new_tab(url or None, instance_id=instance_id)
         call.acted_tab = tab
         await tab.refresh_title()

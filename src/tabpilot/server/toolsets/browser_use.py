@@ -36,30 +36,39 @@ and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`).
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import StaleRefError, Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, normalize_url
+from tabpilot import (
+    StaleRefError,
+    Tab,
+    TabInfo,
+    TabManager,
+    TabpilotError,
+    click,
+    evaluate,
+    navigate,
+    normalize_url,
+    screenshot,
+    type_text,
+)
 
+from ..advice import error_text
 from ..tools.base import Call, ToolSpec
-from ._common import (
-    SnapshotElement,
-    accept_dialog,
-    click_element,
-    describe_elements,
-    dialog_note,
-    interactive_elements,
-)
+from ._common import SnapshotElement, accept_dialog, describe_elements, dialog_note, interactive_elements
 
-# Per manager (one per MCP session): the tab of the latest browser_get_state and its indexes.
-_states: weakref.WeakKeyDictionary[TabManager, tuple[int, dict[int, SnapshotElement]]] = (
-    weakref.WeakKeyDictionary()
-)
+
+@dataclass(slots=True)
+class BrowserUseState:
+    """Per MCP session: the tab of the latest browser_get_state and its indexes."""
+
+    tab_id: int | None = None
+    elements: dict[int, SnapshotElement] = field(default_factory=dict)
 
 TabIdParam = Annotated[
     str | int, Field(description="Tab ID (tab_id from browser_get_state or browser_list_tabs) of the tab")
@@ -101,11 +110,11 @@ def typed_text(index: int, text: str) -> str:
     return f"Typed '{text}' into element {index}"
 
 
-def new_tab_lines(manager: TabManager, events: Sequence[TabEvent], *, active: bool) -> str:
+def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active: bool) -> str:
     infos = {t.id: t for t in manager.tabs()}
     lines = []
-    for event in events:
-        info = infos.get(event.tab_id) if event.tab_id is not None else None
+    for tab_id in tab_ids:
+        info = infos.get(tab_id)
         if info is None:
             continue
         parent = f' (parent_tab_id "{info.opener_id}")' if info.opener_id is not None else ""
@@ -129,14 +138,13 @@ def _lines(*notes: str) -> str:
 
 
 def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
-    manager = call.manager
-    state = _states.get(manager)
-    if state is None:
+    state = call.session.state_for(BrowserUseState)
+    state_tab, elements = state.tab_id, state.elements
+    if state_tab is None:
         raise _UnknownIndex(
             f"Element with index {index} not found: no state yet. Call browser_get_state; indexes come "
             "from its interactive_elements."
         )
-    state_tab, elements = state
     if state_tab != tab.id:
         raise _UnknownIndex(
             f'Element with index {index} not found: indexes are from the state of tab_id "{state_tab}", '
@@ -180,11 +188,12 @@ async def browser_get_state(
         await manager.settle()
         snap = await tab.snapshot()
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
         return
     elements = interactive_elements(snap.text)
     details = await describe_elements(tab, elements)
-    _states[manager] = (tab.id, dict(enumerate(elements, start=1)))
+    state = call.session.state_for(BrowserUseState)
+    state.tab_id, state.elements = tab.id, dict(enumerate(elements, start=1))
     listed = []
     for index, found in enumerate(details, start=1):
         entry: dict[str, Any] = {"index": index, "tag": found["tag"], "text": found["text"]}
@@ -200,7 +209,7 @@ async def browser_get_state(
         "interactive_elements": listed,
     }
     if include_screenshot:
-        call.response.add_image(await tab.page.screenshot())
+        call.response.add_image(await screenshot(tab))
     call.response.plain(json.dumps(result, indent=2), result)
 
 
@@ -229,7 +238,7 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
     try:
         closed = await manager.close_tab(tab.id)
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
         return
     now = manager.tab(closed.active_tab_id).url if closed.active_tab_id is not None else "about:blank"
     call.response.plain(f"Closed tab # {closed.closed_tab_id}, now on {now}")
@@ -246,14 +255,14 @@ async def browser_navigate(
             call.session.policy.check(normalize_url(url))
             tab = await manager.new_tab(None)
             call.acted_tab = tab
-            await navigate(tab, "goto", url, policy=call.session.policy)
+            await navigate(tab, "goto", url)
             call.response.plain(f'Opened new tab with URL: {url}\nNew tab: tab_id "{tab.id}", now active.')
         else:
             tab, note = await _active(call)
-            await navigate(tab, "goto", url, policy=call.session.policy)
+            await navigate(tab, "goto", url)
             call.response.plain(f"Navigated to: {url}" + _lines(note))
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
 
 
 async def browser_click(
@@ -276,18 +285,20 @@ async def browser_click(
                 + _lines(f'New tab: tab_id "{opened.id}", now active.', note)
             )
             return
-        outcome = await click_element(manager, tab, element.ref)
+        result = await click(tab, element.ref, dialogs="accept")
     except StaleRefError:
         call.response.plain(_stale(index), error=True)
         return
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
         return
     text = f"Clicked element {index}"
     if new_tab:
         text += " (new tab not supported for non-link elements)"
-    dialogs = [dialog_note(d) for d in outcome.dialogs]
-    call.response.plain(text + new_tab_lines(manager, outcome.opened, active=False) + _lines(note, *dialogs))
+    dialogs = [dialog_note(d) for d in result.accepted_dialogs]
+    call.response.plain(
+        text + new_tab_lines(manager, result.opened_tab_ids, active=False) + _lines(note, *dialogs)
+    )
 
 
 async def browser_type(
@@ -297,17 +308,13 @@ async def browser_type(
 ) -> None:
     try:
         tab, note = await _active(call)
-        locator = await tab.locator(_element(call, tab, index).ref)
-        await locator.fill(text, timeout=10_000)
+        await type_text(tab, _element(call, tab, index).ref, text, dialogs="accept")
     except StaleRefError:
         call.response.plain(_stale(index), error=True)
         return
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
-        return
-    except Exception as exc:
         call.response.plain(
-            f"Error: could not type into element {index}: {str(exc).splitlines()[0]}. Is it a text field? "
+            f"Error: could not type into element {index}: {error_text(exc)} Is it a text field? "
             "Call browser_get_state to check.",
             error=True,
         )
@@ -318,9 +325,9 @@ async def browser_type(
 async def browser_go_back(call: Call) -> None:
     try:
         tab, note = await _active(call)
-        result = await navigate(tab, "back", None, policy=call.session.policy)
+        result = await navigate(tab, "back")
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
         return
     call.response.plain("Navigated back" + (f" ({result.note})" if result.note else "") + _lines(note))
 
@@ -331,9 +338,9 @@ async def browser_scroll(
 ) -> None:
     try:
         tab, note = await _active(call)
-        await tab.page.evaluate("(dy) => window.scrollBy(0, dy)", 500 if direction == "down" else -500)
+        await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
     except TabpilotError as exc:
-        call.response.plain(f"Error: {exc}", error=True)
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
         return
     call.response.plain(f"Scrolled {direction}" + _lines(note))
 

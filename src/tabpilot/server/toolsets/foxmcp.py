@@ -31,6 +31,7 @@ from pydantic import Field
 
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
+from ..advice import error_text
 from ..tools.base import Call, ToolSpec
 
 TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
@@ -66,9 +67,10 @@ def windows_text(manager: TabManager, *, populate: bool) -> str:
     lines = [f"Browser windows ({len(windows)} found):\n"]
     for (instance_id, window_id), tabs in windows.items():
         size = "?x?"
-        viewport = manager.tab(tabs[0].id).page.viewport_size
+        first = manager.tab(tabs[0].id)
+        viewport = first.handle.viewport if first.is_ready else None
         if viewport:
-            size = f"{viewport['width']}x{viewport['height']}"
+            size = f"{viewport[0]}x{viewport[1]}"
         focused = (
             focused_instance is not None
             and focused_instance.id == instance_id
@@ -87,14 +89,14 @@ def _problem(manager: TabManager, exc: TabpilotError) -> str:
     if isinstance(exc, TabNotFoundError):
         ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
         return f"No tab with ID {exc.tab_id}. Open tab IDs: {ids}. Call tabs_list to see them."
-    return " ".join(str(exc).split())
+    return " ".join(error_text(exc).split())
 
 
 async def tabs_list(call: Call) -> None:
     try:
         text = tabs_list_text(call.manager.tabs())
     except TabpilotError as exc:
-        call.response.plain(f"Error getting tabs: {exc}", error=True)
+        call.response.plain(f"Error getting tabs: {_problem(call.manager, exc)}", error=True)
         return
     call.response.plain(text)
 
@@ -107,7 +109,6 @@ async def tabs_create(
 ) -> None:
     manager = call.manager
     try:
-        call.session.policy.check(url)
         tab = await manager.new_tab(url, background=not active)
         call.acted_tab = tab
         if pinned:
@@ -115,7 +116,7 @@ async def tabs_create(
         await tab.refresh_title()
         call.response.plain(created_text(manager.info(tab)))
     except TabpilotError as exc:
-        call.response.plain(f"Error creating tab: {exc}", error=True)
+        call.response.plain(f"Error creating tab: {_problem(manager, exc)}", error=True)
 
 
 async def tabs_close(call: Call, tab_id: TabIdParam) -> None:

@@ -28,20 +28,26 @@ Pilo's agent works on one "current" tab and reads a snapshot every step; the pro
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref
+from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
+from tabpilot import click as click_ref
 
+from ..advice import error_text
 from ..tools.base import Call, ToolSpec
-from ._common import accept_dialog, click_element, dialog_note, host_of
+from ._common import accept_dialog, dialog_note, host_of
 
-# Per manager (one per MCP session): the event sequence number the last snapshot reported up to.
-_snapshot_cursor: weakref.WeakKeyDictionary[TabManager, int] = weakref.WeakKeyDictionary()
+
+@dataclass(slots=True)
+class PiloState:
+    """Per MCP session: the event sequence number the last snapshot reported up to (None: no snapshot yet)."""
+
+    snapshot_cursor: int | None = None
 
 TabIdParam = Annotated[str | int, Field(description="The tab ID from the available tabs list")]
 
@@ -109,7 +115,7 @@ def _opened_text(manager: TabManager, events: Sequence[TabEvent]) -> str:
 
 
 async def _fail(call: Call, exc: Exception) -> None:
-    call.response.plain(f"Error: {exc}", error=True)
+    call.response.plain(f"Error: {error_text(exc)}", error=True)
 
 
 async def list_tabs(call: Call) -> None:
@@ -153,8 +159,9 @@ async def get_snapshot(call: Call) -> None:
         return
     tabs = manager.tabs()
     # The first snapshot reports no events: every tab there is already is in its list.
-    since = _snapshot_cursor.get(manager, manager.events.last_seq)
-    _snapshot_cursor[manager] = manager.events.last_seq
+    state = call.session.state_for(PiloState)
+    since = manager.events.last_seq if state.snapshot_cursor is None else state.snapshot_cursor
+    state.snapshot_cursor = manager.events.last_seq
     parts = [available_tabs_text(tabs, tab.id)]
     events = event_lines(manager.events.history(since=since), tabs) + ([note] if note else [])
     if events:
@@ -170,12 +177,16 @@ async def click(
     try:
         tab, note = await _current(call)
         _own_ref(tab, ref)
-        outcome = await click_element(manager, tab, ref)
+        since = manager.events.last_seq
+        result = await click_ref(tab, ref, dialogs="accept")
     except (TabpilotError, ValueError) as exc:
         await _fail(call, exc)
         return
-    dialogs = [dialog_note(d) for d in outcome.dialogs]
-    call.response.plain(f"Clicked {ref}.{_opened_text(manager, outcome.opened)}" + _lines(note, *dialogs))
+    dialogs = [dialog_note(d) for d in result.accepted_dialogs]
+    opened = [
+        e for e in manager.events.history(since=since) if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
+    ]
+    call.response.plain(f"Clicked {ref}.{_opened_text(manager, opened)}" + _lines(note, *dialogs))
 
 
 async def fill(
@@ -186,13 +197,9 @@ async def fill(
     try:
         tab, note = await _current(call)
         _own_ref(tab, ref)
-        locator = await tab.locator(ref)
-        await locator.fill(value, timeout=10_000)
+        await type_text(tab, ref, value, dialogs="accept")
     except (TabpilotError, ValueError) as exc:
         await _fail(call, exc)
-        return
-    except Exception as exc:
-        call.response.plain(f"Error: could not fill {ref}: {exc}. Take a new snapshot and retry.", error=True)
         return
     call.response.plain(f"Filled {ref} with {value!r}." + _lines(note))
 
@@ -202,7 +209,7 @@ async def goto(
 ) -> None:
     try:
         tab, note = await _current(call)
-        result = await navigate(tab, "goto", url, policy=call.session.policy)
+        result = await navigate(tab, "goto", url)
     except TabpilotError as exc:
         await _fail(call, exc)
         return

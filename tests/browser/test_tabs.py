@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import urllib.request
-from typing import Any
+import signal
 
 import pytest
 
+from support import remote_chromium, wait_until
 from tabpilot import (
     Instance,
     LastTabError,
@@ -18,8 +17,7 @@ from tabpilot import (
     TabManager,
     TabNotFoundError,
 )
-from tabpilot.site import LocalSite
-from waiting import wait_until
+from tabpilot.demo.site import LocalSite
 
 
 def events_of(manager: TabManager, instance: Instance, since: int, type: str) -> list[TabEvent]:
@@ -91,28 +89,30 @@ async def test_an_oauth_popup_flow_completes_and_the_opener_is_active_again(
 
 
 async def test_tabs_opened_and_closed_by_another_cdp_client_are_seen(
-    manager: TabManager, site: LocalSite
+    manager: TabManager, browser_path: str, site: LocalSite
 ) -> None:
-    launched = manager.instances[0]
-    assert launched.endpoint is not None
-    since = manager.events.last_seq
-    request = urllib.request.Request(f"{launched.endpoint}/json/new?{site.url('/page/x')}", method="PUT")
-    with urllib.request.urlopen(request, timeout=5) as response:
-        target = json.loads(response.read())
+    # A launched browser has no debugging port (a pipe): other clients exist only for a browser
+    # connected over CDP, as a user's Chrome with remote debugging on.
+    with remote_chromium(browser_path) as remote:
+        connected = await manager.connect_cdp(remote.http)
+        try:
+            since = manager.events.last_seq
+            target = remote.open_tab(site.url("/page/x"))
+            await wait_until(lambda: connected.tab_for_target(target) is not None)
+            await manager.settle()
+            tab = manager.tab(target)  # lookup by full CDP target id
+            opened = events_of(manager, connected, since, "tab_opened")
+            assert [(e.tab_id, e.data["cause"]) for e in opened] == [(tab.id, "external")]
+            assert manager.active_tab(connected.id) is not tab
 
-    await wait_until(lambda: launched.tab_for_target(target["id"]) is not None)
-    await manager.settle()
-    tab = manager.tab(target["id"])  # lookup by full CDP target id
-    opened = events_of(manager, launched, since, "tab_opened")
-    assert [(e.tab_id, e.data["cause"]) for e in opened] == [(tab.id, "external")]
-    assert manager.active_tab(launched.id) is not tab
-
-    with urllib.request.urlopen(f"{launched.endpoint}/json/close/{target['id']}", timeout=5):
-        pass
-    await wait_until(lambda: tab.closed)
-    closed = events_of(manager, launched, since, "tab_closed")
-    assert [(e.tab_id, e.data["by"]) for e in closed] == [(tab.id, "external")]
-    assert tab.id not in [i.id for i in manager.tabs()]
+            remote.close_tab(target)
+            await wait_until(lambda: tab.closed)
+            await manager.settle()
+            closed = events_of(manager, connected, since, "tab_closed")
+            assert [(e.tab_id, e.data["by"]) for e in closed] == [(tab.id, "external")]
+            assert tab.id not in [i.id for i in manager.tabs()]
+        finally:
+            await manager.close_instance(connected.id)
 
 
 async def test_closing_the_active_tab_promotes_the_most_recently_used_not_the_neighbour(
@@ -203,7 +203,7 @@ async def test_the_reject_cap_closes_a_page_opened_tab_and_refuses_a_tool_tab(
     try:
         home = await manager.new_tab(site.url("/"), instance_id=instance.id)
         await manager.new_tab(instance_id=instance.id, background=True)
-        with pytest.raises(TabLimitError, match="--max-tabs 2"):
+        with pytest.raises(TabLimitError, match="max_tabs=2"):
             await manager.new_tab(instance_id=instance.id)
 
         since = manager.events.last_seq
@@ -272,33 +272,27 @@ async def test_a_dialog_on_a_background_tab_does_not_block_the_active_tab(
 
 
 async def test_listing_fifty_tabs_makes_no_browser_round_trip(
-    manager: TabManager, instance: Instance, site: LocalSite, monkeypatch: pytest.MonkeyPatch
+    manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:
     manager.max_tabs = 60
+    pid = manager.instances[0].pid
+    assert pid is not None
     try:
         for i in range(50):
             await manager.new_tab(site.url(f"/page/{i}"), instance_id=instance.id, background=True)
         await wait_until(lambda: all(t.title.startswith("Page ") for t in instance.tabs), timeout=10)
 
-        # Every message Playwright sends to the browser goes through this one method.
-        from playwright._impl.connection import Connection
-
-        calls: list[str] = []
-        original = Connection.send_message_to_server
-
-        def counting_send(self: Connection, obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-            calls.append(method)
-            return original(self, obj, method, *args, **kwargs)
-
-        monkeypatch.setattr(Connection, "send_message_to_server", counting_send)
-        infos = manager.tabs(instance.id)
-        await asyncio.sleep(0)
-        assert calls == []
+        # With the browser frozen, anything that asked it would hang: listing answers from kept state.
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            infos = manager.tabs(instance.id)
+            with pytest.raises(TimeoutError):  # a real round trip does hang: the freeze is real
+                await asyncio.wait_for(instance.tabs[0].refresh_title(), 0.5)
+        finally:
+            os.kill(pid, signal.SIGCONT)
         assert len(infos) == 50
         assert [i.title for i in infos] == [f"Page {i}" for i in range(50)]
         assert [i.index for i in infos] == list(range(50))
-        await instance.tabs[0].page.title()
-        assert calls, "the counter must see a real round trip"
     finally:
         manager.max_tabs = 20
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import struct
 
 import pytest
 
+from support import png_size, ref_of, wait_until
 from tabpilot import (
     ActionError,
     DialogOpenError,
     ForeignRefError,
     Instance,
-    Snapshot,
     StaleRefError,
     Tab,
     TabManager,
@@ -26,20 +25,7 @@ from tabpilot import (
     type_text,
     wait_for,
 )
-from tabpilot.site import LocalSite
-from waiting import wait_until
-
-
-def ref_of(snapshot: Snapshot, needle: str) -> str:
-    """The ref of the first snapshot line containing `needle`."""
-    line = next(line for line in snapshot.text.splitlines() if needle in line and "[ref=" in line)
-    return line.split("[ref=")[1].split("]")[0]
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
+from tabpilot.demo.site import LocalSite
 
 
 async def open_tabs(manager: TabManager, instance: Instance, *urls: str) -> list[Tab]:
@@ -94,7 +80,8 @@ async def test_a_stale_ref_fails_at_once_even_with_a_long_playwright_timeout(
     await tab.page.reload()  # a new document: every ref of the old one is stale
     with pytest.raises(StaleRefError) as stale:
         await asyncio.wait_for(click(tab, button), 3)
-    assert f"browser_snapshot(tabId={tab.id})" in str(stale.value)
+    # The error names the tab to snapshot again (a server turns that into its own tool's name).
+    assert stale.value.tab_id == tab.id and f"snapshot of tab {tab.id}" in str(stale.value)
 
     snap = await tab.snapshot()
     button = ref_of(snap, "Say hi")
@@ -187,6 +174,7 @@ async def test_an_action_that_makes_its_own_tab_close_is_done_not_failed(
     await opener.page.evaluate("() => { window.open('/page/b'); }")
     await wait_until(lambda: len(instance.tabs) == 2)
     popup = next(t for t in instance.tabs if t is not opener)
+    await popup.ready()
     await popup.page.wait_for_load_state()
 
     # The script never settles: Playwright fails it when the page goes, as it fails a step still
@@ -231,7 +219,8 @@ async def test_an_element_that_cannot_be_clicked_fails_with_why_and_what_to_do(
         await click(tab, ref_of(snap, "Under"), timeout=2)
     with pytest.raises(ActionError, match="is disabled"):
         await click(tab, ref_of(snap, "Off"), timeout=2)
-    assert f"browser_snapshot(tabId={tab.id})" in str(covered.value)
+    assert covered.value.tab_id == tab.id and covered.value.reason == "covered"
+    assert f"snapshot of tab {tab.id}" in str(covered.value)
 
 
 async def test_wait_for_sees_text_appear_and_go_and_times_out_with_a_clear_message(

@@ -6,8 +6,8 @@ import sys
 
 from mcp import Client, StdioServerParameters
 
-from mcp_text import section, text
-from tabpilot.site import LocalSite
+from support import section, text
+from tabpilot.demo.site import LocalSite
 
 
 async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(browser_path: str, site: LocalSite) -> None:

@@ -1,8 +1,10 @@
-"""Browsers that run outside the manager, for the instance tests: a Chromium with a CDP port and a
-Playwright browser server, both on 127.0.0.1, always stopped (no process left behind)."""
+"""What the tests share: reading MCP results, waiting for the browser, refs, and browsers that run
+outside the manager (a Chromium with a CDP port, a Playwright browser server), always stopped."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -10,6 +12,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -17,10 +20,85 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+from tabpilot import Snapshot
+from tabpilot.server.response import parse_response
+
+# -- MCP results ---------------------------------------------------------------------------------
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def section(result: CallToolResult, name: str) -> str:
+    """The body of `### name` in a tool result ('' if the section is absent)."""
+    return parse_response(text(result)).get(name, "")
+
+
+def tab_line(result: CallToolResult, tab_id: int) -> str:
+    """The line of `### Tabs` about one tab ('' if it is not listed)."""
+    prefix = f"- tab {tab_id}:"
+    return next((line for line in section(result, "Tabs").splitlines() if line.startswith(prefix)), "")
+
+
+def data(result: CallToolResult) -> dict[str, Any]:
+    """The structured content of a result."""
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None, text(result)
+    return content
+
+
+def ok(result: CallToolResult) -> CallToolResult:
+    assert not result.is_error, text(result)
+    return result
+
+
+def error(result: CallToolResult) -> str:
+    """The `### Error` text of a result that must be an error."""
+    assert result.is_error, text(result)
+    return section(result, "Error")
+
+
+def result_of(result: CallToolResult) -> Any:
+    """The structured `result` of a result that must not be an error."""
+    return data(ok(result))["result"]
+
+
+def ref_of(snapshot: str | Snapshot, needle: str) -> str:
+    """The ref of the first snapshot line containing `needle`."""
+    body = snapshot.text if isinstance(snapshot, Snapshot) else snapshot
+    line = next(line for line in body.splitlines() if needle in line and "[ref=" in line)
+    return line.split("[ref=")[1].split("]")[0]
+
+
+def png_size(image: bytes | ImageContent) -> tuple[int, int]:
+    """Width and height of a PNG (the IHDR chunk follows the 8-byte signature)."""
+    raw = image if isinstance(image, bytes) else base64.b64decode(image.data)
+    width, height = struct.unpack(">II", raw[16:24])
+    return width, height
+
+
+# -- waiting -------------------------------------------------------------------------------------------
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
+    """Poll `predicate` every 20 ms; fail the test if it is not true within `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+# -- browsers outside the manager -----------------------------------------------------------------
 
 
 def _stop(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:

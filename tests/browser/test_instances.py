@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.async_api import async_playwright
 
-from remote_browsers import (
+from support import (
     PlaywrightServer,
     RemoteChromium,
     free_port,
@@ -22,6 +22,7 @@ from remote_browsers import (
     playwright_server,
     remote_chromium,
     silent_port,
+    wait_until,
 )
 from tabpilot import (
     ConnectError,
@@ -30,8 +31,8 @@ from tabpilot import (
     TabManager,
     TabNotFoundError,
 )
-from tabpilot.site import LocalSite
-from waiting import wait_until
+from tabpilot.demo.site import LocalSite
+from tabpilot.server.advice import event_line
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ async def test_three_kinds_of_browser_share_one_tab_id_space_and_tabs_need_no_in
     # Act on each tab by its id alone: the manager finds its instance.
     for tab_id, (instance, path) in pages.items():
         tab = manager.tab(tab_id)
-        assert tab.instance is instance
+        assert tab.instance_id == instance.id
         assert await tab.page.evaluate("location.pathname") == path
         assert manager.tab(str(tab_id)) is tab
 
@@ -93,7 +94,7 @@ async def test_three_kinds_of_browser_share_one_tab_id_space_and_tabs_need_no_in
     assert infos[over_pw.id].tab_count == len(over_pw.tabs) == 2
     # The instance of the most recently activated tab is the default.
     assert [i.id for i in infos.values() if i.default] == [over_pw.id]
-    listing = over_cdp.to_dict()
+    listing = over_cdp.info().to_dict()
     assert (
         listing["kind"] == "cdp" and listing["health"] == "open" and listing["tabCount"] == len(over_cdp.tabs)
     )
@@ -167,7 +168,7 @@ async def test_a_killed_remote_browser_takes_only_its_own_tabs_and_naming_them_f
     (lost,) = events(manager, since, "instance_lost")
     assert lost.instance_id == doomed.id
     assert doomed.info().state == "lost" and doomed.info().lost_reason
-    assert not any(t.instance is doomed for t in (manager.tab(i.id) for i in manager.tabs()))
+    assert not any(t.instance_id == doomed.id for t in (manager.tab(i.id) for i in manager.tabs()))
 
     started = time.monotonic()
     with pytest.raises(TabNotFoundError) as error:
@@ -215,7 +216,7 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     os.kill(pid, signal.SIGKILL)
     # Whether or not Playwright has reported it yet, a check notices the dead process.
     await wait_until(lambda: manager.check_health() == [first])
-    with pytest.raises(InstanceLostError, match=f"{first.id} was lost .*SIGKILL"):
+    with pytest.raises(InstanceLostError, match=f"{first.id} was lost .*killed"):
         manager.resolve(None)
 
     replacement = await manager.ensure_default()
@@ -224,11 +225,11 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     assert first.info().replaced_by == replacement.id
     (relaunched,) = events(manager, since, "instance_relaunched")
     assert relaunched.instance_id == replacement.id and relaunched.data["replaces"] == first.id
-    assert "launched in place of lost instance" in relaunched.describe()
+    assert "launched in place of lost instance" in event_line(relaunched)
     assert await manager.ensure_default() is None, "a healthy default is left alone"
 
     tab = manager.resolve(None)
-    assert tab.instance is replacement
+    assert tab.instance_id == replacement.id
     await tab.page.goto(site.url("/page/b"))
     with pytest.raises(TabNotFoundError, match="was lost"):
         manager.tab(old_tab.id)
@@ -243,7 +244,7 @@ async def test_unreachable_and_wrong_protocol_endpoints_fail_fast_with_clear_err
     cases: list[tuple[Callable[[], Any], str]] = [
         (lambda: manager.connect_cdp(f"http://127.0.0.1:{free_port()}"), "unreachable"),
         (lambda: manager.connect_ws(f"ws://127.0.0.1:{free_port()}/x"), "unreachable"),
-        (lambda: manager.connect_ws(remote.http), "connect it with cdpEndpoint"),
+        (lambda: manager.connect_ws(remote.http), "connect it over CDP instead"),
         (lambda: manager.connect_ws(remote.ws), "Chrome DevTools (CDP) URL"),
         (lambda: manager.connect_cdp(site.url("/")), "not as a Chrome DevTools endpoint"),
         (lambda: manager.connect_cdp(pw_server.ws), "not as a Chrome DevTools endpoint"),

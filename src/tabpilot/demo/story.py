@@ -1,7 +1,7 @@
 """`tabpilot demo`: a scripted multi-tab session over MCP, with a readable transcript.
 
 It does what an agent would: starts `python -m tabpilot serve` as a subprocess and talks MCP to it
-over stdio with the official SDK client, against the built-in local site (`tabpilot.site`) on
+over stdio with the official SDK client, against the built-in local site (`tabpilot.demo.site`) on
 127.0.0.1. The session opens a page, clicks a target=_blank link and reads the new tab's id from
 the click's response, reads that background tab without switching to it, signs in through an
 OAuth-style popup that closes itself, reads the closed popup's network log, closes a tab and lists
@@ -30,6 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
+from ..server.response import parse_response
 from .site import LocalSite
 
 CALL_TIMEOUT = 30.0
@@ -74,14 +75,7 @@ class Reply:
 
     def section(self, name: str) -> list[str]:
         """The non-empty lines of `### name` (none if the section is absent)."""
-        lines: list[str] = []
-        inside = False
-        for line in self.text.splitlines():
-            if line.startswith("### "):
-                inside = line[4:].strip() == name
-            elif inside and line.strip():
-                lines.append(line)
-        return lines
+        return [line for line in parse_response(self.text).get(name, "").splitlines() if line.strip()]
 
     @property
     def result(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ loop is blocked (or a browser waiting on a slow response) never stalls the site.
         site.url("/page/a")            # http://127.0.0.1:PORT/page/a
         site.set_content("/x", "<title>X</title>")
 
-``python -m tabpilot.site`` serves it until Ctrl-C, for poking at it by hand.
+``python -m tabpilot.demo.site`` serves it until Ctrl-C, for poking at it by hand.
 """
 
 from __future__ import annotations

@@ -4,38 +4,14 @@ tab and on tabs behind it, with the new tabs, dialogs and page changes they caus
 
 from __future__ import annotations
 
-import base64
-import struct
 from collections.abc import Callable
 from typing import Any
 
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
-from mcp_text import section, tab_line, text
-from tabpilot.site import LocalSite
-
-
-def data(result: CallToolResult) -> dict[str, Any]:
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None, text(result)
-    return content
-
-
-def ok(result: CallToolResult) -> CallToolResult:
-    assert not result.is_error, text(result)
-    return result
-
-
-def error(result: CallToolResult) -> str:
-    assert result.is_error, text(result)
-    return section(result, "Error")
-
-
-def ref_of(snapshot: str, needle: str) -> str:
-    """The ref of the first snapshot line containing `needle`."""
-    line = next(line for line in snapshot.splitlines() if needle in line and "[ref=" in line)
-    return line.split("[ref=")[1].split("]")[0]
+from support import data, error, ok, png_size, ref_of, section, tab_line, text
+from tabpilot.demo.site import LocalSite
 
 
 async def active_tab(mcp: Client) -> int:
@@ -553,13 +529,6 @@ async def test_a_javascript_error_in_evaluate_is_a_clear_error(
 
         broken = error(await mcp.call_tool("browser_evaluate", {"function": "() => {", "tabId": tab}))
         assert f"tab {tab}" in broken
-
-
-def png_size(image: ImageContent) -> tuple[int, int]:
-    raw = base64.b64decode(image.data)
-    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", raw[16:24])
-    return width, height
 
 
 def image_of(result: CallToolResult) -> ImageContent:

@@ -7,62 +7,59 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from playwright.async_api import BrowserContext, Page
 
-from tabpilot import Instance, Tab, TabManager
-from tabpilot._telemetry import BodyEntry, ConsoleEntry, ErrorEntry, NetworkEntry, Telemetry, WebSocketEntry
-from tabpilot.site import LocalSite
-from waiting import wait_until
+from support import wait_until
+from tabpilot import (
+    BodyEntry,
+    ConsoleEntry,
+    ErrorEntry,
+    Instance,
+    NetworkEntry,
+    Query,
+    Tab,
+    TabManager,
+    TargetSession,
+    Telemetry,
+    WebSocketEntry,
+)
+from tabpilot.demo.site import LocalSite
 
 Recorder = Callable[..., Awaitable[tuple[Telemetry, Instance]]]
 
 
 class _Hooks:
-    """Sends each browser context's events to the telemetry of the test that created it."""
+    """Sends each instance's tabs to the telemetry of the test that created the instance."""
 
     def __init__(self) -> None:
-        self.next: Telemetry | None = None
-        self.by_context: dict[BrowserContext, Telemetry] = {}
+        self.by_instance: dict[str, Telemetry] = {}
 
-    def attach_context(
-        self, context: BrowserContext, tab_id_for_page: Callable[[Page], int | None]
-    ) -> Callable[[], None]:
-        telemetry = self.next
-        if telemetry is None:
-            return lambda: None
-        self.by_context[context] = telemetry
-        return telemetry.attach_context(context, tab_id_for_page)
-
-    def attach_page(self, page: Page, tab_id: int) -> Callable[[], None]:
-        telemetry = self.by_context.get(page.context)
-        return telemetry.attach_page(page, tab_id) if telemetry else (lambda: None)
+    def attach_target(self, session: TargetSession, tab: Tab) -> Callable[[], None]:
+        telemetry = self.by_instance.get(tab.instance_id)
+        return telemetry.attach_target(session, tab) if telemetry else (lambda: None)
 
 
 @pytest.fixture(scope="module")
-async def manager(browser_path: str) -> AsyncIterator[TabManager]:
-    hooks = _Hooks()
+async def hooks() -> _Hooks:
+    return _Hooks()
+
+
+@pytest.fixture(scope="module")
+async def manager(browser_path: str, hooks: _Hooks) -> AsyncIterator[TabManager]:
     async with TabManager(browser_path=browser_path) as m:
-        m.add_hooks(context=hooks.attach_context, page=hooks.attach_page)
-        m.test_hooks = hooks  # type: ignore[attr-defined]
+        m.add_target_hook(hooks.attach_target)
         await m.launch()
         yield m
 
 
 @pytest.fixture
-async def record(manager: TabManager) -> AsyncIterator[Recorder]:
+async def record(manager: TabManager, hooks: _Hooks) -> AsyncIterator[Recorder]:
     """Make a Telemetry and a fresh browser context recorded by it, as an instance of its own."""
     made: list[Instance] = []
 
     async def make(**options: Any) -> tuple[Telemetry, Instance]:
         telemetry = Telemetry(**options)
-        hooks: _Hooks = manager.test_hooks  # type: ignore[attr-defined]
-        launched = manager.instances[0]
-        assert launched.browser is not None
-        hooks.next = telemetry
-        try:
-            instance = await manager.attach_context(await launched.browser.new_context())
-        finally:
-            hooks.next = None
+        instance = await manager.attach_isolated(manager.instances[0])
+        hooks.by_instance[instance.id] = telemetry
         made.append(instance)
         return telemetry, instance
 
@@ -76,7 +73,7 @@ async def open_tab(manager: TabManager, instance: Instance, url: str, *, backgro
 
 
 def texts(telemetry: Telemetry, **query: Any) -> list[str]:
-    return [e.text for e in telemetry.query("logs", **query).entries if isinstance(e, ConsoleEntry)]
+    return [e.text for e in telemetry.query(Query("logs", **query)).entries if isinstance(e, ConsoleEntry)]
 
 
 async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_with_its_id(
@@ -88,10 +85,10 @@ async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_w
     active = await open_tab(manager, instance, site.url("/fetch?path=/api/echo"))
     await active.page.get_by_text("Done").wait_for()
     # The browser reports a request finished a little after the page has used its response.
-    await wait_until(lambda: telemetry.query("network_waterfall").returned_entries == 4)
+    await wait_until(lambda: telemetry.query(Query("network_waterfall")).returned_entries == 4)
     assert instance.active_tab is active
 
-    logs = telemetry.query("logs", tab_id=background.id, active_tab_id=active.id)
+    logs = telemetry.query(Query("logs", tab_id=background.id), active_tab_id=active.id)
     assert [e.to_dict()["tabId"] for e in logs.entries] == [background.id]
     assert texts(telemetry, tab_id=background.id) == ["fetched /api/text?n=5 200"]
     assert logs.currently_tracked_tab == active.id
@@ -99,7 +96,7 @@ async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_w
     assert logs.total_entries_all_tabs == 2
     assert logs.returned_entries == 1
 
-    network = telemetry.query("network_waterfall", tab_id=background.id)
+    network = telemetry.query(Query("network_waterfall", tab_id=background.id))
     urls = [e.url.removeprefix(site.origin) for e in network.entries if isinstance(e, NetworkEntry)]
     assert urls == ["/fetch?path=/api/text?n=5", "/api/text?n=5"]
     assert {e.tab_id for e in network.entries} == {background.id}
@@ -108,8 +105,8 @@ async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_w
     assert (api.method, api.status, api.resource_type, api.response_body_size) == ("GET", 200, "fetch", 5)
     assert api.duration_ms >= 0 and api.started > 0 and api.failure is None
 
-    everything = telemetry.query("logs").to_dict()
-    assert everything["filtered_by_tab"] is None
+    everything = telemetry.query(Query("logs")).to_dict()
+    assert everything["filteredByTab"] is None
     assert [(e["tabId"], e["text"]) for e in everything["entries"]] == [
         (background.id, "fetched /api/text?n=5 200"),
         (active.id, "fetched /api/echo 200"),
@@ -130,10 +127,10 @@ async def test_a_popups_very_first_console_line_and_request_are_captured(
     await wait_until(lambda: len(instance.tabs) == 2)
     popup = next(t for t in instance.tabs if t is not opener)
     await wait_until(lambda: texts(telemetry, tab_id=popup.id))
-    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=popup.id).entries)
+    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries)
 
     assert texts(telemetry, tab_id=popup.id) == ["first-popup-line"]
-    first_request = telemetry.query("network_waterfall", tab_id=popup.id).entries[0]
+    first_request = telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries[0]
     assert isinstance(first_request, NetworkEntry)
     assert first_request.url == site.url("/console?msg=first-popup-line")
     assert first_request.navigation
@@ -169,7 +166,7 @@ async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_pe
 
 
 def _ws(telemetry: Telemetry, **query: Any) -> list[WebSocketEntry]:
-    return [e for e in telemetry.query("websocket_events", **query).entries if isinstance(e, WebSocketEntry)]
+    return [e for e in telemetry.query(Query("websocket_events", **query)).entries if isinstance(e, WebSocketEntry)]
 
 
 async def test_entries_of_a_closed_tab_remain_queryable(
@@ -178,16 +175,16 @@ async def test_entries_of_a_closed_tab_remain_queryable(
     telemetry, instance = await record()
     await open_tab(manager, instance, site.url("/page/a"))
     doomed = await open_tab(manager, instance, site.url("/console?msg=last+words&throw=boom"))
-    await wait_until(lambda: telemetry.query("errors", tab_id=doomed.id).entries)
-    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=doomed.id).entries)
+    await wait_until(lambda: telemetry.query(Query("errors", tab_id=doomed.id)).entries)
+    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=doomed.id)).entries)
     await manager.close_tab(doomed.id)
 
     assert texts(telemetry, tab_id=doomed.id) == ["last words"]
-    (error,) = telemetry.query("errors", tab_id=doomed.id).entries
+    (error,) = telemetry.query(Query("errors", tab_id=doomed.id)).entries
     assert isinstance(error, ErrorEntry)
     assert (error.tab_id, error.source, error.message) == (doomed.id, "exception", "boom")
     assert "console" in error.stack  # the stack names the page that threw
-    assert telemetry.query("network_waterfall", tab_id=doomed.id).returned_entries == 1
+    assert telemetry.query(Query("network_waterfall", tab_id=doomed.id)).returned_entries == 1
 
 
 async def test_a_cursor_returns_only_entries_recorded_after_it(
@@ -196,18 +193,18 @@ async def test_a_cursor_returns_only_entries_recorded_after_it(
     telemetry, instance = await record()
     tab = await open_tab(manager, instance, site.url("/console?msg=before"))
     await wait_until(lambda: texts(telemetry))
-    cursor = telemetry.query("logs", tab_id=tab.id).next_cursor
-    assert telemetry.query("logs", tab_id=tab.id, since=cursor).entries == ()
+    cursor = telemetry.query(Query("logs", tab_id=tab.id)).next_cursor
+    assert telemetry.query(Query("logs", tab_id=tab.id, since=cursor)).entries == ()
 
     await tab.page.evaluate("for (let i = 1; i <= 5; i++) console.log('after ' + i)")
     await wait_until(lambda: len(texts(telemetry)) == 6)
-    first = telemetry.query("logs", tab_id=tab.id, since=cursor, limit=3)
+    first = telemetry.query(Query("logs", tab_id=tab.id, since=cursor, limit=3))
     assert texts(telemetry, tab_id=tab.id, since=cursor, limit=3) == ["after 1", "after 2", "after 3"]
     assert first.has_more
-    rest = telemetry.query("logs", tab_id=tab.id, since=first.next_cursor, limit=3)
+    rest = telemetry.query(Query("logs", tab_id=tab.id, since=first.next_cursor, limit=3))
     assert [e.to_dict()["text"] for e in rest.entries] == ["after 4", "after 5"]
     assert not rest.has_more
-    assert telemetry.query("logs", since=rest.next_cursor).entries == ()
+    assert telemetry.query(Query("logs", since=rest.next_cursor)).entries == ()
 
 
 async def test_a_full_buffer_drops_the_oldest_entries_and_counts_them(
@@ -223,17 +220,17 @@ async def test_a_full_buffer_drops_the_oldest_entries_and_counts_them(
     await tab.page.evaluate("for (let i = 1; i <= 12; i++) console.log('line ' + i)")
     await wait_until(lambda: "line 12" in texts(telemetry))
     await wait_until(
-        lambda: telemetry.query("network_bodies").returned_entries + telemetry.dropped("network_bodies") == 4
+        lambda: telemetry.query(Query("network_bodies")).returned_entries + telemetry.dropped("network_bodies") == 4
     )
 
-    logs = telemetry.query("logs", tab_id=tab.id)
+    logs = telemetry.query(Query("logs", tab_id=tab.id))
     # 3 "fetched" lines and 12 numbered lines went in; the ring keeps 5.
     assert texts(telemetry, tab_id=tab.id) == [f"line {i}" for i in range(8, 13)]
     assert (logs.total_entries_all_tabs, logs.returned_entries, logs.dropped) == (5, 5, 10)
     assert telemetry.dropped("logs") == 10
 
     # Four bodies of ~1.5 KB and more (page and three texts) do not fit in 5000 bytes with headers.
-    bodies = telemetry.query("network_bodies", tab_id=tab.id)
+    bodies = telemetry.query(Query("network_bodies", tab_id=tab.id))
     assert bodies.dropped >= 1
     assert bodies.returned_entries + bodies.dropped == 4
     assert bodies.entries[-1].to_dict()["url"].endswith("/api/text?n=1502")
@@ -251,9 +248,9 @@ async def test_authorization_cookie_and_set_cookie_values_are_redacted_by_defaul
             await fetch('/api/echo', {headers: {Authorization: 'Bearer token-secret'}});
         }"""
     )
-    await wait_until(lambda: telemetry.query("network_bodies", tab_id=tab.id).returned_entries == 3)
+    await wait_until(lambda: telemetry.query(Query("network_bodies", tab_id=tab.id)).returned_entries == 3)
     entries = [
-        e for e in telemetry.query("network_bodies", tab_id=tab.id).entries if isinstance(e, BodyEntry)
+        e for e in telemetry.query(Query("network_bodies", tab_id=tab.id)).entries if isinstance(e, BodyEntry)
     ]
     set_cookie = next(e for e in entries if "/api/set-cookie" in e.url).to_dict()
     echo = next(e for e in entries if "/api/echo" in e.url).to_dict()
@@ -274,20 +271,20 @@ async def test_a_filter_that_matches_nothing_returns_an_empty_list_with_the_meta
     telemetry, instance = await record()
     tab = await open_tab(manager, instance, site.url("/console?msg=hello"))
     await wait_until(lambda: texts(telemetry))
-    result = telemetry.query("logs", tab_id=tab.id, url="no-such-url", active_tab_id=tab.id).to_dict()
+    result = telemetry.query(Query("logs", tab_id=tab.id, url="no-such-url"), active_tab_id=tab.id).to_dict()
     assert result == {
         "what": "logs",
         "entries": [],
-        "currently_tracked_tab": tab.id,
-        "filtered_by_tab": tab.id,
-        "total_entries_all_tabs": 1,
-        "returned_entries": 0,
+        "currentlyTrackedTab": tab.id,
+        "filteredByTab": tab.id,
+        "totalEntriesAllTabs": 1,
+        "returnedEntries": 0,
         "dropped": 0,
-        "next_cursor": telemetry.last_seq,
-        "has_more": False,
+        "nextCursor": telemetry.last_seq,
+        "hasMore": False,
     }
-    assert telemetry.query("logs", tab_id=tab.id + 1000).returned_entries == 0
-    assert telemetry.query("network_waterfall", status_min=500).returned_entries == 0
+    assert telemetry.query(Query("logs", tab_id=tab.id + 1000)).returned_entries == 0
+    assert telemetry.query(Query("network_waterfall", status_min=500)).returned_entries == 0
 
 
 async def test_network_filters_select_by_method_status_and_url_and_failures_are_recorded(
@@ -304,22 +301,22 @@ async def test_network_filters_select_by_method_status_and_url_and_failures_are_
         }"""
     )
     # The page and four fetches; a body is read in a round trip after its waterfall entry.
-    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id).returned_entries == 5)
-    await wait_until(lambda: telemetry.query("network_bodies", tab_id=tab.id).returned_entries == 4)
+    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).returned_entries == 5)
+    await wait_until(lambda: telemetry.query(Query("network_bodies", tab_id=tab.id)).returned_entries == 4)
 
     def urls(**query: Any) -> list[str]:
-        entries = telemetry.query("network_waterfall", tab_id=tab.id, **query).entries
+        entries = telemetry.query(Query("network_waterfall", tab_id=tab.id, **query)).entries
         return [e.to_dict()["url"].removeprefix(site.origin) for e in entries]
 
     assert urls(method="post") == ["/api/echo"]
     assert urls(status_min=400) == ["/api/status/404", "/api/status/503"]
     assert urls(status_min=500, status_max=599) == ["/api/status/503"]
     assert urls(url="status") == ["/api/status/404", "/api/status/503"]
-    failed = telemetry.query("network_waterfall", tab_id=tab.id, url="refused").entries[0].to_dict()
+    failed = telemetry.query(Query("network_waterfall", tab_id=tab.id, url="refused")).entries[0].to_dict()
     assert failed["status"] is None
     assert failed["failure"].startswith("net::ERR_")
     post = next(
-        e for e in telemetry.query("network_bodies", method="POST").entries if isinstance(e, BodyEntry)
+        e for e in telemetry.query(Query("network_bodies", method="POST")).entries if isinstance(e, BodyEntry)
     )
     assert post.request_body == "payload"
     assert json.loads(post.response_body or "")["body"] == "payload"
@@ -331,10 +328,10 @@ async def test_text_bodies_are_cut_at_the_cap_and_binary_bodies_are_flagged_not_
     telemetry, instance = await record(body_cap=1000)
     tab = await open_tab(manager, instance, site.url("/fetch?path=/api/text?n=5000&path=/api/binary?n=5000"))
     await tab.page.get_by_text("Done").wait_for()
-    await wait_until(lambda: telemetry.query("network_bodies", tab_id=tab.id).returned_entries == 3)
-    text = telemetry.query("network_bodies", url=site.url("/api/text")).entries[0].to_dict()
+    await wait_until(lambda: telemetry.query(Query("network_bodies", tab_id=tab.id)).returned_entries == 3)
+    text = telemetry.query(Query("network_bodies", url=site.url("/api/text"))).entries[0].to_dict()
     assert (len(text["responseBody"]), text["truncated"], text["bodySize"]) == (1000, True, 5000)
-    binary = telemetry.query("network_bodies", url=site.url("/api/binary")).entries[0].to_dict()
+    binary = telemetry.query(Query("network_bodies", url=site.url("/api/binary"))).entries[0].to_dict()
     assert (binary["responseBody"], binary["binary"], binary["omitted"]) == (None, True, "binary")
 
 
@@ -350,7 +347,7 @@ async def test_console_errors_and_uncaught_errors_count_as_new_errors_of_their_t
     assert telemetry.error_counts_since(cursor) == {noisy.id: 2}
     assert quiet.id not in telemetry.error_counts_since(0)
     assert telemetry.error_counts_since(telemetry.last_seq) == {}
-    errors = telemetry.query("errors", tab_id=noisy.id).entries
+    errors = telemetry.query(Query("errors", tab_id=noisy.id)).entries
     assert [(e.to_dict()["source"], e.to_dict()["message"]) for e in errors] == [
         ("console", "bad"),
         ("exception", "worse"),
@@ -363,10 +360,10 @@ async def test_actions_are_recorded_with_their_tab_or_none(record: Recorder) -> 
     telemetry, _instance = await record()
     telemetry.record_action(3, "browser_click", {"ref": "3e5", "button": None}, "Clicked 3e5", ok=True)
     telemetry.record_action(None, "browser_instance", {"action": "launch"}, "boom", ok=False)
-    assert [e.to_dict() for e in telemetry.query("actions", tab_id=3).entries] == [
+    assert [e.to_dict() for e in telemetry.query(Query("actions", tab_id=3)).entries] == [
         {
             "seq": 1,
-            "timestamp": telemetry.query("actions").entries[0].timestamp,
+            "timestamp": telemetry.query(Query("actions")).entries[0].timestamp,
             "tabId": 3,
             "tool": "browser_click",
             "arguments": {"ref": "3e5"},
@@ -374,17 +371,17 @@ async def test_actions_are_recorded_with_their_tab_or_none(record: Recorder) -> 
             "ok": True,
         }
     ]
-    assert [e.tab_id for e in telemetry.query("actions").entries] == [3, None]
+    assert [e.tab_id for e in telemetry.query(Query("actions")).entries] == [3, None]
 
 
 async def test_a_filter_for_another_kind_and_a_bad_limit_are_refused(record: Recorder) -> None:
     telemetry, _instance = await record()
     with pytest.raises(ValueError, match="direction filter applies to websocket_events"):
-        telemetry.query("logs", direction="sent")
+        telemetry.query(Query("logs", direction="sent"))
     with pytest.raises(ValueError, match="limit must be between 1 and 1000"):
-        telemetry.query("logs", limit=1001)
+        telemetry.query(Query("logs", limit=1001))
     with pytest.raises(ValueError, match="what must be one of"):
-        telemetry.query("console")  # type: ignore[arg-type]
+        telemetry.query(Query("console"))  # type: ignore[arg-type]
 
 
 async def test_closing_a_tab_while_its_bodies_are_read_never_breaks_the_recorder(
@@ -399,8 +396,8 @@ async def test_closing_a_tab_while_its_bodies_are_read_never_breaks_the_recorder
     await manager.close_tab(tab.id)
     await telemetry.settle()
     assert telemetry.listener_errors == 0
-    finished = [e for e in telemetry.query("network_waterfall", tab_id=tab.id, url="/api/text").entries]
-    bodies = telemetry.query("network_bodies", tab_id=tab.id, url="/api/text").entries
+    finished = [e for e in telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/text")).entries]
+    bodies = telemetry.query(Query("network_bodies", tab_id=tab.id, url="/api/text")).entries
     # Every finished request got its body entry: with the body, or marked unavailable.
     assert len(bodies) == len([e for e in finished if e.to_dict()["status"] == 200])
     for body in bodies:
@@ -415,17 +412,17 @@ async def test_a_request_still_in_flight_is_listed_as_pending_until_it_finishes(
     telemetry, instance = await record()
     tab = await open_tab(manager, instance, site.url("/page/a"))
     await tab.page.evaluate("window.slow = fetch('/api/slow?ms=1000')")
-    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id).pending)
-    waiting = telemetry.query("network_waterfall", tab_id=tab.id).to_dict()
-    assert [(p["tabId"], p["method"], p["url"]) for p in waiting["pending_requests"]] == [
+    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
+    waiting = telemetry.query(Query("network_waterfall", tab_id=tab.id)).to_dict()
+    assert [(p["tabId"], p["method"], p["url"]) for p in waiting["pendingRequests"]] == [
         (tab.id, "GET", site.url("/api/slow?ms=1000"))
     ]
-    assert telemetry.query("network_waterfall", tab_id=tab.id, url="other").pending == ()
-    assert telemetry.query("network_waterfall", tab_id=tab.id + 1000).pending == ()
+    assert telemetry.query(Query("network_waterfall", tab_id=tab.id, url="other")).pending == ()
+    assert telemetry.query(Query("network_waterfall", tab_id=tab.id + 1000)).pending == ()
 
     await tab.page.evaluate("window.slow")
-    await wait_until(lambda: not telemetry.query("network_waterfall", tab_id=tab.id).pending)
-    finished = telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow").entries
+    await wait_until(lambda: not telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
+    finished = telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow")).entries
     assert [e.to_dict()["status"] for e in finished] == [200]
 
 
@@ -436,11 +433,11 @@ async def test_a_request_cut_short_by_its_tab_closing_is_recorded_with_why(
     await open_tab(manager, instance, site.url("/page/a"))
     tab = await open_tab(manager, instance, site.url("/page/b"))
     await tab.page.evaluate("() => { fetch('/api/slow?ms=3000'); }")  # not awaiting the response
-    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id).pending)
+    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
     await manager.close_tab(tab.id)
 
-    await wait_until(lambda: telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow").entries)
-    result = telemetry.query("network_waterfall", tab_id=tab.id, url="/api/slow")
+    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow")).entries)
+    result = telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow"))
     (cut,) = result.entries
     assert isinstance(cut, NetworkEntry)
     assert cut.status is None and cut.failure == "the tab closed before the request finished"
@@ -455,19 +452,20 @@ async def test_the_last_request_of_a_popup_that_closes_itself_is_recorded(
     await app.page.get_by_role("button", name="Sign in").click()
     await wait_until(lambda: len(instance.tabs) == 2)
     popup = next(t for t in instance.tabs if t is not app)
+    await popup.ready()  # listed from the moment its target exists; its page comes a moment later
     await popup.page.get_by_label("Username").fill("ada")
     await popup.page.get_by_label("Username").press("Enter")
     await wait_until(lambda: popup.closed)
 
     await wait_until(
-        lambda: telemetry.query("network_waterfall", tab_id=popup.id, url="/oauth/callback").entries
+        lambda: telemetry.query(Query("network_waterfall", tab_id=popup.id, url="/oauth/callback")).entries
     )
     urls = [
         e.url
-        for e in telemetry.query("network_waterfall", tab_id=popup.id).entries
+        for e in telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries
         if isinstance(e, NetworkEntry)
     ]
-    (callback,) = telemetry.query("network_waterfall", tab_id=popup.id, url="/oauth/callback").entries
+    (callback,) = telemetry.query(Query("network_waterfall", tab_id=popup.id, url="/oauth/callback")).entries
     assert isinstance(callback, NetworkEntry)
     assert (callback.status, callback.failure) == (200, None)  # it loaded, then its script closed it
     assert site.url("/oauth/authorize") in urls

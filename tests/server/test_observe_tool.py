@@ -9,15 +9,8 @@ from typing import Any
 from mcp import Client
 from mcp.types import CallToolResult
 
-from mcp_text import section, tab_line, text
-from tabpilot.site import LocalSite
-
-
-def result_of(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, text(result)
-    assert result.structured_content is not None
-    data: dict[str, Any] = result.structured_content["result"]
-    return data
+from support import result_of, section, tab_line, text
+from tabpilot.demo.site import LocalSite
 
 
 async def new_tab(mcp: Client, url: str, *, background: bool = False) -> int:

@@ -12,7 +12,7 @@ from playwright.async_api import async_playwright, expect
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from tabpilot.site import LocalSite
+from tabpilot.demo.site import LocalSite
 
 
 def fetch(url: str) -> tuple[int, dict[str, str], bytes]:

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from mcp_text import section, tab_line, text
-from tabpilot.site import LocalSite
+from support import section, tab_line, text
+from tabpilot.demo.site import LocalSite
 
 
 async def test_list_shows_the_starting_tab_as_active(connect: Callable[..., Client]) -> None:

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import Browser, Playwright
 
-from mcp_text import section, text
+from support import section, text
 from tabpilot import cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app

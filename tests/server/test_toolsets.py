@@ -15,12 +15,12 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
-from mcp_text import text
+from support import ref_of, text
 from tabpilot import TabInfo
+from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.toolsets import browser_use, foxmcp, pilo
 from tabpilot.server.toolsets._common import interactive_elements
-from tabpilot.site import LocalSite
 
 
 def tab_info(tab_id: int, url: str, title: str, *, active: bool = False, pinned: bool = False) -> TabInfo:
@@ -397,11 +397,6 @@ async def test_pilo_sees_a_tab_a_click_opens_in_the_click_response_and_the_next_
         closed = await call(mcp, "close_tab", {"tabId": str(new)})
         assert closed == f"Closed tab {new}. Current tab: {home}."
         assert f"Tab {home} (current)" in await call(mcp, "get_snapshot")
-
-
-def ref_of(snapshot: str, needle: str) -> str:
-    line = next(line for line in snapshot.splitlines() if needle in line)
-    return line.split("[ref=")[1].split("]")[0]
 
 
 async def test_pilo_completes_an_oauth_style_popup_flow_with_the_tab_tools(

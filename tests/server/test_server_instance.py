@@ -16,16 +16,18 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from playwright.async_api import Browser, Playwright, async_playwright
 
-from mcp_text import section, text
-from remote_browsers import (
+from support import (
     PlaywrightServer,
     RemoteChromium,
     free_port,
     playwright_server,
     remote_chromium,
+    result_of,
+    section,
+    text,
 )
+from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
-from tabpilot.site import LocalSite
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +52,6 @@ async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, text(result)
     return result
-
-
-def result_of(result: CallToolResult) -> Any:
-    assert result.structured_content is not None
-    return result.structured_content["result"]
 
 
 async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launched_browser(

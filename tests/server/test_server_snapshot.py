@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from mcp import Client
-from mcp.types import CallToolResult
 
-from mcp_text import section, tab_line, text
-from tabpilot.site import LocalSite
-
-
-def data(result: CallToolResult) -> dict[str, Any]:
-    assert result.structured_content is not None, text(result)
-    return result.structured_content
+from support import data, section, tab_line, text
+from tabpilot.demo.site import LocalSite
 
 
 async def _open(mcp: Client, url: str, *, background: bool = True) -> int:

@@ -1,0 +1,203 @@
+"""Sessions to page targets through one browser-level CDP session.
+
+A page's own CDP session (`context.new_cdp_session(page)`) can only be opened once Playwright
+reports the page, after a popup has started loading: its first request is gone by then. A
+browser-level session sees the target the moment Chromium creates it (`Target.targetCreated`),
+and `Target.attachToTarget` (not flattened) gives a session to it, whose messages travel inside
+the browser session's (`Target.sendMessageToTarget` / `Target.receivedMessageFromTarget`). That is
+the route telemetry takes. `attach` returns at once and commands sent before Chromium named the
+session go by target id, so the attach and the first commands leave together: the page, which
+Playwright holds only while it sets it up, has not started loading when they arrive.
+
+Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
+cannot keep before paying for parsing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+RawHandler = Callable[[str], None]
+
+
+class Session(Protocol):
+    """What is needed of a CDP session: `tabpilot._pw.CdpSession` is one."""
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def on(self, event: str, handler: Callable[[dict[str, Any]], None]) -> Callable[[], None]: ...
+
+
+class CdpCommandError(Exception):
+    """A command sent to a target failed (the target's own protocol error)."""
+
+
+class TargetSession:
+    """One page target's session: `send` commands, `on_message` for its events as raw JSON."""
+
+    def __init__(self, owner: TargetSessions, target_id: str) -> None:
+        self._owner = owner
+        self.session_id: str | None = None
+        """Chromium's id of the session, once the attach is answered."""
+        self.target_id = target_id
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._handlers: list[RawHandler] = []
+        self.closed = False
+        self.handler_errors = 0
+
+    def on_message(self, handler: RawHandler) -> Callable[[], None]:
+        """Call `handler(raw_json)` for every event of the target; returns the disposer."""
+        self._handlers.append(handler)
+
+        def dispose() -> None:
+            if handler in self._handlers:
+                self._handlers.remove(handler)
+
+        return dispose
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> Awaitable[dict[str, Any]]:
+        """Send a command; the result arrives as the target's answer (await it, or not)."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if self.closed:
+            future.set_exception(CdpCommandError(f"{method}: the target's session is closed"))
+            return future
+        message_id = next(self._ids)
+        self._waiting[message_id] = future
+        message = json.dumps({"id": message_id, "method": method, "params": params or {}})
+        self._owner._forward(self, message, future)
+        return future
+
+    async def settled(self, timeout: float = 2.0) -> None:
+        """Wait (bounded) until every command sent so far is answered."""
+        waiting = [f for f in self._waiting.values() if not f.done()]
+        if waiting:
+            await asyncio.wait(waiting, timeout=timeout)
+
+    def _receive(self, raw: str) -> None:
+        if raw.startswith('{"id"') or '"method"' not in raw[:40]:
+            message = json.loads(raw)
+            future = self._waiting.pop(message.get("id", -1), None)
+            if future is not None and not future.done():
+                if "error" in message:
+                    future.set_exception(CdpCommandError(str(message["error"].get("message", message["error"]))))
+                else:
+                    future.set_result(message.get("result", {}))
+            if "method" not in message:
+                return
+        for handler in list(self._handlers):
+            try:
+                handler(raw)
+            except Exception:  # a consumer's bug must not break the browser connection's dispatch
+                self.handler_errors += 1
+
+    def _close(self) -> None:
+        self.closed = True
+        waiting, self._waiting = self._waiting, {}
+        for future in waiting.values():
+            if not future.done():
+                future.set_exception(CdpCommandError("the target went away"))
+                future.exception()  # retrieved: a caller that stopped waiting must not be logged
+        self._handlers.clear()
+
+    async def detach(self) -> None:
+        await self._owner.detach(self)
+
+
+class TargetSessions:
+    """The target sessions of one browser-level CDP session."""
+
+    def __init__(self, root: Session) -> None:
+        self._root = root
+        self._sessions: dict[str, TargetSession] = {}
+        self._by_target: dict[str, TargetSession] = {}
+        self._disposers = [
+            root.on("Target.attachedToTarget", self._on_attached),
+            root.on("Target.receivedMessageFromTarget", self._on_message),
+            root.on("Target.detachedFromTarget", self._on_detached),
+        ]
+        self._sending: set[asyncio.Task[Any]] = set()
+
+    def attach(self, target_id: str) -> TargetSession:
+        """A session to the target, usable at once (the attach completes in the background)."""
+        session = TargetSession(self, target_id)
+        self._by_target[target_id] = session
+        attaching = asyncio.ensure_future(
+            self._root.send("Target.attachToTarget", {"targetId": target_id, "flatten": False})
+        )
+        self._sending.add(attaching)
+
+        def attached(done: asyncio.Future[dict[str, Any]]) -> None:
+            self._sending.discard(attaching)
+            if done.cancelled() or done.exception() is not None:
+                self._forget(session)  # the target went away first
+            else:
+                self._named(session, done.result()["sessionId"])
+
+        attaching.add_done_callback(attached)
+        return session
+
+    def _named(self, session: TargetSession, session_id: str) -> None:
+        if session.session_id is None and not session.closed:
+            session.session_id = session_id
+            self._sessions[session_id] = session
+
+    def _forget(self, session: TargetSession) -> None:
+        if session.session_id is not None:
+            self._sessions.pop(session.session_id, None)
+        if self._by_target.get(session.target_id) is session:
+            del self._by_target[session.target_id]
+        session._close()
+
+    async def detach(self, session: TargetSession) -> None:
+        session_id = session.session_id
+        self._forget(session)
+        if session_id is not None:
+            with contextlib.suppress(Exception):
+                await self._root.send("Target.detachFromTarget", {"sessionId": session_id})
+
+    def _forward(self, session: TargetSession, message: str, answer: asyncio.Future[dict[str, Any]]) -> None:
+        # Before Chromium named the session, the target id finds it (this root has one per target).
+        to = {"sessionId": session.session_id} if session.session_id else {"targetId": session.target_id}
+        task = asyncio.ensure_future(self._root.send("Target.sendMessageToTarget", {**to, "message": message}))
+        self._sending.add(task)
+
+        def sent(done: asyncio.Task[Any]) -> None:
+            self._sending.discard(done)
+            if done.cancelled() or done.exception() is None:
+                return
+            if not answer.done():  # the browser refused to pass it on: the target is gone
+                answer.set_exception(CdpCommandError(str(done.exception())))
+                answer.exception()
+
+        task.add_done_callback(sent)
+
+    def _on_attached(self, event: dict[str, Any]) -> None:
+        # Comes before the attach's answer: from here on the session's messages can be routed.
+        session = self._by_target.get((event.get("targetInfo") or {}).get("targetId", ""))
+        if session is not None and not event.get("waitingForDebugger"):
+            self._named(session, event.get("sessionId", ""))
+
+    def _on_message(self, event: dict[str, Any]) -> None:
+        session = self._sessions.get(event.get("sessionId", "")) or self._by_target.get(event.get("targetId", ""))
+        if session is not None:
+            session._receive(event.get("message", ""))
+
+    def _on_detached(self, event: dict[str, Any]) -> None:
+        session = self._sessions.get(event.get("sessionId", ""))
+        if session is not None:
+            self._forget(session)
+
+    def close(self) -> None:
+        for dispose in self._disposers:
+            dispose()
+        self._disposers = []
+        for session in list(self._by_target.values()):
+            session._close()
+        self._sessions.clear()
+        self._by_target.clear()

@@ -1,0 +1,157 @@
+"""How to start or reach a browser: one option record for every front end.
+
+`BrowserOptions` is what `TabManager(options=...)` launches and connects with; a command line,
+a config file and a tool call all fill the same record, so an option is defined once.
+
+    options = BrowserOptions(viewport=(1024, 768), user_agent="my-agent/1.0")
+    options = BrowserOptions.from_mapping({"viewport": "1024x768", "ignoreHttpsErrors": True})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ACTION_TIMEOUT = 5.0
+"""Seconds an element action may take (actionability checks included). Short on purpose: an agent
+learns more from a fast error that says why than from a long wait."""
+DEFAULT_NAVIGATION_TIMEOUT = 30.0
+"""Seconds a navigation may take to load."""
+
+
+def parse_viewport(text: str) -> tuple[int, int]:
+    """`1280x720` -> (1280, 720)."""
+    match = re.fullmatch(r"\s*(\d{2,5})\s*[xX,]\s*(\d{2,5})\s*", text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a viewport size: give WIDTHxHEIGHT in pixels, e.g. 1280x720")
+    width, height = int(match.group(1)), int(match.group(2))
+    if not (100 <= width <= 10000 and 100 <= height <= 10000):
+        raise ValueError(f"viewport {width}x{height} is out of range: each side from 100 to 10000 pixels")
+    return width, height
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """`Name: value` -> ("Name", "value")."""
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+        raise ValueError(f"{text!r} is not a header: give NAME:VALUE, e.g. 'Authorization: Bearer abc'")
+    return name.strip(), value.strip()
+
+
+def _positive_seconds(value: float, name: str) -> float:
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrowserOptions:
+    """Options for launching a local Chromium and for reaching a remote one.
+
+    Launch options apply to a browser tabpilot starts (and to each isolated context of it);
+    `cdp_headers` to endpoints it connects to; the timeouts to every tab.
+    """
+
+    headless: bool = True
+    browser_path: str | None = None
+    """The Chromium executable (default: found automatically, see `find_browser`)."""
+    user_data_dir: str | None = None
+    """A profile directory to use and keep (logins survive restarts). None: a fresh temporary profile."""
+    storage_state: str | None = None
+    """A JSON file of cookies and localStorage (as `save_storage_state` writes) to start with."""
+    viewport: tuple[int, int] | None = None
+    """Width and height of every page's viewport in CSS pixels (None: 1280x720)."""
+    user_agent: str | None = None
+    ignore_https_errors: bool = False
+    proxy_server: str | None = None
+    """e.g. `http://proxy:3128` or `socks5://127.0.0.1:1080`."""
+    proxy_bypass: str | None = None
+    """Comma-separated hosts that skip the proxy, e.g. `localhost,.internal`."""
+    init_scripts: tuple[str, ...] = ()
+    """JavaScript files run in every page (popups included) before the page's own scripts."""
+    browser_args: tuple[str, ...] = ()
+    """Extra Chromium command-line arguments."""
+    cdp_headers: tuple[tuple[str, str], ...] = ()
+    """HTTP headers sent when connecting to a remote endpoint (authentication)."""
+    timeout_action: float = DEFAULT_ACTION_TIMEOUT
+    timeout_navigation: float = DEFAULT_NAVIGATION_TIMEOUT
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Unused by the library: room for a front end's own settings in the same file."""
+
+    def __post_init__(self) -> None:
+        _positive_seconds(self.timeout_action, "timeout_action")
+        _positive_seconds(self.timeout_navigation, "timeout_navigation")
+        for script in self.init_scripts:
+            if not Path(script).expanduser().is_file():
+                raise ValueError(f"init script {script!r} is not a readable file")
+
+    def replace(self, **changes: Any) -> BrowserOptions:
+        return dataclasses.replace(self, **changes)
+
+    def init_script_sources(self) -> list[str]:
+        return [Path(p).expanduser().read_text(encoding="utf-8") for p in self.init_scripts]
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], *, base: BrowserOptions | None = None) -> BrowserOptions:
+        """Options from a mapping (a JSON config file, tool arguments): keys in snake_case or
+        camelCase, values as JSON gives them (`"viewport": "1280x720"` or `[1280, 720]`).
+        Unknown keys are an error that lists the known ones."""
+        known = {name: name for name in cls.field_names()}
+        known.update({_camel(name): name for name in cls.field_names()})
+        changes: dict[str, Any] = {}
+        for key, value in values.items():
+            name = known.get(key)
+            if name is None:
+                raise ValueError(
+                    f"unknown browser option {key!r}; known options: {', '.join(sorted(cls.field_names()))}"
+                )
+            changes[name] = _coerce(name, value)
+        return dataclasses.replace(base or cls(), **changes)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """A JSON value as the field's type."""
+    if value is None:
+        return None
+    if name == "viewport":
+        if isinstance(value, str):
+            return parse_viewport(value)
+        if isinstance(value, Mapping):
+            return parse_viewport(f"{value.get('width')}x{value.get('height')}")
+        width, height = value
+        return parse_viewport(f"{width}x{height}")
+    if name in ("init_scripts", "browser_args"):
+        items = [value] if isinstance(value, str) else list(value)
+        if not all(isinstance(item, str) for item in items):
+            raise ValueError(f"{name} must be a list of strings")
+        return tuple(items)
+    if name == "cdp_headers":
+        if isinstance(value, Mapping):
+            return tuple((str(k), str(v)) for k, v in value.items())
+        items = [value] if isinstance(value, str) else list(value)
+        return tuple(parse_header(item) if isinstance(item, str) else (str(item[0]), str(item[1])) for item in items)
+    if name in ("headless", "ignore_https_errors"):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {json.dumps(value)}")
+        return value
+    if name in ("timeout_action", "timeout_navigation"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name} must be a number of seconds, got {json.dumps(value)}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {json.dumps(value)}")
+    return value

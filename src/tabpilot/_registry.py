@@ -1,0 +1,108 @@
+"""The tabs of one instance: lookup by id and by target, discovery order, and most-recently-used order.
+
+Pure bookkeeping, no browser: the instance decides what happens, the registry remembers it.
+The active tab is the most recently used one (headless Chromium has no focus to ask about).
+"""
+
+from __future__ import annotations
+
+from ._tab import Tab
+from ._types import TabInfo
+
+
+class TabRegistry:
+    def __init__(self, instance_id: str) -> None:
+        self.instance_id = instance_id
+        self._tabs: dict[int, Tab] = {}
+        self._by_target: dict[str, Tab] = {}
+        self._mru: list[int] = []
+        """Tab ids, least recently used first; the last one is the active tab."""
+
+    def __len__(self) -> int:
+        return len(self._tabs)
+
+    @property
+    def tabs(self) -> list[Tab]:
+        """Open tabs in discovery order."""
+        return list(self._tabs.values())
+
+    @property
+    def active(self) -> Tab | None:
+        return self._tabs[self._mru[-1]] if self._mru else None
+
+    def get(self, tab_id: int) -> Tab | None:
+        return self._tabs.get(tab_id)
+
+    def by_target(self, target_id: str) -> Tab | None:
+        return self._by_target.get(target_id) or self._by_target.get(target_id.upper())
+
+    def add(self, tab: Tab) -> None:
+        self._tabs[tab.id] = tab
+        if tab.target_id:
+            self._by_target[tab.target_id] = tab
+
+    def remove(self, tab: Tab) -> bool:
+        """Forget `tab`; returns whether it was the active tab. The previously used tab becomes
+        active; if no tab was ever used, the newest one."""
+        if self._tabs.pop(tab.id, None) is None:
+            return False
+        if tab.target_id:
+            self._by_target.pop(tab.target_id, None)
+        was_active = bool(self._mru) and self._mru[-1] == tab.id
+        if tab.id in self._mru:
+            self._mru.remove(tab.id)
+        if was_active and not self._mru and self._tabs:
+            self._mru.append(next(reversed(self._tabs)))
+        return was_active
+
+    def touch(self, tab: Tab) -> int | None:
+        """Make `tab` the active tab; returns the previously active tab's id."""
+        previous = self._mru[-1] if self._mru else None
+        if tab.id in self._mru:
+            self._mru.remove(tab.id)
+        self._mru.append(tab.id)
+        return previous
+
+    def track_in_background(self, tab: Tab) -> None:
+        """Known, not activated: least recently used of all."""
+        if tab.id not in self._mru:
+            self._mru.insert(0, tab.id)
+
+    def ensure_active(self) -> None:
+        """With tabs and none active (a fresh instance), the first tab is active."""
+        if self._tabs and not self._mru:
+            self._mru.append(next(iter(self._tabs)))
+
+    def cap_victim(self, *, exclude: Tab | None) -> Tab | None:
+        """The least recently used tab that is neither pinned, nor active, nor `exclude`."""
+        active = self._mru[-1] if self._mru else None
+        rank = {tab_id: i for i, tab_id in enumerate(self._mru)}
+        for tab in sorted(self._tabs.values(), key=lambda t: rank.get(t.id, -1)):
+            if not (tab.pinned or tab.id == active or tab is exclude):
+                return tab
+        return None
+
+    def infos(self) -> list[TabInfo]:
+        active = self._mru[-1] if self._mru else None
+        return [self._info(tab, index, active) for index, tab in enumerate(self._tabs.values())]
+
+    def info(self, tab: Tab) -> TabInfo:
+        active = self._mru[-1] if self._mru else None
+        index = list(self._tabs).index(tab.id) if tab.id in self._tabs else -1
+        return self._info(tab, index, active)
+
+    def _info(self, tab: Tab, index: int, active: int | None) -> TabInfo:
+        return TabInfo(
+            id=tab.id,
+            instance_id=self.instance_id,
+            url=tab.url,
+            title=tab.title,
+            active=tab.id == active,
+            index=index,
+            window_id=tab.window_id,
+            pinned=tab.pinned,
+            opener_id=tab.opener_id,
+            status=tab.status,
+            dialog=tab.dialog,
+            target_id=tab.target_id,
+        )

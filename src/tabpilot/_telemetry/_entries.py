@@ -1,0 +1,303 @@
+"""What telemetry records: one frozen entry type per kind, and a page of entries (`ObserveResult`).
+
+Every entry carries its sequence number (one counter for all kinds, so one cursor covers all),
+when it was recorded, and the id of its tab (None: it belongs to no tab). `to_dict()` uses
+camelCase keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, get_args
+
+TelemetryKind = Literal["errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"]
+TELEMETRY_KINDS: tuple[TelemetryKind, ...] = get_args(TelemetryKind)
+WebSocketEvent = Literal["open", "sent", "received", "close", "error"]
+Direction = Literal["sent", "received"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleEntry:
+    """A console message (`what="logs"`)."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    level: str
+    text: str
+    url: str
+    line: int
+    column: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "level": self.level,
+            "text": self.text,
+            "location": {"url": self.url, "line": self.line, "column": self.column},
+        }
+
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEntry:
+    """An uncaught page error (`source="exception"`) or a console.error (`source="console"`)."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    source: Literal["exception", "console"]
+    message: str
+    stack: str
+    url: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "source": self.source,
+            "message": self.message,
+            "stack": self.stack,
+            "url": self.url,
+        }
+
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkEntry:
+    """A finished or failed request (`what="network_waterfall"`). Times in ms; -1 if unknown."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    method: str
+    url: str
+    resource_type: str
+    status: int | None
+    status_text: str
+    failure: str | None
+    mime_type: str
+    started: float
+    """When the request started, seconds since the epoch."""
+    duration_ms: float
+    timing: Mapping[str, float]
+    request_body_size: int | None
+    response_body_size: int | None
+    """From Content-Length; None when the server did not send one (network_bodies has the size read)."""
+    navigation: bool
+    redirected_from: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "method": self.method,
+            "url": self.url,
+            "resourceType": self.resource_type,
+            "status": self.status,
+            "statusText": self.status_text,
+            "failure": self.failure,
+            "mimeType": self.mime_type,
+            "started": self.started,
+            "durationMs": self.duration_ms,
+            "timing": dict(self.timing),
+            "requestBodySize": self.request_body_size,
+            "responseBodySize": self.response_body_size,
+            "navigation": self.navigation,
+            "redirectedFrom": self.redirected_from,
+        }
+
+
+
+@dataclass(frozen=True, slots=True)
+class BodyEntry:
+    """Headers and bodies of one request (`what="network_bodies"`): documents, fetch/XHR, event
+    streams and other requests; not images, fonts, media, scripts or stylesheets (see `_wants_body`).
+
+    Text bodies are kept up to the byte cap (`truncated` says it was cut); binary bodies are not
+    stored (`omitted="binary"`). `omitted` says why there is no body: binary, too large, disabled,
+    no body, unavailable (the page closed before it could be read).
+    """
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    method: str
+    url: str
+    status: int | None
+    mime_type: str
+    request_headers: tuple[tuple[str, str], ...]
+    response_headers: tuple[tuple[str, str], ...]
+    request_body: str | None
+    response_body: str | None
+    body_size: int | None
+    """The whole response body's size in bytes, when known."""
+    truncated: bool
+    omitted: str | None
+    size: int = field(default=0, compare=False)
+    """Bytes this entry holds, for the ring's byte bound."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "method": self.method,
+            "url": self.url,
+            "status": self.status,
+            "mimeType": self.mime_type,
+            "requestHeaders": dict(self.request_headers),
+            "responseHeaders": dict(self.response_headers),
+            "requestBody": self.request_body,
+            "responseBody": self.response_body,
+            "bodySize": self.body_size,
+            "truncated": self.truncated,
+            "binary": self.omitted == "binary",
+            "omitted": self.omitted,
+        }
+
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketEntry:
+    """A WebSocket connection opening or closing, or one frame sent or received."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    socket_id: int
+    url: str
+    event: WebSocketEvent
+    size: int | None
+    preview: str | None
+    binary: bool
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "socketId": self.socket_id,
+            "url": self.url,
+            "event": self.event,
+            "size": self.size,
+            "preview": self.preview,
+            "binary": self.binary,
+            "error": self.error,
+        }
+
+
+
+@dataclass(frozen=True, slots=True)
+class ActionEntry:
+    """An action the server performed on a tab (`tab_id` None for server-wide ones)."""
+
+    seq: int
+    timestamp: float
+    tab_id: int | None
+    tool: str
+    arguments: Mapping[str, object]
+    outcome: str
+    ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "timestamp": self.timestamp,
+            "tabId": self.tab_id,
+            "tool": self.tool,
+            "arguments": dict(self.arguments),
+            "outcome": self.outcome,
+            "ok": self.ok,
+        }
+
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A request still waiting for its response or body, as of the query (no sequence number:
+    it is state, not history; it becomes a NetworkEntry when it finishes or fails)."""
+
+    tab_id: int | None
+    method: str
+    url: str
+    resource_type: str
+    started: float
+    """Seconds since the epoch."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tabId": self.tab_id,
+            "method": self.method,
+            "url": self.url,
+            "resourceType": self.resource_type,
+            "started": self.started,
+            "waitingMs": round((time.time() - self.started) * 1000),
+        }
+
+
+
+TelemetryEntry = ConsoleEntry | ErrorEntry | NetworkEntry | BodyEntry | WebSocketEntry | ActionEntry
+
+
+class ObservedEntry(Protocol):
+    """What a result entry offers: telemetry entries, and tab events (`TabEvent`) too."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def timestamp(self) -> float: ...
+
+    @property
+    def tab_id(self) -> int | None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveResult:
+    """One page of entries, oldest first, with what the caller needs to read them right.
+
+    `next_cursor` is the `since` to pass next time to get only newer entries; when `has_more`,
+    more entries than `limit` matched after the cursor and the next call continues from there.
+    Without `since`, a query returns the newest `limit` matches. Cursors are per `what`.
+    """
+
+    what: str
+    entries: tuple[ObservedEntry, ...]
+    currently_tracked_tab: int | None
+    filtered_by_tab: int | None
+    total_entries_all_tabs: int
+    returned_entries: int
+    dropped: int
+    next_cursor: int
+    has_more: bool = False
+    pending: tuple[PendingRequest, ...] = ()
+    """network_waterfall: requests still in flight that match the tab and url/method filters."""
+
+    def to_dict(self) -> dict[str, Any]:
+        extra = (
+            {"pendingRequests": [p.to_dict() for p in self.pending]} if self.what == "network_waterfall" else {}
+        )
+        return {
+            "what": self.what,
+            "entries": [entry.to_dict() for entry in self.entries],
+            "currentlyTrackedTab": self.currently_tracked_tab,
+            "filteredByTab": self.filtered_by_tab,
+            "totalEntriesAllTabs": self.total_entries_all_tabs,
+            "returnedEntries": self.returned_entries,
+            "dropped": self.dropped,
+            "nextCursor": self.next_cursor,
+            "hasMore": self.has_more,
+            **extra,
+        }
+
+

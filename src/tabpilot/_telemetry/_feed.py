@@ -1,0 +1,497 @@
+"""One tab's telemetry: the CDP events of its target session turned into entries.
+
+The feed enables the Network and Runtime domains on the tab's own target session (attached the
+moment the target exists, so a popup's first request and console line are seen) and reads:
+- `Runtime.consoleAPICalled`, `Runtime.exceptionThrown`: console messages and page errors;
+- `Network.requestWillBeSent` ... `loadingFinished`/`loadingFailed` (+ the `ExtraInfo` events for
+  cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
+- `Network.webSocket*`: connections, frames, closes (and the handshake as a waterfall row).
+
+Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
+per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._cdp import TargetSession
+from ._entries import ConsoleEntry, ErrorEntry, NetworkEntry, PendingRequest, WebSocketEntry
+
+if TYPE_CHECKING:
+    from ._recorder import Telemetry
+
+TEXT_CAP = 8 * 1024
+"""Console text, error messages and stacks are cut here: a ring bounds entries, not their size."""
+PREVIEW_CAP = 256
+"""WebSocket frame previews and action argument strings are cut here."""
+MAX_IN_FLIGHT = 2000
+RELEASE_EVERY = 200
+"""Console messages after which the feed lets the page free the objects they showed."""
+
+_TEXT_MIME_PARTS = ("json", "xml", "javascript", "ecmascript", "x-www-form-urlencoded", "graphql", "csv", "yaml")
+_NO_BODY_STATUS = frozenset({204, 205, 304})
+_NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
+
+
+def cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    return text[:cap] + f"… [{len(text) - cap} more characters]"
+
+
+def is_text_mime(mime: str) -> bool:
+    mime = mime.lower()
+    return mime.startswith("text/") or any(part in mime for part in _TEXT_MIME_PARTS)
+
+
+def _method_of(raw: str) -> str:
+    """The event's method, read without parsing the message (Chromium writes it first)."""
+    if raw.startswith('{"method":"'):
+        end = raw.find('"', 11)
+        if end > 0:
+            return raw[11:end]
+    return str(json.loads(raw).get("method", ""))
+
+
+def render_value(obj: Mapping[str, Any]) -> str:
+    """A console argument as text, the way Playwright's `ConsoleMessage.text` shows it."""
+    kind = obj.get("type")
+    if kind == "undefined":
+        return "undefined"
+    if "value" in obj:
+        value = obj["value"]
+        return json.dumps(value) if isinstance(value, dict | list) else ("null" if value is None else str(value))
+    if obj.get("unserializableValue"):
+        return str(obj["unserializableValue"])
+    preview = obj.get("preview")
+    if preview and obj.get("subtype") == "array":
+        return "[" + ", ".join(str(p.get("value", "")) for p in preview.get("properties", [])) + "]"
+    if preview and obj.get("description") == "Object":
+        return "{" + ", ".join(f"{p.get('name')}: {p.get('value', '')}" for p in preview.get("properties", [])) + "}"
+    return str(obj.get("description", kind or ""))
+
+
+class _Request:
+    """A request still in flight: what the waterfall row will need."""
+
+    __slots__ = (
+        "extra_request_headers",
+        "extra_response_headers",
+        "method",
+        "navigation",
+        "post_data",
+        "redirected_from",
+        "request_headers",
+        "resource_type",
+        "response",
+        "started",
+        "started_ts",
+        "url",
+    )
+
+    def __init__(self, params: dict[str, Any], redirected_from: str | None) -> None:
+        request = params.get("request", {})
+        self.method: str = request.get("method", "GET")
+        self.url: str = request.get("url", "")
+        self.resource_type = str(params.get("type", "Other")).lower()
+        self.started: float = params.get("wallTime") or time.time()
+        self.started_ts: float = params.get("timestamp", 0.0)
+        self.request_headers: dict[str, str] = request.get("headers", {})
+        self.post_data: str | None = request.get("postData")
+        self.redirected_from = redirected_from
+        self.navigation = self.resource_type == "document"
+        self.response: dict[str, Any] | None = None
+        self.extra_request_headers: dict[str, str] | None = None
+        self.extra_response_headers: dict[str, str] | None = None
+
+    def headers(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Request and response headers, names in lower case, the raw (cookie-bearing) ones first."""
+        request = {k.lower(): v for k, v in self.request_headers.items()}
+        request.update({k.lower(): v for k, v in (self.extra_request_headers or {}).items()})
+        response = {k.lower(): v for k, v in ((self.response or {}).get("headers") or {}).items()}
+        response.update({k.lower(): v for k, v in (self.extra_response_headers or {}).items()})
+        return request, response
+
+
+class _Bucket:
+    """A token bucket: `rate` events a second, bursts up to `burst`."""
+
+    __slots__ = ("burst", "last", "rate", "tokens")
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst, self.tokens, self.last = rate, burst, burst, time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+class TabFeed:
+    """Reads one tab's target session into its recorder; see the module docstring."""
+
+    def __init__(self, sink: Telemetry, session: TargetSession, tab_id: int) -> None:
+        self._sink = sink
+        self._session = session
+        self.tab_id = tab_id
+        self._in_flight: OrderedDict[str, _Request] = OrderedDict()
+        self._early_extra: OrderedDict[str, dict[str, dict[str, str]]] = OrderedDict()
+        self._sockets: dict[str, tuple[int, str, float]] = {}
+        self._console_seen = 0
+        self._console_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        self._network_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "Runtime.consoleAPICalled": self._on_console,
+            "Runtime.exceptionThrown": self._on_exception,
+            "Network.requestWillBeSent": self._on_request,
+            "Network.requestWillBeSentExtraInfo": self._on_request_extra,
+            "Network.responseReceived": self._on_response,
+            "Network.responseReceivedExtraInfo": self._on_response_extra,
+            "Network.loadingFinished": self._on_finished,
+            "Network.loadingFailed": self._on_failed,
+            "Network.webSocketCreated": self._on_socket_created,
+            "Network.webSocketWillSendHandshakeRequest": self._on_socket_handshake,
+            "Network.webSocketHandshakeResponseReceived": self._on_socket_open,
+            "Network.webSocketFrameSent": lambda p: self._on_frame(p, "sent"),
+            "Network.webSocketFrameReceived": lambda p: self._on_frame(p, "received"),
+            "Network.webSocketFrameError": self._on_socket_error,
+            "Network.webSocketClosed": self._on_socket_closed,
+        }
+        self._dispose = session.on_message(self._on_raw)
+
+    def start(self) -> None:
+        """Enable the domains (sent at once: the page may be about to load)."""
+        limit = self._sink.fetch_limit
+        self._session.send("Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8})
+        self._session.send("Runtime.enable")
+
+    def stop(self) -> None:
+        """The tab is gone: requests it cut short are recorded as such, never forgotten."""
+        self._dispose()
+        for request_id in list(self._in_flight):
+            self._record_unfinished(request_id, "the tab closed before the request finished")
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def _on_raw(self, raw: str) -> None:
+        method = _method_of(raw)
+        handler = self._handlers.get(method)
+        if handler is None:
+            return  # dataReceived, executionContextCreated, ...: not worth parsing
+        if method == "Runtime.consoleAPICalled" and not self._console_budget.take():
+            self._sink.shed("logs", self.tab_id)
+            return
+        if method == "Network.requestWillBeSent" and not self._network_budget.take():
+            self._sink.shed("network_waterfall", self.tab_id)
+            return
+        try:
+            handler(json.loads(raw)["params"])
+        except Exception:
+            self._sink.listener_errors += 1
+
+    # -- console and errors --------------------------------------------------------------------
+
+    def _on_console(self, params: dict[str, Any]) -> None:
+        level = params.get("type", "log")
+        text = cut(" ".join(render_value(arg) for arg in params.get("args", [])), TEXT_CAP)
+        frames = (params.get("stackTrace") or {}).get("callFrames") or [{}]
+        url = frames[0].get("url", "")
+        sink, now = self._sink, time.time()
+        sink.append(
+            "logs",
+            ConsoleEntry(
+                sink.next_seq(), now, self.tab_id, level, text, url, frames[0].get("lineNumber", 0), frames[0].get("columnNumber", 0)
+            ),
+        )
+        if level in ("error", "assert"):
+            sink.append("errors", ErrorEntry(sink.next_seq(), now, self.tab_id, "console", text, "", url))
+        self._console_seen += 1
+        if self._console_seen % RELEASE_EVERY == 0:
+            # The page keeps the objects a console message showed for this session until released.
+            self._session.send("Runtime.releaseObjectGroup", {"objectGroup": "console"})
+
+    def _on_exception(self, params: dict[str, Any]) -> None:
+        details = params.get("exceptionDetails", {})
+        exception = details.get("exception") or {}
+        description = str(exception.get("description") or "")
+        if "value" in exception:
+            message, stack = str(exception["value"]), ""
+        elif description:
+            head = description.splitlines()[0]
+            name = str(exception.get("className") or "")
+            message = head.split(": ", 1)[1] if name and head.startswith(name + ":") else head
+            stack = description
+        else:
+            message, stack = str(details.get("text") or "Error"), ""
+        sink = self._sink
+        sink.append(
+            "errors",
+            ErrorEntry(
+                sink.next_seq(), time.time(), self.tab_id, "exception", cut(message, TEXT_CAP), cut(stack, TEXT_CAP), details.get("url", "")
+            ),
+        )
+
+    # -- network -------------------------------------------------------------------------------
+
+    def _on_request(self, params: dict[str, Any]) -> None:
+        request_id = params["requestId"]
+        redirected_from = None
+        previous = self._in_flight.pop(request_id, None)
+        if previous is not None and "redirectResponse" in params:
+            # One request id for every hop of a redirect chain: the previous hop ends here.
+            previous.response = params["redirectResponse"]
+            self._record(previous, params.get("timestamp", previous.started_ts), None)
+            redirected_from = previous.url
+        request = _Request(params, redirected_from)
+        for field, headers in self._early_extra.pop(request_id, {}).items():
+            setattr(request, field, headers)
+        self._in_flight[request_id] = request
+        if len(self._in_flight) > MAX_IN_FLIGHT:
+            # Requests that never finish (a hung server) are recorded rather than tracked for ever.
+            oldest = next(iter(self._in_flight))
+            self._record_unfinished(oldest, f"still unfinished after {MAX_IN_FLIGHT} later requests")
+
+    def _extra(self, params: dict[str, Any], field: str) -> None:
+        request = self._in_flight.get(params["requestId"])
+        if request is not None:
+            setattr(request, field, params.get("headers", {}))
+            return
+        # ExtraInfo may come before its request's event: keep it briefly.
+        self._early_extra.setdefault(params["requestId"], {})[field] = params.get("headers", {})
+        while len(self._early_extra) > 200:
+            self._early_extra.popitem(last=False)
+
+    def _on_request_extra(self, params: dict[str, Any]) -> None:
+        self._extra(params, "extra_request_headers")
+
+    def _on_response_extra(self, params: dict[str, Any]) -> None:
+        self._extra(params, "extra_response_headers")
+
+    def _on_response(self, params: dict[str, Any]) -> None:
+        request = self._in_flight.get(params["requestId"])
+        if request is not None:
+            request.response = params.get("response")
+
+    def _on_finished(self, params: dict[str, Any]) -> None:
+        request_id = params["requestId"]
+        request = self._in_flight.pop(request_id, None)
+        if request is None:
+            return
+        self._record(request, params.get("timestamp", request.started_ts), None)
+        if request.response is not None and self._wants_body(request):
+            self._body(request_id, request)
+
+    def _on_failed(self, params: dict[str, Any]) -> None:
+        request = self._in_flight.pop(params["requestId"], None)
+        if request is None:
+            return
+        failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")
+        blocked = params.get("blockedReason")
+        self._record(request, params.get("timestamp", request.started_ts), f"{failure} ({blocked})" if blocked else failure)
+
+    def _record_unfinished(self, request_id: str, why: str) -> None:
+        request = self._in_flight.pop(request_id, None)
+        if request is None:
+            return
+        # With its response in (a page that loaded, then closed itself) it is recorded as answered:
+        # only the browser's "finished loading" notice was lost with the tab.
+        self._record(request, None, why if request.response is None else None)
+        if request.response is not None and self._wants_body(request):
+            self._sink.body_failures += 1
+            self._body_entry(request, None, None, False, "unavailable")
+
+    def _body(self, request_id: str, request: _Request) -> None:
+        """Record the body entry of a finished request, reading its text body if it has one."""
+        sink, response = self._sink, request.response or {}
+        _, headers = request.headers()
+
+        def fields(data: dict[str, Any] | None) -> tuple[str | None, int | None, bool, str | None]:
+            return body_fields(
+                data,
+                mime=response.get("mimeType", ""),
+                status=response.get("status"),
+                method=request.method,
+                content_length=headers.get("content-length", ""),
+                cap=sink.body_cap,
+                limit=sink.fetch_limit,
+            )
+
+        known = fields(None)
+        if known[3] != "unavailable":
+            self._body_entry(request, *known)
+            return
+
+        async def read() -> None:
+            try:
+                data = await asyncio.wait_for(self._session.send("Network.getResponseBody", {"requestId": request_id}), 10)
+            except Exception:
+                sink.body_failures += 1  # the page closed or navigated away first
+                data = None
+            self._body_entry(request, *fields(data))
+
+        sink.read_body(read)
+
+    @staticmethod
+    def _wants_body(request: _Request) -> bool:
+        # A redirect has no body of its own. Images, fonts and media are binary; scripts and
+        # stylesheets are static assets, large and many, that would crowd the API responses and
+        # documents an agent debugs out of the byte-bounded ring. The waterfall has them all.
+        status = int((request.response or {}).get("status", 0))
+        return not 300 <= status < 400 and request.resource_type not in _NO_BODY_TYPES
+
+    def _record(self, request: _Request, finished_ts: float | None, failure: str | None) -> None:
+        response = request.response or {}
+        _, response_headers = request.headers()
+        length = response_headers.get("content-length", "")
+        timing = response.get("timing") or {}
+        duration = (finished_ts - request.started_ts) * 1000 if finished_ts else -1.0
+        sink = self._sink
+        sink.append(
+            "network_waterfall",
+            NetworkEntry(
+                sink.next_seq(),
+                time.time(),
+                self.tab_id,
+                request.method,
+                request.url,
+                request.resource_type,
+                response.get("status"),
+                response.get("statusText", ""),
+                failure,
+                response.get("mimeType", ""),
+                request.started,
+                max(duration, 0.0) if finished_ts else -1.0,
+                {k: float(v) for k, v in timing.items() if isinstance(v, int | float) and k != "requestTime"},
+                len(request.post_data.encode()) if request.post_data is not None else None,
+                int(length) if length.isdigit() else None,
+                request.navigation,
+                request.redirected_from,
+            ),
+        )
+
+    def _body_entry(
+        self, request: _Request, body: str | None, size: int | None, truncated: bool, omitted: str | None
+    ) -> None:
+        sink = self._sink
+        response = request.response or {}
+        request_headers, response_headers = request.headers()
+        request_body = request.post_data[: sink.body_cap] if request.post_data and sink.body_cap else None
+        sink.append_body(
+            self.tab_id,
+            request.method,
+            request.url,
+            response.get("status"),
+            response.get("mimeType", ""),
+            request_headers,
+            response_headers,
+            request_body,
+            body,
+            size,
+            truncated,
+            omitted,
+        )
+
+    # -- WebSocket -----------------------------------------------------------------------------
+
+    def _on_socket_created(self, params: dict[str, Any]) -> None:
+        socket_id = self._sink.next_socket_id()
+        url = params.get("url", "")
+        self._sockets[params["requestId"]] = (socket_id, url, time.time())
+        self._socket_entry(params["requestId"], "open")
+
+    def _on_socket_handshake(self, params: dict[str, Any]) -> None:
+        known = self._sockets.get(params["requestId"])
+        if known is not None:
+            self._sockets[params["requestId"]] = (known[0], known[1], params.get("wallTime") or known[2])
+
+    def _on_socket_open(self, params: dict[str, Any]) -> None:
+        """The handshake answered: a waterfall row, as DevTools shows it (status 101)."""
+        known = self._sockets.get(params["requestId"])
+        if known is None:
+            return
+        response = params.get("response", {})
+        sink = self._sink
+        sink.append(
+            "network_waterfall",
+            NetworkEntry(
+                sink.next_seq(), time.time(), self.tab_id, "GET", known[1], "websocket", response.get("status"),
+                response.get("statusText", ""), None, "", known[2], max((time.time() - known[2]) * 1000, 0.0),
+                {}, None, None, False, None,
+            ),
+        )
+
+    def _on_frame(self, params: dict[str, Any], event: str) -> None:
+        frame = params.get("response", {})
+        payload = frame.get("payloadData", "")
+        if frame.get("opcode") == 2:  # binary: the payload is base64
+            self._socket_entry(params["requestId"], event, size=len(base64.b64decode(payload or "")), binary=True)
+        else:
+            size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "replace"))
+            self._socket_entry(params["requestId"], event, size=size, preview=cut(payload, PREVIEW_CAP))
+
+    def _on_socket_error(self, params: dict[str, Any]) -> None:
+        self._socket_entry(params["requestId"], "error", error=params.get("errorMessage", ""))
+
+    def _on_socket_closed(self, params: dict[str, Any]) -> None:
+        self._socket_entry(params["requestId"], "close")
+        self._sockets.pop(params["requestId"], None)
+
+    def _socket_entry(
+        self,
+        request_id: str,
+        event: str,
+        *,
+        size: int | None = None,
+        preview: str | None = None,
+        binary: bool = False,
+        error: str | None = None,
+    ) -> None:
+        known = self._sockets.get(request_id)
+        if known is None:
+            return
+        sink = self._sink
+        sink.append(
+            "websocket_events",
+            WebSocketEntry(sink.next_seq(), time.time(), self.tab_id, known[0], known[1], event, size, preview, binary, error),  # type: ignore[arg-type]
+        )
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def pending(self) -> list[PendingRequest]:
+        return [
+            PendingRequest(self.tab_id, r.method, r.url, r.resource_type, r.started) for r in self._in_flight.values()
+        ]
+
+
+def body_fields(
+    data: dict[str, Any] | None, *, mime: str, status: int | None, method: str, content_length: str, cap: int, limit: int
+) -> tuple[str | None, int | None, bool, str | None]:
+    """What a body entry holds, given `Network.getResponseBody`'s answer (None: not fetched):
+    (text, size in bytes, truncated, why omitted)."""
+    length = int(content_length) if content_length.isdigit() else None
+    if method == "HEAD" or status in _NO_BODY_STATUS or length == 0:
+        return None, length, False, "no body"
+    if not is_text_mime(mime):
+        return None, length, False, "binary"
+    if cap == 0:
+        return None, length, False, "disabled"
+    if length is not None and length > limit:
+        return None, length, False, "too large"
+    if data is None:
+        return None, length, False, "unavailable"
+    raw = base64.b64decode(data.get("body", "")) if data.get("base64Encoded") else str(data.get("body", "")).encode()
+    truncated = len(raw) > cap
+    # Cutting bytes may split a character: drop the partial one rather than garble it.
+    return raw[:cap].decode("utf-8", errors="ignore" if truncated else "replace"), len(raw), truncated, None
+

@@ -1,0 +1,140 @@
+"""Asking telemetry: a `Query` (what, of which tab, since which cursor, with which filters) and
+the matching it implies. A filter that does not apply to the kind asked for is an error, so a
+typo never silently matches everything.
+
+    telemetry.query(Query("logs", tab_id=3, level="warning"))
+    telemetry.query(Query("network_waterfall", status_min=400, since=cursor))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, Literal, Protocol
+
+from .._ring import ALL_TABS, AllTabs
+from ._entries import TELEMETRY_KINDS, Direction, ObserveResult
+
+QueryKind = Literal[
+    "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions", "tab_events"
+]
+MAX_LIMIT = 1000
+
+# Severity for the `level` filter: a level selects itself and everything more severe, like
+# DevTools' levels. Console types not listed count as "info".
+LEVEL_RANK = {"debug": 0, "verbose": 0, "log": 1, "info": 1, "warning": 2, "warn": 2, "error": 3, "assert": 3}
+LEVELS_ACCEPTED = ("debug", "info", "log", "warning", "warn", "error")
+_NETWORK = ("network_waterfall", "network_bodies")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What to read. `tab_id` None: every tab. Without `since`: the newest `limit` matches; with it,
+    the oldest `limit` matches after that cursor (page forward with `next_cursor`)."""
+
+    what: QueryKind
+    _: KW_ONLY
+    tab_id: int | None = None
+    limit: int = 100
+    since: int | None = None
+    level: str | None = None
+    """logs: this level and more severe ones."""
+    url: str | None = None
+    """Substring of the entry's URL (logs: of their source location)."""
+    method: str | None = None
+    status_min: int | None = None
+    status_max: int | None = None
+    """network kinds; a failed request has no status and matches no status filter."""
+    direction: Direction | None = None
+    """websocket_events: frames sent or received."""
+
+    def __post_init__(self) -> None:
+        if self.what not in (*TELEMETRY_KINDS, "tab_events"):
+            raise ValueError(f"what must be one of {', '.join((*TELEMETRY_KINDS, 'tab_events'))}; got {self.what!r}")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {self.limit}")
+        what = self.what
+        for name, value, applies, kinds in (
+            ("level", self.level, what == "logs", "logs"),
+            ("url", self.url, what not in ("actions", "tab_events"), "every kind but actions and tab_events"),
+            ("method", self.method, what in _NETWORK, "network_waterfall and network_bodies"),
+            ("statusMin", self.status_min, what in _NETWORK, "network_waterfall and network_bodies"),
+            ("statusMax", self.status_max, what in _NETWORK, "network_waterfall and network_bodies"),
+            ("direction", self.direction, what == "websocket_events", "websocket_events"),
+        ):
+            if value is not None and not applies:
+                raise ValueError(f"The {name} filter applies to {kinds}, not to {what}.")
+        if self.level is not None and self.level.lower() not in LEVEL_RANK:
+            raise ValueError(f"level must be one of {', '.join(LEVELS_ACCEPTED)}; got {self.level!r}")
+        if self.direction is not None and self.direction not in ("sent", "received"):
+            raise ValueError(f"direction must be 'sent' or 'received'; got {self.direction!r}")
+
+    @property
+    def tab(self) -> int | AllTabs:
+        return ALL_TABS if self.tab_id is None else self.tab_id
+
+    @property
+    def filtered(self) -> bool:
+        """Whether any filter beyond tab, cursor and limit is set."""
+        return any(
+            v is not None
+            for v in (self.level, self.url, self.method, self.status_min, self.status_max, self.direction)
+        )
+
+    def matcher(self) -> Callable[[Any], bool] | None:
+        """A test an entry must pass (None: every entry matches)."""
+        tests: list[Callable[[Any], bool]] = []
+        if self.level is not None:
+            rank = LEVEL_RANK[self.level.lower()]
+            tests.append(lambda e: LEVEL_RANK.get(e.level, 1) >= rank)
+        if self.url:
+            needle = self.url
+            tests.append(lambda e: needle in e.url)
+        if self.method:
+            wanted = self.method.upper()
+            tests.append(lambda e: e.method == wanted)
+        if self.status_min is not None or self.status_max is not None:
+            low = self.status_min if self.status_min is not None else 0
+            high = self.status_max if self.status_max is not None else 999
+            tests.append(lambda e: e.status is not None and low <= e.status <= high)
+        if self.direction is not None:
+            direction = self.direction
+            tests.append(lambda e: e.event == direction)
+        if not tests:
+            return None
+        if len(tests) == 1:
+            return tests[0]
+        return lambda e: all(test(e) for test in tests)
+
+
+class EventHistory(Protocol):
+    """The tab core's event bus, as a `tab_events` query reads it."""
+
+    @property
+    def last_seq(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
+
+    def history(self, *, since: int | None = None, tab_id: int | None = None) -> list[Any]: ...
+
+
+def query_tab_events(events: EventHistory, query: Query, *, active_tab_id: int | None = None) -> ObserveResult:
+    """`tab_events`: the tab core's event history, paged like the telemetry kinds. Its sequence
+    numbers (and so its cursors) are the event bus's own."""
+    matched = events.history(since=query.since, tab_id=query.tab_id)
+    if query.since is None:
+        page, more = matched[-query.limit :], False
+    else:
+        page, more = matched[: query.limit], len(matched) > query.limit
+    return ObserveResult(
+        what="tab_events",
+        entries=tuple(page),
+        currently_tracked_tab=active_tab_id,
+        filtered_by_tab=query.tab_id,
+        total_entries_all_tabs=len(events.history()),
+        returned_entries=len(page),
+        dropped=events.dropped,
+        next_cursor=page[-1].seq if more else events.last_seq,
+        has_more=more,
+    )

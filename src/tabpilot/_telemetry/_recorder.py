@@ -1,0 +1,263 @@
+"""The recorder: bounded rings per kind, fed per tab, answering tab-filtered queries.
+
+    telemetry = Telemetry()
+    manager.add_target_hook(telemetry.attach_target)   # before the browser opens tabs
+    ...
+    result = telemetry.query(Query("logs", tab_id=3))
+    result.to_dict()   # {"what": "logs", "entries": [{"seq": .., "tabId": 3, ..}], "dropped": 0, ..}
+
+Memory is bounded by the settings whatever pages do: each ring keeps `max_entries` (bodies also
+`max_body_bytes`), every entry's text is capped, requests in flight are capped per tab, body
+reads are queued to a bound, and past `max_event_rate` events a second a tab's surplus is
+dropped (and counted) before it is parsed. Nothing is taken from Playwright's own event objects,
+so nothing of Playwright's is kept alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._cdp import TargetSession
+from .._ring import ALL_TABS, AllTabs, Ring
+from ._entries import (
+    TELEMETRY_KINDS,
+    ActionEntry,
+    BodyEntry,
+    ConsoleEntry,
+    ErrorEntry,
+    NetworkEntry,
+    ObserveResult,
+    PendingRequest,
+    TelemetryKind,
+    WebSocketEntry,
+)
+from ._feed import PREVIEW_CAP, TEXT_CAP, TabFeed, cut
+from ._query import Query
+
+if TYPE_CHECKING:
+    from .._tab import Tab
+
+REDACTED = "[redacted]"
+REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+MAX_BODY_READS = 256
+"""Body reads waiting at once; past it a body is recorded as not read ("busy")."""
+_CONCURRENT_READS = 6
+
+
+def _body_size(entry: BodyEntry) -> int:
+    return entry.size
+
+
+class Telemetry:
+    """Records what every tab does, per kind, in bounded rings; answers tab-filtered queries.
+
+    `max_entries` bounds each kind's ring; `max_body_bytes` bounds what the bodies ring holds;
+    `body_cap` is the most kept of one text body (0: keep no bodies); `max_event_rate` is how many
+    console messages, and how many requests, one tab may add a second (bursts of twice that).
+    With `redact`, values of Authorization, Proxy-Authorization, Cookie and Set-Cookie headers
+    are replaced by "[redacted]".
+    """
+
+    def __init__(
+        self,
+        *,
+        max_entries: int = 5000,
+        max_body_bytes: int = 8 * 1024 * 1024,
+        body_cap: int = 64 * 1024,
+        redact: bool = True,
+        max_event_rate: float = 1000.0,
+    ) -> None:
+        if body_cap < 0:
+            raise ValueError("body_cap must not be negative")
+        if max_event_rate <= 0:
+            raise ValueError("max_event_rate must be positive")
+        self.max_entries = max_entries
+        self.body_cap = body_cap
+        self.redact = redact
+        self.max_event_rate = max_event_rate
+        self.fetch_limit = max(body_cap * 16, 1024 * 1024)
+        """Bodies larger than this (by Content-Length) are not read at all."""
+        self._seq = 0
+        self._socket_ids = 0
+        self._rings: dict[TelemetryKind, Ring[Any]] = {
+            kind: Ring(max_entries) for kind in TELEMETRY_KINDS if kind != "network_bodies"
+        }
+        self._rings["network_bodies"] = Ring(max_entries, max_bytes=max_body_bytes, size_of=_body_size)
+        self._feeds: dict[int, TabFeed] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reads: asyncio.Semaphore | None = None
+        self.body_failures = 0
+        """Bodies that could not be read (the page closed, the browser went away, too many at once)."""
+        self.listener_errors = 0
+        """Events that could not be recorded; a feed never raises into the browser connection."""
+
+    # -- cursors -------------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the newest entry of any kind (0: none yet)."""
+        return self._seq
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def next_socket_id(self) -> int:
+        self._socket_ids += 1
+        return self._socket_ids
+
+    def error_counts_since(self, seq: int) -> dict[int, int]:
+        """New errors (page errors and console errors) per tab after cursor `seq`."""
+        return {tab: n for tab, n in self._rings["errors"].counts_since(seq).items() if tab is not None}
+
+    def dropped(self, what: TelemetryKind) -> int:
+        return self._ring(what).dropped
+
+    def held(self, what: TelemetryKind) -> int:
+        """Entries of a kind held now (all tabs)."""
+        return len(self._ring(what))
+
+    # -- feeding -------------------------------------------------------------------------------
+
+    def attach_target(self, session: TargetSession, tab: Tab) -> Callable[[], None]:
+        """Record one tab from its target session (`TabManager.add_target_hook(telemetry.attach_target)`).
+        Returns the disposer, which records the tab's unfinished requests as cut short."""
+        feed = TabFeed(self, session, tab.id)
+        self._feeds[tab.id] = feed
+        feed.start()
+
+        def dispose() -> None:
+            if self._feeds.get(tab.id) is feed:
+                del self._feeds[tab.id]
+            feed.stop()
+
+        return dispose
+
+    def append(self, what: TelemetryKind, entry: Any) -> None:
+        self._rings[what].append(entry)
+
+    def shed(self, what: TelemetryKind, tab_id: int) -> None:
+        """An entry a tab produced too fast to keep: dropped before it was built, and counted."""
+        self._rings[what].count_dropped(tab_id)
+
+    def append_body(
+        self,
+        tab_id: int,
+        method: str,
+        url: str,
+        status: int | None,
+        mime: str,
+        request_headers: Mapping[str, str],
+        response_headers: Mapping[str, str],
+        request_body: str | None,
+        body: str | None,
+        size: int | None,
+        truncated: bool,
+        omitted: str | None,
+    ) -> None:
+        req_h, resp_h = self._headers(request_headers), self._headers(response_headers)
+        held = (
+            len(body or "")
+            + len(request_body or "")
+            + sum(len(k) + len(v) for k, v in (*req_h, *resp_h))
+            + 200  # the entry itself
+        )
+        self.append(
+            "network_bodies",
+            BodyEntry(
+                self.next_seq(), time.time(), tab_id, method, url, status, mime, req_h, resp_h, request_body, body,
+                size, truncated, omitted, held,
+            ),
+        )
+
+    def _headers(self, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        if not self.redact:
+            return tuple(headers.items())
+        return tuple((k, REDACTED if k.lower() in REDACTED_HEADERS else v) for k, v in headers.items())
+
+    def read_body(self, read: Callable[[], Awaitable[None]]) -> None:
+        """Run a body read with a few at a time; past `MAX_BODY_READS` waiting it is not run."""
+        if len(self._tasks) >= MAX_BODY_READS:
+            self.body_failures += 1
+            return
+        if self._reads is None:
+            self._reads = asyncio.Semaphore(_CONCURRENT_READS)
+        reads = self._reads
+
+        async def run() -> None:
+            async with reads:
+                try:
+                    await read()
+                except Exception:
+                    self.listener_errors += 1
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self, timeout: float = 5.0) -> None:
+        """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._tasks:
+                    await asyncio.wait(set(self._tasks))
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def record_action(
+        self, tab_id: int | None, tool: str, arguments: Mapping[str, object], outcome: str, *, ok: bool
+    ) -> None:
+        """Note an action a front end performed (long argument strings are cut)."""
+        args = {k: cut(v, PREVIEW_CAP) if isinstance(v, str) else v for k, v in arguments.items() if v is not None}
+        self.append("actions", ActionEntry(self.next_seq(), time.time(), tab_id, tool, args, cut(outcome, TEXT_CAP), ok))
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def _ring(self, what: str) -> Ring[Any]:
+        ring = self._rings.get(what)  # type: ignore[call-overload]
+        if ring is None:
+            raise ValueError(f"what must be one of {', '.join(TELEMETRY_KINDS)}; got {what!r}")
+        return ring  # type: ignore[no-any-return]
+
+    def query(self, query: Query, *, active_tab_id: int | None = None) -> ObserveResult:
+        """Entries of one kind, of one tab or of all tabs, oldest first. `dropped` counts the
+        entries of this kind dropped so far (of the tab, when the query names one)."""
+        ring = self._ring(query.what)
+        match = query.matcher()
+        entries, more = ring.select(tab=query.tab, since=query.since, limit=query.limit, match=match)
+        more = more and query.since is not None
+        pending: tuple[PendingRequest, ...] = ()
+        if query.what == "network_waterfall" and query.status_min is None and query.status_max is None:
+            pending = self._pending(query.tab, match)
+        return ObserveResult(
+            what=query.what,
+            entries=tuple(entries),
+            currently_tracked_tab=active_tab_id,
+            filtered_by_tab=query.tab_id,
+            total_entries_all_tabs=len(ring),
+            returned_entries=len(entries),
+            dropped=ring.dropped_for(query.tab),
+            next_cursor=entries[-1].seq if more else self._seq,
+            has_more=more,
+            pending=pending,
+        )
+
+    def _pending(self, tab: int | AllTabs, match: Callable[[Any], bool] | None) -> tuple[PendingRequest, ...]:
+        feeds = self._feeds.values() if tab is ALL_TABS else [f for f in (self._feeds.get(tab),) if f is not None]
+        return tuple(p for feed in feeds for p in feed.pending() if match is None or match(p))
+
+
+__all__ = [
+    "REDACTED",
+    "ActionEntry",
+    "BodyEntry",
+    "ConsoleEntry",
+    "ErrorEntry",
+    "NetworkEntry",
+    "Telemetry",
+    "WebSocketEntry",
+]

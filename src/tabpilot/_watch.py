@@ -1,0 +1,122 @@
+"""What an action on a tab watches for while it runs: a dialog it raises, and tabs it opens.
+
+- A dialog (alert, confirm, prompt) blocks its page until handled, so an action waiting for the
+  page would hang until its timeout. `ActionWatch.run` stops waiting the moment a dialog opens on
+  the tab and says so (policy "report"), or accepts it and goes on waiting (policy "accept", for
+  front ends that have no way to handle dialogs). Navigation and every page action use this one race.
+- Tabs the action opens (target=_blank, window.open, middle or modifier click): the instance tells
+  the watch about every tab created while it runs whose opener is the watched tab (or, with no
+  opener, when this is the only action under way in the instance). Chromium creates the target of
+  a tab a click opens around the time the click returns; an action that saw none waits
+  `NEW_TAB_GRACE` for one, then waits until the tabs it saw are ready and announced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol, TypeVar
+
+from ._types import DialogInfo
+
+T = TypeVar("T")
+
+NEW_TAB_GRACE = 0.03
+"""Seconds an action that saw no new tab waits for one before returning. Chromium creates the
+target of a tab a click opens before or right after the click returns; this covers reordering."""
+NEW_TAB_TIMEOUT = 3.0
+"""Seconds an action waits for the tabs it opened to be ready and announced."""
+
+DialogPolicy = Literal["report", "accept"]
+
+
+class Watched(Protocol):
+    """What a watch needs of its tab (`tabpilot.Tab`)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def dialog(self) -> DialogInfo | None: ...
+
+    async def handle_dialog(self, *, accept: bool, prompt_text: str | None = None) -> DialogInfo: ...
+
+
+class ActionWatch:
+    """One action on `tab`: see the module docstring. Created by the tab's instance (`watch`)."""
+
+    def __init__(
+        self,
+        tab: Watched,
+        *,
+        settle: Callable[[float], Awaitable[None]],
+        is_open: Callable[[int], bool],
+    ) -> None:
+        self.tab = tab
+        self._settle = settle
+        self._is_open = is_open
+        self.opened: list[int] = []
+        """Tabs created during the action and attributed to it, in order."""
+        self.dialog: DialogInfo | None = None
+        """A dialog the action raised and left open (policy "report")."""
+        self.accepted: list[DialogInfo] = []
+        """Dialogs the action raised and accepted (policy "accept")."""
+        self._dialog_opened = asyncio.Event()
+        self._tab_created = asyncio.Event()
+
+    # -- what the instance reports ---------------------------------------------------------------
+
+    def tab_created(self, tab_id: int) -> None:
+        self.opened.append(tab_id)
+        self._tab_created.set()
+
+    def dialog_opened(self) -> None:
+        self._dialog_opened.set()
+
+    # -- the race ------------------------------------------------------------------------------------
+
+    async def run(self, job: Awaitable[T], *, dialogs: DialogPolicy = "report") -> tuple[T | None, bool]:
+        """Await `job`: returns (its value, True), or (None, False) when a dialog stopped the wait.
+
+        With policy "accept" every dialog the tab shows meanwhile is accepted and the wait goes on.
+        If the caller is cancelled, so is the job.
+        """
+        task: asyncio.Future[Any] = asyncio.ensure_future(job)
+        try:
+            while True:
+                waiter: asyncio.Future[Any] = asyncio.ensure_future(self._dialog_opened.wait())
+                try:
+                    await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+                if task.done():
+                    return task.result(), True
+                self._dialog_opened.clear()
+                if self.tab.dialog is None:
+                    continue  # handled meanwhile by another call
+                if dialogs == "accept":
+                    self.accepted.append(await self.tab.handle_dialog(accept=True))
+                    continue
+                self.dialog = self.tab.dialog
+                # The page is blocked until the dialog is handled; then the job ends by itself.
+                # Nobody awaits it any more: keep its outcome from being logged.
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                return None, False
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+
+    async def opened_tabs(self) -> tuple[int, ...]:
+        """The tabs the action opened that are still open, once they are ready and announced."""
+        if not self.opened:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_GRACE)
+        if self.opened:
+            await self._settle(NEW_TAB_TIMEOUT)
+        return tuple(tab_id for tab_id in self.opened if self._is_open(tab_id))
+
+
+def quiet(task: asyncio.Future[Any]) -> None:
+    """Nobody awaits `task`: retrieve its outcome so asyncio does not log it."""
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())

@@ -1,0 +1,10 @@
+"""`tabpilot demo`: a scripted multi-tab session over MCP against a built-in local site.
+
+`site` is that local site (HTTP and WebSocket on 127.0.0.1, also what the tests use); `story` is
+the scripted session. Needs the `demo` extra (`pip install 'tabpilot[demo]'`) for the site's
+WebSocket support.
+"""
+
+from .story import main
+
+__all__ = ["main"]

@@ -1,0 +1,260 @@
+"""What the model reads: library errors, events, tabs, instances and telemetry entries as text.
+
+The library's errors carry facts (`tab_id`, `ref`, `reason`, ...) and advice that names no tool;
+here the advice names this server's tools and flags, so the model knows the exact next call.
+Every line about a tab, an event or an entry is written here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tabpilot import (
+    ActionEntry,
+    ActionError,
+    BodyEntry,
+    ConsoleEntry,
+    DialogOpenError,
+    ErrorEntry,
+    ForeignRefError,
+    InstanceInfo,
+    InstanceLostError,
+    InstanceNotFoundError,
+    LastTabError,
+    NavigationBlockedError,
+    NetworkEntry,
+    NoDialogError,
+    PendingRequest,
+    StaleRefError,
+    TabEvent,
+    TabInfo,
+    TabLimitError,
+    TabNotFoundError,
+    TabpilotError,
+    WebSocketEntry,
+)
+
+PREVIEW_CHARS = 256
+URL_CHARS = 300
+"""URLs longer than this are cut in text (structured content has them whole)."""
+
+
+def short(text: str, cap: int = URL_CHARS) -> str:
+    return text if len(text) <= cap else text[:cap] + f"…[{len(text) - cap} more]"
+
+
+def quoted(text: str | None, cap: int = 200) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= cap else shown[:cap] + f"…[{len(text or '')} characters]"
+
+
+def dialog_noun(dialog_type: str) -> str:
+    """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
+    return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
+
+
+def snapshot_call(tab_id: int | None) -> str:
+    return f"browser_snapshot(tabId={tab_id})" if tab_id is not None else "browser_snapshot"
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+def _action_advice(exc: ActionError) -> str:
+    snap = snapshot_call(exc.tab_id)
+    advice = {
+        "covered": f"Close or dismiss what covers it (a dialog, banner or menu; take a new {snap} to find it), then retry.",
+        "no_option": f"Options match by value or label; see them with browser_snapshot(ref={exc.ref!r}).",
+        "timeout": f"The page may be busy or still loading: take a new {snap} and retry.",
+        "busy": f"The page may be busy: take a new {snap} and retry.",
+        "tab_closed": "List tabs with browser_tabs(action='list') to see what is open.",
+        "navigated": f"Take a new {snap} and retry.",
+        "dialog": f"Handle it with browser_handle_dialog(tabId={exc.tab_id}), then retry.",
+    }
+    if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached"):
+        return f"Take a new {snap} and use a ref of an element you can act on (open the menu or section that holds it first)."
+    return advice.get(exc.reason, exc.advice)
+
+
+_BLOCKED = {
+    "blocked": lambda e: f"Navigation to {e.url} is blocked: {e.origin} is in --blocked-origins. Choose another URL.",
+    "privileged": lambda e: (
+        f"Navigation to {e.url} is blocked: {e.origin} URLs are refused unless the server is started with "
+        f"--allowed-origins {e.origin} . Use an http(s) URL instead."
+    ),
+}
+
+_ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
+    (StaleRefError, lambda e: f"Call {snapshot_call(e.tab_id)} and use a ref from it."),
+    (
+        ForeignRefError,
+        lambda e: f"Leave tabId out to act on tab {e.ref_tab_id}, or take a {snapshot_call(e.tab_id)} and use one of its refs.",
+    ),
+    (
+        DialogOpenError,
+        lambda e: f"Handle it first with browser_handle_dialog(tabId={e.tab_id}, accept=true|false); other tabs keep working.",
+    ),
+    (NoDialogError, lambda e: e.advice),
+    (TabNotFoundError, lambda e: "Use one of these ids, or list tabs again with browser_tabs(action='list')."),
+    (LastTabError, lambda e: "Open another tab first (browser_tabs action=new), or close the instance."),
+    (
+        TabLimitError,
+        lambda e: "Close tabs you no longer need (browser_tabs action=close or close_others), then retry.",
+    ),
+    (
+        InstanceLostError,
+        lambda e: "Launch or connect another instance with browser_instance, or use a tab of another instance.",
+    ),
+    (
+        InstanceNotFoundError,
+        lambda e: "Use browser_instance(action='list') to see them."
+        if e.instance_id
+        else "Launch one (browser_instance action=launch) or connect one.",
+    ),
+    (ActionError, _action_advice),
+]
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as the text of an `### Error` section: what happened, then the next call."""
+    if isinstance(exc, NavigationBlockedError):
+        if exc.reason in _BLOCKED:
+            return _BLOCKED[exc.reason](exc)
+        return (
+            f"Navigation to {exc.url} is blocked: {exc.origin} is not in --allowed-origins. "
+            "Choose a URL on an allowed origin."
+        )
+    if isinstance(exc, TabLimitError):
+        return (
+            f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
+            f"{exc.limit}, --tab-limit-policy {exc.policy}). {_ADVICE_FOR(exc)}"
+        )
+    if isinstance(exc, TabpilotError):
+        advice = _ADVICE_FOR(exc)
+        return f"{exc.fact} {advice}".strip() if advice else exc.fact
+    return str(exc)
+
+
+def _ADVICE_FOR(exc: TabpilotError) -> str:  # noqa: N802 - reads as a table lookup
+    for kind, advise in _ADVICE:
+        if isinstance(exc, kind):
+            return str(advise(exc))
+    return exc.advice
+
+
+# -- tabs, events, instances ------------------------------------------------------------------------
+
+
+def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
+    """One line of a `### Tabs` section."""
+    marks: list[str] = []
+    if info.active:
+        marks.append("active")
+    if info.opener_id is not None:
+        marks.append(f"opened by tab {info.opener_id}")
+    if info.pinned:
+        marks.append("pinned")
+    if info.status != "complete":
+        marks.append(info.status)
+    if info.dialog is not None:
+        marks.append(f"{info.dialog.type} dialog open: {quoted(info.dialog.message)}")
+    if new_errors:
+        marks.append(f"{new_errors} new error{'s' if new_errors != 1 else ''}")
+    tail = f" [{', '.join(marks)}]" if marks else ""
+    return f"- tab {info.id}: {short(info.title or '(no title)', 200)} ({short(info.url)}){tail}"
+
+
+def event_line(event: TabEvent) -> str:
+    """One line of an `### Events` section."""
+    d, tab = event.data, event.tab_id
+    if event.type == "tab_opened":
+        opener = f" by tab {d['openerId']}" if d.get("openerId") is not None else ""
+        return f"tab {tab} opened ({d.get('cause')}){opener}: {short(d.get('url') or 'about:blank')}"
+    if event.type == "tab_closed":
+        tail = ""
+        if d.get("activeChanged"):
+            active = d.get("activeTabId")
+            tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
+        return f"tab {tab} closed (by {d.get('by')}){tail}"
+    if event.type == "tab_activated":
+        return f"tab {tab} is now active"
+    if event.type == "tab_crashed":
+        return f"tab {tab} crashed; close it or reload it (browser_navigate action=reload)"
+    if event.type == "dialog_opened":
+        return (
+            f"tab {tab} shows {dialog_noun(str(d.get('dialogType')))}: {quoted(d.get('message'))}; "
+            "handle it with browser_handle_dialog"
+        )
+    if event.type == "dialog_closed":
+        return f"tab {tab}: dialog closed"
+    if event.type == "download":
+        return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
+    if event.type == "instance_lost":
+        return f"instance {event.instance_id} was lost: {d.get('reason')}"
+    if event.type == "instance_relaunched":
+        return (
+            f"instance {event.instance_id} was launched in place of lost instance {d.get('replaces')} "
+            f"({d.get('reason')}); the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
+        )
+    return f"{event.type} on tab {tab}"
+
+
+def instance_line(info: InstanceInfo) -> str:
+    where = f" {info.endpoint}" if info.endpoint else ""
+    health = f"LOST ({info.lost_reason})" if info.state == "lost" else info.state
+    default = ", default" if info.default else ""
+    pid = f", pid {info.pid}" if info.pid else ""
+    replaced = f", replaced by {info.replaced_by}" if info.replaced_by else ""
+    return f"{info.id}: {info.kind}{where}, {info.tab_count} tabs, {health}{default}{pid}{replaced}"
+
+
+# -- telemetry entries -----------------------------------------------------------------------------
+
+
+def _cut(text: str, cap: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= cap else text[:cap] + f"… [{len(text) - cap} more characters]"
+
+
+def entry_line(entry: Any) -> str:
+    """One line (or a few) of `browser_observe` text for a recorded entry or tab event."""
+    head = f"[tab {entry.tab_id}]"
+    if isinstance(entry, TabEvent):
+        return f"{head} #{entry.seq} {event_line(entry)}"
+    if isinstance(entry, PendingRequest):
+        waiting = time.time() - entry.started
+        return f"{head} pending {entry.method} {short(entry.url)} ({entry.resource_type}, waiting {waiting:.1f} s)"
+    head += f" #{entry.seq}"
+    if isinstance(entry, ConsoleEntry):
+        where = f" ({short(entry.url)}:{entry.line})" if entry.url else ""
+        return f"{head} {entry.level}: {entry.text}{where}"
+    if isinstance(entry, ErrorEntry):
+        line = f"{head} {entry.source}: {entry.message}"
+        # The first frames tell where; the whole stack is in structured content.
+        frames = [f.strip() for f in entry.stack.splitlines()[1:4] if f.strip()]
+        if frames:
+            return line + "\n    " + "\n    ".join(frames)
+        return line + (f" ({short(entry.url)})" if entry.url else "")
+    if isinstance(entry, NetworkEntry):
+        outcome = f"FAILED {entry.failure}" if entry.failure else str(entry.status)
+        size = f", {entry.response_body_size} B" if entry.response_body_size is not None else ""
+        took = f", {entry.duration_ms:.0f} ms" if entry.duration_ms >= 0 else ""
+        return f"{head} {entry.method} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
+    if isinstance(entry, BodyEntry):
+        line = f"{head} {entry.method} {short(entry.url)} → {entry.status} {entry.mime_type}"
+        if entry.response_body is None:
+            return f"{line} (body {entry.omitted})"
+        cut = " (truncated)" if entry.truncated else ""
+        return f"{line}{cut}\n    {_cut(entry.response_body)!r}"
+    if isinstance(entry, WebSocketEntry):
+        line = f"{head} ws{entry.socket_id} {entry.event}"
+        if entry.event in ("sent", "received"):
+            return f"{line} {f'<binary {entry.size} B>' if entry.binary else f'{entry.preview!r} ({entry.size} B)'}"
+        if entry.event == "error":
+            return f"{line}: {entry.error} ({short(entry.url)})"
+        return f"{line} {short(entry.url)}"
+    if isinstance(entry, ActionEntry):
+        args = ", ".join(f"{k}={v!r}" for k, v in entry.arguments.items())
+        return f"{head} {entry.tool}({args}) {'ok' if entry.ok else 'FAILED'}: {entry.outcome}"
+    return f"{head} {entry.to_dict()}"
