@@ -97,8 +97,18 @@ class InstanceLostError(InstanceError):
         self.lost_reason = lost_reason
 
 
+ConnectReason = Literal["unreachable", "timeout", "use_cdp", "use_server", "bad_url", "failed"]
+
+
 class ConnectError(InstanceError):
-    pass
+    """`reason`: unreachable, no answer in time, an endpoint of the other protocol (`use_cdp`:
+    connect it over CDP; `use_server`: as a Playwright browser server), not an endpoint URL, other."""
+
+    def __init__(
+        self, fact: str, advice: str = "", *, instance_id: str | None = None, reason: ConnectReason = "failed"
+    ) -> None:
+        super().__init__(fact, advice, instance_id=instance_id)
+        self.reason: ConnectReason = reason
 
 
 class TabError(TabpilotError):

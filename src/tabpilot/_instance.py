@@ -590,10 +590,10 @@ class Instance:
 
     def _tab_gone(self, tab: Tab, cause: CloseCause | None) -> None:
         """Forget a tab at once; promote the previously active tab if it was active."""
-        if tab.closed or self._registry.get(tab.id) is not tab:
-            return  # gone already (its close may still be being reported)
+        if tab.closed:
+            return
         self._announce(tab)  # a tab is announced before it is reported closed
-        tab.stop_listening()
+        tab.mark_closed()
         was_active = self._registry.remove(tab)
         if tab.target_id:
             self._gone_targets[tab.target_id] = None
@@ -627,7 +627,6 @@ class Instance:
             self._report_close(tab, "crash" if self.state == "lost" else cause, was_active)
 
     def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
-        tab.mark_closed()
         self._announced.discard(tab.id)
         active = self._registry.active if self.state == "open" else None
         new_active = active.id if active is not None else None

@@ -36,6 +36,7 @@ def _check_scheme(endpoint: str, protocol: Protocol) -> None:
             raise ConnectError(
                 f"{endpoint} is a Chrome DevTools (CDP) URL, not a Playwright browser server.",
                 "Connect it over CDP instead.",
+                reason="use_cdp",
             )
         return
     if protocol == "playwright":
@@ -47,10 +48,12 @@ def _check_scheme(endpoint: str, protocol: Protocol) -> None:
         raise ConnectError(
             f"{endpoint!r} is not a Playwright browser server URL: it must start with ws:// or wss://.",
             f"`playwright launch-server` and `run-server` print one.{hint}",
+            reason="use_cdp" if hint else "bad_url",
         )
     raise ConnectError(
         f"{endpoint!r} is not a CDP endpoint URL.",
         "Give http://host:port (the browser's --remote-debugging-port) or its ws://host:port/devtools/browser/<id> URL.",
+        reason="bad_url",
     )
 
 

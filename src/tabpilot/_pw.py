@@ -20,14 +20,22 @@ import tempfile
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from playwright.async_api import Browser, BrowserContext, CDPSession, Dialog, Download, Frame, Locator, Playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    Dialog,
+    Download,
+    Frame,
+    Locator,
+    Playwright,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page as Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
-from playwright.async_api import async_playwright
 
 from ._browser_path import find_browser
 from ._errors import ActionError, ConnectError, StaleRefError, TabpilotError
@@ -667,12 +675,14 @@ def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
             f"Could not connect to {endpoint}: no answer within {timeout:g} s.",
             "Check that the host and port are right and reachable from this machine, and that the browser "
             "(server) runs there.",
+            reason="timeout",
         )
     detail = first_line(exc)
     if any(k in detail for k in _UNREACHABLE):
         return ConnectError(
             f"Could not connect to {endpoint}: it is unreachable ({detail}).",
             "Check the host and port, and that the browser (server) runs there.",
+            reason="unreachable",
         )
     if doing.protocol == "context":
         return ConnectError(f"Connected to {endpoint}, but it could not open a browser context: {detail}")
@@ -681,6 +691,7 @@ def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
             f"Could not connect over CDP to {endpoint}: it answered, but not as a Chrome DevTools endpoint ({detail}).",
             "Give the http://host:port of a Chromium started with --remote-debugging-port, or its "
             "ws://.../devtools/browser/<id> URL; a Playwright browser server is connected as one instead.",
+            reason="use_server",
         )
     if "Executable doesn't exist" in detail or "Failed to launch" in detail or "browserType.launch" in detail:
         return ConnectError(
@@ -692,6 +703,7 @@ def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
         f"Playwright's protocol ({detail}).",
         "Give the ws:// URL that `playwright launch-server` or `run-server` prints (it ends in its secret "
         "path); a Chrome with a debugging port is connected over CDP instead.",
+        reason="use_cdp",
     )
 
 

@@ -112,7 +112,6 @@ class Tab:
         self.pinned = False
         self.status: TabStatus = "loading"
         self.closed = False
-        self._gone = False
         self.closing_cause: CloseCause | None = None
         """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
         self._url = url
@@ -151,6 +150,11 @@ class Tab:
     @property
     def last_snapshot(self) -> Snapshot | None:
         return self._last_snapshot
+
+    @property
+    def is_gone(self) -> bool:
+        """Closed, or closing: its page is gone even if the close is still being reported."""
+        return self.closed or (self._handle is not None and self._handle.is_closed())
 
     @property
     def is_ready(self) -> bool:
@@ -221,20 +225,15 @@ class Tab:
         self.status = "crashed"
         self.host.emit("tab_crashed", self.id, url=self.url)
 
-    def stop_listening(self) -> None:
-        """The tab is gone: stop listening to its page (safe to call twice)."""
-        self._gone = True
+    def mark_closed(self) -> None:
+        """The tab is gone: it is closed from now on and stops listening (safe to call twice)."""
+        self.closed = True
         if self._title_task is not None:
             self._title_task.cancel()
             self._title_task = None
         disposers, self._disposers = self._disposers, []
         for dispose in disposers:
             dispose()
-
-    def mark_closed(self) -> None:
-        """The tab's close is reported: it is closed from now on."""
-        self.closed = True
-        self.stop_listening()
         if self._bound is not None:
             self._bound.set()  # wake waiters: they see the tab closed
 
@@ -287,7 +286,7 @@ class Tab:
     # -- guards --------------------------------------------------------------------------------
 
     def ensure_open(self) -> None:
-        if self.closed or self._gone:
+        if self.closed:
             raise TabNotFoundError(self.id, self.host.open_tabs(), reason="It was closed.")
 
     def ensure_no_dialog(self) -> None:

@@ -120,6 +120,7 @@ async def test_a_tab_another_cdp_client_opens_on_a_remote_browser_appears_and_it
 
     await asyncio.to_thread(remote.close_tab, target_id)
     await wait_until(lambda: tab.closed)
+    await manager.settle()  # the close is reported once the browser is known to be still there
     (closed,) = events(manager, since, "tab_closed", instance)
     assert (closed.tab_id, closed.data["by"]) == (tab.id, "external")
     await manager.close_instance(instance.id)

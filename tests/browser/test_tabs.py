@@ -78,6 +78,7 @@ async def test_an_oauth_popup_flow_completes_and_the_opener_is_active_again(
     await popup.page.get_by_role("button", name="Authorize").click()
 
     await wait_until(lambda: popup.closed)
+    await manager.settle()
     closed = events_of(manager, instance, since, "tab_closed")
     assert closed[-1].tab_id == popup.id
     assert closed[-1].data["by"] == "page"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from tabpilot.demo import Session, Transcript
+from tabpilot.demo.story import Session, Transcript
 
 
 def processes_in_session(sid: int) -> list[str]:

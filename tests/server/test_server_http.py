@@ -13,20 +13,24 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from playwright.async_api import Browser, Playwright
 
 from support import section, text
-from tabpilot import cli
+from tabpilot import Instance, cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app
 
 
+def contexts(shared: Instance) -> int:
+    """Browser contexts of the shared browser (one per HTTP session, plus its own)."""
+    assert shared.browser is not None
+    return len(shared.browser.contexts)
+
+
 @asynccontextmanager
-async def serve(shared_browser: tuple[Playwright, Browser], **options: Any) -> AsyncIterator[str]:
+async def serve(shared_browser: Instance, **options: Any) -> AsyncIterator[str]:
     """Serve a tabpilot server over HTTP on a free loopback port; yields the /mcp URL."""
-    playwright, browser = shared_browser
     config = ServerConfig(http_host="127.0.0.1", http_port=0, **options)
-    server = create_server(config, playwright=playwright, browser=browser)
+    server = create_server(config, shared=shared_browser)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -43,9 +47,9 @@ async def serve(shared_browser: tuple[Playwright, Browser], **options: Any) -> A
 
 
 async def test_two_sessions_see_only_their_own_tabs(
-    shared_browser: tuple[Playwright, Browser], site: Any
+    shared_browser: Instance, site: Any
 ) -> None:
-    contexts_before = len(shared_browser[1].contexts)
+    contexts_before = contexts(shared_browser)
     async with serve(shared_browser) as url:
         async with Client(url) as a, Client(url) as b:
             opened = await a.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
@@ -62,17 +66,17 @@ async def test_two_sessions_see_only_their_own_tabs(
             touched = await b.call_tool("browser_snapshot", {"tabId": a_tab})
             assert touched.is_error
             assert f"Tab {a_tab} not found" in section(touched, "Error")
-            assert len(shared_browser[1].contexts) == contexts_before + 2
+            assert contexts(shared_browser) == contexts_before + 2
         # Each client ended its session (DELETE): its browser context is gone.
         for _ in range(100):
-            if len(shared_browser[1].contexts) == contexts_before:
+            if contexts(shared_browser) == contexts_before:
                 break
             await asyncio.sleep(0.05)
-        assert len(shared_browser[1].contexts) == contexts_before
+        assert contexts(shared_browser) == contexts_before
 
 
 async def test_requests_with_a_foreign_host_or_origin_are_rejected(
-    shared_browser: tuple[Playwright, Browser],
+    shared_browser: Instance,
 ) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
@@ -84,7 +88,7 @@ async def test_requests_with_a_foreign_host_or_origin_are_rejected(
             assert origin.status_code == 403
 
 
-async def test_a_bearer_token_is_required_when_configured(shared_browser: tuple[Playwright, Browser]) -> None:
+async def test_a_bearer_token_is_required_when_configured(shared_browser: Instance) -> None:
     async with serve(shared_browser, auth_token="s3cret") as url:
         async with httpx2.AsyncClient() as http:
             refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -107,16 +111,15 @@ def test_a_non_loopback_bind_is_refused_without_a_token(capsys: pytest.CaptureFi
 
 
 
-async def test_an_idle_session_releases_its_browser_context(shared_browser: tuple[Playwright, Browser]) -> None:
-    browser = shared_browser[1]
-    contexts_before = len(browser.contexts)
+async def test_an_idle_session_releases_its_browser_context(shared_browser: Instance) -> None:
+    contexts_before = contexts(shared_browser)
     async with serve(shared_browser, session_idle_timeout=0.5) as url:
         # A client that goes away without ending its session (no DELETE).
         async with Client(streamable_http_client(url, terminate_on_close=False)) as client:
             await client.call_tool("browser_tabs", {"action": "list"})
-            assert len(browser.contexts) == contexts_before + 1
+            assert contexts(shared_browser) == contexts_before + 1
         for _ in range(100):
-            if len(browser.contexts) == contexts_before:
+            if contexts(shared_browser) == contexts_before:
                 break
             await asyncio.sleep(0.05)
-        assert len(browser.contexts) == contexts_before
+        assert contexts(shared_browser) == contexts_before

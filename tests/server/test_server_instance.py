@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
-from playwright.async_api import Browser, Playwright, async_playwright
+from playwright.async_api import async_playwright
 
 from support import (
     PlaywrightServer,
@@ -26,6 +26,7 @@ from support import (
     section,
     text,
 )
+from tabpilot import BrowserOptions, Instance
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
 
@@ -42,10 +43,9 @@ def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
         yield server
 
 
-def own_browser_server(shared_browser: tuple[Playwright, Browser], **options: Any) -> TabpilotServer:
-    """A server that launches or connects its own browser (as `tabpilot serve` does), sharing only
-    the test session's Playwright driver."""
-    return create_server(ServerConfig(**options), playwright=shared_browser[0])
+def own_browser_server(browser_path: str, **options: Any) -> TabpilotServer:
+    """A server that launches or connects its own browser, as `tabpilot serve` does."""
+    return create_server(ServerConfig(browser=BrowserOptions(browser_path=browser_path), **options))
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
@@ -55,13 +55,13 @@ async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
 
 
 async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launched_browser(
-    shared_browser: tuple[Playwright, Browser],
+    shared_browser: Instance,
     remote: RemoteChromium,
     pw_server: PlaywrightServer,
     browser_path: str,
     site: LocalSite,
 ) -> None:
-    server = own_browser_server(shared_browser, cdp_endpoint=remote.http, browser_path=browser_path)
+    server = own_browser_server(browser_path, cdp_endpoint=remote.http)
     async with Client(server) as client:
         listed = result_of(await call(client, "browser_instance", action="list"))
         (first,) = listed["instances"]
@@ -128,9 +128,9 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
 
 
 async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relaunched(
-    shared_browser: tuple[Playwright, Browser], browser_path: str, site: LocalSite
+    shared_browser: Instance, browser_path: str, site: LocalSite
 ) -> None:
-    server = own_browser_server(shared_browser, browser_path=browser_path)
+    server = own_browser_server(browser_path)
     async with Client(server) as client:
         first_tab = result_of(await call(client, "browser_tabs", action="list"))["activeTabId"]
         (local,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
@@ -184,7 +184,7 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
 
 
 async def test_bad_endpoints_and_arguments_get_clear_errors_at_once(
-    shared_browser: tuple[Playwright, Browser], make_server: Any, remote: RemoteChromium
+    shared_browser: Instance, make_server: Any, remote: RemoteChromium
 ) -> None:
     async with Client(make_server()) as client:
         cases = [

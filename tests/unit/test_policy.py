@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tabpilot import NavigationBlockedError, UrlPolicy, normalize_url
+from tabpilot.server.advice import error_text
 
 
 def test_with_no_lists_any_web_url_is_allowed_and_file_urls_are_not() -> None:
@@ -30,15 +31,20 @@ def test_allowed_origins_admit_only_their_scheme_host_and_port() -> None:
     assert policy.allows("https://a.b.example.com/")
     assert policy.allows("http://example.com/")
     assert policy.allows("https://docs.test:4443/x")
-    with pytest.raises(NavigationBlockedError, match="not in --allowed-origins"):
+    with pytest.raises(NavigationBlockedError, match="not among the allowed origins") as refused:
         policy.check("https://evil.test/")
+    assert refused.value.reason == "not_allowed"
+    # The server says which of its options decides it.
+    assert "not in --allowed-origins" in error_text(refused.value)
 
 
 def test_blocked_origins_win_over_allowed_ones() -> None:
     policy = UrlPolicy(allowed_origins=["*.example.com"], blocked_origins=["https://admin.example.com"])
     assert policy.allows("https://www.example.com/")
-    with pytest.raises(NavigationBlockedError, match="--blocked-origins"):
+    with pytest.raises(NavigationBlockedError, match="blocked origin") as refused:
         policy.check("https://admin.example.com/users")
+    assert refused.value.reason == "blocked"
+    assert "--blocked-origins" in error_text(refused.value)
     assert policy.allows("http://admin.example.com/")  # another scheme is another origin
 
 

@@ -15,6 +15,7 @@ from tabpilot import (
     ActionEntry,
     ActionError,
     BodyEntry,
+    ConnectError,
     ConsoleEntry,
     DialogOpenError,
     ErrorEntry,
@@ -78,6 +79,14 @@ def _action_advice(exc: ActionError) -> str:
     return advice.get(exc.reason, exc.advice)
 
 
+def _connect_advice(exc: ConnectError) -> str:
+    if exc.reason == "use_cdp":
+        return "It looks like a Chrome DevTools endpoint: connect it with cdpEndpoint instead (browser_instance action=connect)."
+    if exc.reason == "use_server":
+        return "For a Playwright browser server use wsEndpoint instead (the ws:// URL `playwright launch-server` prints)."
+    return exc.advice
+
+
 _BLOCKED = {
     "blocked": lambda e: f"Navigation to {e.url} is blocked: {e.origin} is in --blocked-origins. Choose another URL.",
     "privileged": lambda e: (
@@ -96,7 +105,8 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
         DialogOpenError,
         lambda e: f"Handle it first with browser_handle_dialog(tabId={e.tab_id}, accept=true|false); other tabs keep working.",
     ),
-    (NoDialogError, lambda e: e.advice),
+    # Called only once no tab has one (browser_handle_dialog names the tabs that do).
+    (NoDialogError, lambda e: "No tab has an open dialog; continue with your next step."),
     (TabNotFoundError, lambda e: "Use one of these ids, or list tabs again with browser_tabs(action='list')."),
     (LastTabError, lambda e: "Open another tab first (browser_tabs action=new), or close the instance."),
     (
@@ -114,6 +124,7 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
         else "Launch one (browser_instance action=launch) or connect one.",
     ),
     (ActionError, _action_advice),
+    (ConnectError, _connect_advice),
 ]
 
 
@@ -129,15 +140,15 @@ def error_text(exc: BaseException) -> str:
     if isinstance(exc, TabLimitError):
         return (
             f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
-            f"{exc.limit}, --tab-limit-policy {exc.policy}). {_ADVICE_FOR(exc)}"
+            f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc)}"
         )
     if isinstance(exc, TabpilotError):
-        advice = _ADVICE_FOR(exc)
+        advice = _advice_for(exc)
         return f"{exc.fact} {advice}".strip() if advice else exc.fact
     return str(exc)
 
 
-def _ADVICE_FOR(exc: TabpilotError) -> str:  # noqa: N802 - reads as a table lookup
+def _advice_for(exc: TabpilotError) -> str:
     for kind, advise in _ADVICE:
         if isinstance(exc, kind):
             return str(advise(exc))

@@ -226,7 +226,7 @@ class Response:
 
     async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
-        if tab is None or tab.closed:
+        if tab is None or tab.is_gone:
             return None, None
         snapshot: Section | None = None
         if self._snapshot is not None:
@@ -234,7 +234,7 @@ class Response:
             snapshot = Section("Snapshot", _yaml(self._snapshot.text))
         elif self._page_changes:
             snapshot = await self._changes(tab, data)
-            if tab.closed:  # it closed itself after the action (window.close)
+            if tab.is_gone:  # it closed itself after the action (window.close)
                 data.pop("snapshot", None)
                 data.pop("snapshotChanges", None)
                 return None, None

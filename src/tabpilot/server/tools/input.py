@@ -59,7 +59,7 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     if result.dialog is not None:
         data["dialog"] = result.dialog.to_dict()
     call.response.result(" ".join(lines), data)
-    if not tab.closed:
+    if not tab.is_gone:
         call.response.set_page(tab, changes=True)
 
 

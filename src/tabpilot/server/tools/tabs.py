@@ -66,7 +66,7 @@ async def browser_tabs(
             except TabpilotError as exc:
                 # The tab exists; the agent needs its id as much as the reason.
                 response.error(f"Opened tab {tab.id} {how}, but loading failed: {error_text(exc)}")
-            if not tab.closed and tab.dialog is None:
+            if not tab.is_gone and tab.dialog is None:
                 await tab.refresh_title()  # the result promises the loaded page's title
         response.result(
             f"Opened tab {tab.id} {how}: {short(tab.url)}" + (f" {note}" if note else ""),
