@@ -48,6 +48,7 @@ class TargetSession:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: list[RawHandler] = []
+        self._on_close: list[Callable[[], None]] = []
         self.closed = False
         self.handler_errors = 0
 
@@ -60,6 +61,13 @@ class TargetSession:
                 self._handlers.remove(handler)
 
         return dispose
+
+    def on_close(self, handler: Callable[[], None]) -> None:
+        """Call `handler()` once the session is closed: after the last message the target sent."""
+        if self.closed:
+            handler()
+        else:
+            self._on_close.append(handler)
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> Awaitable[dict[str, Any]]:
         """Send a command; the result arrives as the target's answer (await it, or not)."""
@@ -97,7 +105,15 @@ class TargetSession:
                 self.handler_errors += 1
 
     def _close(self) -> None:
+        if self.closed:
+            return
         self.closed = True
+        for handler in self._on_close:
+            try:
+                handler()
+            except Exception:
+                self.handler_errors += 1
+        self._on_close.clear()
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
             if not future.done():

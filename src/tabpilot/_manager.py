@@ -13,10 +13,11 @@ from urllib.parse import urlsplit
 from ._errors import ConnectError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
 from ._ids import TabIds
-from ._instance import Instance, InstanceServices, TabRules, TargetHook
+from ._instance import Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
+from ._services import InstanceServices, TabRules, TargetHook
 from ._tab import Tab, Timeouts
 from ._types import InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
 

@@ -211,6 +211,8 @@ class Tab:
         ]
         if self._bound is not None:
             self._bound.set()
+        # A page that loaded before it was bound (a fast popup) sent its load event to nobody.
+        self._fetch_title_soon(check_loaded=True)
 
     def update_from_target(self, *, url: str, title: str) -> None:
         """Chromium's own record of the target changed (url; title rarely: it sends few title changes)."""
@@ -264,8 +266,9 @@ class Tab:
         if self.status != "crashed":
             self.status = "loading"
 
-    def _fetch_title_soon(self) -> None:
-        """Learn the title when a document loads, so listing tabs later needs no round trip.
+    def _fetch_title_soon(self, *, check_loaded: bool = False) -> None:
+        """Learn the title when a document loads, so listing tabs later needs no round trip
+        (`check_loaded`: and whether the page has loaded already).
 
         Chromium's Target.targetInfoChanged reports URL changes but not title changes.
         """
@@ -277,7 +280,15 @@ class Tab:
 
         async def fetch() -> None:
             try:
-                self._title = await asyncio.wait_for(handle.title(), 5)
+                if check_loaded:
+                    ready, title = await asyncio.wait_for(
+                        handle.evaluate("() => [document.readyState, document.title]"), 5
+                    )
+                    if ready == "complete" and self.status == "loading" and handle.url != "about:blank":
+                        self.status = "complete"
+                    self._title = title or self._title
+                else:
+                    self._title = await asyncio.wait_for(handle.title(), 5)
             except Exception:
                 pass  # navigating, closed, or blocked by a dialog: the next load tries again
 

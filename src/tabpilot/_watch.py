@@ -115,8 +115,3 @@ class ActionWatch:
         if self.opened:
             await self._settle(NEW_TAB_TIMEOUT)
         return tuple(tab_id for tab_id in self.opened if self._is_open(tab_id))
-
-
-def quiet(task: asyncio.Future[Any]) -> None:
-    """Nobody awaits `task`: retrieve its outcome so asyncio does not log it."""
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())

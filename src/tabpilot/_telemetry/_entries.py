@@ -17,6 +17,17 @@ TELEMETRY_KINDS: tuple[TelemetryKind, ...] = get_args(TelemetryKind)
 WebSocketEvent = Literal["open", "sent", "received", "close", "error"]
 Direction = Literal["sent", "received"]
 
+TEXT_CAP = 8 * 1024
+"""Console text, error messages and stacks are cut here: a ring bounds entries, not their size."""
+PREVIEW_CAP = 256
+"""WebSocket frame previews and action argument strings are cut here."""
+
+
+def cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    return text[:cap] + f"… [{len(text) - cap} more characters]"
+
 
 @dataclass(frozen=True, slots=True)
 class ConsoleEntry:

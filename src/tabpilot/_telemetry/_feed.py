@@ -18,32 +18,31 @@ import base64
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 from .._cdp import TargetSession
-from ._entries import ConsoleEntry, ErrorEntry, NetworkEntry, PendingRequest, WebSocketEntry
+from ._entries import (
+    PREVIEW_CAP,
+    TEXT_CAP,
+    ConsoleEntry,
+    ErrorEntry,
+    NetworkEntry,
+    PendingRequest,
+    TelemetryKind,
+    WebSocketEntry,
+    cut,
+)
 
-if TYPE_CHECKING:
-    from ._recorder import Telemetry
-
-TEXT_CAP = 8 * 1024
-"""Console text, error messages and stacks are cut here: a ring bounds entries, not their size."""
-PREVIEW_CAP = 256
-"""WebSocket frame previews and action argument strings are cut here."""
 MAX_IN_FLIGHT = 2000
+FINISH_GRACE = 2.0
+"""Seconds after its tab went within which a tab's session is expected to close."""
 RELEASE_EVERY = 200
 """Console messages after which the feed lets the page free the objects they showed."""
 
 _TEXT_MIME_PARTS = ("json", "xml", "javascript", "ecmascript", "x-www-form-urlencoded", "graphql", "csv", "yaml")
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
-
-
-def cut(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    return text[:cap] + f"… [{len(text) - cap} more characters]"
 
 
 def is_text_mime(mime: str) -> bool:
@@ -138,10 +137,46 @@ class _Bucket:
         return False
 
 
+class Sink(Protocol):
+    """Where a feed puts what it reads: the recorder (`Telemetry`)."""
+
+    body_cap: int
+    fetch_limit: int
+    max_event_rate: float
+    body_failures: int
+    listener_errors: int
+
+    def next_seq(self) -> int: ...
+
+    def next_socket_id(self) -> int: ...
+
+    def append(self, what: TelemetryKind, entry: Any) -> None: ...
+
+    def shed(self, what: TelemetryKind, tab_id: int) -> None: ...
+
+    def append_body(
+        self,
+        tab_id: int,
+        method: str,
+        url: str,
+        status: int | None,
+        mime: str,
+        request_headers: Mapping[str, str],
+        response_headers: Mapping[str, str],
+        request_body: str | None,
+        body: str | None,
+        size: int | None,
+        truncated: bool,
+        omitted: str | None,
+    ) -> None: ...
+
+    def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
+
+
 class TabFeed:
     """Reads one tab's target session into its recorder; see the module docstring."""
 
-    def __init__(self, sink: Telemetry, session: TargetSession, tab_id: int) -> None:
+    def __init__(self, sink: Sink, session: TargetSession, tab_id: int) -> None:
         self._sink = sink
         self._session = session
         self.tab_id = tab_id
@@ -149,6 +184,7 @@ class TabFeed:
         self._early_extra: OrderedDict[str, dict[str, dict[str, str]]] = OrderedDict()
         self._sockets: dict[str, tuple[int, str, float]] = {}
         self._console_seen = 0
+        self._finished = False
         self._console_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
         self._network_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -177,7 +213,16 @@ class TabFeed:
         self._session.send("Runtime.enable")
 
     def stop(self) -> None:
-        """The tab is gone: requests it cut short are recorded as such, never forgotten."""
+        """The tab is gone. Its session still delivers what the target sent before it went (the
+        close can be heard first); once the session closes, requests the tab cut short are
+        recorded as such, never forgotten. A session that does not close soon is finished anyway."""
+        self._session.on_close(self._finish)
+        asyncio.get_running_loop().call_later(FINISH_GRACE, self._finish)
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
         self._dispose()
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, "the tab closed before the request finished")

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 from .._cdp import TargetSession
 from .._ring import ALL_TABS, AllTabs, Ring
 from ._entries import (
+    PREVIEW_CAP,
     TELEMETRY_KINDS,
+    TEXT_CAP,
     ActionEntry,
     BodyEntry,
     ConsoleEntry,
@@ -34,8 +36,9 @@ from ._entries import (
     PendingRequest,
     TelemetryKind,
     WebSocketEntry,
+    cut,
 )
-from ._feed import PREVIEW_CAP, TEXT_CAP, TabFeed, cut
+from ._feed import TabFeed
 from ._query import Query
 
 if TYPE_CHECKING:

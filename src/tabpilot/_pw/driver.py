@@ -1,0 +1,139 @@
+"""Playwright's driver: launching a local Chromium (over a pipe) and connecting to remote ones."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from .._browser_path import find_browser
+from .._options import BrowserOptions
+from .errors import Doing, launch_error, map_playwright_errors
+from .handles import BrowserHandle, ContextHandle, _context_options, _ms, _prepare_context, _proxy
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A local browser: its default context, and the temporary profile to delete after it (if any)."""
+
+    browser: BrowserHandle
+    context: ContextHandle
+    temp_profile: str | None
+    user_data_dir: str | None
+
+
+class Driver:
+    """Playwright's driver process, shared by every browser tabpilot launches or connects to."""
+
+    def __init__(self) -> None:
+        self._playwright: Playwright | None = None
+        self._starting: asyncio.Lock | None = None
+
+    async def __aenter__(self) -> Driver:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
+
+    async def stop(self) -> None:
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            with contextlib.suppress(Exception):
+                await playwright.stop()
+
+    async def _chromium(self) -> Any:
+        await self.start()
+        assert self._playwright is not None
+        return self._playwright.chromium
+
+    async def launch(self, options: BrowserOptions, *, timeout: float = 30.0) -> Launched:
+        """Start a local Chromium over a pipe (no TCP port) with a persistent profile: `user_data_dir`,
+        or a fresh temporary one that the caller deletes after the browser is closed."""
+        executable = find_browser(options.browser_path)
+        temp = None
+        if options.user_data_dir is None:
+            temp = profile = tempfile.mkdtemp(prefix="tabpilot-profile-")
+        else:
+            profile = options.user_data_dir
+        chromium = await self._chromium()
+        try:
+            context: BrowserContext = await chromium.launch_persistent_context(
+                profile,
+                executable_path=executable,
+                headless=options.headless,
+                args=list(options.browser_args),
+                proxy=_proxy(options),
+                timeout=_ms(timeout),
+                **_context_options(options),
+            )
+        except BaseException as exc:
+            if temp is not None:
+                shutil.rmtree(temp, ignore_errors=True)
+            if isinstance(exc, PlaywrightError):
+                raise launch_error(exc, executable, profile if temp is None else None) from exc
+            raise
+        await _prepare_context(context, options, storage=True)
+        assert context.browser is not None
+        browser = BrowserHandle(context.browser)
+        return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
+
+    async def launch_shared(self, options: BrowserOptions, *, timeout: float = 30.0) -> BrowserHandle:
+        """Start a local Chromium whose isolated contexts several sessions use (`new_context`)."""
+        executable = find_browser(options.browser_path)
+        chromium = await self._chromium()
+        try:
+            browser: Browser = await chromium.launch(
+                executable_path=executable,
+                headless=options.headless,
+                args=list(options.browser_args),
+                proxy=_proxy(options),
+                timeout=_ms(timeout),
+            )
+        except PlaywrightError as exc:
+            raise launch_error(exc, executable, None) from exc
+        return BrowserHandle(browser)
+
+    async def connect_cdp(self, endpoint: str, options: BrowserOptions, *, timeout: float) -> tuple[BrowserHandle, ContextHandle]:
+        chromium = await self._chromium()
+        with map_playwright_errors(Doing.connecting(endpoint, "cdp", timeout)):
+            browser: Browser = await asyncio.wait_for(
+                chromium.connect_over_cdp(endpoint, timeout=_ms(timeout), headers=dict(options.cdp_headers) or None),
+                timeout + 5,
+            )
+        handle = BrowserHandle(browser)
+        if browser.contexts:
+            return handle, ContextHandle(browser.contexts[0], handle)
+        return handle, await handle.new_context(options)
+
+    async def connect_server(self, endpoint: str, options: BrowserOptions, *, timeout: float) -> tuple[BrowserHandle, ContextHandle]:
+        chromium = await self._chromium()
+        with map_playwright_errors(Doing.connecting(endpoint, "playwright", timeout)):
+            browser: Browser = await asyncio.wait_for(
+                chromium.connect(endpoint, timeout=_ms(timeout), headers=dict(options.cdp_headers) or None),
+                timeout + 5,
+            )
+        handle = BrowserHandle(browser)
+        try:
+            with map_playwright_errors(Doing.connecting(endpoint, "context", timeout)):
+                context = await asyncio.wait_for(handle.new_context(options), timeout)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(browser.close(), 5)
+            raise
+        return handle, context
+
+

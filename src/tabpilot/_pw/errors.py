@@ -1,0 +1,209 @@
+"""Playwright's errors as tabpilot's, at one boundary: `map_playwright_errors`, most specific first."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from .._errors import ActionError, ConnectError, StaleRefError, TabpilotError
+
+_PREFIX = re.compile(r"^[A-Z][A-Za-z]*\.[a-z_A-Z]+: ")
+_INTERCEPTOR = re.compile(r"- (.+?) intercepts pointer events")
+_UNREACHABLE = ("ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ECONNRESET")
+_SYMPTOMS = (
+    ("element is not visible", "not_visible", "is not visible (hidden, collapsed or zero-sized)"),
+    ("element is not enabled", "disabled", "is disabled"),
+    ("element is not editable", "not_editable", "is read-only (not editable)"),
+    ("element is not stable", "unstable", "keeps moving (animating)"),
+    ("element is detached", "detached", "was removed from the page"),
+    ("element is not attached", "detached", "was removed from the page"),
+)
+
+
+def first_line(exc: BaseException) -> str:
+    """What happened, without Playwright's call log and method prefix."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return _PREFIX.sub("", line)
+
+
+def is_closed_error(exc: BaseException) -> bool:
+    return isinstance(exc, PlaywrightError) and (
+        exc.name == "TargetClosedError" or "has been closed" in str(exc) or "Target closed" in str(exc)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Doing:
+    """What was under way when Playwright failed, for the translated error's message."""
+
+    what: str
+    """e.g. 'Clicking 3e5 on tab 3'"""
+    tab_id: int | None = None
+    ref: str | None = None
+    timeout: float | None = None
+    endpoint: str = ""
+    protocol: Literal["", "cdp", "playwright", "context"] = ""
+
+    @classmethod
+    def connecting(cls, endpoint: str, protocol: Literal["cdp", "playwright", "context"], timeout: float) -> Doing:
+        return cls(f"Connecting to {endpoint}", timeout=timeout, endpoint=endpoint, protocol=protocol)
+
+
+@contextlib.contextmanager
+def map_playwright_errors(doing: Doing) -> Iterator[None]:
+    """Turn Playwright's errors (and timeouts of calls without their own) into tabpilot's."""
+    try:
+        yield
+    except TabpilotError:
+        raise
+    except (PlaywrightError, TimeoutError) as exc:
+        raise (_connect_error(exc, doing) if doing.protocol else _action_error(exc, doing)) from exc
+
+
+def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
+    what, tab, ref = doing.what, doing.tab_id, doing.ref
+    element = f"element {ref}" if ref else "the element"
+    waited = f" (waited {doing.timeout:g} s)" if doing.timeout is not None else ""
+    snap = f"Take a new snapshot of tab {tab}"
+    if is_closed_error(exc):
+        return ActionError(
+            f"{what} failed: tab {tab} closed (or its browser went away) during the action.",
+            "List the tabs to see what is open.",
+            tab_id=tab,
+            ref=ref,
+            reason="tab_closed",
+        )
+    if isinstance(exc, PlaywrightTimeoutError):
+        log = str(exc)
+        if "intercepts pointer events" in log:
+            found = _INTERCEPTOR.findall(log)
+            cover = f" ({found[-1]})" if found else ""
+            return ActionError(
+                f"{what} failed: {element} is covered by another element{cover}.",
+                f"Close or dismiss what covers it (a dialog, banner or menu; {snap.lower()} to find it), then retry.",
+                tab_id=tab,
+                ref=ref,
+                reason="covered",
+            )
+        if "did not find some options" in log:
+            return ActionError(
+                f"{what} failed: no option of {element} matches.",
+                "Options match by value or label; a snapshot of the element shows them.",
+                tab_id=tab,
+                ref=ref,
+                reason="no_option",
+            )
+        for symptom, reason, says in _SYMPTOMS:
+            if symptom in log:
+                return ActionError(
+                    f"{what} failed: {element} {says}{waited}.",
+                    f"{snap} and use a ref of an element you can act on (open the menu or section that holds it first).",
+                    tab_id=tab,
+                    ref=ref,
+                    reason=reason,  # type: ignore[arg-type]
+                )
+        if ref is not None and "resolved to" not in log and "waiting for locator" in log:
+            return StaleRefError(
+                f"{what} failed: {element} is no longer on tab {tab} (the page changed).",
+                f"{snap} and use a ref from it.",
+                ref=ref,
+                tab_id=tab,
+            )
+        return ActionError(
+            f"{what} did not finish{waited}.",
+            f"The page may be busy or still loading: {snap.lower()} and retry.",
+            tab_id=tab,
+            ref=ref,
+            reason="timeout",
+        )
+    if isinstance(exc, TimeoutError):  # an asyncio timeout around a call that has none of its own
+        within = f" within {doing.timeout:g} s" if doing.timeout is not None else ""
+        return ActionError(
+            f"{what} did not finish{within}.",
+            f"The page may be busy: {snap.lower()} and retry.",
+            tab_id=tab,
+            ref=ref,
+            reason="busy",
+        )
+    message = first_line(exc)
+    if "Execution context was destroyed" in message or "Frame was detached" in message:
+        return ActionError(
+            f"{what} was interrupted: tab {tab} navigated to another page meanwhile.",
+            f"{snap} and retry.",
+            tab_id=tab,
+            ref=ref,
+            reason="navigated",
+        )
+    if "not attached to the DOM" in message or "not connected" in message:
+        return StaleRefError(
+            f"{what} failed: {element} was removed from the page.", f"{snap} and use a ref from it.", ref=ref or "", tab_id=tab
+        )
+    if message.startswith("Unknown key"):
+        return ActionError(
+            f"{what} failed: {message}.",
+            "Use key names like Enter, Tab, Escape, ArrowDown, PageDown, a, or combinations like Control+a, Shift+Tab.",
+            tab_id=tab,
+            reason="unknown_key",
+        )
+    return ActionError(f"{what} failed: {message}.", tab_id=tab, ref=ref)
+
+
+def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
+    endpoint, timeout = doing.endpoint, doing.timeout or 0
+    if isinstance(exc, TimeoutError | PlaywrightTimeoutError):
+        return ConnectError(
+            f"Could not connect to {endpoint}: no answer within {timeout:g} s.",
+            "Check that the host and port are right and reachable from this machine, and that the browser "
+            "(server) runs there.",
+            reason="timeout",
+        )
+    detail = first_line(exc)
+    if any(k in detail for k in _UNREACHABLE):
+        return ConnectError(
+            f"Could not connect to {endpoint}: it is unreachable ({detail}).",
+            "Check the host and port, and that the browser (server) runs there.",
+            reason="unreachable",
+        )
+    if doing.protocol == "context":
+        return ConnectError(f"Connected to {endpoint}, but it could not open a browser context: {detail}")
+    if doing.protocol == "cdp":
+        return ConnectError(
+            f"Could not connect over CDP to {endpoint}: it answered, but not as a Chrome DevTools endpoint ({detail}).",
+            "Give the http://host:port of a Chromium started with --remote-debugging-port, or its "
+            "ws://.../devtools/browser/<id> URL; a Playwright browser server is connected as one instead.",
+            reason="use_server",
+        )
+    if "Executable doesn't exist" in detail or "Failed to launch" in detail or "browserType.launch" in detail:
+        return ConnectError(
+            f"The Playwright browser server at {endpoint} could not launch its browser: {detail}",
+            "Install a browser where the server runs, or start it with an executablePath that exists there.",
+        )
+    return ConnectError(
+        f"Could not connect to {endpoint} as a Playwright browser server: it answered, but not in "
+        f"Playwright's protocol ({detail}).",
+        "Give the ws:// URL that `playwright launch-server` or `run-server` prints (it ends in its secret "
+        "path); a Chrome with a debugging port is connected over CDP instead.",
+        reason="use_cdp",
+    )
+
+
+def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | None) -> ConnectError:
+    """A browser that failed to start: its own words (Playwright's log carries its stderr)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    said = [line for line in lines[1:] if not line.startswith(("Call log", "- <launching>", "- <launched>"))]
+    detail = "\n".join(said[-12:]) or first_line(exc)
+    hint = "Check that the browser runs on this machine."
+    if user_data_dir is not None and ("ProcessSingleton" in detail or "profile" in detail.lower()):
+        hint = f"The profile {user_data_dir} may be in use by another Chromium; a profile serves one browser at a time."
+    elif "Missing X server" in detail or "$DISPLAY" in detail:
+        hint = "A headed browser needs a display: run headless, or set DISPLAY (e.g. under Xvfb)."
+    return ConnectError(f"Chromium ({executable}) failed to start: {first_line(exc)}\n{detail}", hint)
+
+

@@ -1,0 +1,376 @@
+"""Thin handles over Playwright's public API: a browser, its contexts, pages, elements, dialogs
+and CDP sessions. Each method is one Playwright call; errors are translated by the caller
+(`map_playwright_errors`), which knows what was under way."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+from playwright.async_api import Browser, BrowserContext, CDPSession, Dialog, Download, Frame, Locator
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page as Page
+
+from .._options import BrowserOptions
+
+Disposer = Callable[[], None]
+MouseButton = Literal["left", "middle", "right"]
+
+
+def _listen(emitter: Any, event: str, handler: Callable[..., Any]) -> Disposer:
+    emitter.on(event, handler)
+
+    def dispose() -> None:
+        with contextlib.suppress(Exception):
+            emitter.remove_listener(event, handler)
+
+    return dispose
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+# -- CDP -----------------------------------------------------------------------------------------
+
+
+class CdpSession:
+    """A Chrome DevTools Protocol session (browser-level or one page's)."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: CDPSession) -> None:
+        self._session = session
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._session.send(method, params)
+        return result
+
+    def on(self, event: str, handler: Callable[[dict[str, Any]], None]) -> Disposer:
+        return _listen(self._session, event, handler)
+
+    async def detach(self) -> None:
+        with contextlib.suppress(PlaywrightError):
+            await self._session.detach()
+
+
+# -- dialogs, elements, pages ----------------------------------------------------------------------
+
+
+class DialogHandle:
+    __slots__ = ("_dialog",)
+
+    def __init__(self, dialog: Dialog) -> None:
+        self._dialog = dialog
+
+    @property
+    def type(self) -> str:
+        return self._dialog.type
+
+    @property
+    def message(self) -> str:
+        return self._dialog.message
+
+    @property
+    def default_value(self) -> str:
+        return self._dialog.default_value
+
+    async def accept(self, prompt_text: str | None = None) -> None:
+        await (self._dialog.accept(prompt_text) if prompt_text is not None else self._dialog.accept())
+
+    async def dismiss(self) -> None:
+        await self._dialog.dismiss()
+
+
+class ElementHandle:
+    """An element of a page (a Playwright locator); every call takes its own timeout in seconds."""
+
+    __slots__ = ("_locator",)
+
+    def __init__(self, locator: Locator) -> None:
+        self._locator = locator
+
+    async def count(self) -> int:
+        return await self._locator.count()
+
+    async def click(
+        self, *, button: MouseButton, modifiers: Sequence[str], double: bool, timeout: float
+    ) -> None:
+        mods: Any = list(modifiers)
+        if double:
+            await self._locator.dblclick(button=button, modifiers=mods, timeout=_ms(timeout))
+        else:
+            await self._locator.click(button=button, modifiers=mods, timeout=_ms(timeout))
+
+    async def fill(self, text: str, *, timeout: float) -> None:
+        await self._locator.fill(text, timeout=_ms(timeout))
+
+    async def type_keys(self, text: str, *, timeout: float) -> None:
+        await self._locator.press_sequentially(text, timeout=_ms(timeout))
+
+    async def press(self, key: str, *, timeout: float) -> None:
+        await self._locator.press(key, timeout=_ms(timeout))
+
+    async def select(self, values: Sequence[str], *, timeout: float) -> list[str]:
+        return await self._locator.select_option(list(values), timeout=_ms(timeout))
+
+    async def hover(self, *, timeout: float) -> None:
+        await self._locator.hover(timeout=_ms(timeout))
+
+    async def check(self, checked: bool, *, timeout: float) -> None:
+        await self._locator.set_checked(checked, timeout=_ms(timeout))
+
+    async def set_files(self, paths: Sequence[str], *, timeout: float) -> None:
+        await self._locator.set_input_files(list(paths), timeout=_ms(timeout))
+
+    async def drag_to(self, target: ElementHandle, *, timeout: float) -> None:
+        await self._locator.drag_to(target._locator, timeout=_ms(timeout))
+
+    async def screenshot(self, *, image_type: Literal["png", "jpeg"], quality: int | None, timeout: float) -> bytes:
+        return await self._locator.screenshot(type=image_type, quality=quality, timeout=_ms(timeout))
+
+    async def evaluate(self, function: str, *, timeout: float) -> Any:
+        return await self._locator.evaluate(function, timeout=_ms(timeout))
+
+    async def aria_snapshot(self, *, depth: int | None) -> str:
+        return await self._locator.aria_snapshot(mode="ai", depth=depth)
+
+    async def wait_for(self, state: Literal["visible", "hidden"], *, timeout: float) -> None:
+        await self._locator.wait_for(state=state, timeout=_ms(timeout))
+
+
+_handles: weakref.WeakKeyDictionary[Page, PageHandle] = weakref.WeakKeyDictionary()
+
+
+def page_handle(page: Page) -> PageHandle:
+    """The one handle of a Playwright page (the same object every time)."""
+    handle = _handles.get(page)
+    if handle is None:
+        handle = _handles[page] = PageHandle(page)
+    return handle
+
+
+class PageHandle:
+    """One page (tab) of a browser context."""
+
+    __slots__ = ("__weakref__", "page")
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    @property
+    def url(self) -> str:
+        return self.page.url
+
+    def is_closed(self) -> bool:
+        return self.page.is_closed()
+
+    @property
+    def viewport(self) -> tuple[int, int] | None:
+        size = self.page.viewport_size
+        return (size["width"], size["height"]) if size else None
+
+    # events (each returns its disposer)
+    def on_close(self, handler: Callable[[], None]) -> Disposer:
+        return _listen(self.page, "close", lambda _page: handler())
+
+    def on_crash(self, handler: Callable[[], None]) -> Disposer:
+        return _listen(self.page, "crash", lambda _page: handler())
+
+    def on_dialog(self, handler: Callable[[DialogHandle], None]) -> Disposer:
+        # While a listener is registered, Playwright leaves the dialog open for us to handle.
+        return _listen(self.page, "dialog", lambda dialog: handler(DialogHandle(dialog)))
+
+    def on_download(self, handler: Callable[[str, str], None]) -> Disposer:
+        return _listen(self.page, "download", lambda d: handler(d.url, d.suggested_filename) if isinstance(d, Download) else None)
+
+    def on_load(self, handler: Callable[[], None]) -> Disposer:
+        return _listen(self.page, "load", lambda _page: handler())
+
+    def on_new_document(self, handler: Callable[[], None]) -> Disposer:
+        return _listen(self.page, "domcontentloaded", lambda _page: handler())
+
+    def on_navigated(self, handler: Callable[[], None]) -> Disposer:
+        """The main frame navigated (a new document is on its way)."""
+
+        def navigated(frame: Frame) -> None:
+            if frame == self.page.main_frame:
+                handler()
+
+        return _listen(self.page, "framenavigated", navigated)
+
+    # reading
+    async def opener(self) -> PageHandle | None:
+        opener = await self.page.opener()
+        return page_handle(opener) if opener is not None else None
+
+    async def title(self) -> str:
+        return await self.page.title()
+
+    async def aria_snapshot(self, *, depth: int | None) -> str:
+        return await self.page.aria_snapshot(mode="ai", depth=depth)
+
+    def element(self, page_ref: str) -> ElementHandle:
+        return ElementHandle(self.page.locator(f"aria-ref={page_ref}"))
+
+    def text(self, text: str) -> ElementHandle:
+        return ElementHandle(self.page.get_by_text(text).first)
+
+    # acting
+    async def press_key(self, key: str) -> None:
+        await self.page.keyboard.press(key)
+
+    async def screenshot(
+        self, *, full_page: bool, image_type: Literal["png", "jpeg"], quality: int | None, timeout: float
+    ) -> bytes:
+        return await self.page.screenshot(full_page=full_page, type=image_type, quality=quality, timeout=_ms(timeout))
+
+    async def evaluate(self, function: str, arg: Any = None) -> Any:
+        return await self.page.evaluate(function, arg)
+
+    async def navigate(self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float) -> int | None:
+        """Navigate and wait for the load; the HTTP status of the document (None: no response)."""
+        ms = _ms(timeout)
+        if action == "goto":
+            response = await self.page.goto(url, timeout=ms)
+        elif action == "back":
+            response = await self.page.go_back(timeout=ms)
+        elif action == "forward":
+            response = await self.page.go_forward(timeout=ms)
+        else:
+            response = await self.page.reload(timeout=ms)
+        return response.status if response is not None else None
+
+    async def set_viewport(self, width: int, height: int) -> None:
+        await self.page.set_viewport_size({"width": width, "height": height})
+
+    async def bring_to_front(self) -> None:
+        await self.page.bring_to_front()
+
+    async def close(self) -> None:
+        await self.page.close()
+
+
+# -- contexts and browsers -------------------------------------------------------------------------
+
+
+class ContextHandle:
+    """A browser context: the pages that share cookies and storage."""
+
+    __slots__ = ("_browser", "_context")
+
+    def __init__(self, context: BrowserContext, browser: BrowserHandle | None) -> None:
+        self._context = context
+        self._browser = browser
+
+    @property
+    def browser(self) -> BrowserHandle | None:
+        return self._browser
+
+    @property
+    def pages(self) -> list[PageHandle]:
+        return [page_handle(p) for p in self._context.pages]
+
+    def on_page(self, handler: Callable[[PageHandle], None]) -> Disposer:
+        return _listen(self._context, "page", lambda page: handler(page_handle(page)))
+
+    def on_close(self, handler: Callable[[], None]) -> Disposer:
+        return _listen(self._context, "close", lambda _context: handler())
+
+    async def new_page(self) -> PageHandle:
+        return page_handle(await self._context.new_page())
+
+    async def new_cdp_session(self, page: PageHandle) -> CdpSession:
+        return CdpSession(await self._context.new_cdp_session(page.page))
+
+    async def route_navigations(self, allows: Callable[[str], bool]) -> Callable[[], Awaitable[None]]:
+        """Abort top-level and frame navigations to URLs `allows` refuses; returns the undo."""
+
+        async def handle(route: Any) -> None:
+            request = route.request
+            if request.is_navigation_request() and not allows(request.url):
+                await route.abort("blockedbyclient")
+            else:
+                await route.fallback()
+
+        await self._context.route("**/*", handle)
+
+        async def undo() -> None:
+            with contextlib.suppress(PlaywrightError):
+                await self._context.unroute("**/*", handle)
+
+        return undo
+
+    async def save_storage_state(self, path: str) -> dict[str, Any]:
+        state: dict[str, Any] = dict(await self._context.storage_state(path=path))
+        return state
+
+    async def close(self) -> None:
+        await self._context.close()
+
+
+class BrowserHandle:
+    """A browser tabpilot launched or connected to."""
+
+    __slots__ = ("_browser",)
+
+    def __init__(self, browser: Browser) -> None:
+        self._browser = browser
+
+    @property
+    def contexts(self) -> list[ContextHandle]:
+        return [ContextHandle(c, self) for c in self._browser.contexts]
+
+    @property
+    def version(self) -> str:
+        return self._browser.version
+
+    def is_connected(self) -> bool:
+        return self._browser.is_connected()
+
+    def on_disconnected(self, handler: Callable[[], None]) -> Disposer:
+        return _listen(self._browser, "disconnected", lambda _browser: handler())
+
+    async def new_context(self, options: BrowserOptions) -> ContextHandle:
+        context = await self._browser.new_context(
+            **_context_options(options), storage_state=options.storage_state or None
+        )
+        await _prepare_context(context, options, storage=False)
+        return ContextHandle(context, self)
+
+    async def new_cdp_session(self) -> CdpSession:
+        return CdpSession(await self._browser.new_browser_cdp_session())
+
+    async def close(self) -> None:
+        await self._browser.close()
+
+
+def _context_options(options: BrowserOptions) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if options.viewport is not None:
+        found["viewport"] = {"width": options.viewport[0], "height": options.viewport[1]}
+    if options.user_agent:
+        found["user_agent"] = options.user_agent
+    if options.ignore_https_errors:
+        found["ignore_https_errors"] = True
+    return found
+
+
+def _proxy(options: BrowserOptions) -> Any:
+    if not options.proxy_server:
+        return None
+    proxy: dict[str, str] = {"server": options.proxy_server}
+    if options.proxy_bypass:
+        proxy["bypass"] = options.proxy_bypass
+    return proxy
+
+
+async def _prepare_context(context: BrowserContext, options: BrowserOptions, *, storage: bool) -> None:
+    for source in options.init_script_sources():
+        await context.add_init_script(script=source)
+    if storage and options.storage_state:
+        await context.set_storage_state(options.storage_state)
+
+

@@ -1,0 +1,42 @@
+"""What an instance gets from its manager: the tab rules and services, injected, never reached for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ._cdp import TargetSession
+from ._errors import TabLike
+from ._policy import UrlPolicy
+from ._pw import Disposer
+from ._tab import Tab, Timeouts
+from ._types import TabLimitPolicy
+
+TargetHook = Callable[[TargetSession, Tab], Disposer]
+"""Called with the session of each new tab's target and the tab; returns its disposer."""
+
+
+@dataclass(slots=True)
+class TabRules:
+    """The manager's tab rules, shared by reference with its instances (a change applies at once)."""
+
+    max_tabs: int = 20
+    tab_limit_policy: TabLimitPolicy = "reject"
+    follow_new_tabs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceServices:
+    """What an instance needs of its manager."""
+
+    next_tab_id: Callable[[], int]
+    emit: Callable[..., object]
+    """`emit(type, tab_id, instance_id, **data)`: the manager's event bus."""
+    activated: Callable[[str], None]
+    """A tab of this instance (id given) was activated: it becomes the default instance."""
+    is_default: Callable[[str], bool]
+    all_open_tabs: Callable[[], Sequence[TabLike]]
+    rules: TabRules
+    timeouts: Timeouts
+    policy: UrlPolicy
+    target_hooks: Sequence[TargetHook]

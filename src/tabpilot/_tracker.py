@@ -1,0 +1,342 @@
+"""Keeping an instance's tab list current from browser events.
+
+Chromium's `Target.targetCreated` (on a browser-level CDP session) registers a tab the moment its
+target exists, with its opener and the cause that opened it; the tab cap applies at once, the
+target hooks (telemetry) attach at once, and an action under way hears of the tab it opened.
+`targetInfoChanged` keeps url and title, `targetDestroyed` removes the tab. Playwright reports the
+page a little later: the tracker binds it to its tab (one round trip names the page's target)
+and announces the tab (`tab_opened`). A close is reported with its cause; a close nobody asked
+for is checked against the browser first (a dying browser closes its pages just before itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ._cdp import TargetSession, TargetSessions
+from ._pw import CdpSession, ContextHandle, PageHandle
+from ._registry import TabRegistry
+from ._services import InstanceServices
+from ._tab import Tab, TabHost
+from ._targets import TargetInfo, TargetScope, identify, open_cause
+from ._types import CloseCause, InstanceState, OpenCause
+from ._watch import ActionWatch
+
+ANNOUNCE_TIMEOUT = 3.0
+"""Seconds after which a tab Playwright has not reported is announced anyway (from its target)."""
+
+
+class TabTracker:
+    """An instance's tabs, kept current from its browser's events; see the module docstring."""
+
+    def __init__(
+        self,
+        host: TabHost,
+        services: InstanceServices,
+        context: ContextHandle,
+        *,
+        state: Callable[[], InstanceState],
+        lost: Callable[[], None],
+        activate: Callable[[Tab], object],
+    ) -> None:
+        self.registry = TabRegistry(host.instance_id)
+        self.cdp: CdpSession | None = None
+        """The instance's browser-level CDP session (set when it starts)."""
+        self.sessions: TargetSessions | None = None
+        self._host = host
+        self._services = services
+        self._context = context
+        self._state = state
+        self._lost = lost
+        self._activate = activate
+        self._scope = TargetScope()
+        self._binding: dict[PageHandle, asyncio.Task[Tab | None]] = {}
+        self._announced: set[int] = set()
+        self._follow: set[int] = set()
+        self._watches: list[ActionWatch] = []
+        self._hook_sessions: dict[int, TargetSession] = {}
+        self._creating = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._changed = asyncio.Event()
+
+    def _is_open(self) -> bool:
+        return self._state() == "open"
+
+    # -- background work and settling ----------------------------------------------------------------
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Run `coro` in the background; `settle()` waits for it."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            self._tasks.discard(finished)
+            self._changed.set()
+            if not finished.cancelled():
+                finished.exception()  # a page that closed meanwhile: nothing to report
+
+        task.add_done_callback(done)
+        return task
+
+    def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    def busy(self) -> bool:
+        return bool(self._tasks) or any(t.id not in self._announced for t in self.registry.tabs)
+
+    async def settle(self, timeout: float) -> None:
+        """Wait until every tab discovered so far is ready and announced, and every close reported."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.busy() and self._is_open():
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+
+    # -- actions under way ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def watch(self, tab: Tab) -> Iterator[ActionWatch]:
+        watch = ActionWatch(tab, settle=self.settle, is_open=lambda tab_id: self.registry.get(tab_id) is not None)
+        self._watches.append(watch)
+        try:
+            yield watch
+        finally:
+            self._watches.remove(watch)
+
+    def dialog_opened(self, tab: Tab) -> None:
+        for watch in self._watches:
+            if watch.tab is tab:
+                watch.dialog_opened()
+
+    @contextlib.contextmanager
+    def creating(self) -> Iterator[None]:
+        """A tool is opening a tab: opener-less targets that appear meanwhile are its own."""
+        self._creating += 1
+        try:
+            yield
+        finally:
+            self._creating -= 1
+
+    def hook_session(self, tab: Tab) -> TargetSession | None:
+        return self._hook_sessions.get(tab.id)
+
+    # -- targets: the source of truth for which tabs exist -------------------------------------------
+
+    def target_handlers(self) -> list[tuple[str, Callable[[dict[str, Any]], None]]]:
+        return [
+            ("Target.targetCreated", self._on_target_created),
+            ("Target.targetInfoChanged", self.target_changed),
+            ("Target.targetDestroyed", self._on_target_destroyed),
+            ("Target.targetCrashed", self._on_target_crashed),
+        ]
+
+    def _learn_context(self, info: TargetInfo, *, adopt: bool = True) -> list[TargetInfo]:
+        pending = self._scope.learn(info)
+        if adopt:
+            self._adopt(pending)
+        return pending
+
+    def _adopt(self, pending: list[TargetInfo]) -> None:
+        for info in pending:
+            if self.registry.by_target(info["targetId"]) is None:
+                self._create_tab(info, cause=None)
+
+    def _on_target_created(self, event: dict[str, Any]) -> None:
+        info = event.get("targetInfo") or {}
+        known = self.registry.by_target(info.get("targetId", "")) is not None
+        if self._is_open() and not known and self._scope.created(info):
+            self._create_tab(info, cause=None)
+
+    def target_changed(self, event: dict[str, Any]) -> None:
+        info = event.get("targetInfo") or {}
+        self._scope.changed(info)
+        tab = self.registry.by_target(info.get("targetId", ""))
+        if tab is not None:
+            tab.update_from_target(url=info.get("url", ""), title=info.get("title", ""))
+
+    def _on_target_destroyed(self, event: dict[str, Any]) -> None:
+        target_id = event.get("targetId", "")
+        self._scope.gone(target_id)
+        tab = self.registry.by_target(target_id)
+        if tab is not None:
+            self.tab_gone(tab, None)
+
+    def _on_target_crashed(self, event: dict[str, Any]) -> None:
+        tab = self.registry.by_target(event.get("targetId", ""))
+        if tab is not None:
+            tab.mark_crashed()
+
+    def _create_tab(self, info: TargetInfo, *, cause: OpenCause | None, preexisting: bool = False) -> Tab | None:
+        """Register a tab for a page target of this instance at once, and attach to it."""
+        opener = self.registry.by_target(info.get("openerId") or "")
+        cause = cause or open_cause(info, creating=bool(self._creating))
+        watches = [w for w in self._watches if opener is not None and w.tab is opener]
+        if opener is None and cause == "external" and len(self._watches) == 1 and not preexisting:
+            # A middle or modifier click opens its tab with no opener (noopener); it appeared while
+            # the only action under way here ran: it is that action's.
+            watches = list(self._watches)
+            opener = self.registry.get(watches[0].tab.id)
+            cause = "link"
+        tab = Tab(
+            self._services.next_tab_id(),
+            self._host,
+            target_id=info.get("targetId"),
+            opener_id=opener.id if opener is not None else None,
+            cause=cause,
+            url=info.get("url", ""),
+            title=info.get("title", ""),
+        )
+        self.registry.add(tab)
+        self._changed.set()
+        for watch in watches:
+            watch.tab_created(tab.id)
+        if preexisting or cause != "tool":
+            self.registry.track_in_background(tab)  # tracked, not activated: the agent decides
+        self._attach_hooks(tab)
+        if cause != "tool" and not preexisting:
+            if self._enforce_cap(tab):
+                return None
+            if self._services.rules.follow_new_tabs:
+                self._follow.add(tab.id)
+        asyncio.get_running_loop().call_later(ANNOUNCE_TIMEOUT, self._announce, tab)
+        return tab
+
+    def _attach_hooks(self, tab: Tab) -> None:
+        """Attach the target hooks (telemetry) at once: the attach and their first commands leave
+        together, before the page can start loading."""
+        sessions, hooks, target_id = self.sessions, self._services.target_hooks, tab.target_id
+        if sessions is None or not hooks or target_id is None:
+            return
+        session = sessions.attach(target_id)
+        for hook in list(hooks):
+            tab.add_disposer(hook(session, tab))
+        self._hook_sessions[tab.id] = session
+
+        def forget() -> None:
+            self._hook_sessions.pop(tab.id, None)
+
+        tab.add_disposer(forget)
+
+    def _enforce_cap(self, new_tab: Tab) -> bool:
+        """Close a tab at once when a page-opened one goes over the cap; True if it was `new_tab`."""
+        rules = self._services.rules
+        if len(self.registry) <= rules.max_tabs:
+            return False
+        victim = self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None
+        victim = victim or new_tab
+        victim.closing_cause = "cap"
+        if self.cdp is not None and victim.target_id:
+            self.spawn(self.cdp.send("Target.closeTarget", {"targetId": victim.target_id}))
+        self.tab_gone(victim, "cap")
+        return victim is new_tab
+
+    # -- pages: Playwright's side of a tab ----------------------------------------------------------
+
+    async def adopt_existing(self, pages: list[PageHandle], cause: OpenCause) -> None:
+        """Register the pages the context had when the instance started, in their order."""
+        found = await asyncio.gather(*(identify(self._context, p, loaded=True, spawn=self.spawn) for p in pages))
+        pending: list[TargetInfo] = []
+        for page, identified in zip(pages, found, strict=True):
+            if identified is None:
+                continue
+            pending += self._learn_context(identified.info, adopt=False)
+            tab = self.registry.by_target(identified.info["targetId"]) or self._create_tab(
+                identified.info, cause=cause, preexisting=True
+            )
+            if tab is not None and not tab.closed:
+                self._bind(tab, page, identified.window_id, identified.complete)
+        self._adopt(pending)
+
+    def on_page(self, page: PageHandle) -> None:
+        if self._is_open():
+            self.bind_task(page)
+
+    def bind_task(self, page: PageHandle) -> asyncio.Task[Tab | None]:
+        task = self._binding.get(page)
+        if task is None:
+            task = self._binding[page] = self.spawn(self._bind_page(page))
+            task.add_done_callback(lambda _t: self._binding.pop(page, None))
+        return task
+
+    async def _bind_page(self, page: PageHandle) -> Tab | None:
+        found = await identify(self._context, page, loaded=False, spawn=self.spawn)
+        if found is None or not self._is_open():
+            return None
+        self._learn_context(found.info)
+        tab = self.registry.by_target(found.info.get("targetId", ""))
+        if tab is None:
+            if not self._scope.ours(found.info):
+                return None
+            tab = self._create_tab(found.info, cause=None)
+        if tab is None or tab.closed:
+            return None
+        self._bind(tab, page, found.window_id, found.complete)
+        return tab
+
+    def _bind(self, tab: Tab, page: PageHandle, window_id: int | None, complete: bool) -> None:
+        tab.bind(page, window_id=window_id, complete=complete)
+        self._announce(tab)
+
+    def _announce(self, tab: Tab) -> None:
+        if tab.id in self._announced or tab.closed:
+            return
+        self._announced.add(tab.id)
+        self._changed.set()
+        self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=tab.url, cause=tab.cause)
+        if tab.id in self._follow:
+            self._follow.discard(tab.id)
+            self._activate(tab)
+
+    # -- tabs going away -----------------------------------------------------------------------------
+
+    def tab_gone(self, tab: Tab, cause: CloseCause | None) -> None:
+        """Forget a tab at once; promote the previously active tab if it was active."""
+        if tab.closed:
+            return
+        self._announce(tab)  # a tab is announced before it is reported closed
+        tab.mark_closed()
+        was_active = self.registry.remove(tab)
+        if tab.target_id:
+            self._scope.gone(tab.target_id)
+        cause = cause or tab.closing_cause
+        if cause is None and self.cdp is not None and self._is_open():
+            # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
+            # it is still there before calling this close the page's or another client's doing.
+            self.spawn(self._report_unexplained_close(tab, was_active))
+            return
+        self._report_close(tab, cause or _unexplained_close_cause(tab), was_active)
+
+    async def _report_unexplained_close(self, tab: Tab, was_active: bool) -> None:
+        cdp = self.cdp
+        cause = _unexplained_close_cause(tab)
+        try:
+            if cdp is not None:
+                await asyncio.wait_for(cdp.send("Browser.getVersion"), 2.0)
+        except TimeoutError:
+            pass  # a browser too busy to answer in 2 s is not declared lost on that alone
+        except Exception:
+            self._lost()  # the connection is gone
+        finally:
+            # Reported exactly once, also when cancelled because the instance is being closed.
+            self._report_close(tab, "crash" if self._state() == "lost" else cause, was_active)
+
+    def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
+        self._announced.discard(tab.id)
+        active = self.registry.active if self._is_open() else None
+        new_active = active.id if active is not None else None
+        self._host.emit("tab_closed", tab.id, by=cause, activeTabId=new_active, activeChanged=was_active, url=tab.url)
+        if was_active and new_active is not None:
+            self._host.emit("tab_activated", new_active, previousTabId=tab.id, reason="promoted")
+
+
+def _unexplained_close_cause(tab: Tab) -> CloseCause:
+    # Only script-opened windows may close themselves, so a tab with an opener closed itself.
+    return "page" if tab.opener_id is not None or tab.cause in ("link", "popup") else "external"
