@@ -182,7 +182,9 @@ async def type_text(
         if submit:
             await element.press("Enter", timeout=timeout)
 
-    _, result = await _act(tab, f"Typing into {ref} on tab {tab.id}", job(), ref=ref, timeout=limit, dialogs=dialogs)
+    _, result = await _act(
+        tab, f"Typing into {ref} on tab {tab.id}", job(), ref=ref, timeout=limit, dialogs=dialogs
+    )
     return result
 
 
@@ -199,9 +201,7 @@ async def press_key(
         job: Awaitable[None] = element.press(key, timeout=timeout)
         what = f"Pressing {key} on {ref} on tab {tab.id}"
     else:
-        await tab.ready()
-        tab.ensure_no_dialog()
-        job = asyncio.wait_for(tab.handle.press_key(key), timeout)
+        job = asyncio.wait_for((await tab.usable()).press_key(key), timeout)
         what = f"Pressing {key} on tab {tab.id}"
     _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return result
@@ -216,8 +216,11 @@ async def select_option(
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
     selected, result = await _act(
-        tab, f"Selecting {list(values)} in {ref} on tab {tab.id}", element.select(values, timeout=timeout),
-        ref=ref, timeout=timeout,
+        tab,
+        f"Selecting {list(values)} in {ref} on tab {tab.id}",
+        element.select(values, timeout=timeout),
+        ref=ref,
+        timeout=timeout,
     )
     return _with(result, value=selected)
 
@@ -226,7 +229,9 @@ async def hover(tab: Tab, ref: str, *, timeout: float | None = None) -> ActionRe
     """Move the mouse over an element (menus and tooltips that open on hover)."""
     timeout = timeout or tab.host.timeouts.action
     element = await _element_in_front(tab, ref)
-    _, result = await _act(tab, f"Hovering {ref} on tab {tab.id}", element.hover(timeout=timeout), ref=ref, timeout=timeout)
+    _, result = await _act(
+        tab, f"Hovering {ref} on tab {tab.id}", element.hover(timeout=timeout), ref=ref, timeout=timeout
+    )
     return result
 
 
@@ -242,7 +247,9 @@ async def fill_form(
 
     async def job() -> None:
         for ref, element, value in elements:
-            with map_playwright_errors(Doing(f"Filling {ref} on tab {tab.id}", tab_id=tab.id, ref=ref, timeout=timeout)):
+            with map_playwright_errors(
+                Doing(f"Filling {ref} on tab {tab.id}", tab_id=tab.id, ref=ref, timeout=timeout)
+            ):
                 if isinstance(value, bool):
                     await element.check(value, timeout=timeout)
                 elif not isinstance(value, str):
@@ -263,7 +270,9 @@ async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | N
     source = await _element_in_front(tab, source_ref)
     target = await tab.element(target_ref)
     what = f"Dragging {source_ref} to {target_ref} on tab {tab.id}"
-    _, result = await _act(tab, what, source.drag_to(target, timeout=timeout), ref=source_ref, timeout=timeout)
+    _, result = await _act(
+        tab, what, source.drag_to(target, timeout=timeout), ref=source_ref, timeout=timeout
+    )
     return result
 
 
@@ -312,9 +321,7 @@ async def wait_for(
         raise ValueError("wait_for needs text, textGone or time: what to wait for.")
     if time is not None and time < 0:
         raise ValueError("time must be zero or more seconds.")
-    await tab.ready()
-    tab.ensure_no_dialog()
-    handle = tab.handle
+    handle = await tab.usable()
 
     async def job() -> None:
         if time is not None:
@@ -331,7 +338,9 @@ async def wait_for(
     )
     what = " and ".join(p for p in parts if p) or "0 s"
     try:
-        _, result = await _act(tab, f"Waiting for {what} on tab {tab.id}", job(), ref=None, timeout=timeout, watch_tabs=False)
+        _, result = await _act(
+            tab, f"Waiting for {what} on tab {tab.id}", job(), ref=None, timeout=timeout, watch_tabs=False
+        )
     except ActionError as exc:
         if exc.reason == "timeout":
             raise ActionError(
@@ -362,7 +371,9 @@ async def screenshot(
     """An image of the tab's viewport (`full_page`: the whole page; `ref`: one element), PNG or
     JPEG (`quality` 0-100, JPEG only). Works on a background tab without activating it."""
     if full_page and ref is not None:
-        raise ValueError("fullPage and ref exclude each other: a screenshot is of the page or of one element.")
+        raise ValueError(
+            "fullPage and ref exclude each other: a screenshot is of the page or of one element."
+        )
     if quality is not None and (image_type != "jpeg" or not 0 <= quality <= 100):
         raise ValueError("quality applies to JPEG only, from 0 to 100.")
     timeout = timeout or tab.host.timeouts.action * 2
@@ -371,9 +382,8 @@ async def screenshot(
         job = element.screenshot(image_type=image_type, quality=quality, timeout=timeout)
         what = f"Screenshot of {ref} on tab {tab.id}"
     else:
-        await tab.ready()
-        tab.ensure_no_dialog()
-        job = tab.handle.screenshot(full_page=full_page, image_type=image_type, quality=quality, timeout=timeout)
+        page = await tab.usable()
+        job = page.screenshot(full_page=full_page, image_type=image_type, quality=quality, timeout=timeout)
         what = f"Screenshot of tab {tab.id}"
     data, result = await _act(tab, what, job, ref=ref, timeout=timeout, watch_tabs=False)
     if data is None:
@@ -402,9 +412,7 @@ async def evaluate(
         job: Awaitable[Any] = element.evaluate(function, timeout=timeout)
         what = f"Evaluating on {ref} on tab {tab.id}"
     else:
-        await tab.ready()
-        tab.ensure_no_dialog()
-        job = asyncio.wait_for(tab.handle.evaluate(function), timeout)
+        job = asyncio.wait_for((await tab.usable()).evaluate(function), timeout)
         what = f"Evaluating on tab {tab.id}"
     value, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return _with(result, value=value)
@@ -414,12 +422,13 @@ async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:
     """Set the tab's viewport to `width` x `height` CSS pixels; returns the size the page now has."""
     if not (100 <= width <= 10000 and 100 <= height <= 10000):
         raise ValueError(f"viewport {width}x{height} is out of range: each side from 100 to 10000 pixels.")
-    await tab.ready()
-    tab.ensure_no_dialog()
-    with map_playwright_errors(Doing(f"Resizing tab {tab.id}", tab_id=tab.id, timeout=tab.host.timeouts.action)):
-        await asyncio.wait_for(tab.handle.set_viewport(width, height), tab.host.timeouts.action)
+    page = await tab.usable()
+    with map_playwright_errors(
+        Doing(f"Resizing tab {tab.id}", tab_id=tab.id, timeout=tab.host.timeouts.action)
+    ):
+        await asyncio.wait_for(page.set_viewport(width, height), tab.host.timeouts.action)
         size = await asyncio.wait_for(
-            tab.handle.evaluate("() => [window.innerWidth, window.innerHeight]"), tab.host.timeouts.action
+            page.evaluate("() => [window.innerWidth, window.innerHeight]"), tab.host.timeouts.action
         )
     return int(size[0]), int(size[1])
 

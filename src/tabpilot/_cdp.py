@@ -93,7 +93,9 @@ class TargetSession:
             future = self._waiting.pop(message.get("id", -1), None)
             if future is not None and not future.done():
                 if "error" in message:
-                    future.set_exception(CdpCommandError(str(message["error"].get("message", message["error"]))))
+                    future.set_exception(
+                        CdpCommandError(str(message["error"].get("message", message["error"])))
+                    )
                 else:
                     future.set_result(message.get("result", {}))
             if "method" not in message:
@@ -180,7 +182,9 @@ class TargetSessions:
     def _forward(self, session: TargetSession, message: str, answer: asyncio.Future[dict[str, Any]]) -> None:
         # Before Chromium named the session, the target id finds it (this root has one per target).
         to = {"sessionId": session.session_id} if session.session_id else {"targetId": session.target_id}
-        task = asyncio.ensure_future(self._root.send("Target.sendMessageToTarget", {**to, "message": message}))
+        task = asyncio.ensure_future(
+            self._root.send("Target.sendMessageToTarget", {**to, "message": message})
+        )
         self._sending.add(task)
 
         def sent(done: asyncio.Task[Any]) -> None:
@@ -200,7 +204,9 @@ class TargetSessions:
             self._named(session, event.get("sessionId", ""))
 
     def _on_message(self, event: dict[str, Any]) -> None:
-        session = self._sessions.get(event.get("sessionId", "")) or self._by_target.get(event.get("targetId", ""))
+        session = self._sessions.get(event.get("sessionId", "")) or self._by_target.get(
+            event.get("targetId", "")
+        )
         if session is not None:
             session._receive(event.get("message", ""))
 

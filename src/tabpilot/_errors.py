@@ -171,7 +171,9 @@ class DialogOpenError(TabError):
 class NoDialogError(TabError):
     def __init__(self, tab_id: int) -> None:
         super().__init__(
-            f"Tab {tab_id} has no open dialog.", "Nothing to handle; continue with your next step.", tab_id=tab_id
+            f"Tab {tab_id} has no open dialog.",
+            "Nothing to handle; continue with your next step.",
+            tab_id=tab_id,
         )
 
 
@@ -206,7 +208,9 @@ BlockReason = Literal["blocked", "not_allowed", "privileged"]
 class NavigationBlockedError(TabpilotError):
     """`reason`: the origin is blocked, not among the allowed ones, or a privileged scheme."""
 
-    def __init__(self, fact: str, advice: str = "", *, url: str, reason: BlockReason, origin: str = "") -> None:
+    def __init__(
+        self, fact: str, advice: str = "", *, url: str, reason: BlockReason, origin: str = ""
+    ) -> None:
         super().__init__(fact, advice)
         self.url = url
         self.reason: BlockReason = reason

@@ -29,9 +29,7 @@ class EventBus:
     def last_seq(self) -> int:
         return self._seq
 
-    def emit(
-        self, type: EventType, tab_id: int | None, instance_id: str | None, **data: Any
-    ) -> TabEvent:
+    def emit(self, type: EventType, tab_id: int | None, instance_id: str | None, **data: Any) -> TabEvent:
         self._seq += 1
         event = TabEvent(self._seq, time.time(), type, tab_id, instance_id, data)
         if len(self._history) == self._history.maxlen:

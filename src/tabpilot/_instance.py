@@ -89,7 +89,12 @@ class Instance:
         self._owns_context = owns_context
         self._temp_profile = temp_profile
         self._tracker = TabTracker(
-            self, services, context, state=lambda: self.state, lost=lambda: self._lost(self._gone_reason()), activate=self.activate
+            self,
+            services,
+            context,
+            state=lambda: self.state,
+            lost=lambda: self._lost(self._gone_reason()),
+            activate=self.activate,
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []
@@ -148,7 +153,9 @@ class Instance:
             )
         if self.state != "open":
             raise InstanceLostError(
-                f"Instance {self.id} is closed.", "List the instances to see the open ones.", instance_id=self.id
+                f"Instance {self.id} is closed.",
+                "List the instances to see the open ones.",
+                instance_id=self.id,
             )
 
     # -- TabHost: what the tabs use ----------------------------------------------------------------
@@ -179,7 +186,11 @@ class Instance:
 
     def dialog_opened(self, tab: Tab, dialog: DialogInfo) -> None:
         self.emit(
-            "dialog_opened", tab.id, dialogType=dialog.type, message=dialog.message, defaultValue=dialog.default_value
+            "dialog_opened",
+            tab.id,
+            dialogType=dialog.type,
+            message=dialog.message,
+            defaultValue=dialog.default_value,
         )
         self._tracker.dialog_opened(tab)
 
@@ -198,7 +209,12 @@ class Instance:
 
     def check_alive(self) -> bool:
         """Notice at once that a launched browser's process has gone, without a browser round trip."""
-        if self.state == "open" and self.kind == "launched" and self.pid is not None and not _pid_alive(self.pid):
+        if (
+            self.state == "open"
+            and self.kind == "launched"
+            and self.pid is not None
+            and not _pid_alive(self.pid)
+        ):
             self._lost(self._gone_reason())
         return self.state == "open"
 
@@ -207,7 +223,9 @@ class Instance:
     async def start(self, *, initial_cause: OpenCause) -> None:
         context = self.context
         self._disposers.append(context.on_page(self._tracker.on_page))
-        lost_with_context = "its browser context was closed" if self.kind == "context" else "the browser disconnected"
+        lost_with_context = (
+            "its browser context was closed" if self.kind == "context" else "the browser disconnected"
+        )
         self._disposers.append(context.on_close(lambda: self._lost(lost_with_context)))
         if self.browser is not None:
             self._disposers.append(self.browser.on_disconnected(lambda: self._lost(self._gone_reason())))
@@ -331,7 +349,9 @@ class Instance:
             tab = await self._tracker.bind_task(page)
         if tab is None:
             self.ensure_usable()
-            raise InstanceLostError(f"The new tab of instance {self.id} closed at once.", "Retry.", instance_id=self.id)
+            raise InstanceLostError(
+                f"The new tab of instance {self.id} closed at once.", "Retry.", instance_id=self.id
+            )
         # new_page returns once its about:blank is ready, and no load event follows for it.
         tab.status = "complete"
         hooked = self._tracker.hook_session(tab)

@@ -313,7 +313,9 @@ class TabManager:
             headless=options.headless,
         )
 
-    async def connect_cdp(self, endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0) -> Instance:
+    async def connect_cdp(
+        self, endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0
+    ) -> Instance:
         """Attach to a running Chromium over CDP (`http://host:port` or `ws://...`).
 
         Its open tabs are registered at once; tabs other clients open or close there are seen.
@@ -321,10 +323,17 @@ class TabManager:
         _check_scheme(endpoint, "cdp")
         browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
         return await self._adopt(
-            kind="cdp", endpoint=endpoint, browser=browser, context=context, instance_id=instance_id, headless=False
+            kind="cdp",
+            endpoint=endpoint,
+            browser=browser,
+            context=context,
+            instance_id=instance_id,
+            headless=False,
         )
 
-    async def connect_ws(self, ws_endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0) -> Instance:
+    async def connect_ws(
+        self, ws_endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0
+    ) -> Instance:
         """Connect to a Playwright browser server (the `ws://` URL `playwright launch-server` or
         `run-server` prints, or a grid's or hosted service's Playwright endpoint).
 
@@ -445,7 +454,9 @@ class TabManager:
             if found is not None:
                 return found
         lost = [i for i in self._instances.values() if i.state == "lost"]
-        reason = "Instance " + ", ".join(f"{i.id} was lost ({i.lost_reason})" for i in lost) + "." if lost else ""
+        reason = (
+            "Instance " + ", ".join(f"{i.id} was lost ({i.lost_reason})" for i in lost) + "." if lost else ""
+        )
         raise TabNotFoundError(key, self._open_tabs(), reason=reason)
 
     def instance_of(self, tab: Tab) -> Instance:
@@ -460,7 +471,9 @@ class TabManager:
         tab = instance.active_tab
         if tab is None:
             raise TabNotFoundError(
-                "(active)", self._open_tabs(), reason=f"Instance {instance.id} has no open tab; open one first."
+                "(active)",
+                self._open_tabs(),
+                reason=f"Instance {instance.id} has no open tab; open one first.",
             )
         return tab
 
@@ -475,7 +488,9 @@ class TabManager:
             )
         return tab
 
-    async def new_tab(self, url: str | None = None, *, background: bool = False, instance_id: str | None = None) -> Tab:
+    async def new_tab(
+        self, url: str | None = None, *, background: bool = False, instance_id: str | None = None
+    ) -> Tab:
         """Open a tab (activated unless `background`), optionally loading `url`."""
         return await self.instance(instance_id).new_tab(url, background=background)
 

@@ -47,7 +47,12 @@ def normalize_url(url: str) -> str:
 
 
 def _what(action: NavigateAction, target: str, tab_id: int) -> str:
-    verb = {"goto": f"Loading {target}", "back": "Going back", "forward": "Going forward", "reload": "Reloading"}
+    verb = {
+        "goto": f"Loading {target}",
+        "back": "Going back",
+        "forward": "Going forward",
+        "reload": "Reloading",
+    }
     return f"{verb[action]} on tab {tab_id}"
 
 
@@ -71,9 +76,7 @@ async def navigate(
             raise ValueError("goto needs url: the address to load.")
         target = normalize_url(url)
         policy.check(target)
-    await tab.ready()
-    tab.ensure_no_dialog()
-    handle = tab.handle
+    handle = await tab.usable()
     what = _what(action, target, tab.id)
     try:
         with tab.host.watch(tab) as watch, map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)):

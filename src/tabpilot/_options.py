@@ -143,7 +143,9 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, Mapping):
             return tuple((str(k), str(v)) for k, v in value.items())
         items = [value] if isinstance(value, str) else list(value)
-        return tuple(parse_header(item) if isinstance(item, str) else (str(item[0]), str(item[1])) for item in items)
+        return tuple(
+            parse_header(item) if isinstance(item, str) else (str(item[0]), str(item[1])) for item in items
+        )
     if name in ("headless", "ignore_https_errors"):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false, got {json.dumps(value)}")

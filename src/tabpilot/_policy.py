@@ -26,7 +26,15 @@ from urllib.parse import urlsplit
 from ._errors import NavigationBlockedError
 
 _ALWAYS_ALLOWED = ("about:blank", "about:srcdoc")
-_PRIVILEGED_SCHEMES = {"file", "chrome", "chrome-extension", "chrome-untrusted", "devtools", "view-source", "javascript"}
+_PRIVILEGED_SCHEMES = {
+    "file",
+    "chrome",
+    "chrome-extension",
+    "chrome-untrusted",
+    "devtools",
+    "view-source",
+    "javascript",
+}
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 

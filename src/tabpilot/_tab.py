@@ -192,6 +192,12 @@ class Tab:
             ) from None
         self.ensure_open()
 
+    async def usable(self) -> PageHandle:
+        """The page, for page work: once ready, and refused while a dialog blocks it."""
+        await self.ready()
+        self.ensure_no_dialog()
+        return self.handle
+
     # -- what the instance tells the tab -------------------------------------------------------
 
     def bind(self, handle: PageHandle, *, window_id: int | None, complete: bool) -> None:
@@ -333,8 +339,7 @@ class Tab:
 
     async def snapshot(self, *, depth: int | None = None, ref: str | None = None) -> Snapshot:
         """Take an accessibility snapshot; its refs replace this tab's valid refs."""
-        await self.ready()
-        self.ensure_no_dialog()
+        page = await self.usable()
         what = f"Taking a snapshot of tab {self.id}"
         with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=self.host.timeouts.action)):
             # The title comes in the same round trip time as the tree, not one after it.
@@ -342,9 +347,9 @@ class Tab:
                 element = await self.element(ref)
                 reading = element.aria_snapshot(depth=depth)
             else:
-                reading = self.handle.aria_snapshot(depth=depth)
+                reading = page.aria_snapshot(depth=depth)
             raw, title = await asyncio.wait_for(
-                asyncio.gather(reading, self.handle.title()), self.host.timeouts.action * 2
+                asyncio.gather(reading, page.title()), self.host.timeouts.action * 2
             )
         self._title = title
         text, refs = scope_snapshot(self.id, raw)
@@ -390,4 +395,3 @@ class Tab:
                 tab_id=self.id,
             )
         return element
-

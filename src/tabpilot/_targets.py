@@ -107,5 +107,9 @@ async def identify(
     if isinstance(target, BaseException):
         return None
     window_id = None if isinstance(window, BaseException) else window.get("windowId")
-    complete = bool(state) and not isinstance(state[0], BaseException) and state[0]["result"].get("value") == "complete"
+    complete = (
+        bool(state)
+        and not isinstance(state[0], BaseException)
+        and state[0]["result"].get("value") == "complete"
+    )
     return Identified(target["targetInfo"], window_id, complete)

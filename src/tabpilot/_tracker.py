@@ -104,7 +104,9 @@ class TabTracker:
 
     @contextlib.contextmanager
     def watch(self, tab: Tab) -> Iterator[ActionWatch]:
-        watch = ActionWatch(tab, settle=self.settle, is_open=lambda tab_id: self.registry.get(tab_id) is not None)
+        watch = ActionWatch(
+            tab, settle=self.settle, is_open=lambda tab_id: self.registry.get(tab_id) is not None
+        )
         self._watches.append(watch)
         try:
             yield watch
@@ -174,7 +176,9 @@ class TabTracker:
         if tab is not None:
             tab.mark_crashed()
 
-    def _create_tab(self, info: TargetInfo, *, cause: OpenCause | None, preexisting: bool = False) -> Tab | None:
+    def _create_tab(
+        self, info: TargetInfo, *, cause: OpenCause | None, preexisting: bool = False
+    ) -> Tab | None:
         """Register a tab for a page target of this instance at once, and attach to it."""
         opener = self.registry.by_target(info.get("openerId") or "")
         cause = cause or open_cause(info, creating=bool(self._creating))
@@ -230,7 +234,9 @@ class TabTracker:
         rules = self._services.rules
         if len(self.registry) <= rules.max_tabs:
             return False
-        victim = self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None
+        victim = (
+            self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None
+        )
         victim = victim or new_tab
         victim.closing_cause = "cap"
         if self.cdp is not None and victim.target_id:
@@ -242,7 +248,9 @@ class TabTracker:
 
     async def adopt_existing(self, pages: list[PageHandle], cause: OpenCause) -> None:
         """Register the pages the context had when the instance started, in their order."""
-        found = await asyncio.gather(*(identify(self._context, p, loaded=True, spawn=self.spawn) for p in pages))
+        found = await asyncio.gather(
+            *(identify(self._context, p, loaded=True, spawn=self.spawn) for p in pages)
+        )
         pending: list[TargetInfo] = []
         for page, identified in zip(pages, found, strict=True):
             if identified is None:
@@ -332,7 +340,9 @@ class TabTracker:
         self._announced.discard(tab.id)
         active = self.registry.active if self._is_open() else None
         new_active = active.id if active is not None else None
-        self._host.emit("tab_closed", tab.id, by=cause, activeTabId=new_active, activeChanged=was_active, url=tab.url)
+        self._host.emit(
+            "tab_closed", tab.id, by=cause, activeTabId=new_active, activeChanged=was_active, url=tab.url
+        )
         if was_active and new_active is not None:
             self._host.emit("tab_activated", new_active, previousTabId=tab.id, reason="promoted")
 

@@ -75,32 +75,90 @@ def _file(text: str) -> str:
 
 # Every BrowserOptions field: its flag and how argparse reads it.
 BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "headless": ("--headed", {"action": "store_false", "help": "show the browser window (default: headless)"}),
-    "browser_path": ("--browser-path", {"metavar": "PATH", "help": "the Chromium executable to launch (default: found automatically)"}),
+    "headless": (
+        "--headed",
+        {"action": "store_false", "help": "show the browser window (default: headless)"},
+    ),
+    "browser_path": (
+        "--browser-path",
+        {"metavar": "PATH", "help": "the Chromium executable to launch (default: found automatically)"},
+    ),
     "user_data_dir": (
         "--user-data-dir",
-        {"metavar": "DIR", "help": "a persistent profile directory (absolute path): logins and cookies survive restarts. Default: a fresh temporary profile, deleted at exit"},
+        {
+            "metavar": "DIR",
+            "help": "a persistent profile directory (absolute path): logins and cookies survive restarts. Default: a fresh temporary profile, deleted at exit",
+        },
     ),
     "storage_state": (
         "--storage-state",
-        {"metavar": "FILE", "type": _file, "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)"},
+        {
+            "metavar": "FILE",
+            "type": _file,
+            "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)",
+        },
     ),
-    "viewport": ("--viewport-size", {"metavar": "WxH", "type": _parsed(parse_viewport), "help": "viewport of every page in CSS pixels, e.g. 1280x720 (default 1280x720)"}),
+    "viewport": (
+        "--viewport-size",
+        {
+            "metavar": "WxH",
+            "type": _parsed(parse_viewport),
+            "help": "viewport of every page in CSS pixels, e.g. 1280x720 (default 1280x720)",
+        },
+    ),
     "user_agent": ("--user-agent", {"metavar": "UA", "help": "the User-Agent every page sends and sees"}),
-    "ignore_https_errors": ("--ignore-https-errors", {"action": "store_true", "help": "load HTTPS pages whose certificates do not verify (self-signed, expired)"}),
-    "proxy_server": ("--proxy-server", {"metavar": "URL", "help": "send traffic through this proxy, e.g. http://proxy:3128 or socks5://127.0.0.1:1080"}),
-    "proxy_bypass": ("--proxy-bypass", {"metavar": "LIST", "help": "comma-separated hosts that skip the proxy, e.g. 'localhost,.internal'"}),
+    "ignore_https_errors": (
+        "--ignore-https-errors",
+        {
+            "action": "store_true",
+            "help": "load HTTPS pages whose certificates do not verify (self-signed, expired)",
+        },
+    ),
+    "proxy_server": (
+        "--proxy-server",
+        {
+            "metavar": "URL",
+            "help": "send traffic through this proxy, e.g. http://proxy:3128 or socks5://127.0.0.1:1080",
+        },
+    ),
+    "proxy_bypass": (
+        "--proxy-bypass",
+        {"metavar": "LIST", "help": "comma-separated hosts that skip the proxy, e.g. 'localhost,.internal'"},
+    ),
     "init_scripts": (
         "--init-script",
-        {"metavar": "FILE", "action": "append", "type": _file, "help": "JavaScript file run in every page (popups too) before its own scripts; repeatable"},
+        {
+            "metavar": "FILE",
+            "action": "append",
+            "type": _file,
+            "help": "JavaScript file run in every page (popups too) before its own scripts; repeatable",
+        },
     ),
-    "browser_args": ("--browser-arg", {"metavar": "ARG", "action": "append", "help": "extra Chromium command-line argument; repeatable"}),
+    "browser_args": (
+        "--browser-arg",
+        {"metavar": "ARG", "action": "append", "help": "extra Chromium command-line argument; repeatable"},
+    ),
     "cdp_headers": (
         "--cdp-header",
-        {"metavar": "K:V", "action": "append", "type": _parsed(parse_header), "help": "HTTP header for connecting to a remote endpoint (authentication); repeatable"},
+        {
+            "metavar": "K:V",
+            "action": "append",
+            "type": _parsed(parse_header),
+            "help": "HTTP header for connecting to a remote endpoint (authentication); repeatable",
+        },
     ),
-    "timeout_action": ("--timeout-action", {"metavar": "SECONDS", "type": _seconds, "help": "how long a click, type or other element action may take (default 5)"}),
-    "timeout_navigation": ("--timeout-navigation", {"metavar": "SECONDS", "type": _seconds, "help": "how long a page may take to load (default 30)"}),
+    "timeout_action": (
+        "--timeout-action",
+        {
+            "metavar": "SECONDS",
+            "type": _seconds,
+            "help": "how long a click, type or other element action may take (default 5)",
+        },
+    ),
+    "timeout_navigation": (
+        "--timeout-navigation",
+        {"metavar": "SECONDS", "type": _seconds, "help": "how long a page may take to load (default 30)"},
+    ),
 }
 
 
@@ -173,11 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _option(
         endpoint,
-        "--ws-endpoint", metavar="URL", help="drive a Playwright browser server (ws://...) instead of launching a browser"
+        "--ws-endpoint",
+        metavar="URL",
+        help="drive a Playwright browser server (ws://...) instead of launching a browser",
     )
 
     tabs = serve.add_argument_group("tabs")
-    _option(tabs, "--max-tabs", metavar="N", type=_positive, help="most tabs per browser instance (default 20)")
+    _option(
+        tabs, "--max-tabs", metavar="N", type=_positive, help="most tabs per browser instance (default 20)"
+    )
     _option(
         tabs,
         "--tab-limit-policy",
@@ -242,7 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--headed", action="store_true", help="show the browser window (default: headless)")
     demo.add_argument(
-        "--browser-path", metavar="PATH", help="the Chromium executable to launch (default: found automatically)"
+        "--browser-path",
+        metavar="PATH",
+        help="the Chromium executable to launch (default: found automatically)",
     )
     return parser
 
@@ -259,7 +323,9 @@ def read_config_file(path: str) -> dict[str, Any]:
     for key, value in data.items():
         options = SERVE_OPTIONS.get(key)
         if options is None:
-            raise ValueError(f"--config {path}: unknown option {key!r}; options are: {', '.join(sorted(SERVE_OPTIONS))}")
+            raise ValueError(
+                f"--config {path}: unknown option {key!r}; options are: {', '.join(sorted(SERVE_OPTIONS))}"
+            )
         dest = options.get("dest", key.replace("-", "_"))
         convert = options.get("type", str)
         action = options.get("action", "store")
@@ -298,7 +364,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             changes[name] = tuple(value) if isinstance(value, list) else value
     browser = browser.replace(**changes)
     http_host, http_port = values.get("http", (None, 8931))
-    tool_sets = tuple(t.strip() for t in values.get("tools", "default").split(",") if t.strip()) or ("default",)
+    tool_sets = tuple(t.strip() for t in values.get("tools", "default").split(",") if t.strip()) or (
+        "default",
+    )
     select_tools(tool_sets)  # refuse unknown and clashing sets before anything starts
     config = ServerConfig(
         browser=browser,

@@ -166,7 +166,11 @@ async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_pe
 
 
 def _ws(telemetry: Telemetry, **query: Any) -> list[WebSocketEntry]:
-    return [e for e in telemetry.query(Query("websocket_events", **query)).entries if isinstance(e, WebSocketEntry)]
+    return [
+        e
+        for e in telemetry.query(Query("websocket_events", **query)).entries
+        if isinstance(e, WebSocketEntry)
+    ]
 
 
 async def test_entries_of_a_closed_tab_remain_queryable(
@@ -220,7 +224,10 @@ async def test_a_full_buffer_drops_the_oldest_entries_and_counts_them(
     await tab.page.evaluate("for (let i = 1; i <= 12; i++) console.log('line ' + i)")
     await wait_until(lambda: "line 12" in texts(telemetry))
     await wait_until(
-        lambda: telemetry.query(Query("network_bodies")).returned_entries + telemetry.dropped("network_bodies") == 4
+        lambda: (
+            telemetry.query(Query("network_bodies")).returned_entries + telemetry.dropped("network_bodies")
+            == 4
+        )
     )
 
     logs = telemetry.query(Query("logs", tab_id=tab.id))
@@ -396,7 +403,9 @@ async def test_closing_a_tab_while_its_bodies_are_read_never_breaks_the_recorder
     await manager.close_tab(tab.id)
     await telemetry.settle()
     assert telemetry.listener_errors == 0
-    finished = [e for e in telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/text")).entries]
+    finished = [
+        e for e in telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/text")).entries
+    ]
     bodies = telemetry.query(Query("network_bodies", tab_id=tab.id, url="/api/text")).entries
     # Every finished request got its body entry: with the body, or marked unavailable.
     assert len(bodies) == len([e for e in finished if e.to_dict()["status"] == 200])
@@ -436,7 +445,9 @@ async def test_a_request_cut_short_by_its_tab_closing_is_recorded_with_why(
     await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
     await manager.close_tab(tab.id)
 
-    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow")).entries)
+    await wait_until(
+        lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow")).entries
+    )
     result = telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow"))
     (cut,) = result.entries
     assert isinstance(cut, NetworkEntry)

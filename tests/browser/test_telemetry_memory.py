@@ -45,7 +45,9 @@ async def test_requests_and_console_arguments_are_recorded_without_playwright_ob
     before = (_live(Request), _live(Response), _live(JSHandle))
     tab = await manager.new_tab(site.url("/memory"))
     await tab.page.get_by_text("Done").wait_for()
-    await wait_until(lambda: len(telemetry.query(Query("network_bodies", url="/api/text")).entries) == FETCHES)
+    await wait_until(
+        lambda: len(telemetry.query(Query("network_bodies", url="/api/text")).entries) == FETCHES
+    )
     await telemetry.settle()
 
     # Everything is recorded ...

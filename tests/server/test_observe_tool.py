@@ -47,9 +47,7 @@ async def test_observing_a_background_tab_returns_only_its_entries_tagged_in_tex
         quiet = await new_tab(mcp, site.url("/fetch?path=/api/text?n=5"), background=True)
         active = await new_tab(mcp, site.url("/fetch?path=/api/echo"))
 
-        logs = await observe_until(
-            mcp, {"what": "logs", "tabId": quiet}, lambda r: r["returnedEntries"] == 1
-        )
+        logs = await observe_until(mcp, {"what": "logs", "tabId": quiet}, lambda r: r["returnedEntries"] == 1)
         data = result_of(logs)
         assert [(e["tabId"], e["text"]) for e in data["entries"]] == [(quiet, "fetched /api/text?n=5 200")]
         assert data["filteredByTab"] == quiet

@@ -132,7 +132,8 @@ async def test_a_submit_that_makes_its_popup_close_itself_is_not_an_error(
 ) -> None:
     site.set_content("/opener", """<title>Opener</title><button onclick="window.open('/ask')">Ask</button>""")
     site.set_content(
-        "/ask", '<title>Ask</title><form action="/done"><input name="code" aria-label="Code"><button>Go</button></form>'
+        "/ask",
+        '<title>Ask</title><form action="/done"><input name="code" aria-label="Code"><button>Go</button></form>',
     )
     site.set_content("/done", "<!doctype html><script>window.close()</script>")
     async with connect() as mcp:
@@ -208,7 +209,9 @@ async def test_snapshot_click_type_and_screenshot_on_a_background_tab_leave_the_
         form = await open_tab(mcp, site.url("/form"))
         snap = await snapshot(mcp, form)
 
-        typed = ok(await mcp.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Name"'), "text": "Ada"}))
+        typed = ok(
+            await mcp.call_tool("browser_type", {"ref": ref_of(snap, 'textbox "Name"'), "text": "Ada"})
+        )
         assert f"Typed 'Ada' into {ref_of(snap, 'textbox')} on tab {form}." in section(typed, "Result")
         assert data(typed)["page"]["tabId"] == form
 
@@ -264,7 +267,9 @@ async def test_a_stale_ref_fails_at_once_saying_to_take_a_snapshot(
         assert f"browser_snapshot(tabId={tab})" in never
 
 
-async def test_a_ref_of_a_closed_tab_says_the_tab_is_gone(connect: Callable[..., Client], site: LocalSite) -> None:
+async def test_a_ref_of_a_closed_tab_says_the_tab_is_gone(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
     async with connect() as mcp:
         tab = await open_tab(mcp, site.url("/page/a"))
         button = ref_of(await snapshot(mcp, tab), "Say hi")
@@ -351,7 +356,9 @@ async def test_a_confirm_on_a_background_tab_blocks_only_that_tab_until_handled(
         assert f"Tab {tab} has no open dialog" in none_left and "No tab has an open dialog" in none_left
 
 
-async def test_a_prompt_is_answered_with_the_prompt_text(connect: Callable[..., Client], site: LocalSite) -> None:
+async def test_a_prompt_is_answered_with_the_prompt_text(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
     async with connect() as mcp:
         tab = await start_on(mcp, site.url("/dialog"))
         prompt = ref_of(await snapshot(mcp, tab), 'button "Prompt"')
@@ -360,7 +367,9 @@ async def test_a_prompt_is_answered_with_the_prompt_text(connect: Callable[..., 
 
         answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "promptText": "Ada"}))
 
-        assert f"Accepted the prompt dialog 'name?' on tab {tab} answering 'Ada'." in section(answered, "Result")
+        assert f"Accepted the prompt dialog 'name?' on tab {tab} answering 'Ada'." in section(
+            answered, "Result"
+        )
         assert "prompt: Ada" in section(answered, "Snapshot")
 
 
@@ -464,7 +473,9 @@ async def test_hover_fires_the_pages_mouseover(connect: Callable[..., Client], s
 
         assert f"Hovered over {target} on tab {tab}." in section(result, "Result")
         assert any("Hovered" in line for line in changes(result)), text(result)
-        hovered = ok(await mcp.call_tool("browser_evaluate", {"function": "(e) => e.matches(':hover')", "ref": target}))
+        hovered = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "(e) => e.matches(':hover')", "ref": target})
+        )
         assert data(hovered)["result"]["value"] is True
         assert await active_tab(mcp) == front
 
@@ -492,25 +503,35 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
         assert "'text', 'textGone' or 'time'" in nothing
 
 
-async def test_evaluate_returns_the_value_and_takes_a_ref(connect: Callable[..., Client], site: LocalSite) -> None:
+async def test_evaluate_returns_the_value_and_takes_a_ref(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
     async with connect() as mcp:
         front = await start_on(mcp, site.url("/page/a"))
         tab = await open_tab(mcp, site.url("/page/b"))
 
-        titled = ok(await mcp.call_tool("browser_evaluate", {"function": "() => document.title", "tabId": tab}))
+        titled = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "() => document.title", "tabId": tab})
+        )
         assert data(titled)["result"]["value"] == "Page b"
         assert '```json\n"Page b"\n```' in section(titled, "Result")
 
-        valued = ok(await mcp.call_tool("browser_evaluate", {"function": "() => ({n: 1 + 1, list: [1, 'x']})"}))
+        valued = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "() => ({n: 1 + 1, list: [1, 'x']})"})
+        )
         assert data(valued)["result"]["value"] == {"n": 2, "list": [1, "x"]}
         assert data(valued)["result"]["tabId"] == front
 
         heading = ref_of(await snapshot(mcp, tab), 'heading "Page b"')
-        element = ok(await mcp.call_tool("browser_evaluate", {"function": "(e) => e.tagName", "ref": heading}))
+        element = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "(e) => e.tagName", "ref": heading})
+        )
         assert data(element)["result"]["value"] == "H1"
         assert data(element)["result"]["tabId"] == tab
 
-        huge = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 'x'.repeat(50000)", "tabId": tab}))
+        huge = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "() => 'x'.repeat(50000)", "tabId": tab})
+        )
         result = data(huge)["result"]
         assert "value" not in result and result["truncated"] is True and result["valueChars"] == 50002
         assert len(result["valueJson"]) == 20_000 and "more characters cut" in section(huge, "Result")
@@ -523,7 +544,9 @@ async def test_a_javascript_error_in_evaluate_is_a_clear_error(
         tab = await open_tab(mcp, site.url("/page/a"))
 
         thrown = error(
-            await mcp.call_tool("browser_evaluate", {"function": "() => { throw new Error('kaboom') }", "tabId": tab})
+            await mcp.call_tool(
+                "browser_evaluate", {"function": "() => { throw new Error('kaboom') }", "tabId": tab}
+            )
         )
         assert "kaboom" in thrown and f"tab {tab}" in thrown
 
@@ -537,8 +560,12 @@ def image_of(result: CallToolResult) -> ImageContent:
     return image
 
 
-async def test_screenshot_of_viewport_element_and_full_page(connect: Callable[..., Client], site: LocalSite) -> None:
-    site.set_content("/tall", '<!doctype html><title>Tall</title><h1>Tall</h1><div style="height: 3000px"></div>')
+async def test_screenshot_of_viewport_element_and_full_page(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/tall", '<!doctype html><title>Tall</title><h1>Tall</h1><div style="height: 3000px"></div>'
+    )
     async with connect() as mcp:
         front = await start_on(mcp, site.url("/page/a"))
         tall = await open_tab(mcp, site.url("/tall"))
@@ -548,7 +575,9 @@ async def test_screenshot_of_viewport_element_and_full_page(connect: Callable[..
         facts = data(viewport)["result"]
         assert (facts["width"], facts["height"]) == (width, height)
         assert facts["mimeType"] == "image/png" and facts["fullPage"] is False
-        assert f"Screenshot of the viewport of tab {tall} ({width}x{height} px, PNG)" in section(viewport, "Result")
+        assert f"Screenshot of the viewport of tab {tall} ({width}x{height} px, PNG)" in section(
+            viewport, "Result"
+        )
         assert data(viewport)["page"]["tabId"] == tall
 
         whole = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall, "fullPage": True}))

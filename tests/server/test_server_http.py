@@ -46,9 +46,7 @@ async def serve(shared_browser: Instance, **options: Any) -> AsyncIterator[str]:
         sock.close()
 
 
-async def test_two_sessions_see_only_their_own_tabs(
-    shared_browser: Instance, site: Any
-) -> None:
+async def test_two_sessions_see_only_their_own_tabs(shared_browser: Instance, site: Any) -> None:
     contexts_before = contexts(shared_browser)
     async with serve(shared_browser) as url:
         async with Client(url) as a, Client(url) as b:
@@ -107,8 +105,6 @@ def test_a_non_loopback_bind_is_refused_without_a_token(capsys: pytest.CaptureFi
         cli.main(["serve", "--http", "0.0.0.0:8931"])
     assert exited.value.code == 2
     assert "--auth-token" in capsys.readouterr().err
-
-
 
 
 async def test_an_idle_session_releases_its_browser_context(shared_browser: Instance) -> None:

@@ -113,7 +113,9 @@ async def test_a_tab_opened_by_a_page_is_reported_in_the_response_that_caused_it
         result = await mcp.call_tool("browser_navigate", {"url": site.url("/opens"), "tabId": tab})
         events = section(result, "Events")
         assert f"by tab {tab}" in events, text(result)
-        new_tab = next(e for e in data(result)["events"] if e["type"] == "tab_opened" and e["openerId"] == tab)
+        new_tab = next(
+            e for e in data(result)["events"] if e["type"] == "tab_opened" and e["openerId"] == tab
+        )
         assert f"opened by tab {tab}" in tab_line(result, new_tab["tabId"])
 
 

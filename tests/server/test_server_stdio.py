@@ -10,7 +10,9 @@ from support import section, text
 from tabpilot.demo.site import LocalSite
 
 
-async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(browser_path: str, site: LocalSite) -> None:
+async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
+    browser_path: str, site: LocalSite
+) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "tabpilot", "serve", "--browser-path", browser_path]
     )

@@ -24,7 +24,9 @@ async def test_list_shows_the_starting_tab_as_active(connect: Callable[..., Clie
         assert "tabs" not in data and first["newErrors"] == 0
 
 
-async def test_new_close_and_activate_follow_the_contract(connect: Callable[..., Client], site: LocalSite) -> None:
+async def test_new_close_and_activate_follow_the_contract(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
     async with connect() as mcp:
         listed = await mcp.call_tool("browser_tabs", {"action": "list"})
         assert listed.structured_content is not None
@@ -78,7 +80,11 @@ async def test_new_errors_of_a_background_tab_are_counted_in_the_tab_list(
         assert opened.structured_content is not None
         tab_id = opened.structured_content["result"]["tabId"]
         listed = await mcp.call_tool("browser_tabs", {"action": "list"})
-        line = tab_line(opened, tab_id) if "1 new error" in tab_line(opened, tab_id) else tab_line(listed, tab_id)
+        line = (
+            tab_line(opened, tab_id)
+            if "1 new error" in tab_line(opened, tab_id)
+            else tab_line(listed, tab_id)
+        )
         assert "1 new error" in line, text(listed)
         again = await mcp.call_tool("browser_tabs", {"action": "list"})
         assert "new error" not in tab_line(again, tab_id)
@@ -90,7 +96,9 @@ async def test_close_others_keeps_the_kept_tab_and_pinned_tabs(
     async with connect() as mcp:
         ids = []
         for path in ("/page/a", "/page/b", "/page/c"):
-            opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url(path), "background": True})
+            opened = await mcp.call_tool(
+                "browser_tabs", {"action": "new", "url": site.url(path), "background": True}
+            )
             assert opened.structured_content is not None
             ids.append(opened.structured_content["result"]["tabId"])
         pinned = await mcp.call_tool("browser_tabs", {"action": "pin", "tabId": ids[0]})

@@ -7,7 +7,7 @@ import contextlib
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -91,49 +91,35 @@ class Driver:
         browser = BrowserHandle(context.browser)
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
 
-    async def launch_shared(self, options: BrowserOptions, *, timeout: float = 30.0) -> BrowserHandle:
-        """Start a local Chromium whose isolated contexts several sessions use (`new_context`)."""
-        executable = find_browser(options.browser_path)
+    async def _connect(
+        self, endpoint: str, protocol: Literal["cdp", "playwright"], options: BrowserOptions, timeout: float
+    ) -> BrowserHandle:
         chromium = await self._chromium()
-        try:
-            browser: Browser = await chromium.launch(
-                executable_path=executable,
-                headless=options.headless,
-                args=list(options.browser_args),
-                proxy=_proxy(options),
-                timeout=_ms(timeout),
+        connect = chromium.connect_over_cdp if protocol == "cdp" else chromium.connect
+        headers = dict(options.cdp_headers) or None
+        with map_playwright_errors(Doing.connecting(endpoint, protocol, timeout)):
+            # Playwright's own timeout covers the handshake; the outer one guarantees nothing hangs.
+            browser: Browser = await asyncio.wait_for(
+                connect(endpoint, timeout=_ms(timeout), headers=headers), timeout + 5
             )
-        except PlaywrightError as exc:
-            raise launch_error(exc, executable, None) from exc
         return BrowserHandle(browser)
 
-    async def connect_cdp(self, endpoint: str, options: BrowserOptions, *, timeout: float) -> tuple[BrowserHandle, ContextHandle]:
-        chromium = await self._chromium()
-        with map_playwright_errors(Doing.connecting(endpoint, "cdp", timeout)):
-            browser: Browser = await asyncio.wait_for(
-                chromium.connect_over_cdp(endpoint, timeout=_ms(timeout), headers=dict(options.cdp_headers) or None),
-                timeout + 5,
-            )
-        handle = BrowserHandle(browser)
-        if browser.contexts:
-            return handle, ContextHandle(browser.contexts[0], handle)
-        return handle, await handle.new_context(options)
+    async def connect_cdp(
+        self, endpoint: str, options: BrowserOptions, *, timeout: float
+    ) -> tuple[BrowserHandle, ContextHandle]:
+        handle = await self._connect(endpoint, "cdp", options, timeout)
+        contexts = handle.contexts
+        return handle, contexts[0] if contexts else await handle.new_context(options)
 
-    async def connect_server(self, endpoint: str, options: BrowserOptions, *, timeout: float) -> tuple[BrowserHandle, ContextHandle]:
-        chromium = await self._chromium()
-        with map_playwright_errors(Doing.connecting(endpoint, "playwright", timeout)):
-            browser: Browser = await asyncio.wait_for(
-                chromium.connect(endpoint, timeout=_ms(timeout), headers=dict(options.cdp_headers) or None),
-                timeout + 5,
-            )
-        handle = BrowserHandle(browser)
+    async def connect_server(
+        self, endpoint: str, options: BrowserOptions, *, timeout: float
+    ) -> tuple[BrowserHandle, ContextHandle]:
+        handle = await self._connect(endpoint, "playwright", options, timeout)
         try:
             with map_playwright_errors(Doing.connecting(endpoint, "context", timeout)):
                 context = await asyncio.wait_for(handle.new_context(options), timeout)
         except BaseException:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(browser.close(), 5)
+                await asyncio.wait_for(handle.close(), 5)
             raise
         return handle, context
-
-

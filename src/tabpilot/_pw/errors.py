@@ -52,7 +52,9 @@ class Doing:
     protocol: Literal["", "cdp", "playwright", "context"] = ""
 
     @classmethod
-    def connecting(cls, endpoint: str, protocol: Literal["cdp", "playwright", "context"], timeout: float) -> Doing:
+    def connecting(
+        cls, endpoint: str, protocol: Literal["cdp", "playwright", "context"], timeout: float
+    ) -> Doing:
         return cls(f"Connecting to {endpoint}", timeout=timeout, endpoint=endpoint, protocol=protocol)
 
 
@@ -143,7 +145,10 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
         )
     if "not attached to the DOM" in message or "not connected" in message:
         return StaleRefError(
-            f"{what} failed: {element} was removed from the page.", f"{snap} and use a ref from it.", ref=ref or "", tab_id=tab
+            f"{what} failed: {element} was removed from the page.",
+            f"{snap} and use a ref from it.",
+            ref=ref or "",
+            tab_id=tab,
         )
     if message.startswith("Unknown key"):
         return ActionError(
@@ -205,5 +210,3 @@ def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | Non
     elif "Missing X server" in detail or "$DISPLAY" in detail:
         hint = "A headed browser needs a display: run headless, or set DISPLAY (e.g. under Xvfb)."
     return ConnectError(f"Chromium ({executable}) failed to start: {first_line(exc)}\n{detail}", hint)
-
-

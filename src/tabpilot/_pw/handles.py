@@ -128,7 +128,9 @@ class ElementHandle:
     async def drag_to(self, target: ElementHandle, *, timeout: float) -> None:
         await self._locator.drag_to(target._locator, timeout=_ms(timeout))
 
-    async def screenshot(self, *, image_type: Literal["png", "jpeg"], quality: int | None, timeout: float) -> bytes:
+    async def screenshot(
+        self, *, image_type: Literal["png", "jpeg"], quality: int | None, timeout: float
+    ) -> bytes:
         return await self._locator.screenshot(type=image_type, quality=quality, timeout=_ms(timeout))
 
     async def evaluate(self, function: str, *, timeout: float) -> Any:
@@ -184,7 +186,11 @@ class PageHandle:
         return _listen(self.page, "dialog", lambda dialog: handler(DialogHandle(dialog)))
 
     def on_download(self, handler: Callable[[str, str], None]) -> Disposer:
-        return _listen(self.page, "download", lambda d: handler(d.url, d.suggested_filename) if isinstance(d, Download) else None)
+        return _listen(
+            self.page,
+            "download",
+            lambda d: handler(d.url, d.suggested_filename) if isinstance(d, Download) else None,
+        )
 
     def on_load(self, handler: Callable[[], None]) -> Disposer:
         return _listen(self.page, "load", lambda _page: handler())
@@ -225,12 +231,16 @@ class PageHandle:
     async def screenshot(
         self, *, full_page: bool, image_type: Literal["png", "jpeg"], quality: int | None, timeout: float
     ) -> bytes:
-        return await self.page.screenshot(full_page=full_page, type=image_type, quality=quality, timeout=_ms(timeout))
+        return await self.page.screenshot(
+            full_page=full_page, type=image_type, quality=quality, timeout=_ms(timeout)
+        )
 
     async def evaluate(self, function: str, arg: Any = None) -> Any:
         return await self.page.evaluate(function, arg)
 
-    async def navigate(self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float) -> int | None:
+    async def navigate(
+        self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float
+    ) -> int | None:
         """Navigate and wait for the load; the HTTP status of the document (None: no response)."""
         ms = _ms(timeout)
         if action == "goto":
@@ -372,5 +382,3 @@ async def _prepare_context(context: BrowserContext, options: BrowserOptions, *, 
         await context.add_init_script(script=source)
     if storage and options.storage_state:
         await context.set_storage_state(options.storage_state)
-
-

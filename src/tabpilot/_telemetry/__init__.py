@@ -7,6 +7,7 @@ kind, and outlive their tab. `_entries` holds the records, `_feed` reads one tab
 """
 
 from ._entries import (
+    REDACTED,
     TELEMETRY_KINDS,
     ActionEntry,
     BodyEntry,
@@ -21,7 +22,7 @@ from ._entries import (
     WebSocketEntry,
 )
 from ._query import LEVELS_ACCEPTED, MAX_LIMIT, Query, QueryKind, query_tab_events
-from ._recorder import REDACTED, Telemetry
+from ._recorder import Telemetry
 
 __all__ = [
     "LEVELS_ACCEPTED",

@@ -9,18 +9,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, get_args
 
-TelemetryKind = Literal["errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"]
+TelemetryKind = Literal[
+    "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"
+]
 TELEMETRY_KINDS: tuple[TelemetryKind, ...] = get_args(TelemetryKind)
 WebSocketEvent = Literal["open", "sent", "received", "close", "error"]
 Direction = Literal["sent", "received"]
 
+REDACTED = "[redacted]"
+REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 TEXT_CAP = 8 * 1024
 """Console text, error messages and stacks are cut here: a ring bounds entries, not their size."""
 PREVIEW_CAP = 256
 """WebSocket frame previews and action argument strings are cut here."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def camel_dict(entry: Any, *, skip: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+    """An entry's fields under camelCase keys (`skip` left out, `extra` added or replacing)."""
+    found = {_camel(f.name): getattr(entry, f.name) for f in fields(entry) if f.name not in skip}
+    found.update(extra)
+    return found
 
 
 def cut(text: str, cap: int) -> str:
@@ -43,15 +59,11 @@ class ConsoleEntry:
     column: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "tabId": self.tab_id,
-            "level": self.level,
-            "text": self.text,
-            "location": {"url": self.url, "line": self.line, "column": self.column},
-        }
-
+        return camel_dict(
+            self,
+            skip=("url", "line", "column"),
+            location={"url": self.url, "line": self.line, "column": self.column},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +79,7 @@ class ErrorEntry:
     url: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "tabId": self.tab_id,
-            "source": self.source,
-            "message": self.message,
-            "stack": self.stack,
-            "url": self.url,
-        }
-
+        return camel_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,26 +107,7 @@ class NetworkEntry:
     redirected_from: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "tabId": self.tab_id,
-            "method": self.method,
-            "url": self.url,
-            "resourceType": self.resource_type,
-            "status": self.status,
-            "statusText": self.status_text,
-            "failure": self.failure,
-            "mimeType": self.mime_type,
-            "started": self.started,
-            "durationMs": self.duration_ms,
-            "timing": dict(self.timing),
-            "requestBodySize": self.request_body_size,
-            "responseBodySize": self.response_body_size,
-            "navigation": self.navigation,
-            "redirectedFrom": self.redirected_from,
-        }
-
+        return camel_dict(self, timing=dict(self.timing))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,24 +139,13 @@ class BodyEntry:
     """Bytes this entry holds, for the ring's byte bound."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "tabId": self.tab_id,
-            "method": self.method,
-            "url": self.url,
-            "status": self.status,
-            "mimeType": self.mime_type,
-            "requestHeaders": dict(self.request_headers),
-            "responseHeaders": dict(self.response_headers),
-            "requestBody": self.request_body,
-            "responseBody": self.response_body,
-            "bodySize": self.body_size,
-            "truncated": self.truncated,
-            "binary": self.omitted == "binary",
-            "omitted": self.omitted,
-        }
-
+        return camel_dict(
+            self,
+            skip=("size",),
+            requestHeaders=dict(self.request_headers),
+            responseHeaders=dict(self.response_headers),
+            binary=self.omitted == "binary",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,19 +164,7 @@ class WebSocketEntry:
     error: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "tabId": self.tab_id,
-            "socketId": self.socket_id,
-            "url": self.url,
-            "event": self.event,
-            "size": self.size,
-            "preview": self.preview,
-            "binary": self.binary,
-            "error": self.error,
-        }
-
+        return camel_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,16 +180,7 @@ class ActionEntry:
     ok: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "timestamp": self.timestamp,
-            "tabId": self.tab_id,
-            "tool": self.tool,
-            "arguments": dict(self.arguments),
-            "outcome": self.outcome,
-            "ok": self.ok,
-        }
-
+        return camel_dict(self, arguments=dict(self.arguments))
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,15 +196,7 @@ class PendingRequest:
     """Seconds since the epoch."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "tabId": self.tab_id,
-            "method": self.method,
-            "url": self.url,
-            "resourceType": self.resource_type,
-            "started": self.started,
-            "waitingMs": round((time.time() - self.started) * 1000),
-        }
-
+        return camel_dict(self, waitingMs=round((time.time() - self.started) * 1000))
 
 
 TelemetryEntry = ConsoleEntry | ErrorEntry | NetworkEntry | BodyEntry | WebSocketEntry | ActionEntry
@@ -296,7 +240,9 @@ class ObserveResult:
 
     def to_dict(self) -> dict[str, Any]:
         extra = (
-            {"pendingRequests": [p.to_dict() for p in self.pending]} if self.what == "network_waterfall" else {}
+            {"pendingRequests": [p.to_dict() for p in self.pending]}
+            if self.what == "network_waterfall"
+            else {}
         )
         return {
             "what": self.what,
@@ -310,5 +256,3 @@ class ObserveResult:
             "hasMore": self.has_more,
             **extra,
         }
-
-

@@ -24,13 +24,17 @@ from typing import Any, Protocol
 from .._cdp import TargetSession
 from ._entries import (
     PREVIEW_CAP,
+    REDACTED,
+    REDACTED_HEADERS,
     TEXT_CAP,
+    BodyEntry,
     ConsoleEntry,
     ErrorEntry,
     NetworkEntry,
     PendingRequest,
     TelemetryKind,
     WebSocketEntry,
+    WebSocketEvent,
     cut,
 )
 
@@ -40,7 +44,16 @@ FINISH_GRACE = 2.0
 RELEASE_EVERY = 200
 """Console messages after which the feed lets the page free the objects they showed."""
 
-_TEXT_MIME_PARTS = ("json", "xml", "javascript", "ecmascript", "x-www-form-urlencoded", "graphql", "csv", "yaml")
+_TEXT_MIME_PARTS = (
+    "json",
+    "xml",
+    "javascript",
+    "ecmascript",
+    "x-www-form-urlencoded",
+    "graphql",
+    "csv",
+    "yaml",
+)
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 
@@ -59,6 +72,12 @@ def _method_of(raw: str) -> str:
     return str(json.loads(raw).get("method", ""))
 
 
+def _redacted(headers: Mapping[str, str], redact: bool) -> tuple[tuple[str, str], ...]:
+    if not redact:
+        return tuple(headers.items())
+    return tuple((k, REDACTED if k.lower() in REDACTED_HEADERS else v) for k, v in headers.items())
+
+
 def render_value(obj: Mapping[str, Any]) -> str:
     """A console argument as text, the way Playwright's `ConsoleMessage.text` shows it."""
     kind = obj.get("type")
@@ -66,14 +85,20 @@ def render_value(obj: Mapping[str, Any]) -> str:
         return "undefined"
     if "value" in obj:
         value = obj["value"]
-        return json.dumps(value) if isinstance(value, dict | list) else ("null" if value is None else str(value))
+        return (
+            json.dumps(value) if isinstance(value, dict | list) else ("null" if value is None else str(value))
+        )
     if obj.get("unserializableValue"):
         return str(obj["unserializableValue"])
     preview = obj.get("preview")
     if preview and obj.get("subtype") == "array":
         return "[" + ", ".join(str(p.get("value", "")) for p in preview.get("properties", [])) + "]"
     if preview and obj.get("description") == "Object":
-        return "{" + ", ".join(f"{p.get('name')}: {p.get('value', '')}" for p in preview.get("properties", [])) + "}"
+        return (
+            "{"
+            + ", ".join(f"{p.get('name')}: {p.get('value', '')}" for p in preview.get("properties", []))
+            + "}"
+        )
     return str(obj.get("description", kind or ""))
 
 
@@ -143,6 +168,7 @@ class Sink(Protocol):
     body_cap: int
     fetch_limit: int
     max_event_rate: float
+    redact: bool
     body_failures: int
     listener_errors: int
 
@@ -153,22 +179,6 @@ class Sink(Protocol):
     def append(self, what: TelemetryKind, entry: Any) -> None: ...
 
     def shed(self, what: TelemetryKind, tab_id: int) -> None: ...
-
-    def append_body(
-        self,
-        tab_id: int,
-        method: str,
-        url: str,
-        status: int | None,
-        mime: str,
-        request_headers: Mapping[str, str],
-        response_headers: Mapping[str, str],
-        request_body: str | None,
-        body: str | None,
-        size: int | None,
-        truncated: bool,
-        omitted: str | None,
-    ) -> None: ...
 
     def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
 
@@ -209,7 +219,9 @@ class TabFeed:
     def start(self) -> None:
         """Enable the domains (sent at once: the page may be about to load)."""
         limit = self._sink.fetch_limit
-        self._session.send("Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8})
+        self._session.send(
+            "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
+        )
         self._session.send("Runtime.enable")
 
     def stop(self) -> None:
@@ -256,7 +268,14 @@ class TabFeed:
         sink.append(
             "logs",
             ConsoleEntry(
-                sink.next_seq(), now, self.tab_id, level, text, url, frames[0].get("lineNumber", 0), frames[0].get("columnNumber", 0)
+                sink.next_seq(),
+                now,
+                self.tab_id,
+                level,
+                text,
+                url,
+                frames[0].get("lineNumber", 0),
+                frames[0].get("columnNumber", 0),
             ),
         )
         if level in ("error", "assert"):
@@ -283,7 +302,13 @@ class TabFeed:
         sink.append(
             "errors",
             ErrorEntry(
-                sink.next_seq(), time.time(), self.tab_id, "exception", cut(message, TEXT_CAP), cut(stack, TEXT_CAP), details.get("url", "")
+                sink.next_seq(),
+                time.time(),
+                self.tab_id,
+                "exception",
+                cut(message, TEXT_CAP),
+                cut(stack, TEXT_CAP),
+                details.get("url", ""),
             ),
         )
 
@@ -343,7 +368,11 @@ class TabFeed:
             return
         failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")
         blocked = params.get("blockedReason")
-        self._record(request, params.get("timestamp", request.started_ts), f"{failure} ({blocked})" if blocked else failure)
+        self._record(
+            request,
+            params.get("timestamp", request.started_ts),
+            f"{failure} ({blocked})" if blocked else failure,
+        )
 
     def _record_unfinished(self, request_id: str, why: str) -> None:
         request = self._in_flight.pop(request_id, None)
@@ -379,7 +408,9 @@ class TabFeed:
 
         async def read() -> None:
             try:
-                data = await asyncio.wait_for(self._session.send("Network.getResponseBody", {"requestId": request_id}), 10)
+                data = await asyncio.wait_for(
+                    self._session.send("Network.getResponseBody", {"requestId": request_id}), 10
+                )
             except Exception:
                 sink.body_failures += 1  # the page closed or navigated away first
                 data = None
@@ -430,21 +461,33 @@ class TabFeed:
     ) -> None:
         sink = self._sink
         response = request.response or {}
-        request_headers, response_headers = request.headers()
+        request_headers, response_headers = (_redacted(h, sink.redact) for h in request.headers())
         request_body = request.post_data[: sink.body_cap] if request.post_data and sink.body_cap else None
-        sink.append_body(
-            self.tab_id,
-            request.method,
-            request.url,
-            response.get("status"),
-            response.get("mimeType", ""),
-            request_headers,
-            response_headers,
-            request_body,
-            body,
-            size,
-            truncated,
-            omitted,
+        held = (
+            len(body or "")
+            + len(request_body or "")
+            + sum(len(k) + len(v) for k, v in (*request_headers, *response_headers))
+            + 200  # the entry itself
+        )
+        sink.append(
+            "network_bodies",
+            BodyEntry(
+                sink.next_seq(),
+                time.time(),
+                self.tab_id,
+                request.method,
+                request.url,
+                response.get("status"),
+                response.get("mimeType", ""),
+                request_headers,
+                response_headers,
+                request_body,
+                body,
+                size,
+                truncated,
+                omitted,
+                held,
+            ),
         )
 
     # -- WebSocket -----------------------------------------------------------------------------
@@ -470,17 +513,33 @@ class TabFeed:
         sink.append(
             "network_waterfall",
             NetworkEntry(
-                sink.next_seq(), time.time(), self.tab_id, "GET", known[1], "websocket", response.get("status"),
-                response.get("statusText", ""), None, "", known[2], max((time.time() - known[2]) * 1000, 0.0),
-                {}, None, None, False, None,
+                sink.next_seq(),
+                time.time(),
+                self.tab_id,
+                "GET",
+                known[1],
+                "websocket",
+                response.get("status"),
+                response.get("statusText", ""),
+                None,
+                "",
+                known[2],
+                max((time.time() - known[2]) * 1000, 0.0),
+                {},
+                None,
+                None,
+                False,
+                None,
             ),
         )
 
-    def _on_frame(self, params: dict[str, Any], event: str) -> None:
+    def _on_frame(self, params: dict[str, Any], event: WebSocketEvent) -> None:
         frame = params.get("response", {})
         payload = frame.get("payloadData", "")
         if frame.get("opcode") == 2:  # binary: the payload is base64
-            self._socket_entry(params["requestId"], event, size=len(base64.b64decode(payload or "")), binary=True)
+            self._socket_entry(
+                params["requestId"], event, size=len(base64.b64decode(payload or "")), binary=True
+            )
         else:
             size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "replace"))
             self._socket_entry(params["requestId"], event, size=size, preview=cut(payload, PREVIEW_CAP))
@@ -495,7 +554,7 @@ class TabFeed:
     def _socket_entry(
         self,
         request_id: str,
-        event: str,
+        event: WebSocketEvent,
         *,
         size: int | None = None,
         preview: str | None = None,
@@ -508,19 +567,38 @@ class TabFeed:
         sink = self._sink
         sink.append(
             "websocket_events",
-            WebSocketEntry(sink.next_seq(), time.time(), self.tab_id, known[0], known[1], event, size, preview, binary, error),  # type: ignore[arg-type]
+            WebSocketEntry(
+                sink.next_seq(),
+                time.time(),
+                self.tab_id,
+                known[0],
+                known[1],
+                event,
+                size,
+                preview,
+                binary,
+                error,
+            ),
         )
 
     # -- state ---------------------------------------------------------------------------------
 
     def pending(self) -> list[PendingRequest]:
         return [
-            PendingRequest(self.tab_id, r.method, r.url, r.resource_type, r.started) for r in self._in_flight.values()
+            PendingRequest(self.tab_id, r.method, r.url, r.resource_type, r.started)
+            for r in self._in_flight.values()
         ]
 
 
 def body_fields(
-    data: dict[str, Any] | None, *, mime: str, status: int | None, method: str, content_length: str, cap: int, limit: int
+    data: dict[str, Any] | None,
+    *,
+    mime: str,
+    status: int | None,
+    method: str,
+    content_length: str,
+    cap: int,
+    limit: int,
 ) -> tuple[str | None, int | None, bool, str | None]:
     """What a body entry holds, given `Network.getResponseBody`'s answer (None: not fetched):
     (text, size in bytes, truncated, why omitted)."""
@@ -535,8 +613,11 @@ def body_fields(
         return None, length, False, "too large"
     if data is None:
         return None, length, False, "unavailable"
-    raw = base64.b64decode(data.get("body", "")) if data.get("base64Encoded") else str(data.get("body", "")).encode()
+    raw = (
+        base64.b64decode(data.get("body", ""))
+        if data.get("base64Encoded")
+        else str(data.get("body", "")).encode()
+    )
     truncated = len(raw) > cap
     # Cutting bytes may split a character: drop the partial one rather than garble it.
     return raw[:cap].decode("utf-8", errors="ignore" if truncated else "replace"), len(raw), truncated, None
-

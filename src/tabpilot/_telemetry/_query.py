@@ -50,7 +50,9 @@ class Query:
 
     def __post_init__(self) -> None:
         if self.what not in (*TELEMETRY_KINDS, "tab_events"):
-            raise ValueError(f"what must be one of {', '.join((*TELEMETRY_KINDS, 'tab_events'))}; got {self.what!r}")
+            raise ValueError(
+                f"what must be one of {', '.join((*TELEMETRY_KINDS, 'tab_events'))}; got {self.what!r}"
+            )
         if not 1 <= self.limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {self.limit}")
         what = self.what
@@ -119,7 +121,9 @@ class EventHistory(Protocol):
     def history(self, *, since: int | None = None, tab_id: int | None = None) -> list[Any]: ...
 
 
-def query_tab_events(events: EventHistory, query: Query, *, active_tab_id: int | None = None) -> ObserveResult:
+def query_tab_events(
+    events: EventHistory, query: Query, *, active_tab_id: int | None = None
+) -> ObserveResult:
     """`tab_events`: the tab core's event history, paged like the telemetry kinds. Its sequence
     numbers (and so its cursors) are the event bus's own."""
     matched = events.history(since=query.since, tab_id=query.tab_id)

@@ -44,8 +44,6 @@ from ._query import Query
 if TYPE_CHECKING:
     from .._tab import Tab
 
-REDACTED = "[redacted]"
-REDACTED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 MAX_BODY_READS = 256
 """Body reads waiting at once; past it a body is recorded as not read ("busy")."""
 _CONCURRENT_READS = 6
@@ -147,41 +145,6 @@ class Telemetry:
         """An entry a tab produced too fast to keep: dropped before it was built, and counted."""
         self._rings[what].count_dropped(tab_id)
 
-    def append_body(
-        self,
-        tab_id: int,
-        method: str,
-        url: str,
-        status: int | None,
-        mime: str,
-        request_headers: Mapping[str, str],
-        response_headers: Mapping[str, str],
-        request_body: str | None,
-        body: str | None,
-        size: int | None,
-        truncated: bool,
-        omitted: str | None,
-    ) -> None:
-        req_h, resp_h = self._headers(request_headers), self._headers(response_headers)
-        held = (
-            len(body or "")
-            + len(request_body or "")
-            + sum(len(k) + len(v) for k, v in (*req_h, *resp_h))
-            + 200  # the entry itself
-        )
-        self.append(
-            "network_bodies",
-            BodyEntry(
-                self.next_seq(), time.time(), tab_id, method, url, status, mime, req_h, resp_h, request_body, body,
-                size, truncated, omitted, held,
-            ),
-        )
-
-    def _headers(self, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-        if not self.redact:
-            return tuple(headers.items())
-        return tuple((k, REDACTED if k.lower() in REDACTED_HEADERS else v) for k, v in headers.items())
-
     def read_body(self, read: Callable[[], Awaitable[None]]) -> None:
         """Run a body read with a few at a time; past `MAX_BODY_READS` waiting it is not run."""
         if len(self._tasks) >= MAX_BODY_READS:
@@ -215,8 +178,13 @@ class Telemetry:
         self, tab_id: int | None, tool: str, arguments: Mapping[str, object], outcome: str, *, ok: bool
     ) -> None:
         """Note an action a front end performed (long argument strings are cut)."""
-        args = {k: cut(v, PREVIEW_CAP) if isinstance(v, str) else v for k, v in arguments.items() if v is not None}
-        self.append("actions", ActionEntry(self.next_seq(), time.time(), tab_id, tool, args, cut(outcome, TEXT_CAP), ok))
+        args = {
+            k: cut(v, PREVIEW_CAP) if isinstance(v, str) else v for k, v in arguments.items() if v is not None
+        }
+        self.append(
+            "actions",
+            ActionEntry(self.next_seq(), time.time(), tab_id, tool, args, cut(outcome, TEXT_CAP), ok),
+        )
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -250,12 +218,13 @@ class Telemetry:
         )
 
     def _pending(self, tab: int | AllTabs, match: Callable[[Any], bool] | None) -> tuple[PendingRequest, ...]:
-        feeds = self._feeds.values() if tab is ALL_TABS else [f for f in (self._feeds.get(tab),) if f is not None]
+        feeds = (
+            self._feeds.values() if tab is ALL_TABS else [f for f in (self._feeds.get(tab),) if f is not None]
+        )
         return tuple(p for feed in feeds for p in feed.pending() if match is None or match(p))
 
 
 __all__ = [
-    "REDACTED",
     "ActionEntry",
     "BodyEntry",
     "ConsoleEntry",

@@ -88,7 +88,9 @@ def _connect_advice(exc: ConnectError) -> str:
 
 
 _BLOCKED = {
-    "blocked": lambda e: f"Navigation to {e.url} is blocked: {e.origin} is in --blocked-origins. Choose another URL.",
+    "blocked": lambda e: (
+        f"Navigation to {e.url} is blocked: {e.origin} is in --blocked-origins. Choose another URL."
+    ),
     "privileged": lambda e: (
         f"Navigation to {e.url} is blocked: {e.origin} URLs are refused unless the server is started with "
         f"--allowed-origins {e.origin} . Use an http(s) URL instead."
@@ -99,15 +101,22 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
     (StaleRefError, lambda e: f"Call {snapshot_call(e.tab_id)} and use a ref from it."),
     (
         ForeignRefError,
-        lambda e: f"Leave tabId out to act on tab {e.ref_tab_id}, or take a {snapshot_call(e.tab_id)} and use one of its refs.",
+        lambda e: (
+            f"Leave tabId out to act on tab {e.ref_tab_id}, or take a {snapshot_call(e.tab_id)} and use one of its refs."
+        ),
     ),
     (
         DialogOpenError,
-        lambda e: f"Handle it first with browser_handle_dialog(tabId={e.tab_id}, accept=true|false); other tabs keep working.",
+        lambda e: (
+            f"Handle it first with browser_handle_dialog(tabId={e.tab_id}, accept=true|false); other tabs keep working."
+        ),
     ),
     # Called only once no tab has one (browser_handle_dialog names the tabs that do).
     (NoDialogError, lambda e: "No tab has an open dialog; continue with your next step."),
-    (TabNotFoundError, lambda e: "Use one of these ids, or list tabs again with browser_tabs(action='list')."),
+    (
+        TabNotFoundError,
+        lambda e: "Use one of these ids, or list tabs again with browser_tabs(action='list').",
+    ),
     (LastTabError, lambda e: "Open another tab first (browser_tabs action=new), or close the instance."),
     (
         TabLimitError,
@@ -115,13 +124,17 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
     ),
     (
         InstanceLostError,
-        lambda e: "Launch or connect another instance with browser_instance, or use a tab of another instance.",
+        lambda e: (
+            "Launch or connect another instance with browser_instance, or use a tab of another instance."
+        ),
     ),
     (
         InstanceNotFoundError,
-        lambda e: "Use browser_instance(action='list') to see them."
-        if e.instance_id
-        else "Launch one (browser_instance action=launch) or connect one.",
+        lambda e: (
+            "Use browser_instance(action='list') to see them."
+            if e.instance_id
+            else "Launch one (browser_instance action=launch) or connect one."
+        ),
     ),
     (ActionError, _action_advice),
     (ConnectError, _connect_advice),

@@ -75,10 +75,14 @@ class TabpilotServer(MCPServer[ServerState]):
                 given = f" (got {_shown(err['input'])})" if err["type"] != "missing" else ""
                 problems.append(f"- argument {arg!r}: {err['msg']}{given}")
             return await self._argument_error(
-                name, context, f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again."
+                name,
+                context,
+                f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again.",
             )
 
-    async def _argument_error(self, name: str, context: Context[ServerState, Any] | None, text: str) -> CallToolResult:
+    async def _argument_error(
+        self, name: str, context: Context[ServerState, Any] | None, text: str
+    ) -> CallToolResult:
         response = Response(name)
         response.error(text)
         session = None

@@ -64,13 +64,18 @@ def transport_security(config: ServerConfig) -> TransportSecuritySettings:
     )
 
 
-async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _plain(
+    send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     body = text.encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ]
             + (headers or []),
         }
     )
@@ -96,7 +101,10 @@ class _Guard:
             scheme, _, value = given.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), self.token):
                 await _plain(
-                    send, 401, "Missing or wrong bearer token.", [(b"www-authenticate", b'Bearer realm="tabpilot"')]
+                    send,
+                    401,
+                    "Missing or wrong bearer token.",
+                    [(b"www-authenticate", b'Bearer realm="tabpilot"')],
                 )
                 return
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")

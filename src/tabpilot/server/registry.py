@@ -32,7 +32,9 @@ def select_tools(names: Sequence[str]) -> list[ToolSpec]:
     """The tools of the named sets, refusing unknown names and sets whose tool names clash."""
     unknown = [n for n in names if n not in TOOLSETS]
     if unknown:
-        raise ValueError(f"Unknown tool set {', '.join(map(repr, unknown))}. Known sets: {', '.join(sorted(TOOLSETS))}.")
+        raise ValueError(
+            f"Unknown tool set {', '.join(map(repr, unknown))}. Known sets: {', '.join(sorted(TOOLSETS))}."
+        )
     chosen: dict[str, tuple[str, ToolSpec]] = {}
     for set_name in dict.fromkeys(names):
         clashes: dict[str, list[str]] = {}  # earlier set -> tool names this set defines again

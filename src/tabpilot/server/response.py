@@ -145,7 +145,9 @@ class Response:
         self._snapshot = snapshot
 
     def add_image(self, data: bytes, mime_type: str = "image/png") -> None:
-        self._images.append(ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime_type))
+        self._images.append(
+            ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+        )
 
     # -- finishing ---------------------------------------------------------------------------
 
@@ -239,7 +241,9 @@ class Response:
                 data.pop("snapshotChanges", None)
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
-        page = Section("Page", f"- Tab: {tab.id}\n- URL: {short(tab.url)}\n- Title: {tab.title or '(no title)'}")
+        page = Section(
+            "Page", f"- Tab: {tab.id}\n- URL: {short(tab.url)}\n- Title: {tab.title or '(no title)'}"
+        )
         return page, snapshot
 
     async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:

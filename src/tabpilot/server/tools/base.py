@@ -44,9 +44,13 @@ logger = logging.getLogger("tabpilot.server")
 
 TabIdArg = Annotated[
     int | str | None,
-    Field(description="Tab id (from ### Tabs; its decimal string or CDP target id also work). Default: the active tab."),
+    Field(
+        description="Tab id (from ### Tabs; its decimal string or CDP target id also work). Default: the active tab."
+    ),
 ]
-RefArg = Annotated[str, Field(description="Element ref from the tab's latest snapshot, e.g. '3e5' (tab 3, element e5).")]
+RefArg = Annotated[
+    str, Field(description="Element ref from the tab's latest snapshot, e.g. '3e5' (tab 3, element e5).")
+]
 
 ToolFunction = Callable[..., Awaitable[None]]
 
@@ -95,7 +99,9 @@ class Call:
         self.acted_tab = tab
         return tab
 
-    def target(self, *, tab_id: int | str | None = None, ref: str | None = None, allow_dialog: bool = False) -> Tab:
+    def target(
+        self, *, tab_id: int | str | None = None, ref: str | None = None, allow_dialog: bool = False
+    ) -> Tab:
         """The tab a page tool acts on.
 
         A tab-scoped ref (`3e5`) names its own tab, so `tabId` may be left out; a `tabId` that
@@ -110,7 +116,9 @@ class Call:
                 closed = any(e.type == "tab_closed" for e in self.manager.events.history(tab_id=ref_tab))
                 gone = "It was closed. " if closed else ""
                 raise TabNotFoundError(
-                    ref_tab, exc.open_tabs, reason=f"{gone}Ref {ref} came from it; take a snapshot of an open tab."
+                    ref_tab,
+                    exc.open_tabs,
+                    reason=f"{gone}Ref {ref} came from it; take a snapshot of an open tab.",
                 ) from exc
         else:
             tab = self.manager.resolve(tab_id)
@@ -138,7 +146,9 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
             return await response.build(None)
         except Exception as exc:
             logger.exception("could not start the browser session")
-            response.error(f"Could not start the browser: {exc}. Check --browser-path or the endpoint option.")
+            response.error(
+                f"Could not start the browser: {exc}. Check --browser-path or the endpoint option."
+            )
             return await response.build(None)
         call = Call(spec.name, session, response)
         try:
@@ -166,7 +176,11 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)
     run.__signature__ = inspect.Signature([ctx_param, *arguments], return_annotation=CallToolResult)  # type: ignore[attr-defined]
-    run.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in arguments}, "return": CallToolResult}
+    run.__annotations__ = {
+        "ctx": Context,
+        **{p.name: p.annotation for p in arguments},
+        "return": CallToolResult,
+    }
     run.__name__ = spec.name
     run.__doc__ = spec.description
     return run
@@ -183,6 +197,8 @@ def _record_action(call: Call, arguments: dict[str, Any]) -> None:
     response = call.response
     tab_id = call.acted_tab.id if call.acted_tab is not None else None
     try:
-        call.session.telemetry.record_action(tab_id, call.tool, arguments, response.summary, ok=not response.is_error)
+        call.session.telemetry.record_action(
+            tab_id, call.tool, arguments, response.summary, ok=not response.is_error
+        )
     except Exception:  # telemetry must never break a tool
         logger.exception("recording action %s failed", call.tool)

@@ -35,7 +35,9 @@ async def browser_handle_dialog(
         if not waiting:
             raise NoDialogError(tab.id)
         shown = ", ".join(f"tab {t.id} ({t.dialog.type})" for t in waiting if t.dialog)
-        raise ValueError(f"Tab {tab.id} has no open dialog. Tabs with an open dialog: {shown}; pass tabId={waiting[0].id}.")
+        raise ValueError(
+            f"Tab {tab.id} has no open dialog. Tabs with an open dialog: {shown}; pass tabId={waiting[0].id}."
+        )
     info = await tab.handle_dialog(accept=accept, prompt_text=promptText)
     verb = "Accepted" if accept else "Dismissed"
     answer = (

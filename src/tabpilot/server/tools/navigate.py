@@ -16,10 +16,12 @@ async def browser_navigate(
     call: Call,
     tab: Tab,
     action: Annotated[
-        Literal["goto", "back", "forward", "reload"], Field(description="goto a url, or move in the tab's history.")
+        Literal["goto", "back", "forward", "reload"],
+        Field(description="goto a url, or move in the tab's history."),
     ] = "goto",
     url: Annotated[
-        str | None, Field(description="goto: the address (a missing scheme means https://, http:// for localhost).")
+        str | None,
+        Field(description="goto: the address (a missing scheme means https://, http:// for localhost)."),
     ] = None,
     tabId: TabIdArg = None,
 ) -> None:

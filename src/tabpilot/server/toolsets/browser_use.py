@@ -70,6 +70,7 @@ class BrowserUseState:
     tab_id: int | None = None
     elements: dict[int, SnapshotElement] = field(default_factory=dict)
 
+
 TabIdParam = Annotated[
     str | int, Field(description="Tab ID (tab_id from browser_get_state or browser_list_tabs) of the tab")
 ]

@@ -49,6 +49,7 @@ class PiloState:
 
     snapshot_cursor: int | None = None
 
+
 TabIdParam = Annotated[str | int, Field(description="The tab ID from the available tabs list")]
 
 
@@ -184,7 +185,9 @@ async def click(
         return
     dialogs = [dialog_note(d) for d in result.accepted_dialogs]
     opened = [
-        e for e in manager.events.history(since=since) if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
+        e
+        for e in manager.events.history(since=since)
+        if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
     ]
     call.response.plain(f"Clicked {ref}.{_opened_text(manager, opened)}" + _lines(note, *dialogs))
 
