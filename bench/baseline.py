@@ -17,7 +17,7 @@ from harness import Progress, Results
 from playwright.async_api import Browser, Page, Playwright, async_playwright
 
 from tabpilot import find_browser
-from tabpilot.site import LocalSite
+from tabpilot.demo.site import LocalSite
 
 SECTION = "baseline: plain Playwright"
 

@@ -4,7 +4,7 @@
     .venv/bin/python bench/memprobe.py --mode library     # TabManager + Telemetry in this process
     .venv/bin/python bench/memprobe.py --mode library --detail   # + where the memory is (slow)
 
-Loopback only: the pages come from `tabpilot.site.LocalSite` on 127.0.0.1 with the bench's noise
+Loopback only: the pages come from `tabpilot.demo.site.LocalSite` on 127.0.0.1 with the bench's noise
 page (`/bench/noise?logs=300&fetches=260`: 300 console lines and 260 fetches of 2 KB text). The
 tabs load it, then every noise tab is reloaded `--rounds` times (default 3), so the logs,
 network and bodies rings are full and evicting, and whatever Playwright keeps per request has
@@ -14,10 +14,11 @@ piled up as it would in a long session.
   MALLOC_ARENA_MAX from `--arena`), drives it with the MCP client and reads its VmRSS.
 - `library` mode runs the site in a child process (so its memory is not counted), drives a
   `TabManager` with a `Telemetry` hooked in, and reads this process's VmRSS. `--detail` adds
-  what lives: Playwright objects by class, the driver connection's object table, glibc's malloc
-  totals (in use vs. free in arenas) and tracemalloc's top allocation sites.
+  what lives: Playwright and tabpilot objects by class, glibc's malloc totals (in use vs. free
+  in arenas) and tracemalloc's top allocation sites.
 
-Prints one JSON object; `rss_mb` is the figure to compare (issue 7: under 120 MB at 20 tabs).
+Prints one JSON object. `rss_mb` is the tabpilot process; in server mode `driver_rss_mb` is
+Playwright's Node driver and `total_rss_mb` the two together (what the server costs).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def driver_rss_mb(server_pid: int) -> float:
 
 def _site() -> Any:
     """A started LocalSite with the bench's noise page."""
-    from tabpilot.site import LocalSite
+    from tabpilot.demo.site import LocalSite
 
     site = LocalSite()
     site.__enter__()
@@ -104,7 +105,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
             for kind in KINDS:
                 data = structured_of(await srv.call("browser_observe", what=kind, limit=1))
                 res = data.get("result", data)
-                full[kind] = {"total": res.get("total_entries_all_tabs"), "dropped": res.get("dropped")}
+                full[kind] = {"total": res.get("totalEntriesAllTabs"), "dropped": res.get("dropped")}
             server_rss = rss_mb(srv.pid)
             driver_rss = driver_rss_mb(srv.pid)
             return {
@@ -193,7 +194,7 @@ async def library_mode(args: argparse.Namespace) -> dict[str, Any]:
 
         async with TabManager(max_tabs=200) as manager:
             telemetry = Telemetry()
-            manager.add_hooks(context=telemetry.attach_context, page=telemetry.attach_page)
+            manager.add_target_hook(telemetry.attach_target)
             await manager.launch()
             await manager.settle()
             gc.collect()
@@ -214,14 +215,9 @@ async def library_mode(args: argparse.Namespace) -> dict[str, Any]:
                 "rounds": args.rounds,
                 "idle_rss_mb": round(idle, 1),
                 "rss_mb": round(rss_mb(), 1),
-                "buffers": {
-                    kind: {"total": len(telemetry._ring(kind)), "dropped": telemetry.dropped(kind)}
-                    for kind in KINDS
-                },
-                "in_flight": len(telemetry._in_flight),
+                "buffers": {kind: {"total": telemetry.held(kind), "dropped": telemetry.dropped(kind)} for kind in KINDS},
                 "listener_errors": telemetry.listener_errors,
                 "body_failures": telemetry.body_failures,
-                "body_bytes": telemetry._ring("network_bodies").bytes,
             }
             gc.collect()
             result["rss_after_gc_mb"] = round(rss_mb(), 1)
@@ -230,10 +226,6 @@ async def library_mode(args: argparse.Namespace) -> dict[str, Any]:
                 ctypes.CDLL("libc.so.6").malloc_trim(0)
                 result["rss_after_malloc_trim_mb"] = round(rss_mb(), 1)
             if args.detail:
-                conn = tabs[0].page._impl_obj._connection
-                result["driver_objects"] = len(conn._objects)
-                by_type = collections.Counter(type(o).__name__ for o in conn._objects.values())
-                result["driver_objects_by_type"] = dict(by_type.most_common(8))
                 result["live_objects"] = live_objects()
                 snap = tracemalloc.take_snapshot()
                 result["tracemalloc_mb"] = round(sum(s.size for s in snap.statistics("filename")) / 2**20, 1)

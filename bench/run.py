@@ -31,7 +31,7 @@ from harness import Figure, Progress, Results, render
 from mcp_procs import bare_server
 
 from tabpilot import find_browser
-from tabpilot.site import LocalSite
+from tabpilot.demo.site import LocalSite
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"

@@ -24,7 +24,7 @@ from mcp_procs import BenchError, McpProcess, structured_of, tabpilot_server, te
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from tabpilot.site import LocalSite
+from tabpilot.demo.site import LocalSite
 
 TABS = "tabs at 1 / 20 / 100"
 NOISE_TABS = 20
@@ -498,7 +498,7 @@ class ServerBench:
                     self.results.note(f"browser_observe(what={kind!r}) is not available: buffers not filled.")
                     return
                 dropped = _find(data, "dropped")
-                totals[kind] = _find(data, "total_entries_all_tabs")
+                totals[kind] = _find(data, "totalEntriesAllTabs")
                 full[kind] = isinstance(dropped, int | float) and dropped > 0
             if all(full.values()):
                 break

@@ -2,11 +2,12 @@
 
     .venv/bin/python bench/telemetry_bench.py [--quick]
 
-`run(quick)` is what `bench/run.py` calls. No browser: the listeners are fed by stand-ins for
-Playwright's event objects, through the very handlers `Telemetry.attach_context` registers, so
-ingest is measured on the path real console events take (tab lookup, entry, ring, eviction).
-Queries run over rings filled to 10k and 100k entries spread over 10 tabs, and over one tab
-holding all of them (the worst case for a filter that matches nothing).
+`run(quick)` is what `bench/run.py` calls. No browser: each tab's feed gets the raw CDP messages
+a page's `console.log` produces (`Runtime.consoleAPICalled`, as Chromium writes it) from a
+stand-in for its target session, so ingest is measured on the path real console events take
+(skip-or-parse, entry, ring, eviction). Queries run over rings filled to 10k and 100k entries
+spread over 10 tabs, and over one tab holding all of them (the worst case for a filter that
+matches nothing).
 """
 
 from __future__ import annotations
@@ -19,38 +20,43 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tabpilot._telemetry import Telemetry
+from tabpilot import Query, Telemetry
 
 TABS = 10
 
 
-class _Context:
-    """Stands in for a BrowserContext: keeps the handlers Telemetry registers."""
+class _Session:
+    """Stands in for a tab's target session: hands the feed the raw messages given to `deliver`."""
 
     def __init__(self) -> None:
-        self.handlers: dict[str, Callable[[Any], None]] = {}
+        self.deliver: Callable[[str], None] = lambda raw: None
 
-    def on(self, event: str, handler: Callable[[Any], None]) -> None:
-        self.handlers[event] = handler
+    def on_message(self, handler: Callable[[str], None]) -> Callable[[], None]:
+        self.deliver = handler
+        return lambda: None
 
-    def remove_listener(self, event: str, handler: Callable[[Any], None]) -> None:
-        self.handlers.pop(event, None)
+    def on_close(self, handler: Callable[[], None]) -> None:
+        pass
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return None
 
 
-class _Page:
-    pass
+class _Tab:
+    def __init__(self, tab_id: int) -> None:
+        self.id = tab_id
 
 
-class _Message:
-    """Stands in for a ConsoleMessage (the fields the listener reads)."""
-
-    __slots__ = ("location", "page", "text", "type")
-
-    def __init__(self, page: _Page, level: str, text: str) -> None:
-        self.page = page
-        self.type = level
-        self.text = text
-        self.location = {"url": "http://127.0.0.1:8000/app.js", "lineNumber": 12, "columnNumber": 3}
+def _console(level: str, text: str) -> str:
+    """A `Runtime.consoleAPICalled` message as Chromium sends it."""
+    params = {
+        "type": level,
+        "args": [{"type": "string", "value": text}],
+        "executionContextId": 1,
+        "timestamp": 1.0,
+        "stackTrace": {"callFrames": [{"url": "http://127.0.0.1:8000/app.js", "lineNumber": 12, "columnNumber": 3}]},
+    }
+    return json.dumps({"method": "Runtime.consoleAPICalled", "params": params}, separators=(",", ":"))
 
 
 def _stats(samples: list[float], unit: str) -> dict[str, Any]:
@@ -59,24 +65,24 @@ def _stats(samples: list[float], unit: str) -> dict[str, Any]:
     return {"median": statistics.median(samples), "p90": p90, "n": len(samples), "unit": unit}
 
 
-def _fed(max_entries: int) -> tuple[Telemetry, Callable[[Any], None], list[_Page]]:
-    telemetry = Telemetry(max_entries=max_entries)
-    pages = [_Page() for _ in range(TABS)]
-    tab_ids = {page: index + 1 for index, page in enumerate(pages)}
-    context = _Context()
-    telemetry.attach_context(context, tab_ids.get)  # type: ignore[arg-type]
-    return telemetry, context.handlers["console"], pages
+def _fed(max_entries: int) -> tuple[Telemetry, list[Callable[[str], None]]]:
+    """A Telemetry fed by TABS stand-in sessions; the rate bound is lifted so nothing is shed."""
+    telemetry = Telemetry(max_entries=max_entries, max_event_rate=1e12)
+    sessions = [_Session() for _ in range(TABS)]
+    for index, session in enumerate(sessions):
+        telemetry.attach_target(session, _Tab(index + 1))  # type: ignore[arg-type]
+    return telemetry, [session.deliver for session in sessions]
 
 
 def ingest(runs: int, count: int) -> dict[str, Any]:
-    """Console entries per second through the real listener, in steady state (rings full, evicting)."""
+    """Console entries per second through a tab's feed, in steady state (rings full, evicting)."""
     per_second: list[float] = []
     for _ in range(runs):
-        telemetry, on_console, pages = _fed(max_entries=10_000)
-        messages = [_Message(pages[i % TABS], "log", f"message {i}") for i in range(count)]
+        telemetry, deliver = _fed(max_entries=10_000)
+        messages = [_console("log", f"message {i}") for i in range(count)]
         start = time.perf_counter()
-        for message in messages:
-            on_console(message)
+        for i, message in enumerate(messages):
+            deliver[i % TABS](message)
         per_second.append(count / (time.perf_counter() - start))
         assert telemetry.listener_errors == 0
     actions: list[float] = []
@@ -88,7 +94,7 @@ def ingest(runs: int, count: int) -> dict[str, Any]:
             telemetry.record_action(i % TABS + 1, "browser_click", arguments, "Clicked", ok=True)
         actions.append(count / (time.perf_counter() - start))
     return {
-        "console_listener_entries_per_s": _stats(per_second, "entries/s"),
+        "console_feed_entries_per_s": _stats(per_second, "entries/s"),
         "record_action_entries_per_s": _stats(actions, "entries/s"),
     }
 
@@ -97,17 +103,17 @@ def _time_query(telemetry: Telemetry, repeats: int, **query: Any) -> dict[str, A
     samples: list[float] = []
     for _ in range(repeats):
         start = time.perf_counter_ns()
-        telemetry.query("logs", **query)
+        telemetry.query(Query("logs", **query))
         samples.append((time.perf_counter_ns() - start) / 1e6)
     return _stats(samples, "ms")
 
 
 def queries(size: int, repeats: int) -> dict[str, Any]:
     """Query times over a logs ring holding `size` entries."""
-    telemetry, on_console, pages = _fed(max_entries=size)
+    telemetry, deliver = _fed(max_entries=size)
     for i in range(size):
-        on_console(_Message(pages[i % TABS], "log", f"message {i}"))
-    assert len(telemetry.query("logs", limit=1000).entries) == 1000
+        deliver[i % TABS](_console("log", f"message {i}"))
+    assert len(telemetry.query(Query("logs", limit=1000)).entries) == 1000
     cursor = telemetry.last_seq - 100 * TABS  # the last 100 entries of each tab are "new"
     spread = {
         "tab_filtered_ms": _time_query(telemetry, repeats, tab_id=3),
@@ -117,9 +123,9 @@ def queries(size: int, repeats: int) -> dict[str, Any]:
         "all_tabs_ms": _time_query(telemetry, repeats),
     }
     # One tab holds the whole buffer: a filter that matches nothing walks every entry once.
-    single, on_console, pages = _fed(max_entries=size)
+    single, deliver = _fed(max_entries=size)
     for i in range(size):
-        on_console(_Message(pages[0], "log", f"message {i}"))
+        deliver[0](_console("log", f"message {i}"))
     spread["one_tab_full_buffer_no_match_ms"] = _time_query(
         single, max(5, repeats // 10), tab_id=1, url="none"
     )

@@ -51,7 +51,7 @@ _PLAYWRIGHT_EXECUTABLES = (
 _HOW_TO_FIX = (
     "Install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`; anywhere with internet: "
     "`python -m playwright install chromium`; or run `make browser` in a tabpilot checkout), "
-    f"or point tabpilot at a Chromium/Chrome binary with --browser-path /path/to/chrome or {ENV_VAR}=/path/to/chrome."
+    f"or name a Chromium/Chrome binary: the browser path option, or {ENV_VAR}=/path/to/chrome."
 )
 
 
@@ -140,7 +140,7 @@ def _automatic_candidates() -> Iterator[str]:
 def find_browser(explicit: str | None = None) -> str:
     """The Chromium to launch; raises ``BrowserNotFoundError`` saying what to do if there is none."""
     if explicit:
-        return _check_named(explicit, "--browser-path")
+        return _check_named(explicit, "the browser path option")
     configured = os.environ.get(ENV_VAR)
     if configured:
         return _check_named(configured, f"the {ENV_VAR} environment variable")

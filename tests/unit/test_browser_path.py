@@ -11,6 +11,7 @@ import pytest
 from tabpilot import _browser_path
 from tabpilot._browser_path import ensure_browser, find_browser, main
 from tabpilot._errors import BrowserNotFoundError
+from tabpilot.server.advice import error_text
 
 
 def make_executable(path: Path, content: str = "\x7fELF fake browser") -> Path:
@@ -46,7 +47,8 @@ def test_an_explicit_path_that_does_not_exist_is_an_error_naming_it(bin_dir: Pat
     make_executable(bin_dir / "chromium")
     with pytest.raises(BrowserNotFoundError) as info:
         find_browser("/nowhere/chrome")
-    assert "--browser-path (/nowhere/chrome) does not exist" in str(info.value)
+    assert "browser path option (/nowhere/chrome) does not exist" in str(info.value)
+    assert "--browser-path (/nowhere/chrome) does not exist" in error_text(info.value)  # as the server says it
 
 
 def test_an_explicit_path_that_is_not_executable_is_an_error(bin_dir: Path, tmp_path: Path) -> None:
@@ -120,7 +122,7 @@ def test_no_browser_anywhere_is_an_error_that_says_what_to_do(bin_dir: Path) -> 
     assert "No Chromium found" in message
     assert "apt-get install chromium" in message
     assert "python -m playwright install chromium" in message
-    assert "--browser-path" in message
+    assert "--browser-path" in error_text(info.value)
     assert "TABPILOT_BROWSER=" in message
 
 
@@ -170,7 +172,7 @@ def test_ensure_raises_with_instructions_when_installing_does_not_help(
     with pytest.raises(BrowserNotFoundError) as info:
         ensure_browser()
     assert "installing one did not work" in str(info.value)
-    assert "--browser-path" in str(info.value)
+    assert "--browser-path" in error_text(info.value)
     assert installer.commands == [[sys.executable, "-m", "playwright", "install", "chromium"]]
 
 

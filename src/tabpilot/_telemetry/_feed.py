@@ -108,6 +108,8 @@ class _Request:
     __slots__ = (
         "extra_request_headers",
         "extra_response_headers",
+        "frame_id",
+        "loader_id",
         "method",
         "navigation",
         "post_data",
@@ -131,6 +133,8 @@ class _Request:
         self.post_data: str | None = request.get("postData")
         self.redirected_from = redirected_from
         self.navigation = self.resource_type == "document"
+        self.loader_id: str = params.get("loaderId", "")
+        self.frame_id: str = params.get("frameId", "")
         self.response: dict[str, Any] | None = None
         self.extra_request_headers: dict[str, str] | None = None
         self.extra_response_headers: dict[str, str] | None = None
@@ -350,8 +354,15 @@ class TabFeed:
 
     def _on_response(self, params: dict[str, Any]) -> None:
         request = self._in_flight.get(params["requestId"])
-        if request is not None:
-            request.response = params.get("response")
+        if request is None:
+            return
+        request.response = params.get("response")
+        if request.navigation and request.frame_id == self._session.target_id:
+            # The main frame commits a new document (its frame id is the target's): what the old
+            # one still had in flight is cancelled, and Chromium says nothing more about it.
+            for request_id, other in list(self._in_flight.items()):
+                if other.loader_id != request.loader_id and other.frame_id == request.frame_id:
+                    self._record_unfinished(request_id, "the page navigated away before the request finished")
 
     def _on_finished(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]

@@ -15,6 +15,7 @@ from tabpilot import (
     ActionEntry,
     ActionError,
     BodyEntry,
+    BrowserNotFoundError,
     ConnectError,
     ConsoleEntry,
     DialogOpenError,
@@ -155,6 +156,8 @@ def error_text(exc: BaseException) -> str:
             f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
             f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc)}"
         )
+    if isinstance(exc, BrowserNotFoundError):
+        return str(exc).replace("the browser path option", "--browser-path")
     if isinstance(exc, TabpilotError):
         advice = _advice_for(exc)
         return f"{exc.fact} {advice}".strip() if advice else exc.fact
