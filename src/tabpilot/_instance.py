@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -22,7 +22,7 @@ from ._cdp import TargetSessions
 from ._errors import InstanceLostError, LastTabError, TabLike, TabLimitError
 from ._navigation import navigate
 from ._policy import UrlPolicy
-from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, map_playwright_errors
+from ._pw import BrowserHandle, CdpSession, ContextHandle, Disposer, Doing, map_playwright_errors
 from ._services import InstanceServices
 from ._tab import Tab, Timeouts
 from ._tracker import TabTracker
@@ -39,6 +39,14 @@ from ._types import (
 from ._watch import ActionWatch
 
 SETTLE_TIMEOUT = 5.0
+HEARTBEAT_INTERVAL = 2.0
+"""Seconds between liveness checks of a remote browser (a local one is watched through its process)."""
+HEARTBEAT_TIMEOUT = 2.5
+HEARTBEAT_MISSES = 2
+"""Checks in a row without an answer after which a remote browser is declared lost (within 10 s)."""
+REMOTE_KINDS: tuple[InstanceKind, ...] = ("cdp", "playwright-server", "grid", "extension")
+
+Cleanup = Callable[[], Awaitable[None]]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -71,6 +79,7 @@ class Instance:
         owns_context: bool = False,
         temp_profile: str | None = None,
         user_data_dir: str | None = None,
+        cleanup: Sequence[Cleanup] = (),
     ) -> None:
         self.id = instance_id
         self.kind: InstanceKind = kind
@@ -98,6 +107,9 @@ class Instance:
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []
+        self._cleanup = list(cleanup)
+        """Run once when the instance closes, after its browser: e.g. end the grid session it ran in."""
+        self._heartbeat: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Instance {self.id} {self.kind} tabs={len(self._registry)}>"
@@ -243,12 +255,32 @@ class Instance:
             undo = await context.route_navigations(self.policy.allows)
 
             def unroute() -> None:
-                self._tracker.spawn(undo())
+                self._tracker.spawn(undo(), settle=False)
 
             self._disposers.append(unroute)
         await self._tracker.adopt_existing(context.pages, initial_cause)
         await self.settle()
         self._registry.ensure_active()
+        if self.kind in REMOTE_KINDS and self._tracker.cdp is not None:
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat(self._tracker.cdp))
+
+    async def _beat(self, cdp: CdpSession) -> None:
+        """Notice a remote browser that stopped answering (a dead host, a grid that ended the
+        session without closing the socket): lost after a few checks in a row without an answer."""
+        misses = 0
+        while self.state == "open":
+            await asyncio.sleep(HEARTBEAT_INTERVAL)
+            try:
+                await asyncio.wait_for(cdp.send("Browser.getVersion"), HEARTBEAT_TIMEOUT)
+                misses = 0
+            except asyncio.CancelledError:
+                raise
+            except TimeoutError:
+                misses += 1
+                if misses >= HEARTBEAT_MISSES:
+                    self._lost(f"the browser at {self.endpoint} stopped answering")
+            except Exception:
+                self._lost(f"the connection to the browser at {self.endpoint} broke")
 
     async def close(self) -> None:
         """Close what this instance owns: the browser it launched or the context it created.
@@ -270,9 +302,16 @@ class Instance:
                 if self.browser is not None and self.kind != "context":
                     await asyncio.wait_for(self.browser.close(), 10)
         self._remove_profile()
+        cleanup, self._cleanup = self._cleanup, []
+        for step in cleanup:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(step(), 10)
         self.state = "closed"
 
     def _dispose(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
         disposers, self._disposers = self._disposers, []
         for dispose in disposers:
             with contextlib.suppress(Exception):
@@ -331,7 +370,7 @@ class Instance:
         self.emit("tab_activated", tab.id, previousTabId=previous, reason="activated")
         if not self.headless and tab.is_ready:
             # Headless Chromium has no focus to move; in a headed browser this raises the tab.
-            self._tracker.spawn(tab.handle.bring_to_front())
+            self._tracker.spawn(tab.handle.bring_to_front(), settle=False)
         return True
 
     async def new_tab(self, url: str | None = None, *, background: bool = False) -> Tab:

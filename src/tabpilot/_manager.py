@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -13,7 +14,7 @@ from urllib.parse import urlsplit
 from ._errors import ConnectError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
 from ._ids import TabIds
-from ._instance import Instance
+from ._instance import Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
@@ -242,6 +243,7 @@ class TabManager:
         initial_cause: OpenCause = "external",
         instance_id: str | None = None,
         headless: bool = True,
+        cleanup: Sequence[Cleanup] = (),
     ) -> Instance:
         iid = instance_id or f"inst_{next(self._instance_ids)}"
         if iid in self._instances:
@@ -257,6 +259,7 @@ class TabManager:
             owns_context=owns_context,
             temp_profile=temp_profile,
             user_data_dir=user_data_dir,
+            cleanup=cleanup,
         )
         self._instances[iid] = instance
         default = self.default_instance

@@ -88,7 +88,7 @@ class Identified:
 
 
 async def identify(
-    context: ContextHandle, page: PageHandle, *, loaded: bool, spawn: Callable[[Any], object]
+    context: ContextHandle, page: PageHandle, *, loaded: bool, spawn: Callable[..., object]
 ) -> Identified | None:
     """Ask a page's own CDP session which target it is (one round trip); None if it closed first.
     The session is detached in the background (`spawn`): nothing waits for that."""
@@ -103,7 +103,7 @@ async def identify(
             asks.append(asyncio.wait_for(session.send("Runtime.evaluate", ready), 1.0))
         target, window, *state = await asyncio.gather(*asks, return_exceptions=True)
     finally:
-        spawn(session.detach())
+        spawn(session.detach(), settle=False)
     if isinstance(target, BaseException):
         return None
     window_id = None if isinstance(window, BaseException) else window.get("windowId")

@@ -60,6 +60,7 @@ class TabTracker:
         self._hook_sessions: dict[int, TargetSession] = {}
         self._creating = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._settling: set[asyncio.Task[Any]] = set()
         self._changed = asyncio.Event()
 
     def _is_open(self) -> bool:
@@ -67,13 +68,17 @@ class TabTracker:
 
     # -- background work and settling ----------------------------------------------------------------
 
-    def spawn(self, coro: Any) -> asyncio.Task[Any]:
-        """Run `coro` in the background; `settle()` waits for it."""
+    def spawn(self, coro: Any, *, settle: bool = True) -> asyncio.Task[Any]:
+        """Run `coro` in the background; `settle()` waits for it unless `settle=False` (housekeeping
+        such as detaching a session, which no answer depends on)."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
+        if settle:
+            self._settling.add(task)
 
         def done(finished: asyncio.Task[Any]) -> None:
             self._tasks.discard(finished)
+            self._settling.discard(finished)
             self._changed.set()
             if not finished.cancelled():
                 finished.exception()  # a page that closed meanwhile: nothing to report
@@ -86,7 +91,7 @@ class TabTracker:
             task.cancel()
 
     def busy(self) -> bool:
-        return bool(self._tasks) or any(t.id not in self._announced for t in self.registry.tabs)
+        return bool(self._settling) or any(t.id not in self._announced for t in self.registry.tabs)
 
     async def settle(self, timeout: float) -> None:
         """Wait until every tab discovered so far is ready and announced, and every close reported."""

@@ -12,7 +12,7 @@ TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
 CloseCause = Literal["tool", "page", "external", "crash", "cap"]
 TabLimitPolicy = Literal["reject", "close-oldest"]
-InstanceKind = Literal["launched", "cdp", "playwright-server", "context"]
+InstanceKind = Literal["launched", "cdp", "playwright-server", "context", "grid", "extension"]
 InstanceState = Literal["open", "closing", "closed", "lost"]
 EventType = Literal[
     "tab_opened",

@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import sys
 import time
 from typing import Any, TypeVar
 
@@ -91,6 +93,9 @@ class ServerState:
         self._reaper: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        if hasattr(signal, "SIGUSR1"):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
 
     @property
     def sessions(self) -> dict[str, SessionState]:
@@ -210,6 +215,13 @@ class ServerState:
             await self._host.close()
             self._host = None
         await self.driver.stop()
+
+
+def dump_tasks() -> None:
+    """`kill -USR1 <pid>`: write what every task of the server waits on to stderr (a hang's why)."""
+    for task in asyncio.all_tasks():
+        frames = [f"{f.f_code.co_filename}:{f.f_lineno} {f.f_code.co_name}" for f in task.get_stack(limit=12)]
+        print(f"task {task.get_name()}:\n  " + "\n  ".join(frames), file=sys.stderr, flush=True)
 
 
 async def open_browser(manager: TabManager, config: ServerConfig) -> Instance:
