@@ -128,6 +128,17 @@ def child_pids(pid: int) -> list[int]:
     return children
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, their children, ...)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        children = child_pids(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

@@ -202,7 +202,7 @@ class ForeignRefError(RefError):
         self.ref_tab_id = ref_tab_id
 
 
-BlockReason = Literal["blocked", "not_allowed", "privileged"]
+BlockReason = Literal["blocked", "not_allowed", "privileged", "devtools"]
 
 
 class NavigationBlockedError(TabpilotError):

@@ -252,7 +252,7 @@ class Instance:
                     self.pid = next(p["id"] for p in processes if p["type"] == "browser")
         if self.policy.restricts:
             # Pages start navigations too (links, scripts, popups): hold them to the same policy.
-            undo = await context.route_navigations(self.policy.allows)
+            undo = await context.route_navigations(self.policy.allows, self.policy.page_routes)
 
             def unroute() -> None:
                 self._tracker.spawn(undo(), settle=False)

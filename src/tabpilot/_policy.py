@@ -13,12 +13,17 @@ Rules, in order:
   can hold secrets, and an agent told to "open the report" should not read the disk.
 - Other schemes that browsers treat as privileged (`chrome:`, `chrome-extension:`, `devtools:`,
   `view-source:`, `javascript:`) are refused unless allowed the same way.
+- The DevTools endpoints of a browser on this machine (`http://127.0.0.1:PORT/json/list`,
+  `/json/version`, `/devtools/...` on a loopback host) are always refused: a page that shows them
+  reveals the tabs of a browser and how to take control of it.
 
 An origin is written `scheme://host[:port]`; `*.example.com` (any scheme) and `https://*.example.com`
 match subdomains; a bare `example.com` matches that host on any scheme and port.
 """
 
 from __future__ import annotations
+
+import re
 
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -36,6 +41,26 @@ _PRIVILEGED_SCHEMES = {
     "javascript",
 }
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+_LOOPBACK_NAMES = ("localhost", "[::1]")
+_DEVTOOLS_PATHS = ("/json", "/json/", "/json/list", "/json/version", "/json/protocol")
+_DEVTOOLS_PREFIXES = ("/json/new", "/json/activate/", "/json/close/", "/devtools/")
+
+
+_DEVTOOLS_URL = re.compile(
+    r"^(https?|wss?)://(localhost|127\.[0-9.]+|\[::1\]|[^/?#]+\.localhost)(:[0-9]+)?/(json|devtools)([/?#].*)?$",
+    re.IGNORECASE,
+)
+"""A superset of the URLs `_is_devtools_endpoint` refuses, for routing only those requests."""
+
+
+def _is_devtools_endpoint(scheme: str, host: str, path: str) -> bool:
+    loopback = host in _LOOPBACK_NAMES or host.startswith("127.") or host.endswith(".localhost")
+    if not loopback or scheme not in ("http", "https", "ws", "wss"):
+        return False
+    path = path.rstrip("/") or "/"
+    return path in _DEVTOOLS_PATHS or path.startswith(_DEVTOOLS_PREFIXES) or path == "/devtools"
 
 
 class _Pattern:
@@ -81,7 +106,17 @@ class _Pattern:
 class UrlPolicy:
     """Decides whether a tab may navigate to a URL; see the module docstring for the rules."""
 
-    def __init__(self, allowed_origins: Iterable[str] = (), blocked_origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        allowed_origins: Iterable[str] = (),
+        blocked_origins: Iterable[str] = (),
+        *,
+        guard_pages: bool = False,
+    ) -> None:
+        """`guard_pages`: hold the navigations pages start themselves (links, scripts, popups) to the
+        rules even with no origin lists, so a page cannot lead a tab to a refused URL either. It costs
+        a check per request, worth it when the browser is shared with clients one does not know."""
+        self.guard_pages = guard_pages
         self.allowed_origins = tuple(o for o in allowed_origins if o.strip())
         self.blocked_origins = tuple(o for o in blocked_origins if o.strip())
         self._allowed = [_Pattern(o) for o in self.allowed_origins]
@@ -89,8 +124,13 @@ class UrlPolicy:
 
     @property
     def restricts(self) -> bool:
-        """Whether any URL other than privileged ones can be refused (worth routing page traffic)."""
-        return bool(self._allowed or self._blocked)
+        """Whether navigations pages start must be checked too (worth routing page traffic)."""
+        return bool(self._allowed or self._blocked) or self.guard_pages
+
+    @property
+    def page_routes(self) -> str | re.Pattern[str]:
+        """The URLs worth checking when pages navigate: all with origin lists, else the DevTools ones."""
+        return "**/*" if self._allowed or self._blocked else _DEVTOOLS_URL
 
     def allows(self, url: str) -> bool:
         try:
@@ -114,6 +154,14 @@ class UrlPolicy:
         except ValueError:
             port = None
         origin = f"{scheme}://{parts.netloc}" if parts.netloc else f"{scheme}:"
+        if _is_devtools_endpoint(scheme, host, parts.path):
+            raise NavigationBlockedError(
+                f"Navigation to {url} is blocked: it is the DevTools endpoint of a browser on this machine.",
+                "Tabs may not read or drive other browsers.",
+                url=url,
+                reason="devtools",
+                origin=origin,
+            )
         if any(p.matches(scheme, host, port) for p in self._blocked):
             raise NavigationBlockedError(
                 f"Navigation to {url} is blocked: {origin} is a blocked origin.",

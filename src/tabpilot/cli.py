@@ -17,7 +17,7 @@ from typing import Any
 
 from tabpilot import BrowserOptions, __version__, parse_header, parse_viewport
 
-from .server.config import DEFAULT_SESSION_IDLE_TIMEOUT, ServerConfig
+from .server.config import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, ServerConfig
 from .server.http import check_bind
 from .server.registry import select_tools
 
@@ -218,6 +218,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="close an HTTP session (and its browser context) after this long without requests "
         f"(default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",
     )
+    _option(
+        transport,
+        "--max-sessions",
+        metavar="N",
+        type=_positive,
+        help=f"most HTTP sessions at once; a client beyond it is refused (default {DEFAULT_MAX_SESSIONS})",
+    )
+    _option(
+        transport,
+        "--allow-instances",
+        action="store_true",
+        help="over HTTP, let clients launch or connect browsers with browser_instance (off by default: a "
+        "client could reach browsers it does not own)",
+    )
 
     browser = serve.add_argument_group("browser")
     for name, (flag, options) in BROWSER_FLAGS.items():
@@ -384,6 +398,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         http_port=http_port,
         auth_token=values.get("auth_token"),
         session_idle_timeout=values.get("session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT),
+        max_sessions=values.get("max_sessions", DEFAULT_MAX_SESSIONS),
+        allow_instances=values.get("allow_instances", False),
     )
     if config.cdp_endpoint and config.ws_endpoint:
         raise ValueError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
@@ -393,6 +409,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting: no traceback
+        return 130
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -410,9 +433,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     server = create_server(config)
     if config.http_host is None:
-        server.run()
-    else:
-        from .server.http import run_http
+        from .server.app import SHUTDOWN_TIMEOUT
+        from .server.runner import run_until_stopped
 
-        run_http(server, config)
-    return 0
+        return run_until_stopped(server.run_stdio_async, server.close_state, timeout=SHUTDOWN_TIMEOUT)
+    from .server.http import run_http
+
+    return run_http(server, config)

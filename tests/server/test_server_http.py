@@ -14,7 +14,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support import section, text
+from support import error, ok, ref_of, result_of, section, text
 from tabpilot import Instance, cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app
@@ -119,3 +119,42 @@ async def test_an_idle_session_releases_its_browser_context(shared_browser: Inst
                 break
             await asyncio.sleep(0.05)
         assert contexts(shared_browser) == contexts_before
+
+
+async def test_a_session_cannot_reach_other_browsers(shared_browser: Instance, site: Any) -> None:
+    """Over HTTP, a client may not read a DevTools endpoint (it lists every tab of a browser and
+    how to drive it) nor launch or connect browsers unless the operator allows it."""
+    site.set_content("/json/list", '[{"id": "SECRET-TARGET"}]', content_type="application/json")
+    site.set_content("/lure", '<a href="/json/list">targets</a>')
+    async with serve(shared_browser) as url:
+        async with Client(url) as client:
+            typed = await client.call_tool("browser_navigate", {"url": site.url("/json/list")})
+            assert "DevTools endpoint" in error(typed)
+
+            ok(await client.call_tool("browser_navigate", {"url": site.url("/lure")}))
+            shot = ok(await client.call_tool("browser_snapshot", {}))
+            await client.call_tool("browser_click", {"ref": ref_of(text(shot), "targets")})
+            after = ok(await client.call_tool("browser_snapshot", {}))
+            assert "SECRET-TARGET" not in text(after)
+
+            connect = await client.call_tool(
+                "browser_instance", {"action": "connect", "cdpEndpoint": "http://127.0.0.1:9222"}
+            )
+            assert "--allow-instances" in error(connect)
+            launch = await client.call_tool("browser_instance", {"action": "launch"})
+            assert "--allow-instances" in error(launch)
+            listed = ok(await client.call_tool("browser_instance", {"action": "list"}))
+            assert result_of(listed)["count"] == 1  # the session's own browser context, nothing more
+
+
+async def test_clients_beyond_max_sessions_are_refused(shared_browser: Instance) -> None:
+    async with serve(shared_browser, max_sessions=1) as url:
+        async with Client(url) as first:
+            ok(await first.call_tool("browser_tabs", {"action": "list"}))
+            with pytest.raises(Exception) as refused:
+                async with Client(url) as second:
+                    await second.call_tool("browser_tabs", {"action": "list"})
+            assert "Too many open sessions" in repr(refused.value)
+            ok(await first.call_tool("browser_tabs", {"action": "list"}))  # the first one is unharmed
+        async with Client(url) as later:  # its session ended: room for another
+            ok(await later.call_tool("browser_tabs", {"action": "list"}))

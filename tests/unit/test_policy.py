@@ -54,3 +54,27 @@ def test_a_url_without_scheme_gets_the_one_a_user_means() -> None:
     assert normalize_url("127.0.0.1:9/") == "http://127.0.0.1:9/"
     assert normalize_url("about:blank") == "about:blank"
     assert normalize_url("http://a.test") == "http://a.test"
+
+
+def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
+    policy = UrlPolicy(allowed_origins=["http://127.0.0.1:9222", "localhost"])
+    for url in (
+        "http://127.0.0.1:9222/json/list",
+        "http://localhost:9222/json",
+        "http://localhost:9222/json/version/",
+        "http://127.0.0.1:9222/devtools/inspector.html",
+        "ws://127.0.0.1:9222/devtools/browser/abc",
+    ):
+        assert not policy.allows(url), url
+    with pytest.raises(NavigationBlockedError) as refused:
+        policy.check("http://[::1]:9222/json/list")
+    assert refused.value.reason == "devtools"
+    # Pages of the same name elsewhere are fine: another host, another path.
+    assert policy.allows("http://127.0.0.1:9222/jsonp")
+    assert UrlPolicy().allows("https://example.com/json/list")
+    # Only the DevTools URLs are routed when no origin lists are set.
+    guarded = UrlPolicy(guard_pages=True)
+    assert guarded.restricts and not isinstance(guarded.page_routes, str)
+    assert guarded.page_routes.match("http://localhost:9222/json/list")
+    assert not guarded.page_routes.match("http://127.0.0.1:8000/page/a")
+    assert not UrlPolicy().restricts

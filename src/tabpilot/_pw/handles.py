@@ -5,6 +5,7 @@ and CDP sessions. Each method is one Playwright call; errors are translated by t
 from __future__ import annotations
 
 import contextlib
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -295,8 +296,11 @@ class ContextHandle:
     async def new_cdp_session(self, page: PageHandle) -> CdpSession:
         return CdpSession(await self._context.new_cdp_session(page.page))
 
-    async def route_navigations(self, allows: Callable[[str], bool]) -> Callable[[], Awaitable[None]]:
-        """Abort top-level and frame navigations to URLs `allows` refuses; returns the undo."""
+    async def route_navigations(
+        self, allows: Callable[[str], bool], urls: str | re.Pattern[str] = "**/*"
+    ) -> Callable[[], Awaitable[None]]:
+        """Abort top-level and frame navigations to URLs `allows` refuses, checking requests to
+        `urls` only (the others never leave the driver); returns the undo."""
 
         async def handle(route: Any) -> None:
             request = route.request
@@ -305,11 +309,11 @@ class ContextHandle:
             else:
                 await route.fallback()
 
-        await self._context.route("**/*", handle)
+        await self._context.route(urls, handle)
 
         async def undo() -> None:
             with contextlib.suppress(PlaywrightError):
-                await self._context.unroute("**/*", handle)
+                await self._context.unroute(urls, handle)
 
         return undo
 

@@ -147,10 +147,12 @@ def error_text(exc: BaseException) -> str:
     if isinstance(exc, NavigationBlockedError):
         if exc.reason in _BLOCKED:
             return _BLOCKED[exc.reason](exc)
-        return (
-            f"Navigation to {exc.url} is blocked: {exc.origin} is not in --allowed-origins. "
-            "Choose a URL on an allowed origin."
-        )
+        if exc.reason == "not_allowed":
+            return (
+                f"Navigation to {exc.url} is blocked: {exc.origin} is not in --allowed-origins. "
+                "Choose a URL on an allowed origin."
+            )
+        return str(exc)
     if isinstance(exc, TabLimitError):
         return (
             f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "

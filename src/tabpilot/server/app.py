@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
@@ -24,6 +25,9 @@ from .registry import select_tools
 from .response import Response
 from .state import ServerState
 from .tools.base import mcp_function
+
+SHUTDOWN_TIMEOUT = 5.0
+"""Seconds a stopping server gives its browsers to close."""
 
 INSTRUCTIONS = """\
 tabpilot drives a real Chromium with many tabs. The tab rules:
@@ -80,6 +84,12 @@ class TabpilotServer(MCPServer[ServerState]):
                 f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again.",
             )
 
+    async def close_state(self) -> None:
+        """Close every session's browser now (a stop that cannot wait for the transport to end)."""
+        state = self.state
+        if state is not None:
+            await state.close()
+
     async def _argument_error(
         self, name: str, context: Context[ServerState, Any] | None, text: str
     ) -> CallToolResult:
@@ -115,7 +125,10 @@ def create_server(config: ServerConfig | None = None, *, shared: Instance | None
             yield state
         finally:
             server.state = None
-            await state.close()
+            # Also when the server is being cancelled (a stop signal): close the browsers anyway,
+            # but never hang the stop on a browser that does not answer.
+            with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
+                await state.close()
 
     server = TabpilotServer(
         "tabpilot",

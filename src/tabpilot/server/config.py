@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 
 from tabpilot import BrowserOptions, TabLimitPolicy
 
-DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
-"""Seconds an HTTP session may stay idle before its browser context is released (the SDK's default)."""
+DEFAULT_SESSION_IDLE_TIMEOUT = 5 * 60.0
+"""Seconds an HTTP session may stay idle before its browser context is released."""
+DEFAULT_MAX_SESSIONS = 16
+"""HTTP sessions at once; each holds a browser context with its tabs."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +39,15 @@ class ServerConfig:
     http_port: int = 8931
     auth_token: str | None = None
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    allow_instances: bool = False
+    """Over HTTP, whether clients may launch or connect browsers (browser_instance launch/connect)."""
+
+    @property
+    def instances_allowed(self) -> bool:
+        """Launching and connecting browsers from a tool: always over stdio (the client owns the
+        machine), over HTTP only when the operator allows it (a client could reach other browsers)."""
+        return self.http_host is None or self.allow_instances
 
     @property
     def shares_browser(self) -> bool:

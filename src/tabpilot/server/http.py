@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import signal
 from typing import Any
 
 import anyio
@@ -133,6 +134,7 @@ def http_app(server: TabpilotServer, config: ServerConfig) -> ASGIApp:
         transport_security=transport_security(config),
         host=config.http_host or "127.0.0.1",
         session_idle_timeout=config.session_idle_timeout,
+        max_sessions=config.max_sessions,
     )
     return _Guard(app, server, config.auth_token)
 
@@ -148,7 +150,13 @@ def uvicorn_config(server: TabpilotServer, config: ServerConfig, **options: Any)
     )
 
 
-def run_http(server: TabpilotServer, config: ServerConfig) -> None:
-    """Serve until interrupted."""
+def run_http(server: TabpilotServer, config: ServerConfig) -> int:
+    """Serve until SIGINT, SIGTERM or SIGHUP (uvicorn stops gracefully: sessions' browsers close)."""
     uv = uvicorn.Server(uvicorn_config(server, config))
-    anyio.run(uv.serve)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: setattr(uv, "should_exit", True))
+    try:
+        anyio.run(uv.serve)
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -43,10 +43,11 @@ T = TypeVar("T")
 class SessionState:
     """One MCP client's browser, telemetry, response cursors and tool-set state."""
 
-    def __init__(self, key: str, manager: TabManager, telemetry: Telemetry) -> None:
+    def __init__(self, key: str, manager: TabManager, telemetry: Telemetry, config: ServerConfig) -> None:
         self.key = key
         self.manager = manager
         self.telemetry = telemetry
+        self.config = config
         self.last_event_seq = 0
         """Events up to this sequence number were reported to this client (0: none yet)."""
         self.last_error_seq = 0
@@ -81,7 +82,11 @@ class ServerState:
 
     def __init__(self, config: ServerConfig, *, shared: Instance | None = None) -> None:
         self.config = config
-        self.policy = UrlPolicy(config.allowed_origins, config.blocked_origins)
+        self.policy = UrlPolicy(
+            config.allowed_origins,
+            config.blocked_origins,
+            guard_pages=config.http_host is not None,  # clients share this machine's loopback
+        )
         self.tab_ids = TabIds()
         self.driver = Driver()
         self._shared = shared
@@ -177,7 +182,7 @@ class ServerState:
         except BaseException:
             await manager.close()
             raise
-        session = SessionState(key, manager, telemetry)
+        session = SessionState(key, manager, telemetry, config)
         self._sessions[key] = session
         return session
 

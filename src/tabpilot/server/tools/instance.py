@@ -101,6 +101,11 @@ async def browser_instance(
                 "count": len(infos),
             },
         )
+    elif action in ("launch", "connect") and not call.session.config.instances_allowed:
+        raise ValueError(
+            f"browser_instance {action} is off on this HTTP server: a client could reach browsers it does not "
+            "own. The operator can allow it with --allow-instances. Use the tabs of your session's browser."
+        )
     elif action == "launch":
         if cdpEndpoint or wsEndpoint:
             raise ValueError("launch starts a local browser; to use an endpoint, call action='connect'.")

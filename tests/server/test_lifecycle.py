@@ -1,0 +1,116 @@
+"""`tabpilot serve` stops cleanly: end of stdin, SIGINT, SIGTERM and SIGHUP each leave no browser
+process and no temporary profile behind within 2 s, and print no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from support import descendants, pid_alive
+
+
+def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
+    stdin.write((json.dumps(message) + "\n").encode())
+    stdin.flush()
+
+
+def _read_reply(stdout: IO[bytes], message_id: int, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stdout.readline()
+        if not line:
+            raise AssertionError("the server closed stdout")
+        message: dict[str, Any] = json.loads(line)
+        if message.get("id") == message_id:
+            return message
+    raise AssertionError(f"no reply to request {message_id}")
+
+
+class Served:
+    """`python -m tabpilot serve` with a browser running (a tool call started it)."""
+
+    def __init__(self, browser_path: str, tmp: str) -> None:
+        env = {**os.environ, "TMPDIR": tmp}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        _send(
+            self.proc.stdin,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"},
+                },
+            },
+        )
+        _read_reply(self.proc.stdout, 1)
+        _send(self.proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(
+            self.proc.stdin,
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "browser_tabs", "arguments": {"action": "list"}},
+            },
+        )
+        reply = _read_reply(self.proc.stdout, 2)
+        assert not reply["result"].get("isError"), reply
+        self.children = descendants(self.proc.pid)
+        assert any("chrom" in _comm(pid) for pid in self.children), "a browser runs"
+        self.tmp = tmp
+
+    def stop(self, how: str) -> tuple[float, str]:
+        """Stop the server one way; how long it took to exit, and what it wrote on stderr."""
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        started = time.monotonic()
+        if how == "stdin":
+            self.proc.stdin.close()
+        else:
+            self.proc.send_signal(getattr(signal, how))
+        try:
+            self.proc.wait(10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        took = time.monotonic() - started
+        return took, self.proc.stderr.read().decode(errors="replace")
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("how", ["stdin", "SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: str, how: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = Served(browser_path, tmp)
+        took, stderr = served.stop(how)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and any(pid_alive(p) for p in served.children):
+            time.sleep(0.05)
+        assert took < 2, f"stopping by {how} took {took:.1f} s"
+        assert not [p for p in served.children if pid_alive(p)], "every browser process is gone"
+        assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile is removed"
+        assert "Traceback" not in stderr, stderr
