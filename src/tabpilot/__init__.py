@@ -55,6 +55,7 @@ from ._options import BrowserOptions, parse_header, parse_viewport
 from ._policy import UrlPolicy
 from ._pw import Driver, MouseButton
 from ._refs import parse_ref, scope_snapshot
+from ._services import TabBudget
 from ._tab import Snapshot, Tab
 from ._telemetry import (
     ActionEntry,
@@ -129,6 +130,7 @@ __all__ = [
     "Snapshot",
     "StaleRefError",
     "Tab",
+    "TabBudget",
     "TabError",
     "TabEvent",
     "TabIds",

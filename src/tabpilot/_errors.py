@@ -146,12 +146,17 @@ class LastTabError(TabError):
 
 
 class TabLimitError(TabError):
-    def __init__(self, instance_id: str, count: int, limit: int, policy: str) -> None:
+    def __init__(self, instance_id: str, count: int, limit: int, policy: str, *, total: bool = False) -> None:
+        """`total`: the cap shared by every manager of the browser (count and limit are theirs)."""
         super().__init__(
-            f"Cannot open a new tab: instance {instance_id} has {count} tabs, its limit "
+            f"Cannot open a new tab: {count} tabs are open in all sessions together, their limit "
+            f"(total {limit})."
+            if total
+            else f"Cannot open a new tab: instance {instance_id} has {count} tabs, its limit "
             f"(max_tabs={limit}, policy {policy}).",
             "Close tabs you no longer need, then retry.",
         )
+        self.total = total
         self.instance_id = instance_id
         self.count = count
         self.limit = limit

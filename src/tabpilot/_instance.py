@@ -377,9 +377,14 @@ class Instance:
         """Open a tab (activated unless `background`), optionally loading `url`."""
         self.ensure_usable()
         rules = self._services.rules
-        if len(self._registry) >= rules.max_tabs:
+        budget = rules.budget
+        total_full = budget is not None and budget.full
+        if total_full or len(self._registry) >= rules.max_tabs:
+            # Room is made among this instance's own tabs only, never another manager's.
             victim = self._registry.cap_victim(exclude=None)
             if rules.tab_limit_policy != "close-oldest" or victim is None:
+                if budget is not None and total_full:
+                    raise TabLimitError(self.id, budget.used, budget.limit, rules.tab_limit_policy, total=True)
                 raise TabLimitError(self.id, len(self._registry), rules.max_tabs, rules.tab_limit_policy)
             await self.close_tab(victim, cause="cap")
         with self._tracker.creating():

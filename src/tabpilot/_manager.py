@@ -18,7 +18,7 @@ from ._instance import Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
-from ._services import InstanceServices, TabRules, TargetHook
+from ._services import InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
 from ._types import InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
 
@@ -105,7 +105,9 @@ class TabManager:
         event_history: int = 1000,
         tab_ids: TabIds | None = None,
         driver: Driver | None = None,
+        budget: TabBudget | None = None,
     ) -> None:
+        """`budget`: a total tab cap shared with other managers (see `TabBudget`)."""
         if max_tabs < 1:
             raise ValueError("max_tabs must be at least 1")
         if tab_limit_policy not in ("reject", "close-oldest"):
@@ -117,7 +119,8 @@ class TabManager:
             options = options.replace(browser_path=browser_path)
         self.options = options
         self.policy = policy or UrlPolicy()
-        self.rules = TabRules(max_tabs, tab_limit_policy, follow_new_tabs)
+        self.rules = TabRules(max_tabs, tab_limit_policy, follow_new_tabs, budget)
+        self._leave_budget = budget.join(lambda: len(self._open_tabs())) if budget else None
         self.events = EventBus(history_size=event_history)
         self._tab_ids = tab_ids or TabIds()
         self._instance_ids = itertools.count(1)
@@ -174,6 +177,8 @@ class TabManager:
         if self._closed:
             return
         self._closed = True
+        if self._leave_budget is not None:
+            self._leave_budget()
         # Newest first: a context instance closes before the browser it lives in.
         for instance in reversed(list(self._instances.values())):
             await instance.close()

@@ -16,6 +16,36 @@ TargetHook = Callable[[TargetSession, Tab], Disposer]
 """Called with the session of each new tab's target and the tab; returns its disposer."""
 
 
+class TabBudget:
+    """A cap on the open tabs of several managers together (the sessions of one server sharing a
+    browser): a tab a page opens beyond it is closed at once, a tab asked for is refused. Never
+    closes another manager's tab to make room."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError("the total tab limit must be at least 1")
+        self.limit = limit
+        self._counters: list[Callable[[], int]] = []
+
+    def join(self, count: Callable[[], int]) -> Callable[[], None]:
+        """Count a manager's open tabs (`count()`) against the budget; returns the leave."""
+        self._counters.append(count)
+
+        def leave() -> None:
+            if count in self._counters:
+                self._counters.remove(count)
+
+        return leave
+
+    @property
+    def used(self) -> int:
+        return sum(count() for count in self._counters)
+
+    @property
+    def full(self) -> bool:
+        return self.used >= self.limit
+
+
 @dataclass(slots=True)
 class TabRules:
     """The manager's tab rules, shared by reference with its instances (a change applies at once)."""
@@ -23,6 +53,8 @@ class TabRules:
     max_tabs: int = 20
     tab_limit_policy: TabLimitPolicy = "reject"
     follow_new_tabs: bool = False
+    budget: TabBudget | None = None
+    """A cap shared with other managers, if any."""
 
 
 @dataclass(frozen=True, slots=True)

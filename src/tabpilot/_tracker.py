@@ -237,7 +237,8 @@ class TabTracker:
     def _enforce_cap(self, new_tab: Tab) -> bool:
         """Close a tab at once when a page-opened one goes over the cap; True if it was `new_tab`."""
         rules = self._services.rules
-        if len(self.registry) <= rules.max_tabs:
+        over_total = rules.budget is not None and rules.budget.used > rules.budget.limit
+        if len(self.registry) <= rules.max_tabs and not over_total:
             return False
         victim = (
             self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None

@@ -17,7 +17,12 @@ from typing import Any
 
 from tabpilot import BrowserOptions, __version__, parse_header, parse_viewport
 
-from .server.config import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT, ServerConfig
+from .server.config import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_TOTAL_TABS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    ServerConfig,
+)
 from .server.http import check_bind
 from .server.registry import select_tools
 
@@ -256,6 +261,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _option(
         tabs,
+        "--max-total-tabs",
+        metavar="N",
+        type=_positive,
+        help="most tabs of all instances and HTTP sessions together; beyond it a page-opened tab closes "
+        "at once and a new tab is refused, never another session's tab closed "
+        f"(default {DEFAULT_MAX_TOTAL_TABS})",
+    )
+    _option(
+        tabs,
         "--tab-limit-policy",
         choices=["reject", "close-oldest"],
         help="beyond --max-tabs: 'reject' closes a page-opened tab at once and refuses a tool's new tab; "
@@ -387,6 +401,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         cdp_endpoint=values.get("cdp_endpoint"),
         ws_endpoint=values.get("ws_endpoint"),
         max_tabs=values.get("max_tabs", 20),
+        max_total_tabs=values.get("max_total_tabs", DEFAULT_MAX_TOTAL_TABS),
         tab_limit_policy=values.get("tab_limit_policy", "reject"),
         follow_new_tabs=values.get("follow_new_tabs", False),
         allowed_origins=values.get("allowed_origins", ()),

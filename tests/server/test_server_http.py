@@ -14,7 +14,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support import error, ok, ref_of, result_of, section, text
+from support import data, error, ok, ref_of, result_of, section, text
 from tabpilot import Instance, cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app
@@ -158,3 +158,22 @@ async def test_clients_beyond_max_sessions_are_refused(shared_browser: Instance)
             ok(await first.call_tool("browser_tabs", {"action": "list"}))  # the first one is unharmed
         async with Client(url) as later:  # its session ended: room for another
             ok(await later.call_tool("browser_tabs", {"action": "list"}))
+
+
+async def test_the_total_tab_cap_holds_across_sessions(shared_browser: Instance, site: Any) -> None:
+    async with serve(shared_browser, max_total_tabs=3) as url:
+        async with Client(url) as a, Client(url) as b:
+            ok(await a.call_tool("browser_tabs", {"action": "list"}))  # a's first tab
+            ok(await a.call_tool("browser_tabs", {"action": "new"}))
+            ok(await b.call_tool("browser_tabs", {"action": "list"}))  # b's first tab: 3 in all
+            refused = await b.call_tool("browser_tabs", {"action": "new"})
+            assert "--max-total-tabs 3" in error(refused)
+            # A page in b opening a popup: closed at once, a's tabs untouched.
+            ok(await b.call_tool("browser_navigate", {"url": site.url("/")}))
+            shot = ok(await b.call_tool("browser_snapshot", {}))
+            clicked = ok(await b.call_tool("browser_click", {"ref": ref_of(text(shot), "Open popup")}))
+            popup = next(t for t in data(clicked)["events"] if t["type"] == "tab_opened")["tabId"]
+            assert f"tab {popup} closed (over the tab limit)" in section(clicked, "Events")
+            a_tabs = result_of(ok(await a.call_tool("browser_tabs", {"action": "list"})))["tabs"]
+            b_tabs = result_of(ok(await b.call_tool("browser_tabs", {"action": "list"})))["tabs"]
+            assert (len(a_tabs), len(b_tabs)) == (2, 1)

@@ -154,6 +154,11 @@ def error_text(exc: BaseException) -> str:
             )
         return str(exc)
     if isinstance(exc, TabLimitError):
+        if exc.total:
+            return (
+                f"Cannot open a new tab: {exc.count} tabs are open in all sessions and instances together, "
+                f"the limit (--max-total-tabs {exc.limit}). {_advice_for(exc)}"
+            )
         return (
             f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
             f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc)}"
@@ -206,7 +211,8 @@ def event_line(event: TabEvent) -> str:
         if d.get("activeChanged"):
             active = d.get("activeTabId")
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
-        return f"tab {tab} closed (by {d.get('by')}){tail}"
+        by = "over the tab limit" if d.get("by") == "cap" else f"by {d.get('by')}"
+        return f"tab {tab} closed ({by}){tail}"
     if event.type == "tab_activated":
         return f"tab {tab} is now active"
     if event.type == "tab_crashed":

@@ -13,6 +13,8 @@ from tabpilot import BrowserOptions, TabLimitPolicy
 
 DEFAULT_SESSION_IDLE_TIMEOUT = 5 * 60.0
 """Seconds an HTTP session may stay idle before its browser context is released."""
+DEFAULT_MAX_TOTAL_TABS = 64
+"""Open tabs of all sessions and instances together."""
 DEFAULT_MAX_SESSIONS = 16
 """HTTP sessions at once; each holds a browser context with its tabs."""
 
@@ -40,6 +42,7 @@ class ServerConfig:
     auth_token: str | None = None
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS
+    max_total_tabs: int = DEFAULT_MAX_TOTAL_TABS
     allow_instances: bool = False
     """Over HTTP, whether clients may launch or connect browsers (browser_instance launch/connect)."""
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from tabpilot import Driver, Instance, TabEvent, TabIds, TabManager, Telemetry, UrlPolicy
+from tabpilot import Driver, Instance, TabBudget, TabEvent, TabIds, TabManager, Telemetry, UrlPolicy
 
 from .config import ServerConfig
 
@@ -88,6 +88,7 @@ class ServerState:
             guard_pages=config.http_host is not None,  # clients share this machine's loopback
         )
         self.tab_ids = TabIds()
+        self.budget = TabBudget(config.max_total_tabs)
         self.driver = Driver()
         self._shared = shared
         """The browser whose contexts sessions get: injected (tests), or launched for HTTP."""
@@ -160,6 +161,7 @@ class ServerState:
             policy=self.policy,
             tab_ids=self.tab_ids,
             driver=self.driver,
+            budget=self.budget,
         )
 
     async def _open_session(self, key: str) -> SessionState:
