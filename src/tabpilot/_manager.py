@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -402,18 +402,28 @@ class TabManager:
             instance.check_alive()
         return [i for i in self._instances.values() if i.state == "lost"]
 
-    async def ensure_default(self) -> Instance | None:
-        """Relaunch the default instance if it is a lost local browser; returns the new instance.
+    async def ensure_default(
+        self, *, isolate_in: Callable[[], Awaitable[Instance]] | None = None
+    ) -> Instance | None:
+        """Replace the default instance if it is lost and can be replaced; returns the new one.
 
-        Call it before work that needs the default instance (a call without a tab id). The
-        replacement gets a new id, becomes the default, and an `instance_relaunched` event says so.
-        A lost connected (remote) default is not reconnected.
+        Call it before work that needs the default instance (a call without a tab id). A lost
+        launched browser is relaunched; a lost isolated context (`attach_isolated`) is opened again
+        in the browser `isolate_in()` returns (the one it lived in, started again by its owner), when
+        given. The replacement gets a new id, becomes the default, and an `instance_relaunched` event
+        says so. A lost connected (remote) default is not reconnected.
         """
         self.check_health()
         lost = self.default_instance
-        if lost is None or lost.state != "lost" or lost.kind != "launched" or self._closed:
+        if lost is None or lost.state != "lost" or self._closed:
             return None
-        replacement = await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir)
+        if lost.kind == "launched":
+            replacement = await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir)
+        elif lost.kind == "context" and isolate_in is not None:
+            replacement = await self.attach_isolated(await isolate_in())
+            await replacement.new_tab()
+        else:
+            return None
         lost.replaced_by = replacement.id
         self._default_id = replacement.id
         active = replacement.active_tab

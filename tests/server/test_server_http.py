@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,8 +16,8 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support import data, error, ok, ref_of, result_of, section, text
-from tabpilot import Instance, cli
+from support import data, error, ok, ref_of, result_of, section, text, wait_until
+from tabpilot import BrowserOptions, Instance, TabManager, cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app
 
@@ -177,3 +179,19 @@ async def test_the_total_tab_cap_holds_across_sessions(shared_browser: Instance,
             a_tabs = result_of(ok(await a.call_tool("browser_tabs", {"action": "list"})))["tabs"]
             b_tabs = result_of(ok(await b.call_tool("browser_tabs", {"action": "list"})))["tabs"]
             assert (len(a_tabs), len(b_tabs)) == (2, 1)
+
+
+async def test_sessions_get_a_new_browser_after_the_shared_one_died(browser_path: str, site: Any) -> None:
+    async with TabManager(browser_path=browser_path) as host:
+        doomed = await host.launch()
+        assert doomed.pid is not None
+        async with serve(doomed, browser=BrowserOptions(browser_path=browser_path)) as url:
+            async with Client(url) as client:
+                ok(await client.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+                os.kill(doomed.pid, signal.SIGKILL)
+                await wait_until(lambda: doomed.state == "lost")
+                again = ok(await client.call_tool("browser_navigate", {"url": site.url("/page/b")}))
+                assert "relaunched in place of lost instance" in section(again, "Events")
+                assert "Page b" in text(again)
+                listed = result_of(ok(await client.call_tool("browser_tabs", {"action": "list"})))
+                assert [t["url"] for t in listed["tabs"]] == [site.url("/page/b")]

@@ -25,6 +25,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context
@@ -43,11 +44,21 @@ T = TypeVar("T")
 class SessionState:
     """One MCP client's browser, telemetry, response cursors and tool-set state."""
 
-    def __init__(self, key: str, manager: TabManager, telemetry: Telemetry, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        key: str,
+        manager: TabManager,
+        telemetry: Telemetry,
+        config: ServerConfig,
+        *,
+        isolate_in: Callable[[], Awaitable[Instance]] | None = None,
+    ) -> None:
         self.key = key
         self.manager = manager
         self.telemetry = telemetry
         self.config = config
+        self.isolate_in = isolate_in
+        """Over HTTP, the shared browser (started again if it died) the session's context lives in."""
         self.last_event_seq = 0
         """Events up to this sequence number were reported to this client (0: none yet)."""
         self.last_error_seq = 0
@@ -174,8 +185,9 @@ class ServerState:
         else:
             telemetry = Telemetry(redact=config.redact)
         manager.add_target_hook(telemetry.attach_target)
+        isolated = self._shared is not None or config.shares_browser
         try:
-            if self._shared is not None or config.shares_browser:
+            if isolated:
                 await manager.attach_isolated(await self._shared_instance())
                 # A fresh context has no page; give the session a tab to start from.
                 await manager.new_tab()
@@ -184,7 +196,9 @@ class ServerState:
         except BaseException:
             await manager.close()
             raise
-        session = SessionState(key, manager, telemetry, config)
+        session = SessionState(
+            key, manager, telemetry, config, isolate_in=self._shared_instance if isolated else None
+        )
         self._sessions[key] = session
         return session
 

@@ -153,9 +153,10 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
         call = Call(spec.name, session, response)
         try:
             if _needs_default_instance(spec, kwargs):
-                # A lost local default browser is relaunched by the next call that needs it; its
-                # instance_relaunched event tells the model in ### Events.
-                await session.manager.ensure_default()
+                # A lost default browser (or an HTTP session's context of the shared one) is
+                # started again by the next call that needs it; its instance_relaunched event tells
+                # the model in ### Events.
+                await session.manager.ensure_default(isolate_in=session.isolate_in)
             if spec.tab:
                 target = call.target(
                     tab_id=kwargs.get("tabId"), ref=kwargs.get(spec.ref_arg), allow_dialog=spec.allows_dialog
