@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import ActionError
+from ._errors import ActionError, ActionReason
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._tab import Tab
 from ._types import DialogInfo
@@ -116,6 +116,45 @@ async def _act(
     )
 
 
+async def _check_input(
+    tab: Tab, element: ElementHandle, what: str, ref: str, *, values: Sequence[str] | None = None
+) -> dict[str, Any] | None:
+    """Fail at once, with the reason, where waiting could not help: a disabled or read-only field,
+    a select with no option for a value. (An element not on the page is left to the action.)
+    Returns the element's state (`ElementHandle.input_state`)."""
+    state = await element.input_state()
+    if state is None:
+        return None
+    problem, options = "", state["options"]
+    reason: ActionReason = "failed"
+    if state["disabled"]:
+        problem, reason = "is disabled", "disabled"
+    elif state["readOnly"]:
+        problem, reason = "is read-only (not editable)", "not_editable"
+    elif values is not None and options is not None:
+        known = {text for pair in options for text in pair}
+        missing = [v for v in values if v not in known]
+        if missing:
+            shown = ", ".join(repr(label) for _, label in options[:20]) + (" …" if len(options) > 20 else "")
+            raise ActionError(
+                f"{what} failed: element {ref} has no option {', '.join(map(repr, missing))} "
+                f"(its options: {shown or 'none'}).",
+                "Options match by value or label.",
+                tab_id=tab.id,
+                ref=ref,
+                reason="no_option",
+            )
+    if problem:
+        raise ActionError(
+            f"{what} failed: element {ref} {problem}.",
+            f"Take a new snapshot of tab {tab.id} and use a ref of an element you can act on.",
+            tab_id=tab.id,
+            ref=ref,
+            reason=reason,
+        )
+    return state
+
+
 def _with(result: ActionResult, **changes: Any) -> ActionResult:
     return ActionResult(
         **{name: changes.get(name, getattr(result, name)) for name in ActionResult.__dataclass_fields__}
@@ -171,6 +210,8 @@ async def type_text(
         raise ValueError(f"text is {len(text)} characters; at most {MAX_TYPED} can be typed in one call.")
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
+    what = f"Typing into {ref} on tab {tab.id}"
+    await _check_input(tab, element, what, ref)
     # Typing key by key takes time in proportion to the text; the timeout covers each key too.
     limit = timeout + (0.05 * len(text) if slowly else 0)
 
@@ -182,9 +223,7 @@ async def type_text(
         if submit:
             await element.press("Enter", timeout=timeout)
 
-    _, result = await _act(
-        tab, f"Typing into {ref} on tab {tab.id}", job(), ref=ref, timeout=limit, dialogs=dialogs
-    )
+    _, result = await _act(tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs)
     return result
 
 
@@ -215,9 +254,11 @@ async def select_option(
         values = [values]
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
+    what = f"Selecting {list(values)} in {ref} on tab {tab.id}"
+    await _check_input(tab, element, what, ref, values=values)
     selected, result = await _act(
         tab,
-        f"Selecting {list(values)} in {ref} on tab {tab.id}",
+        what,
         element.select(values, timeout=timeout),
         ref=ref,
         timeout=timeout,
@@ -244,6 +285,11 @@ async def fill_form(
         raise ValueError("fields must name at least one field: [(ref, value), ...].")
     timeout = timeout or tab.host.timeouts.action
     elements = [(ref, await tab.element(ref), value) for ref, value in fields]
+    selects: dict[str, bool] = {}
+    for ref, element, value in elements:  # every field, before anything is filled
+        values = None if isinstance(value, bool) else [value] if isinstance(value, str) else list(value)
+        state = await _check_input(tab, element, f"Filling {ref} on tab {tab.id}", ref, values=values)
+        selects[ref] = state is not None and state["options"] is not None
 
     async def job() -> None:
         for ref, element, value in elements:
@@ -254,7 +300,7 @@ async def fill_form(
                     await element.check(value, timeout=timeout)
                 elif not isinstance(value, str):
                     await element.select(list(value), timeout=timeout)
-                elif await element.evaluate("(e) => e.tagName === 'SELECT'", timeout=timeout):
+                elif selects[ref]:
                     await element.select([value], timeout=timeout)
                 else:
                     await element.fill(value, timeout=timeout)

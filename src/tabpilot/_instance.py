@@ -384,7 +384,9 @@ class Instance:
             victim = self._registry.cap_victim(exclude=None)
             if rules.tab_limit_policy != "close-oldest" or victim is None:
                 if budget is not None and total_full:
-                    raise TabLimitError(self.id, budget.used, budget.limit, rules.tab_limit_policy, total=True)
+                    raise TabLimitError(
+                        self.id, budget.used, budget.limit, rules.tab_limit_policy, total=True
+                    )
                 raise TabLimitError(self.id, len(self._registry), rules.max_tabs, rules.tab_limit_policy)
             await self.close_tab(victim, cause="cap")
         with self._tracker.creating():

@@ -465,7 +465,9 @@ class TabManager:
                     found = instance.tab_for_target(text)
                     if found is not None:
                         return found
-                raise TabNotFoundError(tab_id, self._open_tabs())
+                digits = any(ch.isdigit() for ch in text) and len(text) < 20  # "١", "¹": not 1
+                reason = "Tab ids are written with the digits 0-9." if digits else ""
+                raise TabNotFoundError(tab_id, self._open_tabs(), reason=reason)
         assert isinstance(key, int)
         for instance in self._instances.values():
             found = instance.get_tab(key)

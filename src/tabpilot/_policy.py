@@ -24,7 +24,6 @@ match subdomains; a bare `example.com` matches that host on any scheme and port.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 

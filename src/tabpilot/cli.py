@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -213,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--auth-token",
         metavar="TOKEN",
         help="require 'Authorization: Bearer TOKEN' on every HTTP request; needed to bind an address "
-        "other than loopback",
+        "other than loopback. Better: set it in $TABPILOT_AUTH_TOKEN (a command line shows in ps)",
     )
     _option(
         transport,
@@ -411,7 +412,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         redact=not values.get("no_redact", False),
         http_host=http_host,
         http_port=http_port,
-        auth_token=values.get("auth_token"),
+        auth_token=_auth_token(values.get("auth_token"), http=http_host is not None),
         session_idle_timeout=values.get("session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT),
         max_sessions=values.get("max_sessions", DEFAULT_MAX_SESSIONS),
         allow_instances=values.get("allow_instances", False),
@@ -421,6 +422,26 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     if config.http_host is not None:
         check_bind(config)
     return config
+
+
+AUTH_TOKEN_ENV = "TABPILOT_AUTH_TOKEN"
+
+
+def _auth_token(given: str | None, *, http: bool) -> str | None:
+    """The bearer token: --auth-token, else $TABPILOT_AUTH_TOKEN (not visible in `ps`)."""
+    token = given if given is not None else os.environ.get(AUTH_TOKEN_ENV)
+    if token is None:
+        return None
+    source = "--auth-token" if given is not None else f"${AUTH_TOKEN_ENV}"
+    if not http:
+        if given is None:
+            return None  # an environment variable set for other runs does not stop a stdio server
+        raise ValueError("--auth-token only applies to an HTTP server: add --http HOST:PORT, or drop it")
+    if not token.strip() or token != token.strip():
+        raise ValueError(f"{source} is empty or starts or ends with spaces: give a real secret")
+    if len(token) < 8:
+        raise ValueError(f"{source} is shorter than 8 characters: give a longer secret")
+    return token
 
 
 def main(argv: Sequence[str] | None = None) -> int:

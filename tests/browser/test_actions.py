@@ -18,6 +18,7 @@ from tabpilot import (
     TabNotFoundError,
     click,
     evaluate,
+    fill_form,
     hover,
     press_key,
     screenshot,
@@ -254,3 +255,26 @@ async def test_keys_and_scripts_act_on_the_tab_they_are_given(
         await evaluate(form, "() => { throw new Error('boom') }")
     with pytest.raises(ActionError, match="Unknown key"):
         await press_key(form, "NoSuchKey")
+
+
+async def test_fill_form_checks_every_field_before_filling_any(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    site.set_content(
+        "/two",
+        '<input aria-label="Free"><input disabled aria-label="Off">'
+        '<select aria-label="Size"><option>S</option><option>M</option></select>',
+    )
+    (tab,) = await open_tabs(manager, instance, site.url("/two"))
+    snap = await tab.snapshot()
+    free, off, size = (ref_of(snap, f'"{name}"') for name in ("Free", "Off", "Size"))
+    with pytest.raises(ActionError) as disabled:
+        await fill_form(tab, [(free, "typed"), (off, "nope")])
+    assert disabled.value.reason == "disabled" and disabled.value.ref == off
+    with pytest.raises(ActionError) as no_option:
+        await fill_form(tab, [(free, "typed"), (size, "XL")])
+    assert no_option.value.reason == "no_option" and "'S', 'M'" in str(no_option.value)
+    assert (await evaluate(tab, "() => document.querySelector('input').value")).value == ""
+    await fill_form(tab, [(free, "typed"), (size, "M")])
+    both = "() => document.querySelector('input').value + document.querySelector('select').value"
+    assert (await evaluate(tab, both)).value == "typedM"

@@ -657,3 +657,52 @@ async def test_an_unknown_tab_id_lists_the_open_tabs(connect: Callable[..., Clie
 
         unknown_ref_tab = error(await mcp.call_tool("browser_click", {"ref": "9999e1"}))
         assert "Tab 9999 not found" in unknown_ref_tab and "Open tabs" in unknown_ref_tab
+
+
+# -- input that cannot work fails at once, with the reason -----------------------------------------
+
+
+async def test_fields_that_cannot_take_input_fail_at_once_with_the_reason(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/fields",
+        '<select aria-label="Fruit"><option value="a">Apple</option><option>Pear</option></select>'
+        '<input disabled aria-label="Off" value="x"><input readonly aria-label="Fixed">'
+        '<fieldset disabled><input aria-label="Inside"></fieldset><input aria-label="Free">',
+    )
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/fields"))
+        snap = await snapshot(mcp, tab)
+        fruit, off, fixed, inside, free = (
+            ref_of(snap, f'"{name}"') for name in ("Fruit", "Off", "Fixed", "Inside", "Free")
+        )
+        missing = error(await mcp.call_tool("browser_select_option", {"ref": fruit, "values": ["Plum"]}))
+        assert f"element {fruit} has no option 'Plum' (its options: 'Apple', 'Pear')" in missing
+        for ref, says in (
+            (off, "is disabled."),
+            (fixed, "is read-only (not editable)."),
+            (inside, "is disabled."),
+        ):
+            failed = error(await mcp.call_tool("browser_type", {"ref": ref, "text": "hi"}))
+            assert f"element {ref} {says}" in failed and "waited" not in failed, failed
+        ok(await mcp.call_tool("browser_select_option", {"ref": fruit, "values": ["Apple"]}))
+        ok(await mcp.call_tool("browser_type", {"ref": free, "text": "hi"}))
+
+
+async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        refused = error(await mcp.call_tool("browser_snapshot", {"tabId": True}))
+        assert "argument 'tabId': Input should be a valid integer or a valid string (got True)" in refused
+        for lookalike in ("١", "¹"):
+            failed = error(await mcp.call_tool("browser_snapshot", {"tabId": lookalike}))
+            assert "Tab ids are written with the digits 0-9" in failed and f"tab {tab}:" in failed
+        long_url = site.url("/page/a#") + "q" * 200_000
+        went = ok(await mcp.call_tool("browser_navigate", {"url": long_url, "tabId": tab}))
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        for result in (went, listed):
+            assert len(text(result)) < 5_000 and "more]" in text(result)
+            assert len(str(result.structured_content)) < 20_000

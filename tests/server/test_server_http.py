@@ -195,3 +195,23 @@ async def test_sessions_get_a_new_browser_after_the_shared_one_died(browser_path
                 assert "Page b" in text(again)
                 listed = result_of(ok(await client.call_tool("browser_tabs", {"action": "list"})))
                 assert [t["url"] for t in listed["tabs"]] == [site.url("/page/b")]
+
+
+def test_the_auth_token_is_checked_and_can_come_from_the_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["serve", *argv])
+        assert exited.value.code == 2
+        return capsys.readouterr().err
+
+    assert "empty or starts or ends with spaces" in refused("--http", "8931", "--auth-token", " ")
+    assert "shorter than 8 characters" in refused("--http", "8931", "--auth-token", "abc")
+    assert "only applies to an HTTP server" in refused("--auth-token", "a-long-secret")
+    monkeypatch.setenv("TABPILOT_AUTH_TOKEN", "from-the-environment")
+    parser = cli.build_parser()
+    config = cli.config_from_args(parser.parse_args(["serve", "--http", "0.0.0.0:8931"]))
+    assert config.auth_token == "from-the-environment"  # and so a non-loopback bind is allowed
+    stdio = cli.config_from_args(parser.parse_args(["serve"]))
+    assert stdio.auth_token is None

@@ -85,6 +85,13 @@ class DialogHandle:
         await self._dialog.dismiss()
 
 
+_INPUT_STATE = """el => ({
+  disabled: el.matches(':disabled'),
+  readOnly: ['INPUT', 'TEXTAREA'].includes(el.tagName) && el.readOnly,
+  options: el.tagName === 'SELECT' ? Array.from(el.options, o => [o.value, o.label]) : null,
+})"""
+
+
 class ElementHandle:
     """An element of a page (a Playwright locator); every call takes its own timeout in seconds."""
 
@@ -95,6 +102,17 @@ class ElementHandle:
 
     async def count(self) -> int:
         return await self._locator.count()
+
+    async def input_state(self) -> dict[str, Any] | None:
+        """At once, without waiting: whether the element is disabled or read-only, and a select's
+        options as [value, label] pairs; None if the element is not on the page now."""
+        # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
+        # returns at once, and gives up quickly on one that is not.
+        try:
+            state: dict[str, Any] = await self._locator.evaluate(_INPUT_STATE, timeout=500)
+        except PlaywrightError:
+            return None
+        return state
 
     async def click(
         self, *, button: MouseButton, modifiers: Sequence[str], double: bool, timeout: float

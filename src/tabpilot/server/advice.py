@@ -7,6 +7,7 @@ Every line about a tab, an event or an entry is written here and nowhere else.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +69,7 @@ def _action_advice(exc: ActionError) -> str:
     snap = snapshot_call(exc.tab_id)
     advice = {
         "covered": f"Close or dismiss what covers it (a dialog, banner or menu; take a new {snap} to find it), then retry.",
-        "no_option": f"Options match by value or label; see them with browser_snapshot(ref={exc.ref!r}).",
+        "no_option": "Options match by value or label; use one of them.",
         "timeout": f"The page may be busy or still loading: take a new {snap} and retry.",
         "busy": f"The page may be busy: take a new {snap} and retry.",
         "tab_closed": "List tabs with browser_tabs(action='list') to see what is open.",
@@ -90,10 +91,10 @@ def _connect_advice(exc: ConnectError) -> str:
 
 _BLOCKED = {
     "blocked": lambda e: (
-        f"Navigation to {e.url} is blocked: {e.origin} is in --blocked-origins. Choose another URL."
+        f"Navigation to {short(e.url)} is blocked: {short(e.origin)} is in --blocked-origins. Choose another URL."
     ),
     "privileged": lambda e: (
-        f"Navigation to {e.url} is blocked: {e.origin} URLs are refused unless the server is started with "
+        f"Navigation to {short(e.url)} is blocked: {e.origin} URLs are refused unless the server is started with "
         f"--allowed-origins {e.origin} . Use an http(s) URL instead."
     ),
 }
@@ -143,13 +144,21 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
 
 
 def error_text(exc: BaseException) -> str:
-    """An exception as the text of an `### Error` section: what happened, then the next call."""
+    """An exception as the text of an `### Error` section: what happened, then the next call.
+    A long word in it (a URL, a value the caller sent) is cut: an error repeats, it never echoes."""
+    return _LONG_WORD.sub(lambda m: short(m.group()), _error_text(exc))
+
+
+_LONG_WORD = re.compile(rf"\S{{{URL_CHARS + 1},}}")
+
+
+def _error_text(exc: BaseException) -> str:
     if isinstance(exc, NavigationBlockedError):
         if exc.reason in _BLOCKED:
             return _BLOCKED[exc.reason](exc)
         if exc.reason == "not_allowed":
             return (
-                f"Navigation to {exc.url} is blocked: {exc.origin} is not in --allowed-origins. "
+                f"Navigation to {short(exc.url)} is blocked: {short(exc.origin)} is not in --allowed-origins. "
                 "Choose a URL on an allowed origin."
             )
         return str(exc)

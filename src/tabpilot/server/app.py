@@ -73,11 +73,7 @@ class TabpilotServer(MCPServer[ServerState]):
         except ToolError as exc:
             if not isinstance(exc.__cause__, ValidationError):
                 raise
-            problems = []
-            for err in exc.__cause__.errors():
-                arg = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-                given = f" (got {_shown(err['input'])})" if err["type"] != "missing" else ""
-                problems.append(f"- argument {arg!r}: {err['msg']}{given}")
+            problems = _argument_problems(exc.__cause__)
             return await self._argument_error(
                 name,
                 context,
@@ -107,6 +103,26 @@ class TabpilotServer(MCPServer[ServerState]):
 def _shown(value: Any, cap: int = 200) -> str:
     text = repr(value)
     return text if len(text) <= cap else text[:cap] + f"…[{len(text)} characters]"
+
+
+def _argument_problems(error: ValidationError) -> list[str]:
+    """One line per bad argument; the branches of a union (`int | str`) that all refused one value
+    make one line ("a valid integer or a valid string")."""
+    by_arg: dict[Any, list[Any]] = {}
+    for err in error.errors():
+        by_arg.setdefault(err["loc"][0] if err["loc"] else "(arguments)", []).append(err)
+    lines = []
+    for arg, errs in by_arg.items():
+        branches = len(errs) > 1 and all(len(e["loc"]) == 2 and e["input"] is errs[0]["input"] for e in errs)
+        if branches:
+            msgs = [errs[0]["msg"], *(e["msg"].removeprefix("Input should be ") for e in errs[1:])]
+            lines.append(f"- argument {str(arg)!r}: {' or '.join(msgs)} (got {_shown(errs[0]['input'])})")
+            continue
+        for err in errs:
+            where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+            given = f" (got {_shown(err['input'])})" if err["type"] != "missing" else ""
+            lines.append(f"- argument {where!r}: {err['msg']}{given}")
+    return lines
 
 
 def create_server(config: ServerConfig | None = None, *, shared: Instance | None = None) -> TabpilotServer:

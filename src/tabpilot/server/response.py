@@ -189,7 +189,7 @@ class Response:
     def _result(self, texts: list[str], data: dict[str, Any]) -> CallToolResult:
         content: list[ContentBlock] = [TextContent(type="text", text=t) for t in texts]
         content.extend(self._images)
-        return CallToolResult(content=content, structured_content=data, is_error=self.is_error)
+        return CallToolResult(content=content, structured_content=_cut_urls(data), is_error=self.is_error)
 
     def _tabs_section(self, session: SessionState, data: dict[str, Any]) -> Section | None:
         manager = session.manager
@@ -242,7 +242,8 @@ class Response:
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
         page = Section(
-            "Page", f"- Tab: {tab.id}\n- URL: {short(tab.url)}\n- Title: {tab.title or '(no title)'}"
+            "Page",
+            f"- Tab: {tab.id}\n- URL: {short(tab.url)}\n- Title: {short(tab.title, 200) or '(no title)'}",
         )
         return page, snapshot
 
@@ -278,3 +279,19 @@ class Response:
         if cut:
             tail.append(f"({cut} more changed lines cut; take a snapshot to see them)")
         return Section("Snapshot", "\n".join([head, _yaml("\n".join(shown)), *tail]))
+
+
+STRUCTURED_URL_CHARS = 4096
+"""URLs (and titles) longer than this are cut in structured content too: a page can make them any size."""
+_CUT_KEYS = ("url", "title")
+
+
+def _cut_urls(value: Any, key: str = "") -> Any:
+    """`value` with every string under a key ending in "url" or "title" cut to STRUCTURED_URL_CHARS."""
+    if isinstance(value, dict):
+        return {k: _cut_urls(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_urls(v, key) for v in value]
+    if isinstance(value, str) and len(value) > STRUCTURED_URL_CHARS and key.lower().endswith(_CUT_KEYS):
+        return short(value, STRUCTURED_URL_CHARS)
+    return value

@@ -33,7 +33,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
 
@@ -42,8 +42,10 @@ from ..state import ServerState, SessionState
 
 logger = logging.getLogger("tabpilot.server")
 
+TabIdValue = StrictInt | StrictStr
+"""A tab id argument: strict, so `true` is refused instead of becoming tab 1."""
 TabIdArg = Annotated[
-    int | str | None,
+    TabIdValue | None,
     Field(
         description="Tab id (from ### Tabs; its decimal string or CDP target id also work). Default: the active tab."
     ),

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from tabpilot import NoDialogError, Tab
 
-from .base import Call, ToolSpec
+from .base import Call, TabIdValue, ToolSpec
 
 
 async def browser_handle_dialog(
@@ -24,7 +24,7 @@ async def browser_handle_dialog(
         str | None, Field(description="For a prompt dialog: the text to answer with (when accepting).")
     ] = None,
     tabId: Annotated[
-        int | str | None,
+        TabIdValue | None,
         Field(
             description="The tab whose dialog to handle (from ### Events or ### Tabs). Omit for the active tab."
         ),

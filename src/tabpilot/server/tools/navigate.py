@@ -9,6 +9,7 @@ from pydantic import Field
 
 from tabpilot import Tab, navigate
 
+from ..advice import short
 from .base import Call, TabIdArg, ToolSpec
 
 
@@ -27,7 +28,7 @@ async def browser_navigate(
 ) -> None:
     result = await navigate(tab, action, url)
     verb = {"goto": "Navigated", "back": "Went back", "forward": "Went forward", "reload": "Reloaded"}[action]
-    text = f"{verb}: tab {tab.id} is on {result.url}."
+    text = f"{verb}: tab {tab.id} is on {short(result.url)}."
     if result.note:
         text += f" {result.note}"
     call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})

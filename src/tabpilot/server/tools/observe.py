@@ -17,7 +17,7 @@ from pydantic import Field
 from tabpilot import Query, query_tab_events
 
 from ..advice import entry_line
-from .base import Call, ToolSpec
+from .base import Call, TabIdValue, ToolSpec
 
 ObserveWhat = Literal[
     "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions", "tab_events"
@@ -39,7 +39,7 @@ async def browser_observe(
         ),
     ],
     tabId: Annotated[
-        int | str | None,
+        TabIdValue | None,
         Field(
             description="Only this tab's entries (works for background and closed tabs too). "
             "Omit for all tabs: every entry carries its tabId."

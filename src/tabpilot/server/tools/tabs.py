@@ -19,7 +19,7 @@ from pydantic import Field
 from tabpilot import TabpilotError, navigate, normalize_url
 
 from ..advice import error_text, short
-from .base import Call, TabIdArg, ToolSpec
+from .base import Call, TabIdArg, TabIdValue, ToolSpec
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
 
@@ -29,7 +29,7 @@ async def browser_tabs(
     action: Annotated[TabsAction, Field(description="What to do.")],
     tabId: TabIdArg = None,
     keepTabId: Annotated[
-        int | str | None, Field(description="close_others: the tab to keep (default: the active tab).")
+        TabIdValue | None, Field(description="close_others: the tab to keep (default: the active tab).")
     ] = None,
     url: Annotated[str | None, Field(description="new: the URL to open (default about:blank).")] = None,
     background: Annotated[

@@ -27,7 +27,7 @@ from pydantic import Field
 from tabpilot import LastTabError, TabManager, TabNotFoundError, TabpilotError
 
 from ..advice import error_text
-from ..tools.base import Call, ToolSpec
+from ..tools.base import Call, TabIdValue, ToolSpec
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
@@ -65,10 +65,10 @@ async def browser_tab(
     action: Annotated[Action, Field(description="One of: list, new, close, close_others, activate")],
     instanceId: Annotated[str | None, Field(description="Target browser instance")] = None,
     tabId: Annotated[
-        int | str | None, Field(description="Tab ID to operate on (for close, activate)")
+        TabIdValue | None, Field(description="Tab ID to operate on (for close, activate)")
     ] = None,
     keepTabId: Annotated[
-        int | str | None, Field(description="Tab ID to keep open (for close_others)")
+        TabIdValue | None, Field(description="Tab ID to keep open (for close_others)")
     ] = None,
     url: Annotated[str | None, Field(description="URL to open in new tab (for new)")] = None,
 ) -> None:

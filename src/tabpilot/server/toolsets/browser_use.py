@@ -58,7 +58,7 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import error_text
+from ..advice import error_text, short
 from ..tools.base import Call, ToolSpec
 from ._common import SnapshotElement, accept_dialog, describe_elements, dialog_note, interactive_elements
 
@@ -124,7 +124,7 @@ def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active: bool) 
             if active
             else f'not active: call browser_switch_tab with tab_id "{info.id}" to use it.'
         )
-        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {info.url}, {tail}')
+        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {short(info.url)}, {tail}')
     return "".join(lines)
 
 
@@ -169,7 +169,10 @@ def _stale(index: int) -> str:
 
 def _not_found(manager: TabManager, tab_id: object) -> str:
     tabs = (
-        "; ".join(f'tab_id "{t.id}": {t.title or "(no title)"} ({t.url})' for t in manager.tabs()) or "none"
+        "; ".join(
+            f'tab_id "{t.id}": {short(t.title, 200) or "(no title)"} ({short(t.url)})' for t in manager.tabs()
+        )
+        or "none"
     )
     return (
         f"Error: No tab with tab_id {tab_id!r}. Open tabs: {tabs}. "
@@ -226,7 +229,7 @@ async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
     except TabpilotError:
         call.response.plain(_not_found(manager, tab_id), error=True)
         return
-    call.response.plain(f"Switched to tab {tab.id}: {tab.url}")
+    call.response.plain(f"Switched to tab {tab.id}: {short(tab.url)}")
 
 
 async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
@@ -257,11 +260,13 @@ async def browser_navigate(
             tab = await manager.new_tab(None)
             call.acted_tab = tab
             await navigate(tab, "goto", url)
-            call.response.plain(f'Opened new tab with URL: {url}\nNew tab: tab_id "{tab.id}", now active.')
+            call.response.plain(
+                f'Opened new tab with URL: {short(url)}\nNew tab: tab_id "{tab.id}", now active.'
+            )
         else:
             tab, note = await _active(call)
             await navigate(tab, "goto", url)
-            call.response.plain(f"Navigated to: {url}" + _lines(note))
+            call.response.plain(f"Navigated to: {short(url)}" + _lines(note))
     except TabpilotError as exc:
         call.response.plain(f"Error: {error_text(exc)}", error=True)
 

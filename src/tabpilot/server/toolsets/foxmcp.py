@@ -31,7 +31,7 @@ from pydantic import Field
 
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
-from ..advice import error_text
+from ..advice import error_text, short
 from ..tools.base import Call, ToolSpec
 
 TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
@@ -41,7 +41,7 @@ def tab_line(info: TabInfo) -> str:
     """`- ID {id}: {title} - {url}` with ` (active)` and ` (pinned)` markers."""
     active = " (active)" if info.active else ""
     pinned = " (pinned)" if info.pinned else ""
-    return f"- ID {info.id}: {info.title or 'No title'} - {info.url or 'No URL'}{active}{pinned}"
+    return f"- ID {info.id}: {short(info.title, 200) or 'No title'} - {short(info.url) or 'No URL'}{active}{pinned}"
 
 
 def tabs_list_text(tabs: Sequence[TabInfo]) -> str:
@@ -53,7 +53,7 @@ def tabs_list_text(tabs: Sequence[TabInfo]) -> str:
 
 
 def created_text(info: TabInfo) -> str:
-    return f"Created tab: ID {info.id} - {info.title or 'Loading...'} - {info.url}"
+    return f"Created tab: ID {info.id} - {short(info.title, 200) or 'Loading...'} - {short(info.url)}"
 
 
 def windows_text(manager: TabManager, *, populate: bool) -> str:

@@ -38,7 +38,7 @@ from pydantic import Field
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
 from tabpilot import click as click_ref
 
-from ..advice import error_text
+from ..advice import error_text, short
 from ..tools.base import Call, ToolSpec
 from ._common import accept_dialog, dialog_note, host_of
 
@@ -71,7 +71,7 @@ def event_lines(events: Sequence[TabEvent], tabs: Sequence[TabInfo]) -> list[str
             opener = event.data.get("openerId")
             by = f" (opened by Tab {opener})" if opener is not None else ""
             url = urls.get(event.tab_id or -1) or event.data.get("url") or "about:blank"
-            lines.append(f"BROWSER_TAB_OPENED: Tab {event.tab_id}{by}: {url}")
+            lines.append(f"BROWSER_TAB_OPENED: Tab {event.tab_id}{by}: {short(url)}")
         elif event.type == "tab_closed":
             lines.append(f"BROWSER_TAB_CLOSED: Tab {event.tab_id}")
     return lines
@@ -167,7 +167,7 @@ async def get_snapshot(call: Call) -> None:
     events = event_lines(manager.events.history(since=since), tabs) + ([note] if note else [])
     if events:
         parts.append("Tab events since the last snapshot:\n" + "\n".join(events))
-    parts.append(f'Current page (Tab {tab.id}): {snap.url} - "{snap.title}"\n{snap.text}')
+    parts.append(f'Current page (Tab {tab.id}): {short(snap.url)} - "{short(snap.title, 200)}"\n{snap.text}')
     call.response.plain("\n\n".join(parts), {"tabId": tab.id, "url": snap.url, "title": snap.title})
 
 
@@ -217,7 +217,7 @@ async def goto(
         await _fail(call, exc)
         return
     tail = f" {result.note}" if result.note else ""
-    call.response.plain(f"Navigated tab {tab.id} to {result.url}.{tail}" + _lines(note))
+    call.response.plain(f"Navigated tab {tab.id} to {short(result.url)}.{tail}" + _lines(note))
 
 
 TOOLS: list[ToolSpec] = [
