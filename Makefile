@@ -42,7 +42,7 @@ lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
 typecheck: install
-	$(VENV)/bin/mypy src
+	$(VENV)/bin/mypy src tests
 
 test: install browser lint typecheck
 	$(VENV)/bin/pytest -q

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ._types import EventType, TabEvent
@@ -68,7 +68,7 @@ class EventBus:
         ]
         return events[-limit:] if limit else events
 
-    async def stream(self) -> AsyncIterator[TabEvent]:
+    async def stream(self) -> AsyncGenerator[TabEvent, None]:
         """Yield events as they happen, from now on, until the consumer stops iterating."""
         queue: asyncio.Queue[TabEvent] = asyncio.Queue(self._stream_queue_size)
         self._queues.append(queue)

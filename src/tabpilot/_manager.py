@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -287,7 +288,7 @@ class TabManager:
         browser_path: str | None = None,
         instance_id: str | None = None,
         timeout: float = 30.0,
-        user_data_dir: str | None = None,
+        user_data_dir: str | os.PathLike[str] | None = None,
         options: BrowserOptions | None = None,
     ) -> Instance:
         """Start a local Chromium over a pipe (no debugging port other processes could reach).

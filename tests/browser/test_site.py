@@ -5,6 +5,7 @@ import contextlib
 import json
 import urllib.error
 import urllib.request
+from typing import Any
 
 import websockets
 from playwright.async_api import Error as PlaywrightError
@@ -143,8 +144,13 @@ async def test_in_chromium_the_oauth_popup_signs_the_app_in_and_closes_itself(
                 await app.get_by_role("button", name="Sign in").click()
             popup = await popup_info.value
             await popup.get_by_label("Username").fill("ada")
-            closed = asyncio.get_running_loop().create_future()
-            popup.once("close", lambda _: closed.done() or closed.set_result(None))  # before it can close
+            closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def on_close(_page: Any) -> None:
+                if not closed.done():
+                    closed.set_result(None)
+
+            popup.once("close", on_close)  # before it can close
             with contextlib.suppress(PlaywrightError):  # the click may end with "target closed"
                 await popup.get_by_role("button", name="Authorize").click()
             await asyncio.wait_for(closed, 10)
