@@ -10,10 +10,10 @@ A tab knows nothing of the instance that holds it beyond `TabHost`, what the ins
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ._errors import (
     ActionError,
@@ -29,6 +29,8 @@ from ._pw import DialogHandle, Disposer, Doing, ElementHandle, Page, PageHandle,
 from ._refs import parse_ref, scope_snapshot, tab_ref
 from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus
 from ._watch import ActionWatch
+
+T = TypeVar("T")
 
 READY_TIMEOUT = 10.0
 """Seconds page work waits for Playwright to report a tab whose target exists already."""
@@ -119,6 +121,7 @@ class Tab:
         self._handle: PageHandle | None = None
         self._bound: asyncio.Event | None = None
         self._dialog: DialogHandle | None = None
+        self._dialog_waiters: set[asyncio.Future[DialogInfo]] = set()
         self._refs: set[str] = set()
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
@@ -253,7 +256,11 @@ class Tab:
 
     def _on_dialog(self, dialog: DialogHandle) -> None:
         self._dialog = dialog
-        self.host.dialog_opened(self, DialogInfo(dialog.type, dialog.message, dialog.default_value))
+        info = DialogInfo(dialog.type, dialog.message, dialog.default_value)
+        for waiter in self._dialog_waiters:
+            if not waiter.done():
+                waiter.set_result(info)
+        self.host.dialog_opened(self, info)
 
     def _on_download(self, url: str, filename: str) -> None:
         self.host.emit("download", self.id, url=url, suggestedFilename=filename)
@@ -313,6 +320,26 @@ class Tab:
         if info is not None:
             raise DialogOpenError(self.id, info)
 
+    async def unless_dialog(self, work: Awaitable[T]) -> T:
+        """Run page work a dialog would block (the page stops answering while one is open): if a
+        dialog opens first, the work is dropped and DialogOpenError raised at once."""
+        self.ensure_no_dialog()
+        opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(work)
+        self._dialog_waiters.add(opened)
+        try:
+            await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            self._dialog_waiters.discard(opened)
+        if task.done():
+            return task.result()
+        task.cancel()
+        task.add_done_callback(_consume)
+        raise DialogOpenError(self.id, opened.result())
+
     # -- dialogs -------------------------------------------------------------------------------
 
     async def handle_dialog(self, *, accept: bool, prompt_text: str | None = None) -> DialogInfo:
@@ -348,8 +375,8 @@ class Tab:
                 reading = element.aria_snapshot(depth=depth)
             else:
                 reading = page.aria_snapshot(depth=depth)
-            raw, title = await asyncio.wait_for(
-                asyncio.gather(reading, page.title()), self.host.timeouts.action * 2
+            raw, title = await self.unless_dialog(
+                asyncio.wait_for(asyncio.gather(reading, page.title()), self.host.timeouts.action * 2)
             )
         self._title = title
         text, refs = scope_snapshot(self.id, raw)
@@ -395,3 +422,9 @@ class Tab:
                 tab_id=self.id,
             )
         return element
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve a dropped task's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()

@@ -706,3 +706,21 @@ async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
         for result in (went, listed):
             assert len(text(result)) < 5_000 and "more]" in text(result)
             assert len(str(result.structured_content)) < 20_000
+
+
+async def test_a_page_that_opens_dialogs_in_a_loop_gets_each_answered_and_the_next_reported(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/loop", "<button onclick=\"let n = 0; for (;;) alert('again ' + ++n)\">Go</button>")
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/loop"))
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, tab), "Go")}))
+        for n in (1, 2, 3):
+            answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+            assert f"Accepted the alert dialog 'again {n}'" in section(answered, "Result")
+            assert f"shows an alert dialog: 'again {n + 1}'" in section(answered, "Events")
+            # The page section says why there is no snapshot; it did not wait for one.
+            assert "shows a dialog" in section(answered, "Snapshot"), text(answered)
+        # Other tabs work meanwhile.
+        other = await open_tab(mcp, site.url("/page/a"))
+        assert "Page a" in await snapshot(mcp, other)
