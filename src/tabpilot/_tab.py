@@ -327,8 +327,9 @@ class Tab:
         opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
         task = asyncio.ensure_future(work)
         self._dialog_waiters.add(opened)
+        either: set[asyncio.Future[Any]] = {task, opened}
         try:
-            await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             task.cancel()
             raise
