@@ -4,6 +4,7 @@ tab and on tabs behind it, with the new tabs, dialogs and page changes they caus
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -724,3 +725,41 @@ async def test_a_page_that_opens_dialogs_in_a_loop_gets_each_answered_and_the_ne
         # Other tabs work meanwhile.
         other = await open_tab(mcp, site.url("/page/a"))
         assert "Page a" in await snapshot(mcp, other)
+
+
+async def test_concurrent_calls_each_report_only_their_own_effects(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/"))
+        snap = await snapshot(mcp, home)
+        say_hi_page = await open_tab(mcp, site.url("/page/b"))
+        say_hi = ref_of(await snapshot(mcp, say_hi_page), "Say hi")
+        popup_button = ref_of(snap, "Open popup")
+        for _ in range(3):
+            quiet, popup, new = await asyncio.gather(
+                mcp.call_tool("browser_click", {"ref": say_hi}),
+                mcp.call_tool("browser_click", {"ref": popup_button}),
+                mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a"), "background": True}),
+            )
+            new_id = data(ok(new))["result"]["tabId"]
+            popup_ids = data(ok(popup))["result"]["openedTabIds"]
+            assert len(popup_ids) == 1 and new_id not in popup_ids, text(popup)
+            assert f"It opened tab {popup_ids[0]}" in section(popup, "Result")
+            assert data(ok(quiet))["result"]["openedTabIds"] == []
+            assert "It opened" not in section(quiet, "Result")
+            ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": popup_ids[0]}))
+
+
+async def test_a_call_whose_tab_another_call_closes_fails(connect: Callable[..., Client], site: LocalSite) -> None:
+    async with connect() as mcp:
+        await start_on(mcp, site.url("/page/a"))
+        victim = await open_tab(mcp, site.url("/page/b"))
+        slow = "() => new Promise(resolve => setTimeout(() => resolve(42), 1000))"
+        evaluated, closed = await asyncio.gather(
+            mcp.call_tool("browser_evaluate", {"function": slow, "tabId": victim}),
+            mcp.call_tool("browser_tabs", {"action": "close", "tabId": victim}),
+        )
+        ok(closed)
+        assert f"tab {victim} closed" in error(evaluated)
+        assert "42" not in text(evaluated)
