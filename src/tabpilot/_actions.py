@@ -41,7 +41,9 @@ EVALUATE_TIMEOUT = 30.0
 MAX_WAIT_TIME = 30.0
 """Upper bound of `wait_for(time=...)`, in seconds."""
 MAX_TYPED = 20_000
-"""Characters `type_text` accepts at once (typing key by key costs time per character)."""
+"""Characters `type_text` accepts at once."""
+MAX_TYPED_SLOWLY = 2_000
+"""Characters `type_text(slowly=True)` accepts at once: key by key costs time per character."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +208,14 @@ async def type_text(
 ) -> ActionResult:
     """Replace the text of an editable element (`slowly`: key by key, firing key handlers);
     `submit` presses Enter afterwards."""
-    if len(text) > MAX_TYPED:
-        raise ValueError(f"text is {len(text)} characters; at most {MAX_TYPED} can be typed in one call.")
+    cap = MAX_TYPED_SLOWLY if slowly else MAX_TYPED
+    if len(text) > cap:
+        how = "key by key (slowly)" if slowly else "in one call"
+        raise ValueError(
+            f"text is {len(text)} characters; at most {cap} can be typed {how}. Split it over several calls"
+            + (", or type it without slowly (it sets the value at once)" if slowly else "")
+            + "."
+        )
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
     what = f"Typing into {ref} on tab {tab.id}"
@@ -217,6 +225,7 @@ async def type_text(
 
     async def job() -> None:
         if slowly:
+            await element.fill("", timeout=timeout)  # replaces the text, like fill
             await element.type_keys(text, timeout=limit)
         else:
             await element.fill(text, timeout=limit)

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
@@ -763,3 +764,19 @@ async def test_a_call_whose_tab_another_call_closes_fails(connect: Callable[...,
         ok(closed)
         assert f"tab {victim} closed" in error(evaluated)
         assert "42" not in text(evaluated)
+
+
+async def test_a_cancelled_slow_typing_stops_typing(connect: Callable[..., Client], site: LocalSite) -> None:
+    site.set_content("/box", '<input aria-label="Box">')
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/box"))
+        box = ref_of(await snapshot(mcp, tab), "Box")
+        too_long = error(await mcp.call_tool("browser_type", {"ref": box, "text": "x" * 2001, "slowly": True}))
+        assert "at most 2000 can be typed key by key" in too_long
+        with anyio.move_on_after(0.5):  # the client gives up: the SDK sends notifications/cancelled
+            await mcp.call_tool("browser_type", {"ref": box, "text": "y" * 2000, "slowly": True})
+        value = "() => document.querySelector('input').value.length"
+        typed = data(ok(await mcp.call_tool("browser_evaluate", {"function": value, "tabId": tab})))["result"]
+        await asyncio.sleep(1)
+        later = data(ok(await mcp.call_tool("browser_evaluate", {"function": value, "tabId": tab})))["result"]
+        assert typed["value"] < 2000 and later["value"] == typed["value"], (typed, later)

@@ -127,6 +127,7 @@ class ElementHandle:
         await self._locator.fill(text, timeout=_ms(timeout))
 
     async def type_keys(self, text: str, *, timeout: float) -> None:
+        # A cancelled call stops typing: Playwright ends the driver's side of it too.
         await self._locator.press_sequentially(text, timeout=_ms(timeout))
 
     async def press(self, key: str, *, timeout: float) -> None:
