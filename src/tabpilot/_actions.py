@@ -36,8 +36,6 @@ FieldValue = str | bool | Sequence[str]
 MODIFIERS: tuple[str, ...] = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
 WAIT_FOR_TIMEOUT = 10.0
 """Seconds `wait_for` waits for text to appear or go."""
-EVALUATE_TIMEOUT = 30.0
-"""Seconds a script may run in `evaluate`."""
 MAX_WAIT_TIME = 30.0
 """Upper bound of `wait_for(time=...)`, in seconds."""
 MAX_TYPED = 20_000
@@ -105,7 +103,8 @@ async def _act(
         try:
             with map_playwright_errors(Doing(what, tab_id=tab.id, ref=ref, timeout=timeout)):
                 value, _ = await watch.run(job, dialogs=dialogs)
-        except ActionError:
+        except ActionError as exc:
+            await tab.raise_if_unresponsive(exc)
             # The action made its own tab close (a sign-in popup's submit loads a page that calls
             # window.close()): it did its job, though Playwright fails the step still in flight.
             # Closed by another call (a tool), or with its browser, it failed.
@@ -453,15 +452,17 @@ async def screenshot(
 
 
 async def evaluate(
-    tab: Tab, function: str, *, ref: str | None = None, timeout: float = EVALUATE_TIMEOUT
+    tab: Tab, function: str, *, ref: str | None = None, timeout: float | None = None
 ) -> ActionResult:
     """Run JavaScript in the tab: `() => document.title`, or with `ref` `(element) => element.value`.
+    A promise is awaited, up to `timeout` (default: the action timeout).
 
     `result.value` is the script's JSON-like result. If the script opens a dialog, the result
     comes only once the dialog is handled: `result.dialog` says so and `value` is None.
     """
     if not function.strip():
         raise ValueError("function must be JavaScript, e.g. '() => document.title'.")
+    timeout = timeout or tab.host.timeouts.action
     if ref is not None:
         element = await tab.element(ref)
         job: Awaitable[Any] = element.evaluate(function, timeout=timeout)

@@ -232,6 +232,7 @@ ActionReason = Literal[
     "detached",
     "timeout",
     "busy",
+    "unresponsive",
     "tab_closed",
     "navigated",
     "unknown_key",

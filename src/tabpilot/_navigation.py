@@ -82,6 +82,7 @@ async def navigate(
         with tab.host.watch(tab) as watch, map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)):
             status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
+        await tab.raise_if_unresponsive(exc)
         raise _navigation_error(exc, what, target, handle.url, policy, timeout) from exc.__cause__
     if not finished:
         return NavigationResult(

@@ -35,6 +35,8 @@ T = TypeVar("T")
 READY_TIMEOUT = 10.0
 """Seconds page work waits for Playwright to report a tab whose target exists already."""
 REF_CHECK_TIMEOUT = 5.0
+RESPONSIVE_TIMEOUT = 1.0
+"""Seconds a page has to answer a trivial script before it counts as not responding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +322,27 @@ class Tab:
         if info is not None:
             raise DialogOpenError(self.id, info)
 
+    async def raise_if_unresponsive(self, exc: ActionError) -> None:
+        """After page work timed out (`exc`): when the page does not answer at all (a script stuck
+        in a loop), raise an error that says so; otherwise return, for `exc` to be raised."""
+        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
+            return
+        try:
+            await asyncio.wait_for(self._handle.evaluate("1"), RESPONSIVE_TIMEOUT)
+            return
+        except TimeoutError:
+            pass
+        except Exception:  # closed, navigating: answered in its own way
+            return
+        raise ActionError(
+            f"{exc.fact.rstrip('.')}: tab {self.id} is not responding (a script on it keeps it busy, "
+            "e.g. an endless loop).",
+            "Close the tab; other tabs keep working. Reloading it may not help while the script runs.",
+            tab_id=self.id,
+            ref=exc.ref,
+            reason="unresponsive",
+        ) from exc
+
     async def unless_dialog(self, work: Awaitable[T]) -> T:
         """Run page work a dialog would block (the page stops answering while one is open): if a
         dialog opens first, the work is dropped and DialogOpenError raised at once."""
@@ -369,16 +392,12 @@ class Tab:
         """Take an accessibility snapshot; its refs replace this tab's valid refs."""
         page = await self.usable()
         what = f"Taking a snapshot of tab {self.id}"
-        with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=self.host.timeouts.action)):
-            # The title comes in the same round trip time as the tree, not one after it.
-            if ref is not None:
-                element = await self.element(ref)
-                reading = element.aria_snapshot(depth=depth)
-            else:
-                reading = page.aria_snapshot(depth=depth)
-            raw, title = await self.unless_dialog(
-                asyncio.wait_for(asyncio.gather(reading, page.title()), self.host.timeouts.action * 2)
-            )
+        timeout = self.host.timeouts.action
+        try:
+            raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
+        except ActionError as exc:
+            await self.raise_if_unresponsive(exc)
+            raise
         self._title = title
         text, refs = scope_snapshot(self.id, raw)
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
@@ -388,6 +407,21 @@ class Tab:
         else:
             self._refs |= refs
         return snap
+
+    async def _read_snapshot(
+        self, page: PageHandle, what: str, ref: str | None, depth: int | None, timeout: float
+    ) -> tuple[str, str]:
+        with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=timeout)):
+            # The title comes in the same round trip time as the tree, not one after it.
+            if ref is not None:
+                element = await self.element(ref)
+                reading = element.aria_snapshot(depth=depth)
+            else:
+                reading = page.aria_snapshot(depth=depth)
+            raw, title = await self.unless_dialog(
+                asyncio.wait_for(asyncio.gather(reading, page.title()), timeout)
+            )
+        return raw, title
 
     def resolve_ref(self, ref: str) -> str:
         """Check that `ref` belongs to this tab and is in its latest snapshot; return the per-page ref."""

@@ -13,6 +13,7 @@ from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
 from support import data, error, ok, png_size, ref_of, section, tab_line, text
+from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 
 
@@ -741,7 +742,9 @@ async def test_concurrent_calls_each_report_only_their_own_effects(
             quiet, popup, new = await asyncio.gather(
                 mcp.call_tool("browser_click", {"ref": say_hi}),
                 mcp.call_tool("browser_click", {"ref": popup_button}),
-                mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a"), "background": True}),
+                mcp.call_tool(
+                    "browser_tabs", {"action": "new", "url": site.url("/page/a"), "background": True}
+                ),
             )
             new_id = data(ok(new))["result"]["tabId"]
             popup_ids = data(ok(popup))["result"]["openedTabIds"]
@@ -752,7 +755,9 @@ async def test_concurrent_calls_each_report_only_their_own_effects(
             ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": popup_ids[0]}))
 
 
-async def test_a_call_whose_tab_another_call_closes_fails(connect: Callable[..., Client], site: LocalSite) -> None:
+async def test_a_call_whose_tab_another_call_closes_fails(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
     async with connect() as mcp:
         await start_on(mcp, site.url("/page/a"))
         victim = await open_tab(mcp, site.url("/page/b"))
@@ -771,7 +776,9 @@ async def test_a_cancelled_slow_typing_stops_typing(connect: Callable[..., Clien
     async with connect() as mcp:
         tab = await start_on(mcp, site.url("/box"))
         box = ref_of(await snapshot(mcp, tab), "Box")
-        too_long = error(await mcp.call_tool("browser_type", {"ref": box, "text": "x" * 2001, "slowly": True}))
+        too_long = error(
+            await mcp.call_tool("browser_type", {"ref": box, "text": "x" * 2001, "slowly": True})
+        )
         assert "at most 2000 can be typed key by key" in too_long
         with anyio.move_on_after(0.5):  # the client gives up: the SDK sends notifications/cancelled
             await mcp.call_tool("browser_type", {"ref": box, "text": "y" * 2000, "slowly": True})
@@ -780,3 +787,20 @@ async def test_a_cancelled_slow_typing_stops_typing(connect: Callable[..., Clien
         await asyncio.sleep(1)
         later = data(ok(await mcp.call_tool("browser_evaluate", {"function": value, "tabId": tab})))["result"]
         assert typed["value"] < 2000 and later["value"] == typed["value"], (typed, later)
+
+
+async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_working(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    site.set_content("/stuck", "<button onclick='setTimeout(() => { for (;;) {} }, 50)'>Hang</button>")
+    async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
+        tab = await start_on(mcp, site.url("/stuck"))
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, tab), "Hang")}))
+        await asyncio.sleep(0.2)
+        for tool, args in (("browser_snapshot", {}), ("browser_evaluate", {"function": "() => 1"})):
+            failed = error(await mcp.call_tool(tool, {**args, "tabId": tab}))
+            assert f"tab {tab} is not responding" in failed, failed
+            assert f"browser_tabs(action='close', tabId={tab})" in failed
+        other = await open_tab(mcp, site.url("/page/a"))
+        assert "Page a" in await snapshot(mcp, other)
+        ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))

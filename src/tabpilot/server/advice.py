@@ -72,6 +72,10 @@ def _action_advice(exc: ActionError) -> str:
         "no_option": "Options match by value or label; use one of them.",
         "timeout": f"The page may be busy or still loading: take a new {snap} and retry.",
         "busy": f"The page may be busy: take a new {snap} and retry.",
+        "unresponsive": (
+            f"Close it with browser_tabs(action='close', tabId={exc.tab_id}); other tabs keep working. "
+            "Reloading it may not help while the script runs."
+        ),
         "tab_closed": "List tabs with browser_tabs(action='list') to see what is open.",
         "navigated": f"Take a new {snap} and retry.",
         "dialog": f"Handle it with browser_handle_dialog(tabId={exc.tab_id}), then retry.",

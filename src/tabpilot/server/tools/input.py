@@ -109,7 +109,9 @@ async def browser_type(
     submit: Annotated[bool, Field(description="Press Enter afterwards.")] = False,
     slowly: Annotated[
         bool,
-        Field(description="Type one key at a time (for pages that react to each key); slower, at most 2000 characters."),
+        Field(
+            description="Type one key at a time (for pages that react to each key); slower, at most 2000 characters."
+        ),
     ] = False,
 ) -> None:
     result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
