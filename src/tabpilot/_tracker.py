@@ -97,7 +97,8 @@ class TabTracker:
         """Wait until every tab discovered so far is ready and announced, and every close reported."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.busy() and self._is_open():
+        # A lost instance has nothing more to discover, but close reports still under way finish.
+        while self.busy() if self._is_open() else self._settling:
             left = deadline - loop.time()
             if left <= 0:
                 return
