@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from mcp import Client
 
-from support import section, tab_line, text
+from support import ok, ref_of, result_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
 
 
@@ -137,3 +138,30 @@ async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(
         error = section(result, "Error")
         assert f"Opened tab {tab_id}" in error and "loading failed" in error
         assert tab_line(result, tab_id)
+
+
+async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/storm",
+        "<button onclick=\"for (let i = 0; i < 30; i++) window.open('/page/p' + i, 'w' + i)\">Storm</button>",
+    )
+    async with connect(max_tabs=5) as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/storm")}))
+        storm = ref_of(text(ok(await mcp.call_tool("browser_snapshot", {}))), "Storm")
+        click = asyncio.create_task(mcp.call_tool("browser_click", {"ref": storm}))
+        counts, seen = [], []
+        while not click.done():
+            listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+            counts.append(len(result_of(listed)["tabs"]))
+            seen.append(section(listed, "Events"))
+        seen.append(section(await click, "Events"))
+        await asyncio.sleep(0.5)
+        final = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        counts.append(len(result_of(final)["tabs"]))
+        seen.append(section(final, "Events"))
+        assert max(counts) <= 5, counts
+        events = "\n".join(seen)
+        # Every popup beyond the cap was reported opened, then closed: none went unaccounted.
+        assert events.count("opened (popup)") == 30 and events.count("closed (over the tab limit)") == 26
