@@ -70,9 +70,16 @@ class TabpilotError(Exception):
     """Base class of every tabpilot error: `fact` (what happened) and `advice` (what to do next)."""
 
     def __init__(self, fact: str, advice: str = "") -> None:
-        super().__init__(f"{fact} {advice}" if advice else fact)
+        super().__init__(self.worded(fact, advice))
         self.fact = fact
         self.advice = advice
+
+    @staticmethod
+    def worded(fact: str, advice: str) -> str:
+        """The fact, then the advice (on its own line after a fact that ends with a list)."""
+        if not advice:
+            return fact
+        return f"{fact}{'' if fact.endswith(chr(10)) else ' '}{advice}"
 
 
 class BrowserNotFoundError(TabpilotError):
@@ -115,6 +122,18 @@ class TabError(TabpilotError):
     def __init__(self, fact: str, advice: str = "", *, tab_id: int | str | None = None) -> None:
         super().__init__(fact, advice)
         self.tab_id = tab_id
+
+
+class TabCrashedError(TabError):
+    """The tab's page process died; Chromium shows its error page and the tab takes no more work."""
+
+    def __init__(self, tab_id: int, url: str) -> None:
+        super().__init__(
+            f"Tab {tab_id} crashed (the process that ran its page died); it cannot be used again.",
+            "Close it and open its page again in a new tab.",
+            tab_id=tab_id,
+        )
+        self.url = url
 
 
 class TabNotFoundError(TabError):

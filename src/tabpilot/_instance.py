@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
@@ -37,6 +38,8 @@ from ._types import (
     TabInfo,
 )
 from ._watch import ActionWatch
+
+logger = logging.getLogger("tabpilot")
 
 SETTLE_TIMEOUT = 5.0
 HEARTBEAT_INTERVAL = 2.0
@@ -335,6 +338,7 @@ class Instance:
             return
         self.state = "lost"
         self.lost_reason = reason
+        logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
         for tab in self.tabs:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()

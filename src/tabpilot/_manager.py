@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +23,8 @@ from ._pw import BrowserHandle, ContextHandle, Driver
 from ._services import InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
 from ._types import InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
+
+logger = logging.getLogger("tabpilot")
 
 Protocol = Literal["cdp", "playwright"]
 
@@ -268,6 +271,7 @@ class TabManager:
             cleanup=cleanup,
         )
         self._instances[iid] = instance
+        logger.info("instance %s: %s%s", iid, kind, f" {endpoint}" if endpoint else "")
         default = self.default_instance
         if default is None or default.state != "open":
             self._default_id = iid
@@ -427,6 +431,7 @@ class TabManager:
             return None
         lost.replaced_by = replacement.id
         self._default_id = replacement.id
+        logger.info("instance %s replaces lost instance %s", replacement.id, lost.id)
         active = replacement.active_tab
         self.events.emit(
             "instance_relaunched",

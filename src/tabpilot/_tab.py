@@ -21,6 +21,7 @@ from ._errors import (
     ForeignRefError,
     NoDialogError,
     StaleRefError,
+    TabCrashedError,
     TabLike,
     TabNotFoundError,
 )
@@ -198,9 +199,12 @@ class Tab:
         self.ensure_open()
 
     async def usable(self) -> PageHandle:
-        """The page, for page work: once ready, and refused while a dialog blocks it."""
+        """The page, for page work: once ready, and refused while a dialog blocks it or after its
+        page crashed (Playwright takes no more work for a crashed page)."""
         await self.ready()
         self.ensure_no_dialog()
+        if self.status == "crashed":
+            raise TabCrashedError(self.id, self.url)
         return self.handle
 
     # -- what the instance tells the tab -------------------------------------------------------

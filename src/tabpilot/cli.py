@@ -25,6 +25,8 @@ from .server.config import (
     ServerConfig,
 )
 from .server.http import check_bind
+from .server.logs import LEVELS
+from .server.logs import configure as configure_logs
 from .server.registry import select_tools
 
 
@@ -325,6 +327,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="record Authorization, Cookie and Set-Cookie header values instead of redacting them",
     )
 
+    diagnostics = serve.add_argument_group("diagnostics")
+    _option(
+        diagnostics,
+        "--log-level",
+        choices=list(LEVELS),
+        help="log records at this level and above (default warning); never to stdout. A tool call's "
+        "records also go to its MCP client when it asks for them",
+    )
+    _option(
+        diagnostics,
+        "--log-file",
+        metavar="PATH",
+        help="append the log to this file instead of stderr",
+    )
+
     demo = commands.add_parser(
         "demo",
         help="run a scripted multi-tab session against a built-in local site",
@@ -416,6 +433,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         session_idle_timeout=values.get("session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT),
         max_sessions=values.get("max_sessions", DEFAULT_MAX_SESSIONS),
         allow_instances=values.get("allow_instances", False),
+        log_level=values.get("log_level", "warning"),
+        log_file=values.get("log_file"),
     )
     if config.cdp_endpoint and config.ws_endpoint:
         raise ValueError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
@@ -465,6 +484,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args)
     except ValueError as exc:
         parser.exit(2, f"tabpilot serve: error: {exc}\n")
+    try:
+        configure_logs(config.log_level, config.log_file)
+    except OSError as exc:
+        parser.exit(2, f"tabpilot serve: error: --log-file {config.log_file}: {exc.strerror or exc}\n")
     from .server.app import create_server
 
     server = create_server(config)
@@ -475,4 +498,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return run_until_stopped(server.run_stdio_async, server.close_state, timeout=SHUTDOWN_TIMEOUT)
     from .server.http import run_http
 
-    return run_http(server, config)
+    try:
+        return run_http(server, config)
+    except ValueError as exc:  # the address cannot be listened on
+        parser.exit(1, f"tabpilot serve: error: {exc}\n")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from support import ok, ref_of, result_of, section, tab_line, text
+from support import error, ok, ref_of, result_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
 
 
@@ -165,3 +165,43 @@ async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
         events = "\n".join(seen)
         # Every popup beyond the cap was reported opened, then closed: none went unaccounted.
         assert events.count("opened (popup)") == 30 and events.count("closed (over the tab limit)") == 26
+
+
+async def test_a_crashed_tab_says_how_to_get_its_page_back_and_that_way_works(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(allowed_origins=("chrome:", site.url("/").rstrip("/"))) as mcp:
+        keep = result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["activeTabId"]
+        opened = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
+        doomed = result_of(opened)["tabId"]
+        await mcp.call_tool("browser_navigate", {"url": "chrome://crash", "tabId": doomed})
+        events = ""
+        for _ in range(50):
+            events += section(await mcp.call_tool("browser_tabs", {"action": "list"}), "Events")
+            if "crashed" in events:
+                break
+            await asyncio.sleep(0.1)
+        assert f"tab {doomed} crashed; it takes no more work" in events
+        failed = error(await mcp.call_tool("browser_navigate", {"action": "reload", "tabId": doomed}))
+        assert f"Tab {doomed} crashed" in failed and f"browser_tabs(action='close', tabId={doomed})" in failed
+        # The way out it names works.
+        ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": doomed}))
+        again = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
+        assert "Page a" in text(again)
+        assert keep in [
+            t["id"] for t in result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["tabs"]
+        ]
+
+
+async def test_a_title_a_script_changes_shows_in_the_next_list(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/retitle", "<title>Before</title><script>setTimeout(() => document.title = 'After', 300)</script>"
+    )
+    async with connect() as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/retitle")}))
+        await asyncio.sleep(0.6)
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert [t["title"] for t in result_of(listed)["tabs"]] == ["After"]
+        assert "After" in section(listed, "Tabs")

@@ -199,14 +199,29 @@ def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
     )
 
 
+_CHROMIUM_PREFIX = re.compile(r"^(- )?\[pid=\d+\]\[err\] (\[[^\]]*:(?:ERROR|FATAL|WARNING)[^\]]*\] )?")
+_LAUNCH_NOISE = ("Failed to connect to the bus", "zygote_linux.cc", "Broken pipe", "Fontconfig")
+_EXIT_CODE = re.compile(r"exitCode=(\d+)")
+
+
 def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | None) -> ConnectError:
-    """A browser that failed to start: its own words (Playwright's log carries its stderr)."""
+    """A browser that failed to start, in its own words: the lines it wrote to stderr (Playwright's
+    log carries them), without Playwright's bookkeeping and the usual harmless noise."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    said = [line for line in lines[1:] if not line.startswith(("Call log", "- <launching>", "- <launched>"))]
-    detail = "\n".join(said[-12:]) or first_line(exc)
-    hint = "Check that the browser runs on this machine."
-    if user_data_dir is not None and ("ProcessSingleton" in detail or "profile" in detail.lower()):
+    said = list(
+        dict.fromkeys(  # the log repeats itself: each line once, in order
+            _CHROMIUM_PREFIX.sub("", line)
+            for line in lines
+            if "][err]" in line and not any(noise in line for noise in _LAUNCH_NOISE)
+        )
+    )
+    everything = "\n".join(lines)
+    exit_code = _EXIT_CODE.search(everything)
+    how = f"exited with code {exit_code.group(1)}" if exit_code else first_line(exc)
+    hint = "Check that the browser runs on this machine (run it by hand to see why not)."
+    if user_data_dir is not None and ("ProcessSingleton" in everything or "profile" in everything.lower()):
         hint = f"The profile {user_data_dir} may be in use by another Chromium; a profile serves one browser at a time."
-    elif "Missing X server" in detail or "$DISPLAY" in detail:
+    elif "Missing X server" in everything or "$DISPLAY" in everything:
         hint = "A headed browser needs a display: run headless, or set DISPLAY (e.g. under Xvfb)."
-    return ConnectError(f"Chromium ({executable}) failed to start: {first_line(exc)}\n{detail}", hint)
+    detail = "".join(f"\n  {line}" for line in said[:8]) + ("\n" if said else "")
+    return ConnectError(f"Chromium ({executable}) failed to start: it {how}.{detail}", hint)

@@ -31,6 +31,7 @@ from tabpilot import (
     NoDialogError,
     PendingRequest,
     StaleRefError,
+    TabCrashedError,
     TabEvent,
     TabInfo,
     TabLimitError,
@@ -125,6 +126,13 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
     ),
     (LastTabError, lambda e: "Open another tab first (browser_tabs action=new), or close the instance."),
     (
+        TabCrashedError,
+        lambda e: (
+            f"Close it with browser_tabs(action='close', tabId={e.tab_id}) and open {short(e.url)} again with "
+            "browser_tabs(action='new', url=...)."
+        ),
+    ),
+    (
         TabLimitError,
         lambda e: "Close tabs you no longer need (browser_tabs action=close or close_others), then retry.",
     ),
@@ -180,7 +188,7 @@ def _error_text(exc: BaseException) -> str:
         return str(exc).replace("the browser path option", "--browser-path")
     if isinstance(exc, TabpilotError):
         advice = _advice_for(exc)
-        return f"{exc.fact} {advice}".strip() if advice else exc.fact
+        return exc.worded(exc.fact, advice).strip()
     return str(exc)
 
 
@@ -229,7 +237,10 @@ def event_line(event: TabEvent) -> str:
     if event.type == "tab_activated":
         return f"tab {tab} is now active"
     if event.type == "tab_crashed":
-        return f"tab {tab} crashed; close it or reload it (browser_navigate action=reload)"
+        return (
+            f"tab {tab} crashed; it takes no more work: close it (browser_tabs action=close) and open "
+            f"{short(str(d.get('url') or 'its page'))} again in a new tab (browser_tabs action=new)"
+        )
     if event.type == "dialog_opened":
         return (
             f"tab {tab} shows {dialog_noun(str(d.get('dialogType')))}: {quoted(d.get('message'))}; "

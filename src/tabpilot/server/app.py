@@ -137,6 +137,7 @@ def create_server(config: ServerConfig | None = None, *, shared: Instance | None
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         state = server.state = ServerState(config, shared=shared)
+        state.warm_up()
         try:
             yield state
         finally:

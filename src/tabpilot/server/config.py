@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from tabpilot import BrowserOptions, TabLimitPolicy
 
+from .logs import LogLevel
+
 DEFAULT_SESSION_IDLE_TIMEOUT = 5 * 60.0
 """Seconds an HTTP session may stay idle before its browser context is released."""
 DEFAULT_MAX_TOTAL_TABS = 64
@@ -44,6 +46,8 @@ class ServerConfig:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     max_total_tabs: int = DEFAULT_MAX_TOTAL_TABS
     allow_instances: bool = False
+    log_level: LogLevel = "warning"
+    log_file: str | None = None
     """Over HTTP, whether clients may launch or connect browsers (browser_instance launch/connect)."""
 
     @property

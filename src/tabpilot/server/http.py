@@ -15,9 +15,13 @@ What this adds to the SDK's `streamable_http_app`:
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
+import json
 import signal
+import socket
+import sys
 from typing import Any
 
 import anyio
@@ -26,6 +30,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import __version__
 from .app import TabpilotServer
 from .config import ServerConfig
 
@@ -144,19 +149,67 @@ def uvicorn_config(server: TabpilotServer, config: ServerConfig, **options: Any)
         http_app(server, config),
         host=config.http_host or "127.0.0.1",
         port=config.http_port,
-        log_level="warning",
+        log_config=None,  # the process's logging (--log-level, --log-file) applies
         lifespan="on",
         **options,
     )
 
 
+def listen(config: ServerConfig) -> socket.socket:
+    """The listening socket, bound here so a port in use is one clear error (ValueError)."""
+    host = config.http_host or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), config.http_port))
+    except OSError as exc:
+        sock.close()
+        why = "it is in use (another server runs there?)" if exc.errno == errno.EADDRINUSE else exc.strerror
+        raise ValueError(
+            f"cannot listen on {host}:{config.http_port}: {why}. Choose another with --http HOST:PORT"
+        ) from exc
+    sock.listen(128)
+    return sock
+
+
+def start_banner(config: ServerConfig, port: int) -> str:
+    """What an operator reads when the server is up: where, and how a client connects."""
+    host = config.http_host or "127.0.0.1"
+    url = f"http://{host if ':' not in host or host.startswith('[') else f'[{host}]'}:{port}{MCP_PATH}"
+    everywhere = host in ("0.0.0.0", "::", "[::]")
+    reach = f"http://<this machine's name>:{port}{MCP_PATH}" if everywhere else url
+    entry: dict[str, Any] = {"type": "http", "url": reach}
+    if config.auth_token:
+        entry["headers"] = {"Authorization": "Bearer <your token>"}
+    snippet = json.dumps({"mcpServers": {"tabpilot": entry}}, indent=2)
+    return (
+        f"tabpilot {__version__} listening on {url}{' (every interface)' if everywhere else ''} "
+        "(streamable HTTP; stop with Ctrl-C)\n"
+        f'Client configuration (VS Code: "servers" instead of "mcpServers"):\n{snippet}'
+    )
+
+
 def run_http(server: TabpilotServer, config: ServerConfig) -> int:
-    """Serve until SIGINT, SIGTERM or SIGHUP (uvicorn stops gracefully: sessions' browsers close)."""
+    """Serve until SIGINT, SIGTERM or SIGHUP (uvicorn stops gracefully: sessions' browsers close).
+    Raises ValueError when the address cannot be listened on."""
+    sock = listen(config)
     uv = uvicorn.Server(uvicorn_config(server, config))
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, lambda _signum, _frame: setattr(uv, "should_exit", True))
+
+    async def serve() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(uv.serve, [sock])
+            while not uv.started and not uv.should_exit:
+                await anyio.sleep(0.05)
+            if uv.started:
+                print(start_banner(config, sock.getsockname()[1]), file=sys.stderr, flush=True)
+
     try:
-        anyio.run(uv.serve)
+        anyio.run(serve)
     except KeyboardInterrupt:
         return 130
+    finally:
+        sock.close()
     return 0

@@ -138,13 +138,28 @@ class ServerState:
         found = self._sessions.get(key)
         if found is not None:
             return found
+        return await asyncio.shield(self._start_session(key))
+
+    def _start_session(self, key: str) -> asyncio.Task[SessionState]:
         task = self._starting.get(key)
         if task is None:
             # Concurrent first calls of one session share one start.
             task = asyncio.get_running_loop().create_task(self._open_session(key))
             self._starting[key] = task
             task.add_done_callback(lambda _t: self._starting.pop(key, None))
-        return await asyncio.shield(task)
+        return task
+
+    def warm_up(self) -> None:
+        """Start the browser now, in the background, while the client initializes: the first call
+        finds it running, and a browser that cannot start is reported in the log at once (the
+        first call then tries again and reports it too). `tools/list` never waits for it."""
+        if self._shared is not None:
+            return  # given by the embedding code (tests): nothing to start
+        if self.config.shares_browser:
+            task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(self._shared_instance())
+        else:
+            task = self._start_session(LOCAL_SESSION)
+        task.add_done_callback(_report_start)
 
     def seen(self, key: str) -> None:
         """A request of HTTP session `key` arrived: it is not idle."""
@@ -236,6 +251,16 @@ class ServerState:
             await self._host.close()
             self._host = None
         await self.driver.stop()
+
+
+def _report_start(task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        logger.error("the browser could not start: %s", exc)
+    else:
+        logger.info("the browser is up")
 
 
 def dump_tasks() -> None:

@@ -25,18 +25,24 @@ The wrapper (`mcp_function`) turns it into the function the SDK registers. Per c
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import logging
+import time
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
 from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
 
+from .. import logs
 from ..response import Response
 from ..state import ServerState, SessionState
 
@@ -55,6 +61,10 @@ RefArg = Annotated[
 ]
 
 ToolFunction = Callable[..., Awaitable[None]]
+Progress = Callable[[float, "float | None", str], Awaitable[None]]
+PROGRESS_INTERVAL = 1.0
+"""Seconds between progress notifications of a long wait."""
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +100,22 @@ class Call:
     response: Response
     acted_tab: Tab | None = None
     """The tab the call worked on (for telemetry); `tab()` and `target()` set it."""
+    progress: Progress | None = None
+    """`await progress(done, total, message)`: a progress notification, if the client asked for them."""
+
+    async def with_progress(self, work: Awaitable[T], *, total: float | None, message: str) -> T:
+        """Await `work`, reporting the seconds spent (of `total`) every PROGRESS_INTERVAL s."""
+        task = asyncio.ensure_future(work)
+        started = time.monotonic()
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=PROGRESS_INTERVAL)
+                if done:
+                    return task.result()
+                if self.progress is not None:
+                    await self.progress(round(time.monotonic() - started, 1), total, message)
+        finally:
+            task.cancel()
 
     @property
     def manager(self) -> TabManager:
@@ -139,6 +165,21 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     arguments = spec.arguments()
 
     async def run(ctx: Context[ServerState, Any], **kwargs: Any) -> CallToolResult:
+        with logs.during_call() as records:
+            started = time.monotonic()
+            result = await handle(ctx, kwargs)
+            given = {k: v for k, v in kwargs.items() if v is not None}
+            logger.debug(
+                "%s(%s): %s in %.0f ms",
+                spec.name,
+                ", ".join(f"{k}={v!r:.80}" for k, v in given.items()),
+                "error" if result.is_error else "ok",
+                (time.monotonic() - started) * 1000,
+            )
+        await _send_logs(ctx, records)
+        return result
+
+    async def handle(ctx: Context[ServerState, Any], kwargs: dict[str, Any]) -> CallToolResult:
         state: ServerState = ctx.request_context.lifespan_context
         response = Response(spec.name)
         try:
@@ -152,7 +193,7 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
                 f"Could not start the browser: {exc}. Check --browser-path or the endpoint option."
             )
             return await response.build(None)
-        call = Call(spec.name, session, response)
+        call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
         try:
             if _needs_default_instance(spec, kwargs):
                 # A lost default browser (or an HTTP session's context of the shared one) is
@@ -187,6 +228,28 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     run.__name__ = spec.name
     run.__doc__ = spec.description
     return run
+
+
+async def _send_logs(ctx: Context[ServerState, Any], records: list[logging.LogRecord]) -> None:
+    """The call's log records to its client (`notifications/message`), only when the request asked
+    for them (its `_meta` names a log level; the SDK keeps the levels below it back). A client of
+    the handshake era that did not ask gets none: this server declares no logging capability."""
+    meta = ctx.request_context.meta
+    if not records or not meta or LOG_LEVEL_META_KEY not in meta:
+        return
+    for record in records:
+        level, data, name = logs.mcp_message(record)
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # SEP-2577: still what clients read
+            await ctx.log(level, data, logger_name=name)
+
+
+def _progress_reporter(ctx: Context[ServerState, Any]) -> Progress:
+    async def report(progress: float, total: float | None, message: str) -> None:
+        with contextlib.suppress(Exception):  # no progress token: nothing is sent
+            await ctx.report_progress(progress, total, message)
+
+    return report
 
 
 def _needs_default_instance(spec: ToolSpec, arguments: dict[str, Any]) -> bool:

@@ -167,11 +167,15 @@ async def browser_wait_for(
 ) -> None:
     if text is None and textGone is None and time is None:
         raise ValueError("browser_wait_for needs 'text', 'textGone' or 'time': what to wait for.")
-    result = await wait_for(tab, text=text, text_gone=textGone, time=time)
     parts = [f"{time:g} s" if time else ""]
     parts += [f"{quoted(textGone)} to disappear" if textGone is not None else ""]
     parts += [f"{quoted(text)} to appear" if text is not None else ""]
     waited = " and ".join(p for p in parts if p) or "0 s"
+    result = await call.with_progress(
+        wait_for(tab, text=text, text_gone=textGone, time=time),
+        total=time if text is None and textGone is None else None,
+        message=f"waiting for {waited} on tab {tab.id}",
+    )
     report(call, tab, f"Waited for {waited} on tab {tab.id}.", result)
 
 

@@ -26,7 +26,12 @@ async def browser_navigate(
     ] = None,
     tabId: TabIdArg = None,
 ) -> None:
-    result = await navigate(tab, action, url)
+    going = f"loading {short(url or '', 100)}" if action == "goto" else action
+    result = await call.with_progress(
+        navigate(tab, action, url),
+        total=call.manager.options.timeout_navigation,
+        message=f"{going} on tab {tab.id}",
+    )
     verb = {"goto": "Navigated", "back": "Went back", "forward": "Went forward", "reload": "Reloaded"}[action]
     text = f"{verb}: tab {tab.id} is on {short(result.url)}."
     if result.note:

@@ -42,6 +42,7 @@ async def browser_tabs(
     manager = call.manager
     response = call.response
     if action == "list":
+        await manager.refresh()  # titles and URLs scripts changed: one round trip per instance
         infos = manager.tabs(instanceId)
         # A lost default instance has no active tab, yet the tabs of the others are listed.
         listed = manager.instance(instanceId) if infos else None

@@ -1,0 +1,82 @@
+"""The server's log: where it goes (stderr or a file, never stdout: over stdio stdout is the
+protocol) and, during a tool call, to the MCP client too (`notifications/message`).
+
+`configure(level, path)` is called once by the command line. Records of the `tabpilot` loggers
+that a tool call emits are kept with the call (`during_call`) and sent to its client before the
+call's result, at the levels the client opted in to (the SDK filters: at protocol 2026-07-28 the
+client asks per request; older clients get every level).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+LEVELS = ("debug", "info", "warning", "error")
+LogLevel = Literal["debug", "info", "warning", "error"]
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_MCP_LEVELS = {
+    logging.DEBUG: "debug",
+    logging.INFO: "info",
+    logging.WARNING: "warning",
+    logging.ERROR: "error",
+    logging.CRITICAL: "critical",
+}
+_call_records: contextvars.ContextVar[list[logging.LogRecord] | None] = contextvars.ContextVar(
+    "tabpilot_call_records", default=None
+)
+
+
+class _KeepWithCall(logging.Handler):
+    """Keeps the records emitted inside a tool call (its context) for that call's client."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        records = _call_records.get()
+        if records is not None and len(records) < MAX_RECORDS_PER_CALL:
+            records.append(record)
+
+
+MAX_RECORDS_PER_CALL = 50
+_keeper = _KeepWithCall(logging.DEBUG)
+logging.getLogger("tabpilot").addHandler(_keeper)
+
+
+def configure(level: LogLevel = "warning", path: str | None = None) -> None:
+    """Send tabpilot's records at `level` and above, and every other library's warnings and errors
+    (the MCP SDK, the HTTP server), to `path` (appended) or stderr. Raises OSError with the reason
+    if the file cannot be opened."""
+    handler: logging.Handler = (
+        logging.FileHandler(path, encoding="utf-8") if path else logging.StreamHandler(sys.stderr)
+    )
+    numeric = getattr(logging, level.upper())
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setLevel(numeric)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)  # also keeps the SDK from adding its own (logging.basicConfig)
+    root.setLevel(max(numeric, logging.WARNING))
+    # Every tabpilot record is made: a client may ask for ones the log output does not want.
+    logging.getLogger("tabpilot").setLevel(logging.DEBUG)
+
+
+@contextmanager
+def during_call() -> Iterator[list[logging.LogRecord]]:
+    """Collect the tabpilot records emitted in this context (a tool call) into the yielded list."""
+    records: list[logging.LogRecord] = []
+    token = _call_records.set(records)
+    try:
+        yield records
+    finally:
+        _call_records.reset(token)
+
+
+def mcp_message(record: logging.LogRecord) -> tuple[Any, str, str]:
+    """A record as `(level, data, logger)` for `notifications/message`."""
+    level = _MCP_LEVELS.get(record.levelno, "info")
+    return level, record.getMessage(), record.name

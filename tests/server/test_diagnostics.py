@@ -1,0 +1,188 @@
+"""What an operator and a client learn from the server: the log (level, file, never stdout over
+stdio, also sent to the client), the HTTP start line, a port in use, a browser that cannot start,
+and progress of long waits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.types import LoggingMessageNotificationParams
+
+from support import free_port, ok
+from tabpilot.demo.site import LocalSite
+
+
+def _tabpilot(*args: str, **options: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tabpilot", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **options,
+    )
+
+
+def _read_until(stream: Any, needle: str, timeout: float = 30) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen += line.decode(errors="replace")
+    return seen
+
+
+def test_http_mode_says_where_it_listens_and_a_port_in_use_is_one_clear_line(browser_path: str) -> None:
+    port = free_port()
+    first = _tabpilot("serve", "--http", f"127.0.0.1:{port}", "--browser-path", browser_path)
+    try:
+        banner = _read_until(first.stderr, "\n}")
+        assert f"listening on http://127.0.0.1:{port}/mcp" in banner, banner
+        second = _tabpilot("serve", "--http", f"127.0.0.1:{port}", "--browser-path", browser_path)
+        _, stderr = second.communicate(timeout=30)
+        said = stderr.decode().strip()
+        assert second.returncode == 1
+        assert said == (
+            f"tabpilot serve: error: cannot listen on 127.0.0.1:{port}: it is in use (another server runs "
+            "there?). Choose another with --http HOST:PORT"
+        ), said
+    finally:
+        first.terminate()
+        first.communicate(timeout=30)
+
+
+@contextmanager
+def _broken_browser(tmp_path: Path) -> Iterator[str]:
+    """A 'browser' that writes why it cannot start on stderr and exits."""
+    script = tmp_path / "broken-chromium"
+    script.write_text("#!/bin/sh\necho 'FATAL: this browser cannot start here' >&2\nexit 3\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    yield str(script)
+
+
+def _initialize(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin is not None
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "browser_tabs", "arguments": {"action": "list"}},
+        },
+    ):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+
+
+def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(tmp_path: Path) -> None:
+    with _broken_browser(tmp_path) as broken:
+        proc = _tabpilot("serve", "--browser-path", broken)
+        _initialize(proc)
+        assert proc.stdin is not None and proc.stdout is not None
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        _, stderr = proc.communicate(timeout=30)
+    logged = stderr.decode()
+    assert "ERROR tabpilot.server: the browser could not start" in logged, logged
+    assert "FATAL: this browser cannot start here" in logged
+    call = next(r for r in replies if r.get("id") == 2)["result"]
+    assert call["isError"] and "FATAL: this browser cannot start here" in call["content"][0]["text"]
+    assert "Traceback" not in logged
+
+
+def test_the_log_goes_to_the_log_file_at_its_level_and_never_to_stdout(
+    browser_path: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "tabpilot.log"
+    proc = _tabpilot("serve", "--browser-path", browser_path, "--log-level", "debug", "--log-file", str(log))
+    _initialize(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = [proc.stdout.readline() for _ in range(2)]
+    rest, stderr = proc.communicate(timeout=30)
+    for line in [*lines, *rest.splitlines()]:
+        assert json.loads(line)["jsonrpc"] == "2.0"  # stdout carries the protocol only
+    written = log.read_text()
+    assert "INFO tabpilot: instance inst_1: launched\n" in written, written
+    assert "DEBUG tabpilot.server: browser_tabs(action='list'" in written and "): ok in" in written
+    assert stderr.decode().strip() == ""
+
+
+def test_a_bad_log_file_is_refused_at_start(tmp_path: Path) -> None:
+    proc = _tabpilot("serve", "--log-file", str(tmp_path / "no" / "such" / "dir" / "x.log"))
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "--log-file" in stderr.decode() and "No such file or directory" in stderr.decode()
+
+
+async def test_a_client_that_asks_for_logs_gets_those_of_its_calls(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    got: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        got.append(params)
+
+    tabpilot_logger = logging.getLogger("tabpilot")
+    level = tabpilot_logger.level
+    tabpilot_logger.setLevel(logging.DEBUG)  # what --log-level does; records are made
+    try:
+        async with Client(make_server(), logging_callback=on_log, log_level="debug") as mcp:
+            ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+    finally:
+        tabpilot_logger.setLevel(level)
+    said = [str(p.data) for p in got]
+    assert any(s.startswith("browser_navigate(") and ": ok in" in s for s in said), said
+    assert {p.logger for p in got} >= {"tabpilot.server"}
+
+
+async def test_long_waits_report_progress_to_a_client_that_asks(make_server: Callable[..., Any]) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(make_server()) as mcp:
+        ok(await mcp.call_tool("browser_wait_for", {"time": 2.5}, progress_callback=on_progress))
+        assert len(seen) >= 2, seen
+        assert [total for _, total, _ in seen] == [2.5] * len(seen)
+        assert seen[0][2] is not None and "waiting for 2.5 s on tab" in seen[0][2]
+        assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
+
+
+def test_auth_token_from_the_environment_is_not_on_the_command_line() -> None:
+    port = free_port()
+    env = {**os.environ, "TABPILOT_AUTH_TOKEN": "environment-secret"}
+    proc = _tabpilot("serve", "--http", f"0.0.0.0:{port}", env=env)
+    try:
+        banner = _read_until(proc.stderr, "\n}")
+        assert "listening on http://0.0.0.0" in banner and "Bearer <your token>" in banner, banner
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
+            assert b" 401 " in conn.recv(200)
+        assert "environment-secret" not in Path(f"/proc/{proc.pid}/cmdline").read_text()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
