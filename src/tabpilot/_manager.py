@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ConnectError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
+from ._grid import create_session
 from ._ids import TabIds
 from ._instance import Cleanup, Instance
 from ._options import BrowserOptions
@@ -358,6 +359,48 @@ class TabManager:
         # Like a launched browser, usable at once; not an activation, so the default stays.
         await instance.new_tab(background=True)
         return instance
+
+    async def connect_grid(
+        self,
+        url: str,
+        *,
+        capabilities: Mapping[str, Any] | None = None,
+        instance_id: str | None = None,
+        timeout: float = 60.0,
+    ) -> Instance:
+        """Start a browser on a Selenium Grid 4 (`http://host:4444`) as a WebDriver session and
+        drive it over the session's CDP endpoint (`se:cdp`), like a Chromium over CDP.
+
+        `capabilities` go on top of Chrome's (headless unless the options say headed; the options'
+        browser args added). The instance's endpoint is the session's WebDriver URL. Closing the
+        instance ends the session (the grid stops the browser); a session the grid ends is noticed
+        within seconds, and the instance is lost.
+        """
+        options = self.options
+        session = await create_session(
+            url,
+            capabilities,
+            headless=options.headless,
+            browser_args=options.browser_args,
+            headers=options.cdp_headers,
+            timeout=timeout,
+        )
+        try:
+            browser, context = await self._driver.connect_cdp(
+                session.cdp_url, options.replace(cdp_headers=session.headers), timeout=min(timeout, 30.0)
+            )
+        except BaseException:
+            await asyncio.shield(session.delete())
+            raise
+        return await self._adopt(
+            kind="grid",
+            endpoint=session.url,
+            browser=browser,
+            context=context,
+            instance_id=instance_id,
+            headless=options.headless,
+            cleanup=[session.delete],
+        )
 
     async def attach_isolated(self, of: Instance, *, instance_id: str | None = None) -> Instance:
         """A new isolated browser context of `of`'s browser (any manager's), as an instance of its
