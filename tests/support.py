@@ -422,6 +422,44 @@ def selenium_grid(
 
 
 @contextlib.contextmanager
+def playwright_run_server(*, unsafe: bool = True) -> Iterator[PlaywrightServer]:
+    """`playwright run-server` from Playwright's own driver: it launches a browser per client, with
+    the client's launch options (`x-playwright-launch-options`; executablePath only with --unsafe)."""
+    import playwright
+
+    driver = Path(playwright.__file__).parent / "driver"
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            str(driver / "node"),
+            str(driver / "package" / "cli.js"),
+            "run-server",
+            *("--host", "127.0.0.1", "--port", str(port)),
+            *(["--unsafe"] if unsafe else []),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline().decode() if ready else ""
+        if "Listening on" not in line:
+            raise RuntimeError(f"the Playwright run-server did not start (got {line!r})")
+        yield PlaywrightServer(proc, f"ws://127.0.0.1:{port}/")
+    finally:
+        _stop(proc, sig=signal.SIGINT)  # it keeps running on SIGTERM while a browser is open
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def launch_options_header(executable: str) -> tuple[str, str]:
+    """The header a Playwright client sends a run-server with its launch options."""
+    return "x-playwright-launch-options", json.dumps({"executablePath": executable, "headless": True})
+
+
+@contextlib.contextmanager
 def silent_port() -> Iterator[int]:
     """A TCP port that accepts connections and never answers: an endpoint that hangs."""
     server = socket.socket()

@@ -236,10 +236,10 @@ class Instance:
     async def start(self, *, initial_cause: OpenCause) -> None:
         context = self.context
         self._disposers.append(context.on_page(self._tracker.on_page))
-        lost_with_context = (
-            "its browser context was closed" if self.kind == "context" else "the browser disconnected"
-        )
-        self._disposers.append(context.on_close(lambda: self._lost(lost_with_context)))
+        def context_closed() -> None:
+            self._lost("its browser context was closed" if self.kind == "context" else self._gone_reason())
+
+        self._disposers.append(context.on_close(context_closed))
         if self.browser is not None:
             self._disposers.append(self.browser.on_disconnected(lambda: self._lost(self._gone_reason())))
             cdp = self._tracker.cdp = await self.browser.new_cdp_session()

@@ -328,12 +328,12 @@ class TabTracker:
         if cause is None and self.cdp is not None and self._is_open():
             # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
             # it is still there before calling this close the page's or another client's doing.
+            self._checking[tab.id] = (tab, was_active)
             self.spawn(self._report_unexplained_close(tab, was_active))
             return
         self._report_close(tab, cause or _unexplained_close_cause(tab), was_active)
 
     async def _report_unexplained_close(self, tab: Tab, was_active: bool) -> None:
-        self._checking[tab.id] = (tab, was_active)
         try:
             # The browser must still answer, and still be there a moment later, before the close
             # is the page's or another client's doing; otherwise it is the browser's crash.
