@@ -54,7 +54,7 @@ def grid(browser_path: str) -> Iterator[SeleniumGrid]:
         pytest.skip(str(missing))
     with selenium_grid(browser_path) as running:
         yield running
-        left = running.session_ids()
+        left = running.sessions_end()
     assert not left, f"tests left grid sessions running: {left}"
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -338,6 +338,16 @@ class SeleniumGrid:
             for slot in node.get("slots", [])
             if slot.get("session")
         ]
+
+    def sessions_end(self, keep: Collection[str] = (), timeout: float = 10.0) -> list[str]:
+        """Wait until the grid runs no session but those in `keep` (the hub learns of an ended
+        session from its node a moment later); returns the others still running after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = [s for s in self.session_ids() if s not in keep]
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.1)
 
     def delete_session(self, session_id: str) -> None:
         """End a session from outside, as the grid does when it times one out."""

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ._errors import ConnectError
+from ._options import BrowserOptions
 
 _JSON = "application/json; charset=utf-8"  # the grid refuses a bare application/json
 
@@ -34,7 +35,8 @@ class GridSession:
     session_id: str
     cdp_url: str
     capabilities: Mapping[str, Any]
-    headers: tuple[tuple[str, str], ...] = ()
+    options: BrowserOptions
+    """The options it was asked with; `cdp_headers` has every header the grid needs (its auth too)."""
 
     @property
     def url(self) -> str:
@@ -94,16 +96,17 @@ def session_request(
 async def create_session(
     url: str,
     capabilities: Mapping[str, Any] | None = None,
+    options: BrowserOptions | None = None,
     *,
-    headless: bool = True,
-    browser_args: Sequence[str] = (),
-    headers: Sequence[tuple[str, str]] = (),
     timeout: float = 60.0,
 ) -> GridSession:
-    """Start a browser on the grid at `url`; raises ConnectError saying why it could not."""
+    """Start a browser on the grid at `url` (headless unless `options` say headed, with their
+    browser args and `cdp_headers`); raises ConnectError saying why it could not."""
+    options = options or BrowserOptions()
     grid, auth = split_grid_url(url)
-    body = session_request(capabilities, headless=headless, browser_args=browser_args)
-    creating = asyncio.ensure_future(asyncio.to_thread(_create, grid, body, (*auth, *headers), timeout))
+    options = options.replace(cdp_headers=(*auth, *options.cdp_headers))
+    body = session_request(capabilities, headless=options.headless, browser_args=options.browser_args)
+    creating = asyncio.ensure_future(asyncio.to_thread(_create, grid, body, options, timeout))
     try:
         return await asyncio.shield(creating)
     except asyncio.CancelledError:
@@ -196,9 +199,8 @@ def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, t
         )
 
 
-def _create(
-    grid: str, body: dict[str, Any], headers: Sequence[tuple[str, str]], timeout: float
-) -> GridSession:
+def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: float) -> GridSession:
+    headers = options.cdp_headers
     browser = str(body["capabilities"]["alwaysMatch"].get("browserName", "chrome"))
     _check_status(grid, headers, browser, timeout)
     try:
@@ -229,7 +231,7 @@ def _create(
     session_id = str(value["sessionId"])
     capabilities = value.get("capabilities") or {}
     cdp_url = capabilities.get("se:cdp") if isinstance(capabilities, dict) else None
-    session = GridSession(grid, session_id, str(cdp_url or ""), capabilities, tuple(headers))
+    session = GridSession(grid, session_id, str(cdp_url or ""), capabilities, options)
     if not cdp_url:
         _delete(session)
         raise ConnectError(
@@ -244,7 +246,7 @@ def _create(
 
 def _delete(session: GridSession) -> None:
     try:
-        _call("DELETE", session.url, session.headers, 10.0)
+        _call("DELETE", session.url, session.options.cdp_headers, 10.0)
     except (OSError, urllib.error.URLError):
         pass  # the grid is gone, and the session with it
 

@@ -361,34 +361,17 @@ class TabManager:
         return instance
 
     async def connect_grid(
-        self,
-        url: str,
-        *,
-        capabilities: Mapping[str, Any] | None = None,
-        instance_id: str | None = None,
-        timeout: float = 60.0,
+        self, url: str, *, capabilities: Mapping[str, Any] | None = None, instance_id: str | None = None
     ) -> Instance:
         """Start a browser on a Selenium Grid 4 (`http://host:4444`) as a WebDriver session and
         drive it over the session's CDP endpoint (`se:cdp`), like a Chromium over CDP.
 
-        `capabilities` go on top of Chrome's (headless unless the options say headed; the options'
-        browser args added). The instance's endpoint is the session's WebDriver URL. Closing the
-        instance ends the session (the grid stops the browser); a session the grid ends is noticed
-        within seconds, and the instance is lost.
+        `capabilities` go on top of Chrome's (headless unless the options say headed). The
+        instance's endpoint is the session's WebDriver URL; closing the instance ends the session.
         """
-        options = self.options
-        session = await create_session(
-            url,
-            capabilities,
-            headless=options.headless,
-            browser_args=options.browser_args,
-            headers=options.cdp_headers,
-            timeout=timeout,
-        )
+        session = await create_session(url, capabilities, self.options)
         try:
-            browser, context = await self._driver.connect_cdp(
-                session.cdp_url, options.replace(cdp_headers=session.headers), timeout=min(timeout, 30.0)
-            )
+            browser, context = await self._driver.connect_cdp(session.cdp_url, session.options, timeout=30.0)
         except BaseException:
             await asyncio.shield(session.delete())
             raise
@@ -398,7 +381,7 @@ class TabManager:
             browser=browser,
             context=context,
             instance_id=instance_id,
-            headless=options.headless,
+            headless=session.options.headless,
             cleanup=[session.delete],
         )
 
