@@ -329,20 +329,22 @@ class TabTracker:
             # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
             # it is still there before calling this close the page's or another client's doing.
             self._checking[tab.id] = (tab, was_active)
-            self.spawn(self._report_unexplained_close(tab, was_active))
+            self.spawn(self._report_unexplained_close(tab))
             return
         self._report_close(tab, cause or _unexplained_close_cause(tab), was_active)
 
-    async def _report_unexplained_close(self, tab: Tab, was_active: bool) -> None:
+    async def _report_unexplained_close(self, tab: Tab) -> None:
         try:
             # The browser must still answer, and still be there a moment later, before the close
             # is the page's or another client's doing; otherwise it is the browser's crash.
             await asyncio.gather(self._alive(), asyncio.sleep(CLOSE_GRACE))
         finally:
-            # Reported exactly once, also when cancelled because the instance is being closed.
-            if self._checking.pop(tab.id, None) is not None:
+            # Reported exactly once (unless the instance was lost meanwhile and reported it), also
+            # when cancelled because the instance is being closed.
+            checked = self._checking.pop(tab.id, None)
+            if checked is not None:
                 cause = "crash" if self._state() == "lost" else _unexplained_close_cause(tab)
-                self._report_close(tab, cause, was_active)
+                self._report_close(tab, cause, checked[1])
 
     def report_checked_closes(self) -> None:
         """The browser is gone: the closes still being checked were its doing; report them now."""

@@ -12,7 +12,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from support import SeleniumGrid, data, error, free_port, ok, ref_of, result_of, section
+from support import SeleniumGrid, data, error, free_port, ok, ref_of, result_of, section, wait_until
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -56,6 +56,8 @@ async def test_two_grid_sessions_and_the_local_browser_side_by_side_and_a_sessio
         ]
         sessions = [c["endpoint"].rsplit("/", 1)[-1] for c in connected]
         assert set(grid.session_ids()) - before == set(sessions)
+        browsers = grid.browser_pids()
+        assert len(browsers) == len(before) + 2, "one Chromium on the node per session"
         listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
         assert [(i["kind"], i["endpoint"]) for i in listed] == [
             ("launched", None),
@@ -102,6 +104,7 @@ async def test_two_grid_sessions_and_the_local_browser_side_by_side_and_a_sessio
         assert "its grid session was ended" in section(closed, "Result")
         assert not grid.sessions_end(keep=before), "closing the instance ended its session"
     assert not grid.sessions_end(keep=before), "no grid session outlives the server"
+    await wait_until(lambda: not set(grid.browser_pids()) & set(browsers), timeout=10)
 
 
 async def test_grid_errors_are_clear_and_immediate(
