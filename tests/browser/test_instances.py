@@ -208,6 +208,34 @@ async def test_a_killed_playwright_server_browser_is_reported_lost(
     assert [(e.tab_id, e.data["by"]) for e in closed] == [(i, "crash") for i in tab_ids]
 
 
+async def test_a_remote_browser_that_stops_answering_is_lost_within_10_s_but_a_busy_local_one_is_not(
+    manager: TabManager, browser_path: str, site: LocalSite
+) -> None:
+    local = await manager.launch()
+    assert local.pid is not None
+    with remote_chromium(browser_path) as frozen:
+        remote = await manager.connect_cdp(frozen.http)
+        tab = await manager.new_tab(site.url("/page/a"), instance_id=remote.id)
+        since = manager.events.last_seq
+        # Frozen, both keep their sockets open and answer nothing: only the heartbeat can tell.
+        os.kill(frozen.proc.pid, signal.SIGSTOP)
+        os.kill(local.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            await wait_until(lambda: remote.state == "lost", timeout=10)
+            assert time.monotonic() - started < 10
+            assert remote.lost_reason == f"the browser at {frozen.http} stopped answering"
+            closed = events(manager, since, "tab_closed", remote)
+            assert tab.id in [e.tab_id for e in closed] and {e.data["by"] for e in closed} == {"crash"}
+            # A local browser is judged by its process, which is there: busy is not dead.
+            assert local.state == "open"
+        finally:
+            os.kill(local.pid, signal.SIGCONT)
+            frozen.kill()
+    kept = await manager.new_tab(site.url("/page/b"), instance_id=local.id)
+    assert await kept.page.title() == "Page b"
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["stopped", "killed"])
 async def test_a_run_server_that_goes_away_takes_its_tabs_as_a_crash(browser_path: str, stop: int) -> None:
     options = BrowserOptions(cdp_headers=(launch_options_header(browser_path),))
