@@ -48,9 +48,7 @@ def test_an_explicit_path_that_does_not_exist_is_an_error_naming_it(bin_dir: Pat
     with pytest.raises(BrowserNotFoundError) as info:
         find_browser("/nowhere/chrome")
     assert "browser path option (/nowhere/chrome) does not exist" in str(info.value)
-    assert "--browser-path (/nowhere/chrome) does not exist" in error_text(
-        info.value
-    )  # as the server says it
+    assert "--browser-path (/nowhere/chrome) does not exist" in error_text(info.value)  # as the server says it
 
 
 def test_an_explicit_path_that_is_not_executable_is_an_error(bin_dir: Path, tmp_path: Path) -> None:
