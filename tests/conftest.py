@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 from mcp import Client
 
+from support import SeleniumGrid, grid_pieces, selenium_grid
 from tabpilot import Instance, TabManager, find_browser
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
@@ -35,6 +37,25 @@ def _clear_site_routes(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def browser_path() -> str:
     return find_browser()
+
+
+@pytest.fixture(scope="session")
+def grid(browser_path: str) -> Iterator[SeleniumGrid]:
+    """A real Selenium Grid 4 (hub + node on 127.0.0.1) for the whole run, stopped at its end.
+
+    A machine without Java, the server jar or ChromeDriver skips the tests that need it, saying
+    what is missing (`make grid` installs them); with TABPILOT_REQUIRE_GRID=1 (CI) that fails instead.
+    """
+    try:
+        grid_pieces()
+    except LookupError as missing:
+        if os.environ.get("TABPILOT_REQUIRE_GRID"):
+            pytest.fail(f"{missing}; TABPILOT_REQUIRE_GRID is set")
+        pytest.skip(str(missing))
+    with selenium_grid(browser_path) as running:
+        yield running
+        left = running.sessions_end()
+    assert not left, f"tests left grid sessions running: {left}"
 
 
 # -- library fixtures (tests/browser) -------------------------------------------------------------

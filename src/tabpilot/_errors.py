@@ -104,12 +104,16 @@ class InstanceLostError(InstanceError):
         self.lost_reason = lost_reason
 
 
-ConnectReason = Literal["unreachable", "timeout", "use_cdp", "use_server", "bad_url", "failed"]
+ConnectReason = Literal[
+    "unreachable", "timeout", "use_cdp", "use_server", "bad_url", "not_grid", "no_node", "no_cdp", "failed"
+]
 
 
 class ConnectError(InstanceError):
     """`reason`: unreachable, no answer in time, an endpoint of the other protocol (`use_cdp`:
-    connect it over CDP; `use_server`: as a Playwright browser server), not an endpoint URL, other."""
+    connect it over CDP; `use_server`: as a Playwright browser server), not an endpoint URL, not a
+    Selenium Grid (`not_grid`), no grid node offers the browser (`no_node`), a grid session without
+    a CDP endpoint (`no_cdp`), other."""
 
     def __init__(
         self, fact: str, advice: str = "", *, instance_id: str | None = None, reason: ConnectReason = "failed"

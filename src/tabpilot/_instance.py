@@ -23,7 +23,7 @@ from ._cdp import TargetSessions
 from ._errors import InstanceLostError, LastTabError, TabLike, TabLimitError
 from ._navigation import navigate
 from ._policy import UrlPolicy
-from ._pw import BrowserHandle, CdpSession, ContextHandle, Disposer, Doing, map_playwright_errors
+from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, map_playwright_errors
 from ._services import InstanceServices
 from ._tab import Tab, Timeouts
 from ._tracker import TabTracker
@@ -105,7 +105,7 @@ class Instance:
             services,
             context,
             state=lambda: self.state,
-            lost=lambda: self._lost(self._gone_reason()),
+            alive=self.answers,
             activate=self.activate,
         )
         self._registry = self._tracker.registry
@@ -113,6 +113,7 @@ class Instance:
         self._cleanup = list(cleanup)
         """Run once when the instance closes, after its browser: e.g. end the grid session it ran in."""
         self._heartbeat: asyncio.Task[None] | None = None
+        self._disconnecting: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Instance {self.id} {self.kind} tabs={len(self._registry)}>"
@@ -238,10 +239,11 @@ class Instance:
     async def start(self, *, initial_cause: OpenCause) -> None:
         context = self.context
         self._disposers.append(context.on_page(self._tracker.on_page))
-        lost_with_context = (
-            "its browser context was closed" if self.kind == "context" else "the browser disconnected"
-        )
-        self._disposers.append(context.on_close(lambda: self._lost(lost_with_context)))
+
+        def context_closed() -> None:
+            self._lost("its browser context was closed" if self.kind == "context" else self._gone_reason())
+
+        self._disposers.append(context.on_close(context_closed))
         if self.browser is not None:
             self._disposers.append(self.browser.on_disconnected(lambda: self._lost(self._gone_reason())))
             cdp = self._tracker.cdp = await self.browser.new_cdp_session()
@@ -265,25 +267,41 @@ class Instance:
         await self.settle()
         self._registry.ensure_active()
         if self.kind in REMOTE_KINDS and self._tracker.cdp is not None:
-            self._heartbeat = asyncio.get_running_loop().create_task(self._beat(self._tracker.cdp))
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
-    async def _beat(self, cdp: CdpSession) -> None:
+    async def _beat(self) -> None:
         """Notice a remote browser that stopped answering (a dead host, a grid that ended the
-        session without closing the socket): lost after a few checks in a row without an answer."""
-        misses = 0
+        session without closing the socket): a check every HEARTBEAT_INTERVAL seconds, lost within
+        HEARTBEAT_INTERVAL + HEARTBEAT_MISSES * HEARTBEAT_TIMEOUT seconds (7 s) of the last answer."""
         while self.state == "open":
             await asyncio.sleep(HEARTBEAT_INTERVAL)
+            await self.answers()
+
+    async def answers(self) -> bool:
+        """Whether the browser still answers a check (`Browser.getVersion`), asked up to
+        HEARTBEAT_MISSES times. A broken connection declares the instance lost; so does silence, for
+        a remote browser (a local one is judged by its process: a busy browser is not a dead one)."""
+        for _ in range(HEARTBEAT_MISSES):
+            cdp = self._tracker.cdp
+            if cdp is None or self.state != "open":
+                return self.state == "open"
             try:
                 await asyncio.wait_for(cdp.send("Browser.getVersion"), HEARTBEAT_TIMEOUT)
-                misses = 0
-            except asyncio.CancelledError:
-                raise
+                return True
             except TimeoutError:
-                misses += 1
-                if misses >= HEARTBEAT_MISSES:
-                    self._lost(f"the browser at {self.endpoint} stopped answering")
+                continue
             except Exception:
-                self._lost(f"the connection to the browser at {self.endpoint} broke")
+                broke = f"the connection to the browser at {self.endpoint} broke"
+                self._lost(broke if self.kind in REMOTE_KINDS else self._gone_reason())
+                return False
+        if self.kind in REMOTE_KINDS:
+            self._lost(self._silent_reason())
+        return self.check_alive()
+
+    def _silent_reason(self) -> str:
+        if self.kind == "grid":
+            return f"the grid session {self.endpoint} stopped answering (the grid ended it, or its node went away)"
+        return f"the browser at {self.endpoint} stopped answering"
 
     async def close(self) -> None:
         """Close what this instance owns: the browser it launched or the context it created.
@@ -304,6 +322,8 @@ class Instance:
                     await asyncio.wait_for(self.context.close(), 10)
                 if self.browser is not None and self.kind != "context":
                     await asyncio.wait_for(self.browser.close(), 10)
+        elif self._disconnecting is not None:
+            await asyncio.gather(self._disconnecting, return_exceptions=True)
         self._remove_profile()
         cleanup, self._cleanup = self._cleanup, []
         for step in cleanup:
@@ -339,12 +359,22 @@ class Instance:
         self.state = "lost"
         self.lost_reason = reason
         logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
+        self._tracker.report_checked_closes()
         for tab in self.tabs:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()
         self.emit("instance_lost", None, reason=reason)
         if self.kind == "launched":
             self._remove_profile()  # the browser that used it is gone
+        elif self.kind in REMOTE_KINDS and self.browser is not None:
+            # Drop the connection to an endpoint that stopped answering: calls still waiting on it
+            # (a navigation under way) fail at once instead of at their timeout, and its socket goes.
+            self._disconnecting = asyncio.get_running_loop().create_task(self._disconnect(self.browser))
+
+    @staticmethod
+    async def _disconnect(browser: BrowserHandle) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(browser.close(), 5)
 
     # -- settling ----------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ConnectError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
+from ._grid import create_session
 from ._ids import TabIds
 from ._instance import Cleanup, Instance
 from ._options import BrowserOptions
@@ -368,6 +369,31 @@ class TabManager:
         # Like a launched browser, usable at once; not an activation, so the default stays.
         await instance.new_tab(background=True)
         return instance
+
+    async def connect_grid(
+        self, url: str, *, capabilities: Mapping[str, Any] | None = None, instance_id: str | None = None
+    ) -> Instance:
+        """Start a browser on a Selenium Grid 4 (`http://host:4444`) as a WebDriver session and
+        drive it over the session's CDP endpoint (`se:cdp`), like a Chromium over CDP.
+
+        `capabilities` go on top of Chrome's (headless unless the options say headed). The
+        instance's endpoint is the session's WebDriver URL; closing the instance ends the session.
+        """
+        session = await create_session(url, capabilities, self.options)
+        try:
+            browser, context = await self._driver.connect_cdp(session.cdp_url, session.options, timeout=30.0)
+        except BaseException:
+            await asyncio.shield(session.delete())
+            raise
+        return await self._adopt(
+            kind="grid",
+            endpoint=session.url,
+            browser=browser,
+            context=context,
+            instance_id=instance_id,
+            headless=session.options.headless,
+            cleanup=[session.delete],
+        )
 
     async def attach_isolated(self, of: Instance, *, instance_id: str | None = None) -> Instance:
         """A new isolated browser context of `of`'s browser (any manager's), as an instance of its

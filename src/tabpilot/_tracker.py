@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ._cdp import TargetSession, TargetSessions
@@ -27,6 +27,9 @@ from ._watch import ActionWatch
 
 ANNOUNCE_TIMEOUT = 3.0
 """Seconds after which a tab Playwright has not reported is announced anyway (from its target)."""
+CLOSE_GRACE = 0.4
+"""Seconds a close nobody asked for waits for its browser's goodbye: a browser shut down in order
+(a Playwright server stopping, a user quitting) closes its pages and still answers for ~0.1 s."""
 
 
 class TabTracker:
@@ -39,7 +42,7 @@ class TabTracker:
         context: ContextHandle,
         *,
         state: Callable[[], InstanceState],
-        lost: Callable[[], None],
+        alive: Callable[[], Awaitable[bool]],
         activate: Callable[[Tab], object],
     ) -> None:
         self.registry = TabRegistry(host.instance_id)
@@ -50,7 +53,7 @@ class TabTracker:
         self._services = services
         self._context = context
         self._state = state
-        self._lost = lost
+        self._alive = alive
         self._activate = activate
         self._scope = TargetScope()
         self._binding: dict[PageHandle, asyncio.Task[Tab | None]] = {}
@@ -58,6 +61,8 @@ class TabTracker:
         self._follow: set[int] = set()
         self._watches: list[ActionWatch] = []
         self._hook_sessions: dict[int, TargetSession] = {}
+        self._checking: dict[int, tuple[Tab, bool]] = {}
+        """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active)."""
         self._creating = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._settling: set[asyncio.Task[Any]] = set()
@@ -325,23 +330,29 @@ class TabTracker:
         if cause is None and self.cdp is not None and self._is_open():
             # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
             # it is still there before calling this close the page's or another client's doing.
-            self.spawn(self._report_unexplained_close(tab, was_active))
+            self._checking[tab.id] = (tab, was_active)
+            self.spawn(self._report_unexplained_close(tab))
             return
         self._report_close(tab, cause or _unexplained_close_cause(tab), was_active)
 
-    async def _report_unexplained_close(self, tab: Tab, was_active: bool) -> None:
-        cdp = self.cdp
-        cause = _unexplained_close_cause(tab)
+    async def _report_unexplained_close(self, tab: Tab) -> None:
         try:
-            if cdp is not None:
-                await asyncio.wait_for(cdp.send("Browser.getVersion"), 2.0)
-        except TimeoutError:
-            pass  # a browser too busy to answer in 2 s is not declared lost on that alone
-        except Exception:
-            self._lost()  # the connection is gone
+            # The browser must still answer, and still be there a moment later, before the close
+            # is the page's or another client's doing; otherwise it is the browser's crash.
+            await asyncio.gather(self._alive(), asyncio.sleep(CLOSE_GRACE))
         finally:
-            # Reported exactly once, also when cancelled because the instance is being closed.
-            self._report_close(tab, "crash" if self._state() == "lost" else cause, was_active)
+            # Reported exactly once (unless the instance was lost meanwhile and reported it), also
+            # when cancelled because the instance is being closed.
+            checked = self._checking.pop(tab.id, None)
+            if checked is not None:
+                cause = "crash" if self._state() == "lost" else _unexplained_close_cause(tab)
+                self._report_close(tab, cause, checked[1])
+
+    def report_checked_closes(self) -> None:
+        """The browser is gone: the closes still being checked were its doing; report them now."""
+        checking, self._checking = self._checking, {}
+        for tab, was_active in checking.values():
+            self._report_close(tab, "crash", was_active)
 
     def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
         self._announced.discard(tab.id)

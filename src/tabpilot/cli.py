@@ -74,6 +74,16 @@ def _parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
+    return value
+
+
 def _file(text: str) -> str:
     path = Path(text).expanduser()
     if not path.is_file():
@@ -257,6 +267,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="drive a Playwright browser server (ws://...) instead of launching a browser",
     )
+    _option(
+        endpoint,
+        "--selenium-grid",
+        metavar="URL",
+        help="start the browser as a session on this Selenium Grid 4 (http://host:4444) and drive it "
+        "over the session's CDP endpoint; the session ends when the server stops",
+    )
+    _option(
+        browser,
+        "--grid-capabilities",
+        metavar="JSON",
+        type=_json_object,
+        help="WebDriver capabilities for --selenium-grid sessions, on top of Chrome's (e.g. '{\"platformName\": "
+        '"linux", "goog:chromeOptions": {"args": ["--lang=de"]}}\')',
+    )
 
     tabs = serve.add_argument_group("tabs")
     _option(
@@ -384,7 +409,9 @@ def read_config_file(path: str) -> dict[str, Any]:
                 items = value if isinstance(value, list) else [value]
                 values[dest] = [convert(str(item)) for item in items]
             else:
-                values[dest] = convert(value if isinstance(value, str) else str(value))
+                # An object (--grid-capabilities) is read as the JSON the flag would have taken.
+                text = json.dumps(value) if isinstance(value, dict) else str(value)
+                values[dest] = convert(text)
         except (ValueError, argparse.ArgumentTypeError) as exc:
             raise ValueError(f"--config {path}: option {key!r}: {exc}") from None
         choices = options.get("choices")
@@ -418,6 +445,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         browser=browser,
         cdp_endpoint=values.get("cdp_endpoint"),
         ws_endpoint=values.get("ws_endpoint"),
+        selenium_grid=values.get("selenium_grid"),
+        grid_capabilities=values.get("grid_capabilities"),
         max_tabs=values.get("max_tabs", 20),
         max_total_tabs=values.get("max_total_tabs", DEFAULT_MAX_TOTAL_TABS),
         tab_limit_policy=values.get("tab_limit_policy", "reject"),
@@ -436,8 +465,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_level=values.get("log_level", "warning"),
         log_file=values.get("log_file"),
     )
-    if config.cdp_endpoint and config.ws_endpoint:
-        raise ValueError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
+    endpoints = [config.cdp_endpoint, config.ws_endpoint, config.selenium_grid]
+    if sum(1 for e in endpoints if e) > 1:
+        raise ValueError("--cdp-endpoint, --ws-endpoint and --selenium-grid exclude each other: give one")
+    if config.grid_capabilities is not None and not config.selenium_grid:
+        raise ValueError(
+            "--grid-capabilities applies to --selenium-grid sessions: give --selenium-grid URL too"
+        )
     if config.http_host is not None:
         check_bind(config)
     return config

@@ -18,13 +18,16 @@ from support import (
     PlaywrightServer,
     RemoteChromium,
     free_port,
+    launch_options_header,
     pid_alive,
+    playwright_run_server,
     playwright_server,
     remote_chromium,
     silent_port,
     wait_until,
 )
 from tabpilot import (
+    BrowserOptions,
     ConnectError,
     Instance,
     InstanceLostError,
@@ -203,6 +206,66 @@ async def test_a_killed_playwright_server_browser_is_reported_lost(
         await manager.settle()
     closed = events(manager, since, "tab_closed", instance)
     assert [(e.tab_id, e.data["by"]) for e in closed] == [(i, "crash") for i in tab_ids]
+
+
+async def test_a_remote_browser_that_stops_answering_is_lost_within_10_s_but_a_busy_local_one_is_not(
+    manager: TabManager, browser_path: str, site: LocalSite
+) -> None:
+    local = await manager.launch()
+    assert local.pid is not None
+    with remote_chromium(browser_path) as frozen:
+        remote = await manager.connect_cdp(frozen.http)
+        tab = await manager.new_tab(site.url("/page/a"), instance_id=remote.id)
+        since = manager.events.last_seq
+        # Frozen, both keep their sockets open and answer nothing: only the heartbeat can tell.
+        os.kill(frozen.proc.pid, signal.SIGSTOP)
+        os.kill(local.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            await wait_until(lambda: remote.state == "lost", timeout=10)
+            assert time.monotonic() - started < 10
+            assert remote.lost_reason == f"the browser at {frozen.http} stopped answering"
+            closed = events(manager, since, "tab_closed", remote)
+            assert tab.id in [e.tab_id for e in closed] and {e.data["by"] for e in closed} == {"crash"}
+            # A local browser is judged by its process, which is there: busy is not dead.
+            assert local.state == "open"
+        finally:
+            os.kill(local.pid, signal.SIGCONT)
+            frozen.kill()
+    kept = await manager.new_tab(site.url("/page/b"), instance_id=local.id)
+    assert await kept.page.title() == "Page b"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["stopped", "killed"])
+async def test_a_run_server_that_goes_away_takes_its_tabs_as_a_crash(browser_path: str, stop: int) -> None:
+    options = BrowserOptions(cdp_headers=(launch_options_header(browser_path),))
+    with playwright_run_server() as server:
+        async with TabManager(options=options) as manager:
+            instance = await manager.connect_ws(server.ws)
+            await manager.new_tab(instance_id=instance.id)
+            tab_ids = sorted(t.id for t in instance.tabs)
+            since = manager.events.last_seq
+            # SIGTERM: the server closes its browser in order (pages first, the browser still
+            # answering meanwhile); SIGKILL: everything goes at once.
+            os.killpg(server.proc.pid, stop)
+            await wait_until(lambda: instance.state == "lost")
+            closed = events(manager, since, "tab_closed", instance)
+            assert sorted((e.tab_id, e.data["by"]) for e in closed) == [(i, "crash") for i in tab_ids]
+            assert [e.type for e in manager.events.history(since=since)][-1] == "instance_lost"
+
+
+async def test_a_browser_server_that_cannot_launch_its_browser_says_so(browser_path: str) -> None:
+    cases = [(True, "/nonexistent/chromium"), (False, browser_path)]  # without --unsafe it ignores ours
+    for unsafe, executable in cases:
+        options = BrowserOptions(cdp_headers=(launch_options_header(executable),))
+        with playwright_run_server(unsafe=unsafe) as server:
+            async with TabManager(options=options) as manager:
+                with pytest.raises(ConnectError) as error:
+                    await manager.connect_ws(server.ws)
+                message = str(error.value)
+                assert message.startswith(f"The Playwright browser server at {server.ws} could not launch")
+                assert "xecutable doesn't exist" in message and "not in Playwright's protocol" not in message
+                assert manager.instances == []
 
 
 async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_that_needs_it(

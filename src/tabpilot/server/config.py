@@ -8,6 +8,7 @@ browser is launched or reached is the library's `BrowserOptions` (`browser`), th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tabpilot import BrowserOptions, TabLimitPolicy
 
@@ -26,6 +27,9 @@ class ServerConfig:
     browser: BrowserOptions = field(default_factory=BrowserOptions)
     cdp_endpoint: str | None = None
     ws_endpoint: str | None = None
+    selenium_grid: str | None = None
+    grid_capabilities: dict[str, Any] | None = None
+    """WebDriver capabilities for the grid session, on top of Chrome's (headless unless --headed)."""
     # Tabs
     max_tabs: int = 20
     tab_limit_policy: TabLimitPolicy = "reject"

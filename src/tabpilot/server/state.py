@@ -271,9 +271,11 @@ def dump_tasks() -> None:
 
 
 async def open_browser(manager: TabManager, config: ServerConfig) -> Instance:
-    """Connect to the configured endpoint, or launch a Chromium."""
+    """Connect to the configured endpoint (or start a Selenium Grid session), or launch a Chromium."""
     if config.cdp_endpoint:
         return await manager.connect_cdp(config.cdp_endpoint)
     if config.ws_endpoint:
         return await manager.connect_ws(config.ws_endpoint)
+    if config.selenium_grid:
+        return await manager.connect_grid(config.selenium_grid, capabilities=config.grid_capabilities)
     return await manager.launch()

@@ -4,7 +4,8 @@ Result shapes (structured `result`):
 - list:     {instances: [{id, kind, endpoint, health, lostReason, default, tabCount, activeTabId,
              headless, pid, userDataDir, replacedBy}], defaultInstanceId, count}
 - launch:   {instanceId, kind, activeTabId, tabIds, default}
-- connect:  {instanceId, kind, endpoint, activeTabId, tabIds, default}
+- connect:  {instanceId, kind, endpoint, activeTabId, tabIds, default} (a grid instance's endpoint is
+             its WebDriver session URL, http://grid:4444/session/<id>)
 - close:    {success, closedInstanceId, closedTabIds, defaultInstanceId}
 
 Tab ids are unique across instances, so tab tools never need an instance: only `browser_tabs`
@@ -13,7 +14,7 @@ Tab ids are unique across instances, so tab tools never need an instance: only `
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -74,6 +75,20 @@ async def browser_instance(
             "prints it). Only tabs opened through tabpilot are seen there."
         ),
     ] = None,
+    seleniumGrid: Annotated[
+        str | None,
+        Field(
+            description="connect: a Selenium Grid 4 URL (http://host:4444): starts a browser session there and "
+            "drives it over CDP; closing the instance ends the session."
+        ),
+    ] = None,
+    capabilities: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="connect with seleniumGrid: WebDriver capabilities on top of Chrome's, e.g. "
+            '{"platformName": "linux"} or {"goog:chromeOptions": {"args": ["--lang=de"]}}.'
+        ),
+    ] = None,
     headless: Annotated[
         bool | None, Field(description="launch: without a window (default: the server's --headless setting).")
     ] = None,
@@ -107,21 +122,26 @@ async def browser_instance(
             "own. The operator can allow it with --allow-instances. Use the tabs of your session's browser."
         )
     elif action == "launch":
-        if cdpEndpoint or wsEndpoint:
+        if cdpEndpoint or wsEndpoint or seleniumGrid:
             raise ValueError("launch starts a local browser; to use an endpoint, call action='connect'.")
         instance = await manager.launch(headless=headless, user_data_dir=userDataDir)
         _opened(call, instance, "Launched")
     elif action == "connect":
-        if bool(cdpEndpoint) == bool(wsEndpoint):
+        if sum(1 for e in (cdpEndpoint, wsEndpoint, seleniumGrid) if e) != 1:
             raise ValueError(
-                "connect needs exactly one of cdpEndpoint (a Chromium's DevTools endpoint, http://host:port) "
-                "or wsEndpoint (a Playwright browser server's ws:// URL)."
+                "connect needs exactly one of cdpEndpoint (a Chromium's DevTools endpoint, http://host:port), "
+                "wsEndpoint (a Playwright browser server's ws:// URL) or seleniumGrid (a Selenium Grid's "
+                "http://host:4444)."
             )
+        if capabilities is not None and not seleniumGrid:
+            raise ValueError("capabilities apply to a Selenium Grid session: pass seleniumGrid too.")
         if cdpEndpoint:
             instance = await manager.connect_cdp(cdpEndpoint)
-        else:
-            assert wsEndpoint is not None
+        elif wsEndpoint:
             instance = await manager.connect_ws(wsEndpoint)
+        else:
+            assert seleniumGrid is not None
+            instance = await manager.connect_grid(seleniumGrid, capabilities=capabilities)
         _opened(call, instance, "Connected")
     else:  # close
         if instanceId is None:
@@ -135,6 +155,8 @@ async def browser_instance(
             what = "its browser was shut down"
         elif instance.kind in ("cdp", "playwright-server"):
             what = "disconnected; the remote browser keeps running"
+        elif instance.kind == "grid":
+            what = "its grid session was ended (the grid stops its browser)"
         else:
             what = "its browser context was closed"
         default = manager.default_instance
@@ -157,9 +179,9 @@ TOOLS = [
         browser_instance,
         "Manage browser instances: list them (id, kind, endpoint, tab count, default, health), launch a local "
         "Chromium, connect to a remote one (cdpEndpoint: a Chrome with --remote-debugging-port; wsEndpoint: a "
-        "Playwright browser server), or close one (a launched browser exits; a connected one is only "
-        "disconnected). Tab ids are unique across instances: tab tools need only tabId. Tools called without "
-        "tabId use the default instance (the one whose tab was activated last). If a browser dies, its tabs "
+        "Playwright browser server; seleniumGrid: a new session on a Selenium Grid 4), or close one (a launched "
+        "browser exits; a connected one is only disconnected; a grid session is ended). Tab ids are unique "
+        "across instances: tab tools need only tabId. Tools called without tabId use the default instance (the one whose tab was activated last). If a browser dies, its tabs "
         "are reported closed (by crash) and a lost local default browser is relaunched on the next call.",
         ToolAnnotations(title="Manage browser instances", destructive_hint=True, open_world_hint=True),
     )

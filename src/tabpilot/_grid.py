@@ -1,0 +1,254 @@
+"""Selenium Grid 4 as a source of browsers: a WebDriver session whose `se:cdp` endpoint tabpilot
+drives like any Chromium over CDP.
+
+Three plain WebDriver calls, made with the standard library in a worker thread: `GET /status`
+(is there a node that can serve these capabilities?), `POST /session` (start a browser, read its
+`se:cdp` URL) and `DELETE /session/{id}` (end it: the grid stops the browser). The grid forwards
+CDP hub -> node -> browser; when it ends a session it does not close that socket, so the instance
+notices an ended session by its heartbeat, not by a disconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from ._errors import ConnectError
+from ._options import BrowserOptions
+
+_JSON = "application/json; charset=utf-8"  # the grid refuses a bare application/json
+
+
+@dataclass(frozen=True, slots=True)
+class GridSession:
+    """One WebDriver session on a grid: its id, its WebDriver URL and its CDP endpoint."""
+
+    grid: str
+    session_id: str
+    cdp_url: str
+    capabilities: Mapping[str, Any]
+    options: BrowserOptions
+    """The options it was asked with; `cdp_headers` has every header the grid needs (its auth too)."""
+
+    @property
+    def url(self) -> str:
+        """The session's WebDriver URL (`DELETE` it to end the session)."""
+        return f"{self.grid}/session/{self.session_id}"
+
+    async def delete(self) -> None:
+        """End the session: the grid stops its browser. A session the grid already ended is fine."""
+        await asyncio.to_thread(_delete, self)
+
+
+def split_grid_url(url: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The grid URL without a trailing slash or user info, and the Basic auth header for its
+    user info (`http://user:key@host:4444/wd/hub`, as hosted grids give them)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ConnectError(
+            f"{url!r} is not a Selenium Grid URL.",
+            "Give the grid's http://host:port (add /wd/hub if the grid serves WebDriver there).",
+            reason="bad_url",
+        )
+    headers: tuple[tuple[str, str], ...] = ()
+    if parts.username is not None:
+        secret = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers = (("Authorization", "Basic " + base64.b64encode(secret).decode()),)
+    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")), headers
+
+
+def session_request(
+    capabilities: Mapping[str, Any] | None, *, headless: bool, browser_args: Sequence[str]
+) -> dict[str, Any]:
+    """The `POST /session` body: Chrome, headless unless told otherwise, with the caller's
+    capabilities on top (`goog:chromeOptions` merged key by key, its `args` added)."""
+    args = ["--headless=new"] if headless else []
+    args += [a for a in browser_args if a not in args]
+    always: dict[str, Any] = {"browserName": "chrome"}
+    if args:
+        always["goog:chromeOptions"] = {"args": args}
+    for key, value in (capabilities or {}).items():
+        if key == "goog:chromeOptions" and isinstance(value, Mapping):
+            merged = dict(always.get(key, {}))
+            for option, setting in value.items():
+                if option == "args" and isinstance(setting, list):
+                    known = list(merged.get("args", []))
+                    merged["args"] = known + [a for a in setting if a not in known]
+                else:
+                    merged[option] = setting
+            always[key] = merged
+        else:
+            always[key] = value
+    return {"capabilities": {"alwaysMatch": always}}
+
+
+async def create_session(
+    url: str,
+    capabilities: Mapping[str, Any] | None = None,
+    options: BrowserOptions | None = None,
+    *,
+    timeout: float = 60.0,
+) -> GridSession:
+    """Start a browser on the grid at `url` (headless unless `options` say headed, with their
+    browser args and `cdp_headers`); raises ConnectError saying why it could not."""
+    options = options or BrowserOptions()
+    grid, auth = split_grid_url(url)
+    options = options.replace(cdp_headers=(*auth, *options.cdp_headers))
+    body = session_request(capabilities, headless=options.headless, browser_args=options.browser_args)
+    creating = asyncio.ensure_future(asyncio.to_thread(_create, grid, body, options, timeout))
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        # Whoever asked is gone (a server stopping): end the session the grid may still start.
+        creating.add_done_callback(_delete_orphan)
+        raise
+
+
+def _delete_orphan(creating: asyncio.Future[GridSession]) -> None:
+    if not creating.cancelled() and creating.exception() is None:
+        # A thread of its own: the loop may be closing; the process waits for it before exiting.
+        threading.Thread(target=_delete, args=(creating.result(),), name="tabpilot-grid-delete").start()
+
+
+# -- the WebDriver calls (blocking; run in a worker thread) ------------------------------------------
+
+
+def _call(
+    method: str, url: str, headers: Sequence[tuple[str, str]], timeout: float, body: Any = None
+) -> tuple[int, Any]:
+    """(HTTP status, decoded JSON or None) of one request; an HTTP error status is returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", _JSON)
+    for name, value in headers:
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            status, raw = reply.status, reply.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, None
+
+
+def _unreachable(grid: str, exc: BaseException, timeout: float) -> ConnectError:
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, TimeoutError):
+        return ConnectError(
+            f"Could not reach the Selenium Grid at {grid}: no answer within {timeout:g} s.",
+            "Check that the host and port are right and reachable from this machine.",
+            reason="timeout",
+        )
+    return ConnectError(
+        f"Could not reach the Selenium Grid at {grid}: it is unreachable ({reason}).",
+        "Check the host and port, and that the grid (its hub or standalone server) runs there.",
+        reason="unreachable",
+    )
+
+
+def _value(payload: Any) -> Any:
+    return payload.get("value") if isinstance(payload, dict) else None
+
+
+def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, timeout: float) -> None:
+    """Fail at once when the grid says no node can serve `browser` (it would queue the request)."""
+    try:
+        status, payload = _call("GET", f"{grid}/status", headers, min(timeout, 10.0))
+    except (OSError, urllib.error.URLError) as exc:
+        raise _unreachable(grid, exc, min(timeout, 10.0)) from exc
+    value = _value(payload)
+    if status != 200 or not isinstance(value, dict) or "ready" not in value:
+        raise ConnectError(
+            f"{grid} answered, but not as a Selenium Grid (GET /status gave HTTP {status}).",
+            "Give the URL of the grid's hub or standalone server (http://host:4444; some grids serve "
+            "WebDriver under /wd/hub).",
+            reason="not_grid",
+        )
+    nodes = value.get("nodes")
+    if not isinstance(nodes, list):
+        return  # a grid that does not list its nodes: let the session request tell
+    offered = {
+        str((slot.get("stereotype") or {}).get("browserName", "")).lower()
+        for node in nodes
+        if isinstance(node, dict) and node.get("availability", "UP") == "UP"
+        for slot in node.get("slots") or []
+        if isinstance(slot, dict)
+    }
+    if browser.lower() not in offered:
+        names = ", ".join(sorted(b for b in offered if b)) or "nothing (no node is up)"
+        raise ConnectError(
+            f"No node of the Selenium Grid at {grid} offers browserName {browser!r}; its nodes offer {names}.",
+            "Ask for a browser a node offers, or add a node that offers this one (tabpilot needs a "
+            "Chromium-based browser: it drives the session over CDP).",
+            reason="no_node",
+        )
+
+
+def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: float) -> GridSession:
+    headers = options.cdp_headers
+    browser = str(body["capabilities"]["alwaysMatch"].get("browserName", "chrome"))
+    _check_status(grid, headers, browser, timeout)
+    try:
+        status, payload = _call("POST", f"{grid}/session", headers, timeout, body)
+    except (OSError, urllib.error.URLError) as exc:
+        error = _unreachable(grid, exc, timeout)
+        if error.reason == "timeout":
+            error = ConnectError(
+                f"The Selenium Grid at {grid} did not start a session within {timeout:g} s.",
+                "Its nodes may all be busy (every slot in use) or slow to start a browser: retry later, "
+                "or give the grid more slots.",
+                reason="timeout",
+            )
+        raise error from exc
+    value = _value(payload)
+    if status != 200 or not isinstance(value, dict) or "sessionId" not in value:
+        said = value.get("message") if isinstance(value, dict) else None
+        if not isinstance(said, str):
+            raise ConnectError(
+                f"{grid} answered POST /session with HTTP {status}, not as a WebDriver endpoint.",
+                "Give the URL of the grid's hub or standalone server (some grids serve WebDriver under /wd/hub).",
+                reason="not_grid",
+            )
+        raise ConnectError(
+            f"The Selenium Grid at {grid} could not start a session: {said.strip().splitlines()[0]}",
+            "Check the capabilities, and that the node can start its browser (its logs say why not).",
+        )
+    session_id = str(value["sessionId"])
+    capabilities = value.get("capabilities") or {}
+    cdp_url = capabilities.get("se:cdp") if isinstance(capabilities, dict) else None
+    session = GridSession(grid, session_id, str(cdp_url or ""), capabilities, options)
+    if not cdp_url:
+        _delete(session)
+        raise ConnectError(
+            f"The Selenium Grid at {grid} started session {session_id} but gave no CDP endpoint for it "
+            "(no se:cdp capability); the session was ended again.",
+            "tabpilot drives grid browsers over CDP: use a Chromium-based browser on a Selenium Grid 4 "
+            "node (CDP enabled).",
+            reason="no_cdp",
+        )
+    return session
+
+
+def _delete(session: GridSession) -> None:
+    try:
+        _call("DELETE", session.url, session.options.cdp_headers, 10.0)
+    except (OSError, urllib.error.URLError):
+        pass  # the grid is gone, and the session with it
+
+
+__all__ = ["GridSession", "create_session", "session_request", "split_grid_url"]

@@ -1,0 +1,189 @@
+"""Selenium Grid instances through a real MCP client: two grid sessions and the local browser side
+by side, a session the grid ends, and no session left behind. The grid is real (hub + node on
+127.0.0.1, see the `grid` fixture)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from support import SeleniumGrid, data, error, free_port, ok, ref_of, result_of, section, wait_until
+from tabpilot import BrowserOptions
+from tabpilot.demo.site import LocalSite
+from tabpilot.server import ServerConfig, create_server
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    return ok(await client.call_tool(tool, arguments))
+
+
+async def flow(client: Client, instance_id: str, site: LocalSite) -> int:
+    """New tab, navigate, snapshot, a click that opens a tab; returns the tab it opened."""
+    opened = await call(client, "browser_tabs", action="new", instanceId=instance_id, background=True)
+    tab_id = result_of(opened)["tabId"]
+    went = await call(client, "browser_navigate", url=site.url("/"), tabId=tab_id)
+    assert result_of(went)["url"] == site.url("/")
+    snapshot: str = data(await call(client, "browser_snapshot", tabId=tab_id))["snapshot"]
+    clicked = await call(client, "browser_click", ref=ref_of(snapshot, "Open A in new tab"))
+    (event,) = [e for e in data(clicked)["events"] if e["type"] == "tab_opened"]
+    assert (event["openerId"], event["cause"], event["instanceId"]) == (tab_id, "link", instance_id)
+    return int(event["tabId"])
+
+
+async def test_two_grid_sessions_and_the_local_browser_side_by_side_and_a_session_the_grid_ends(
+    grid: SeleniumGrid, browser_path: str, site: LocalSite
+) -> None:
+    before = set(grid.session_ids())
+    server = create_server(ServerConfig(browser=BrowserOptions(browser_path=browser_path)))
+    async with Client(server) as client:
+        (local,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        connected = [
+            result_of(
+                await call(
+                    client,
+                    "browser_instance",
+                    action="connect",
+                    seleniumGrid=grid.url,
+                    capabilities={"goog:chromeOptions": {"args": ["--lang=de"]}},
+                )
+            )
+            for _ in range(2)
+        ]
+        sessions = [c["endpoint"].rsplit("/", 1)[-1] for c in connected]
+        assert set(grid.session_ids()) - before == set(sessions)
+        browsers = grid.browser_pids()
+        assert len(browsers) == len(before) + 2, "one Chromium on the node per session"
+        listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        assert [(i["kind"], i["endpoint"]) for i in listed] == [
+            ("launched", None),
+            *(("grid", f"{grid.url}/session/{s}") for s in sessions),
+        ]
+
+        opened = {
+            i: await flow(client, i, site) for i in (local["id"], *(c["instanceId"] for c in connected))
+        }
+        tabs = result_of(await call(client, "browser_tabs", action="list"))["tabs"]
+        ids = [t["id"] for t in tabs]
+        assert len(ids) == len(set(ids)) and set(opened.values()) <= set(ids), "ids unique across instances"
+
+        # The grid ends one session (as on its session timeout): lost within 10 s, as for a crash.
+        doomed, kept = connected
+        doomed_tabs = [t["id"] for t in tabs if t["instanceId"] == doomed["instanceId"]]
+        await asyncio.to_thread(grid.delete_session, sessions[0])
+        started = time.monotonic()
+        events = ""
+        while f"instance {doomed['instanceId']} was lost" not in events and time.monotonic() - started < 10:
+            await asyncio.sleep(0.2)
+            events += section(await call(client, "browser_tabs", action="list"), "Events")
+        assert f"instance {doomed['instanceId']} was lost: the grid session" in events
+        for tab_id in doomed_tabs:
+            assert f"tab {tab_id} closed (by crash)" in events
+
+        started = time.monotonic()
+        failed = error(await client.call_tool("browser_snapshot", {"tabId": opened[doomed["instanceId"]]}))
+        assert f"Instance {doomed['instanceId']} was lost" in failed
+        assert time.monotonic() - started < 3
+
+        # The other grid session and the local browser keep working.
+        for instance_id in (local["id"], kept["instanceId"]):
+            went = await call(client, "browser_navigate", url=site.url("/page/b"), tabId=opened[instance_id])
+            assert "Page b" in section(went, "Page")
+        listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        assert {i["id"]: i["health"] for i in listed} == {
+            local["id"]: "open",
+            doomed["instanceId"]: "lost",
+            kept["instanceId"]: "open",
+        }
+
+        closed = await call(client, "browser_instance", action="close", instanceId=kept["instanceId"])
+        assert "its grid session was ended" in section(closed, "Result")
+        assert not grid.sessions_end(keep=before), "closing the instance ended its session"
+    assert not grid.sessions_end(keep=before), "no grid session outlives the server"
+    await wait_until(lambda: not set(grid.browser_pids()) & set(browsers), timeout=10)
+
+
+async def test_grid_errors_are_clear_and_immediate(
+    grid: SeleniumGrid, site: LocalSite, make_server: Any
+) -> None:
+    async with Client(make_server()) as client:
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"seleniumGrid": f"http://127.0.0.1:{free_port()}"}, "it is unreachable"),
+            ({"seleniumGrid": site.url("/")}, "answered, but not as a Selenium Grid"),
+            (
+                {"seleniumGrid": grid.url, "capabilities": {"browserName": "firefox"}},
+                "offers browserName 'firefox'",
+            ),
+            ({"seleniumGrid": "ws://127.0.0.1:1"}, "is not a Selenium Grid URL"),
+            (
+                {"cdpEndpoint": "http://127.0.0.1:1", "capabilities": {}},
+                "capabilities apply to a Selenium Grid",
+            ),
+            ({"seleniumGrid": grid.url, "wsEndpoint": "ws://127.0.0.1:1"}, "exactly one of"),
+        ]
+        for arguments, message in cases:
+            started = time.monotonic()
+            said = error(await client.call_tool("browser_instance", {"action": "connect", **arguments}))
+            assert message in said
+            assert time.monotonic() - started < 3
+    assert not grid.sessions_end(), "a failed connect leaves no session"
+
+
+async def test_serve_with_selenium_grid_starts_in_a_grid_session_and_ends_it_at_exit(
+    grid: SeleniumGrid, site: LocalSite
+) -> None:
+    before = set(grid.session_ids())
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "tabpilot",
+            "serve",
+            "--selenium-grid",
+            grid.url,
+            "--grid-capabilities",
+            '{"platformName": "linux"}',
+        ],
+    )
+    async with Client(params) as client:
+        (instance,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        assert instance["kind"] == "grid" and instance["default"]
+        session = instance["endpoint"].rsplit("/", 1)[-1]
+        assert set(grid.session_ids()) - before == {session}
+        went = await call(client, "browser_navigate", url=site.url("/page/a"))
+        assert "Page a" in section(went, "Page")
+    assert not grid.sessions_end(keep=before), "the server ended its grid session when it stopped"
+
+
+def test_serve_with_selenium_grid_ends_its_session_on_sigterm(grid: SeleniumGrid) -> None:
+    """A client that gives up sends SIGTERM: the server still ends its grid session."""
+    before = set(grid.session_ids())
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tabpilot", "serve", "--selenium-grid", grid.url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The browser starts with the server: the grid session appears before any call.
+        deadline = time.monotonic() + 60
+        while not set(grid.session_ids()) - before:
+            assert server.poll() is None, server.communicate()[1]
+            assert time.monotonic() < deadline, "the server opened no grid session"
+            time.sleep(0.2)
+        server.send_signal(signal.SIGTERM)
+        _, stderr = server.communicate(timeout=10)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    assert not grid.sessions_end(keep=before), "SIGTERM left the grid session running"
