@@ -24,6 +24,8 @@ from ._actions import (
     upload_files,
     wait_for,
 )
+from ._bridge import DEFAULT_PORT as DEFAULT_EXTENSION_PORT
+from ._bridge import ExtensionBridge, ExtensionScope, extension_id, extension_path
 from ._browser_path import find_browser
 from ._cdp import TargetSession
 from ._errors import (
@@ -31,10 +33,12 @@ from ._errors import (
     BrowserNotFoundError,
     ConnectError,
     DialogOpenError,
+    ExtensionNotConnectedError,
     ForeignRefError,
     InstanceError,
     InstanceLostError,
     InstanceNotFoundError,
+    InstanceUnreachableError,
     LastTabError,
     NavigationBlockedError,
     NoDialogError,
@@ -87,6 +91,7 @@ from ._types import (
 __version__ = "0.2.0"
 
 __all__ = [
+    "DEFAULT_EXTENSION_PORT",
     "ActionEntry",
     "ActionError",
     "ActionResult",
@@ -103,6 +108,9 @@ __all__ = [
     "ErrorEntry",
     "EventBus",
     "EventType",
+    "ExtensionBridge",
+    "ExtensionNotConnectedError",
+    "ExtensionScope",
     "FieldValue",
     "ForeignRefError",
     "ImageType",
@@ -112,6 +120,7 @@ __all__ = [
     "InstanceKind",
     "InstanceLostError",
     "InstanceNotFoundError",
+    "InstanceUnreachableError",
     "KeyModifier",
     "LastTabError",
     "MouseButton",
@@ -150,6 +159,8 @@ __all__ = [
     "click",
     "drag",
     "evaluate",
+    "extension_id",
+    "extension_path",
     "fill_form",
     "find_browser",
     "hover",

@@ -52,8 +52,11 @@ class ActionWatch:
         *,
         settle: Callable[[float], Awaitable[None]],
         is_open: Callable[[int], bool],
+        guard: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None,
     ) -> None:
         self.tab = tab
+        self._guard = guard
+        """Wraps the job so that it fails at once when the browser becomes unreachable."""
         self._settle = settle
         self._is_open = is_open
         self.opened: list[int] = []
@@ -82,7 +85,7 @@ class ActionWatch:
         With policy "accept" every dialog the tab shows meanwhile is accepted and the wait goes on.
         If the caller is cancelled, so is the job.
         """
-        task: asyncio.Future[Any] = asyncio.ensure_future(job)
+        task: asyncio.Future[Any] = asyncio.ensure_future(self._guard(job) if self._guard else job)
         try:
             while True:
                 waiter: asyncio.Future[Any] = asyncio.ensure_future(self._dialog_opened.wait())

@@ -112,6 +112,7 @@ def create_server(config: ServerConfig | None = None, *, shared: Instance | None
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         state = server.state = ServerState(config, shared=shared)
         try:
+            await state.start()
             yield state
         finally:
             server.state = None

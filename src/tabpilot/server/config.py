@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tabpilot import BrowserOptions, TabLimitPolicy
+from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, TabLimitPolicy
 
 DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds an HTTP session may stay idle before its browser context is released (the SDK's default)."""
@@ -20,6 +20,13 @@ class ServerConfig:
     browser: BrowserOptions = field(default_factory=BrowserOptions)
     cdp_endpoint: str | None = None
     ws_endpoint: str | None = None
+    # The user's own browser: the Chrome with remote debugging on, or the extension's bridge
+    auto_connect: bool = False
+    extension: bool = False
+    extension_port: int = DEFAULT_EXTENSION_PORT
+    extension_token: str | None = None
+    extension_scope: ExtensionScope = "agent"
+    extension_ids: tuple[str, ...] = ()
     # Tabs
     max_tabs: int = 20
     tab_limit_policy: TabLimitPolicy = "reject"

@@ -1,0 +1,715 @@
+"""A browser's CDP endpoint, made of the tabs the tabpilot extension relays through `chrome.debugger`.
+
+The extension holds one `chrome.debugger` attachment per tab in scope; a CDP client (Playwright's
+`connect_over_cdp`, and the browser-level sessions tabpilot opens through it) expects a whole
+browser: Target and Browser domains, auto-attach, any number of sessions per target, flat or not.
+`Relay` plays that browser, with the tabs in scope as its page targets:
+
+- Target and Browser commands are answered here from the tab records the extension sends
+  (`Target.getTargets`, `attachToTarget`, `getTargetInfo`, `Browser.getVersion`,
+  `getWindowForTarget`, ...); creating and closing targets becomes a request to the extension.
+- Each session a client opens to a tab is a relay session; their commands go to the tab's one
+  attachment and the answers come back to the session that asked. Events of the tab reach every
+  session of it. So that one session cannot undo another's work, a domain disabled by one
+  session stays enabled while another uses it, and a second `Runtime.enable` (which Chromium
+  answers without reporting the execution contexts again) gets them replayed from the ones seen.
+- Child sessions (iframes, workers auto-attached on a tab's session) keep Chromium's own ids.
+- Playwright's defaults that would change how the user's tab looks (fonts, color scheme, reduced
+  motion) are answered without being applied: the user's own settings stay.
+
+The relay knows nothing of the transport: a client is a `Client` (a `send(text)` function), the
+extension a `Link`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+JsonDict = dict[str, Any]
+
+NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
+"""Commands answered without being applied: they would change the look of the user's tab."""
+ANSWERED_HERE = frozenset({"Runtime.runIfWaitingForDebugger"})
+"""Page commands with nothing to do (a tab in scope is never paused waiting for a debugger)."""
+WINDOW_OPENS_KEPT = 20
+
+
+class LinkError(Exception):
+    """The extension answered a request with an error, or is not connected."""
+
+    def __init__(self, message: str, code: int = -32000, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+class Link(Protocol):
+    """The connection to the extension."""
+
+    def request(self, method: str, params: JsonDict) -> Awaitable[Any]:
+        """Send a request at once (in call order); the answer arrives later. Raises LinkError."""
+        ...
+
+
+@dataclass(eq=False)
+class TabRecord:
+    """A tab in scope, as the extension describes it."""
+
+    chrome_id: int
+    target_id: str
+    context_id: str
+    window_id: int | None
+    pinned: bool
+    url: str
+    title: str
+    opener_chrome_id: int | None
+    can_access_opener: bool = False
+    sessions: list[Session] = field(default_factory=list)
+    contexts: dict[int, JsonDict] = field(default_factory=dict)
+    """The execution contexts of its main session, from Runtime events (to replay)."""
+    enabled: dict[str, set[str]] = field(default_factory=dict)
+    """Domain -> ids of the sessions that enabled it."""
+    runtime: asyncio.Future[None] | None = None
+    """Set once a session's Runtime.enable went to the tab; done when it was answered."""
+    window_opens: deque[tuple[str, bool]] = field(default_factory=lambda: deque(maxlen=WINDOW_OPENS_KEPT))
+    """(url, noopener) of the windows this tab's pages opened lately (who may reach their opener)."""
+
+
+@dataclass(eq=False)
+class Session:
+    """A client's session: to a tab, or (`tab` None) to the browser."""
+
+    id: str
+    client: Client
+    tab: TabRecord | None
+    parent: Session | None
+    """The browser session it was attached through (None: the client's root)."""
+    flat: bool = True
+    auto_attach: bool = False
+    discover: bool = False
+
+
+class Client:
+    """One CDP client connection (Playwright's), with the sessions it opened."""
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        self.send_text = send
+        self.auto_attach = False
+        self.discover = False
+        self.sessions: dict[str, Session] = {}
+        self.children: dict[str, TabRecord] = {}
+        """Chromium's child sessions (iframes, workers) this client heard of, with their tab."""
+
+    def send(self, message: JsonDict) -> None:
+        self.send_text(json.dumps(message))
+
+
+def _error(code: int, message: str) -> JsonDict:
+    return {"code": code, "message": message}
+
+
+class Relay:
+    """The browser the CDP clients see; see the module docstring."""
+
+    def __init__(self, link: Link) -> None:
+        self._link = link
+        self._tabs: dict[int, TabRecord] = {}
+        self._by_target: dict[str, TabRecord] = {}
+        self._clients: list[Client] = []
+        self._session_ids = itertools.count(1)
+        self._session_prefix = "TP" + secrets.token_hex(6).upper()
+        self.browser_target_id = "tabpilot-" + secrets.token_hex(8)
+        self.user_agent = ""
+        self.product = "Chrome"
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- clients -----------------------------------------------------------------------------------
+
+    def add_client(self, send: Callable[[str], None]) -> Client:
+        client = Client(send)
+        self._clients.append(client)
+        return client
+
+    def remove_client(self, client: Client) -> None:
+        if client in self._clients:
+            self._clients.remove(client)
+        for session in client.sessions.values():
+            if session.tab is not None and session in session.tab.sessions:
+                session.tab.sessions.remove(session)
+                self._forget_enables(session)
+        client.sessions.clear()
+
+    @property
+    def tabs(self) -> list[TabRecord]:
+        return list(self._tabs.values())
+
+    def tab(self, chrome_id: int) -> TabRecord | None:
+        return self._tabs.get(chrome_id)
+
+    # -- what the extension reports --------------------------------------------------------------
+
+    def hello(self, records: list[JsonDict], *, user_agent: str) -> None:
+        """The extension (re)connected with these tabs in scope: tabs it still has keep their
+        targets and sessions; a tab attached afresh (its debugger let go meanwhile, so the
+        sessions' state is gone) is reported closed and new; tabs it no longer has are gone."""
+        self.user_agent = user_agent
+        version = next((p for p in user_agent.split() if p.startswith(("Chrome/", "HeadlessChrome/"))), "")
+        self.product = version.replace("HeadlessChrome/", "Chrome/") or "Chrome"
+        seen = set()
+        for record in records:
+            chrome_id = int(record["tabId"])
+            seen.add(chrome_id)
+            known = self._tabs.get(chrome_id)
+            if known is not None and (known.target_id != record["targetId"] or record.get("fresh")):
+                self.tab_removed(chrome_id)
+            self.tab_reported(record)
+        for chrome_id in [c for c in self._tabs if c not in seen]:
+            self.tab_removed(chrome_id)
+
+    def tab_reported(self, record: JsonDict) -> TabRecord:
+        """A tab entered scope (or changed): announce a new one to the clients, as Chromium would."""
+        chrome_id = int(record["tabId"])
+        tab = self._tabs.get(chrome_id)
+        if tab is not None:
+            self.tab_updated(record)
+            return tab
+        opener = record.get("openerTabId")
+        opener_tab = self._tabs.get(int(opener)) if opener is not None else None
+        tab = TabRecord(
+            chrome_id=chrome_id,
+            target_id=str(record["targetId"]),
+            context_id=str(record.get("browserContextId") or ""),
+            window_id=record.get("windowId"),
+            pinned=bool(record.get("pinned")),
+            url=str(record.get("url") or ""),
+            title=str(record.get("title") or ""),
+            opener_chrome_id=opener_tab.chrome_id if opener_tab is not None else None,
+            can_access_opener=opener_tab is not None and _may_reach_opener(opener_tab, record),
+        )
+        self._tabs[chrome_id] = tab
+        self._by_target[tab.target_id] = tab
+        for client in list(self._clients):
+            if client.auto_attach:
+                self._attach(client, tab, parent=None, flat=True)
+        self._to_discoverers({"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}})
+        return tab
+
+    def tab_updated(self, record: JsonDict) -> None:
+        tab = self._tabs.get(int(record["tabId"]))
+        if tab is None:
+            return
+        before = (tab.url, tab.title, tab.pinned, tab.window_id)
+        tab.url = str(record.get("url", tab.url) or "")
+        tab.title = str(record.get("title", tab.title) or "")
+        tab.pinned = bool(record.get("pinned", tab.pinned))
+        tab.window_id = record.get("windowId", tab.window_id)
+        if (tab.url, tab.title, tab.pinned, tab.window_id) != before:
+            info = self.target_info(tab)
+            self._to_discoverers({"method": "Target.targetInfoChanged", "params": {"targetInfo": info}})
+
+    def tab_removed(self, chrome_id: int) -> None:
+        """A tab left scope (closed, unshared, or the extension let go of it): its target is gone."""
+        tab = self._tabs.pop(chrome_id, None)
+        if tab is None:
+            return
+        self._by_target.pop(tab.target_id, None)
+        for session in list(tab.sessions):
+            self._detached(session)
+        for client in self._clients:
+            for child in [c for c, owner in client.children.items() if owner is tab]:
+                del client.children[child]
+        self._to_discoverers({"method": "Target.targetDestroyed", "params": {"targetId": tab.target_id}})
+
+    def clear(self) -> None:
+        """The extension is gone for good: every tab with it."""
+        for chrome_id in list(self._tabs):
+            self.tab_removed(chrome_id)
+
+    def debugger_event(self, chrome_id: int, child: str | None, method: str, params: JsonDict) -> None:
+        """An event of a tab's attachment (`child`: of a child session of it)."""
+        tab = self._tabs.get(chrome_id)
+        if tab is None:
+            return
+        if child is not None:
+            self._child_event(tab, child, method, params)
+            return
+        if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+            # Child targets belong to the sessions that asked for them (Playwright's page session).
+            for session in tab.sessions:
+                if session.auto_attach:
+                    self._note_child(session.client, tab, method, params)
+                    self._send(session, {"method": method, "params": params})
+            return
+        if method == "Runtime.executionContextCreated":
+            context = params.get("context") or {}
+            tab.contexts[int(context.get("id", 0))] = context
+        elif method == "Runtime.executionContextDestroyed":
+            tab.contexts.pop(int(params.get("executionContextId", 0)), None)
+        elif method == "Runtime.executionContextsCleared":
+            tab.contexts.clear()
+        elif method == "Page.windowOpen":
+            tab.window_opens.append((str(params.get("url", "")), "noopener" in params.get("windowFeatures", ())))
+        event = {"method": method, "params": params}
+        for session in list(tab.sessions):
+            self._send(session, event)
+
+    def _child_event(self, tab: TabRecord, child: str, method: str, params: JsonDict) -> None:
+        for client in self._clients:
+            if client.children.get(child) is tab:
+                if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+                    self._note_child(client, tab, method, params)
+                client.send({"method": method, "params": params, "sessionId": child})
+
+    @staticmethod
+    def _note_child(client: Client, tab: TabRecord, method: str, params: JsonDict) -> None:
+        child = str(params.get("sessionId", ""))
+        if method == "Target.attachedToTarget":
+            client.children[child] = tab
+        else:
+            client.children.pop(child, None)
+
+    # -- what the clients send ---------------------------------------------------------------------
+
+    def client_message(self, client: Client, text: str) -> None:
+        """One message of a client: a command to the browser, a browser session, a tab session or
+        a child session. Commands that reach a tab leave for it before this returns (in order)."""
+        try:
+            message = json.loads(text)
+            command_id = message["id"]
+            method = str(message["method"])
+        except (ValueError, KeyError, TypeError):
+            return  # not a CDP command: nothing to answer
+        params = message.get("params") or {}
+        session_id = message.get("sessionId")
+        if session_id is None:
+            self._browser_command(client, None, command_id, method, params)
+            return
+        session = client.sessions.get(session_id)
+        if session is None:
+            tab = client.children.get(session_id)
+            if tab is None:
+                client.send({"id": command_id, "sessionId": session_id, "error": _error(-32001, "Session with given id not found.")})
+                return
+            reply = _Reply(client, command_id, session_id=session_id)
+            self._forward(tab, session_id, method, params, reply)
+            return
+        self._session_command(session, command_id, method, params)
+
+    def _session_command(self, session: Session, command_id: Any, method: str, params: JsonDict) -> None:
+        if session.tab is None:
+            self._browser_command(session.client, session, command_id, method, params)
+        else:
+            self._tab_command(session, command_id, method, params)
+
+    # -- the browser and its Target domain ---------------------------------------------------------
+
+    def _browser_command(
+        self, client: Client, session: Session | None, command_id: Any, method: str, params: JsonDict
+    ) -> None:
+        reply = _Reply(client, command_id, via=session)
+        handler = _BROWSER_COMMANDS.get(method)
+        if handler is None:
+            reply.error(-32601, f"{method} is not available in a browser reached through the tabpilot extension.")
+            return
+        try:
+            outcome = handler(self, client, session, params, reply)
+        except LinkError as exc:
+            reply.error(exc.code, str(exc))
+            return
+        if outcome is not None:
+            self._spawn(_finish(outcome, reply))
+
+    def browser_info(self) -> JsonDict:
+        return {
+            "targetId": self.browser_target_id,
+            "type": "browser",
+            "title": "",
+            "url": "",
+            "attached": True,
+            "canAccessOpener": False,
+        }
+
+    def target_info(self, tab: TabRecord) -> JsonDict:
+        info: JsonDict = {
+            "targetId": tab.target_id,
+            "type": "page",
+            "title": tab.title,
+            "url": tab.url,
+            "attached": True,
+            "canAccessOpener": tab.can_access_opener,
+            "browserContextId": tab.context_id,
+            # Not CDP's own: what Chrome's tab strip knows, for tabpilot's tab records.
+            "chromeTabId": tab.chrome_id,
+            "windowId": tab.window_id,
+            "pinned": tab.pinned,
+        }
+        opener = self._tabs.get(tab.opener_chrome_id) if tab.opener_chrome_id is not None else None
+        if opener is not None:
+            info["openerId"] = opener.target_id
+        return info
+
+    def version(self) -> JsonDict:
+        return {
+            "protocolVersion": "1.3",
+            "product": self.product,
+            "revision": "",
+            "userAgent": self.user_agent,
+            "jsVersion": "",
+        }
+
+    def _target(self, params: JsonDict) -> TabRecord:
+        tab = self._by_target.get(str(params.get("targetId", "")))
+        if tab is None:
+            raise LinkError("No target with given id found", -32602)
+        return tab
+
+    def _new_session_id(self) -> str:
+        return f"{self._session_prefix}{next(self._session_ids):020d}"
+
+    def _attach(self, client: Client, tab: TabRecord, *, parent: Session | None, flat: bool) -> Session:
+        session = Session(self._new_session_id(), client, tab, parent, flat=flat)
+        client.sessions[session.id] = session
+        tab.sessions.append(session)
+        event = {
+            "method": "Target.attachedToTarget",
+            "params": {"sessionId": session.id, "targetInfo": self.target_info(tab), "waitingForDebugger": False},
+        }
+        self._to_parent(session, event)
+        return session
+
+    def _detached(self, session: Session) -> None:
+        session.client.sessions.pop(session.id, None)
+        tab = session.tab
+        if tab is not None and session in tab.sessions:
+            tab.sessions.remove(session)
+            self._forget_enables(session)
+        target_id = tab.target_id if tab is not None else self.browser_target_id
+        self._to_parent(
+            session, {"method": "Target.detachedFromTarget", "params": {"sessionId": session.id, "targetId": target_id}}
+        )
+
+    def _to_parent(self, session: Session, event: JsonDict) -> None:
+        if session.parent is not None:
+            event["sessionId"] = session.parent.id
+        session.client.send(event)
+
+    def _to_discoverers(self, event: JsonDict) -> None:
+        for client in list(self._clients):
+            if client.discover:
+                client.send(event)
+            for session in list(client.sessions.values()):
+                if session.tab is None and session.discover:
+                    client.send({**event, "sessionId": session.id})
+
+    def _send(self, session: Session, message: JsonDict) -> None:
+        """A message (answer or event) to a session: in place for a flat one, wrapped in its
+        browser session's `Target.receivedMessageFromTarget` for one that is not."""
+        if session.flat:
+            session.client.send({**message, "sessionId": session.id})
+            return
+        assert session.parent is not None and session.tab is not None
+        session.client.send(
+            {
+                "method": "Target.receivedMessageFromTarget",
+                "params": {"sessionId": session.id, "message": json.dumps(message), "targetId": session.tab.target_id},
+                "sessionId": session.parent.id,
+            }
+        )
+
+    # Browser-level commands: each returns None (answered already) or an awaitable of the result.
+
+    def _cmd_get_version(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        reply.result(self.version())
+
+    def _cmd_answer_empty(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        # Browser.setDownloadBehavior: the user's downloads stay where the user wants them.
+        reply.result({})
+
+    def _cmd_set_auto_attach(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        enabled = bool(params.get("autoAttach"))
+        was = client.auto_attach
+        client.auto_attach = enabled
+        if enabled and not was:
+            for tab in list(self._tabs.values()):
+                self._attach(client, tab, parent=None, flat=True)
+        reply.result({})
+
+    def _cmd_get_target_info(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        if params.get("targetId") and params["targetId"] != self.browser_target_id:
+            reply.result({"targetInfo": self.target_info(self._target(params))})
+        else:
+            reply.result({"targetInfo": self.browser_info()})
+
+    def _cmd_get_targets(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        reply.result({"targetInfos": [self.target_info(t) for t in self._tabs.values()]})
+
+    def _cmd_set_discover(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        discover = bool(params.get("discover"))
+        holder: Client | Session = session if session is not None else client
+        was = holder.discover
+        holder.discover = discover
+        if discover and not was:
+            # Chromium reports the targets there are before it answers.
+            for tab in list(self._tabs.values()):
+                event: JsonDict = {"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}}
+                if session is not None:
+                    event["sessionId"] = session.id
+                client.send(event)
+        reply.result({})
+
+    def _cmd_attach_to_browser(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        browser = Session(self._new_session_id(), client, None, None)
+        client.sessions[browser.id] = browser
+        event = {
+            "method": "Target.attachedToTarget",
+            "params": {"sessionId": browser.id, "targetInfo": self.browser_info(), "waitingForDebugger": False},
+        }
+        client.send(event)
+        reply.result({"sessionId": browser.id})
+
+    def _cmd_attach_to_target(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        tab = self._target(params)
+        attached = self._attach(client, tab, parent=session, flat=bool(params.get("flatten")))
+        reply.result({"sessionId": attached.id})
+
+    def _cmd_detach(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        found = client.sessions.get(str(params.get("sessionId", "")))
+        if found is None and params.get("targetId"):
+            found = next((s for s in client.sessions.values() if s.tab and s.tab.target_id == params["targetId"]), None)
+        if found is not None:
+            self._detached(found)
+        reply.result({})
+
+    def _cmd_send_message(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        """A command inside `Target.sendMessageToTarget` (a non-flat session), by session id or,
+        before the attach was answered, by target id."""
+        target = client.sessions.get(str(params.get("sessionId", "")))
+        if target is None and params.get("targetId"):
+            target = next(
+                (
+                    s
+                    for s in reversed(list(client.sessions.values()))
+                    if not s.flat and s.tab is not None and s.tab.target_id == params["targetId"]
+                ),
+                None,
+            )
+        if target is None or target.tab is None:
+            reply.error(-32602, "No session with given id")
+            return
+        try:
+            inner = json.loads(str(params.get("message", "")))
+            inner_id, method = inner["id"], str(inner["method"])
+        except (ValueError, KeyError, TypeError):
+            reply.error(-32602, "The message is not a CDP command")
+            return
+        reply.result({})
+        self._tab_command(target, inner_id, method, inner.get("params") or {})
+
+    def _cmd_window_for_target(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        reply.result(_window(self._target(params)))
+
+    def _cmd_create_target(
+        self, client: Client, session: Session | None, params: JsonDict, reply: _Reply
+    ) -> Awaitable[JsonDict]:
+        async def create() -> JsonDict:
+            record = await self._link.request("createTab", {"url": params.get("url") or "about:blank"})
+            return {"targetId": self.tab_reported(record).target_id}
+
+        return create()
+
+    def _cmd_close_target(
+        self, client: Client, session: Session | None, params: JsonDict, reply: _Reply
+    ) -> Awaitable[JsonDict]:
+        tab = self._target(params)
+
+        async def close() -> JsonDict:
+            await self._link.request("closeTab", {"tabId": tab.chrome_id})
+            return {"success": True}
+
+        return close()
+
+    def _cmd_activate_target(
+        self, client: Client, session: Session | None, params: JsonDict, reply: _Reply
+    ) -> Awaitable[JsonDict]:
+        tab = self._target(params)
+
+        async def activate() -> JsonDict:
+            await self._link.request("activateTab", {"tabId": tab.chrome_id})
+            return {}
+
+        return activate()
+
+    def _cmd_no_contexts(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+        reply.result({"browserContextIds": []})
+
+    # -- a tab's sessions -------------------------------------------------------------------------
+
+    def _tab_command(self, session: Session, command_id: Any, method: str, params: JsonDict) -> None:
+        tab = session.tab
+        assert tab is not None
+        reply = _Reply(session.client, command_id, session=session, relay=self)
+        domain, _, verb = method.partition(".")
+        if method == "Target.getTargetInfo":
+            reply.result({"targetInfo": self.target_info(tab)})
+        elif method == "Browser.getWindowForTarget":
+            reply.result(_window(tab))
+        elif method in ANSWERED_HERE or method in NOT_APPLIED:
+            reply.result({})
+        elif method == "Target.setAutoAttach":
+            session.auto_attach = bool(params.get("autoAttach"))
+            self._forward(tab, None, method, params, reply)
+        elif verb == "enable":
+            tab.enabled.setdefault(domain, set()).add(session.id)
+            if domain == "Runtime":
+                self._enable_runtime(tab, session, params, reply)
+            else:
+                self._forward(tab, None, method, params, reply)
+        elif verb == "disable":
+            users = tab.enabled.get(domain, set())
+            users.discard(session.id)
+            if users:
+                reply.result({})  # another session still uses it
+            else:
+                if domain == "Runtime":
+                    tab.runtime = None
+                self._forward(tab, None, method, params, reply)
+        else:
+            self._forward(tab, None, method, params, reply)
+
+    def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: _Reply) -> None:
+        """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
+        session); a later one is answered with the contexts seen, replayed to that session."""
+        first = tab.runtime
+        if first is None:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            tab.runtime = done
+            forwarded = _Reply(session.client, reply.command_id, session=session, relay=self, settles=done)
+            self._forward(tab, None, "Runtime.enable", params, forwarded)
+            return
+
+        async def replay() -> None:
+            await asyncio.shield(first)
+            for context in list(tab.contexts.values()):
+                self._send(session, {"method": "Runtime.executionContextCreated", "params": {"context": context}})
+            reply.result({})
+
+        self._spawn(replay())
+
+    def _forget_enables(self, session: Session) -> None:
+        if session.tab is not None:
+            for users in session.tab.enabled.values():
+                users.discard(session.id)
+
+    def _forward(self, tab: TabRecord, child: str | None, method: str, params: JsonDict, reply: _Reply) -> None:
+        request: JsonDict = {"tabId": tab.chrome_id, "method": method, "params": params}
+        if child is not None:
+            request["sessionId"] = child
+        try:
+            answer = self._link.request("cdp", request)
+        except LinkError as exc:
+            reply.error(exc.code, str(exc))
+            return
+        self._spawn(_finish(answer, reply))
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+class _Reply:
+    """Where the answer to one command goes: a client's root, a browser session, a tab session
+    (flat or not) or a child session."""
+
+    def __init__(
+        self,
+        client: Client,
+        command_id: Any,
+        *,
+        via: Session | None = None,
+        session: Session | None = None,
+        relay: Relay | None = None,
+        session_id: str | None = None,
+        settles: asyncio.Future[None] | None = None,
+    ) -> None:
+        self.client = client
+        self.command_id = command_id
+        self._via = via
+        self._session = session
+        self._relay = relay
+        self._session_id = session_id
+        self._settles = settles
+
+    def result(self, result: Any) -> None:
+        self._deliver({"id": self.command_id, "result": result if result is not None else {}})
+
+    def error(self, code: int, message: str, data: Any = None) -> None:
+        error = _error(code, message)
+        if data is not None:
+            error["data"] = data
+        self._deliver({"id": self.command_id, "error": error})
+
+    def _deliver(self, message: JsonDict) -> None:
+        if self._settles is not None and not self._settles.done():
+            self._settles.set_result(None)
+        if self._session is not None and self._relay is not None:
+            if self._session.id in self._session.client.sessions:  # not detached meanwhile
+                self._relay._send(self._session, message)
+            return
+        session_id = self._session_id or (self._via.id if self._via is not None else None)
+        if session_id is not None:
+            message["sessionId"] = session_id
+        self.client.send(message)
+
+
+async def _finish(answer: Awaitable[Any], reply: _Reply) -> None:
+    try:
+        result = await answer
+    except LinkError as exc:
+        reply.error(exc.code, str(exc), exc.data)
+    except Exception as exc:  # the link failed in a way of its own: the client must still hear back
+        reply.error(-32000, f"{type(exc).__name__}: {exc}")
+    else:
+        reply.result(result)
+
+
+def _window(tab: TabRecord) -> JsonDict:
+    return {"windowId": tab.window_id, "bounds": {"windowState": "normal"}}
+
+
+def _may_reach_opener(opener: TabRecord, record: JsonDict) -> bool:
+    """Whether a tab opened by `opener` keeps a handle on it (window.open) or not (a noopener
+    link), from the `Page.windowOpen` the opener reported for its URL."""
+    url = str(record.get("url") or "")
+    for index, (opened, noopener) in enumerate(reversed(opener.window_opens)):
+        if opened == url or not url:
+            del opener.window_opens[len(opener.window_opens) - 1 - index]
+            return not noopener
+    return False
+
+
+_BrowserCommand = Callable[[Relay, Client, "Session | None", JsonDict, _Reply], "Awaitable[JsonDict] | None"]
+_BROWSER_COMMANDS: dict[str, _BrowserCommand] = {
+    "Browser.getVersion": Relay._cmd_get_version,
+    "Browser.setDownloadBehavior": Relay._cmd_answer_empty,
+    "Browser.getWindowForTarget": Relay._cmd_window_for_target,
+    "Target.setAutoAttach": Relay._cmd_set_auto_attach,
+    "Target.getTargetInfo": Relay._cmd_get_target_info,
+    "Target.getTargets": Relay._cmd_get_targets,
+    "Target.setDiscoverTargets": Relay._cmd_set_discover,
+    "Target.attachToBrowserTarget": Relay._cmd_attach_to_browser,
+    "Target.attachToTarget": Relay._cmd_attach_to_target,
+    "Target.detachFromTarget": Relay._cmd_detach,
+    "Target.sendMessageToTarget": Relay._cmd_send_message,
+    "Target.createTarget": Relay._cmd_create_target,
+    "Target.closeTarget": Relay._cmd_close_target,
+    "Target.activateTarget": Relay._cmd_activate_target,
+    "Target.getBrowserContexts": Relay._cmd_no_contexts,
+}
