@@ -39,7 +39,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from ._relay import JsonDict, LinkError, Relay
+from ._relay import Relay
+from ._relay_parts import JsonDict, LinkError
 
 logger = logging.getLogger("tabpilot.bridge")
 
@@ -311,7 +312,9 @@ class ExtensionBridge:
             allowed = {f"chrome-extension://{i}" for i in self.extension_ids}
             if origin not in allowed:
                 logger.warning("refused an extension connection from Origin %r", origin)
-                return connection.respond(http.HTTPStatus.FORBIDDEN, "Forbidden: not the tabpilot extension.\n")
+                return connection.respond(
+                    http.HTTPStatus.FORBIDDEN, "Forbidden: not the tabpilot extension.\n"
+                )
             token = parse_qs(query).get("token", [""])[0]
             if not token or not hmac.compare_digest(token.encode(), self.token.encode()):
                 logger.warning("refused an extension connection without the right token")
@@ -372,7 +375,10 @@ class ExtensionBridge:
             extension.answered(message)
         elif kind == "cdp":
             self.relay.debugger_event(
-                int(message["tabId"]), message.get("sessionId"), str(message["method"]), message.get("params") or {}
+                int(message["tabId"]),
+                message.get("sessionId"),
+                str(message["method"]),
+                message.get("params") or {},
             )
         elif kind == "tab":
             event = message.get("event")

@@ -27,92 +27,29 @@ import asyncio
 import itertools
 import json
 import secrets
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-JsonDict = dict[str, Any]
+from ._relay_parts import (
+    Client,
+    Command,
+    JsonDict,
+    Link,
+    LinkError,
+    Reply,
+    Session,
+    TabRecord,
+    error_body,
+    finish,
+    may_reach_opener,
+    send_to,
+    window_of,
+)
 
 NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
 """Commands answered without being applied: they would change the look of the user's tab."""
 ANSWERED_HERE = frozenset({"Runtime.runIfWaitingForDebugger"})
 """Page commands with nothing to do (a tab in scope is never paused waiting for a debugger)."""
-WINDOW_OPENS_KEPT = 20
-
-
-class LinkError(Exception):
-    """The extension answered a request with an error, or is not connected."""
-
-    def __init__(self, message: str, code: int = -32000, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.data = data
-
-
-class Link(Protocol):
-    """The connection to the extension."""
-
-    def request(self, method: str, params: JsonDict) -> Awaitable[Any]:
-        """Send a request at once (in call order); the answer arrives later. Raises LinkError."""
-        ...
-
-
-@dataclass(eq=False)
-class TabRecord:
-    """A tab in scope, as the extension describes it."""
-
-    chrome_id: int
-    target_id: str
-    context_id: str
-    window_id: int | None
-    pinned: bool
-    url: str
-    title: str
-    opener_chrome_id: int | None
-    can_access_opener: bool = False
-    sessions: list[Session] = field(default_factory=list)
-    contexts: dict[int, JsonDict] = field(default_factory=dict)
-    """The execution contexts of its main session, from Runtime events (to replay)."""
-    enabled: dict[str, set[str]] = field(default_factory=dict)
-    """Domain -> ids of the sessions that enabled it."""
-    runtime: asyncio.Future[None] | None = None
-    """Set once a session's Runtime.enable went to the tab; done when it was answered."""
-    window_opens: deque[tuple[str, bool]] = field(default_factory=lambda: deque(maxlen=WINDOW_OPENS_KEPT))
-    """(url, noopener) of the windows this tab's pages opened lately (who may reach their opener)."""
-
-
-@dataclass(eq=False)
-class Session:
-    """A client's session: to a tab, or (`tab` None) to the browser."""
-
-    id: str
-    client: Client
-    tab: TabRecord | None
-    parent: Session | None
-    """The browser session it was attached through (None: the client's root)."""
-    flat: bool = True
-    auto_attach: bool = False
-    discover: bool = False
-
-
-class Client:
-    """One CDP client connection (Playwright's), with the sessions it opened."""
-
-    def __init__(self, send: Callable[[str], None]) -> None:
-        self.send_text = send
-        self.auto_attach = False
-        self.discover = False
-        self.sessions: dict[str, Session] = {}
-        self.children: dict[str, TabRecord] = {}
-        """Chromium's child sessions (iframes, workers) this client heard of, with their tab."""
-
-    def send(self, message: JsonDict) -> None:
-        self.send_text(json.dumps(message))
-
-
-def _error(code: int, message: str) -> JsonDict:
-    return {"code": code, "message": message}
 
 
 class Relay:
@@ -191,14 +128,16 @@ class Relay:
             url=str(record.get("url") or ""),
             title=str(record.get("title") or ""),
             opener_chrome_id=opener_tab.chrome_id if opener_tab is not None else None,
-            can_access_opener=opener_tab is not None and _may_reach_opener(opener_tab, record),
+            can_access_opener=opener_tab is not None and may_reach_opener(opener_tab, record),
         )
         self._tabs[chrome_id] = tab
         self._by_target[tab.target_id] = tab
         for client in list(self._clients):
             if client.auto_attach:
                 self._attach(client, tab, parent=None, flat=True)
-        self._to_discoverers({"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}})
+        self._to_discoverers(
+            {"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}}
+        )
         return tab
 
     def tab_updated(self, record: JsonDict) -> None:
@@ -245,7 +184,7 @@ class Relay:
             for session in tab.sessions:
                 if session.auto_attach:
                     self._note_child(session.client, tab, method, params)
-                    self._send(session, {"method": method, "params": params})
+                    send_to(session, {"method": method, "params": params})
             return
         if method == "Runtime.executionContextCreated":
             context = params.get("context") or {}
@@ -255,10 +194,12 @@ class Relay:
         elif method == "Runtime.executionContextsCleared":
             tab.contexts.clear()
         elif method == "Page.windowOpen":
-            tab.window_opens.append((str(params.get("url", "")), "noopener" in params.get("windowFeatures", ())))
+            tab.window_opens.append(
+                (str(params.get("url", "")), "noopener" in params.get("windowFeatures", ()))
+            )
         event = {"method": method, "params": params}
         for session in list(tab.sessions):
-            self._send(session, event)
+            send_to(session, event)
 
     def _child_event(self, tab: TabRecord, child: str, method: str, params: JsonDict) -> None:
         for client in self._clients:
@@ -295,9 +236,15 @@ class Relay:
         if session is None:
             tab = client.children.get(session_id)
             if tab is None:
-                client.send({"id": command_id, "sessionId": session_id, "error": _error(-32001, "Session with given id not found.")})
+                client.send(
+                    {
+                        "id": command_id,
+                        "sessionId": session_id,
+                        "error": error_body(-32001, "Session with given id not found."),
+                    }
+                )
                 return
-            reply = _Reply(client, command_id, session_id=session_id)
+            reply = Reply(client, command_id, session_id=session_id)
             self._forward(tab, session_id, method, params, reply)
             return
         self._session_command(session, command_id, method, params)
@@ -313,18 +260,20 @@ class Relay:
     def _browser_command(
         self, client: Client, session: Session | None, command_id: Any, method: str, params: JsonDict
     ) -> None:
-        reply = _Reply(client, command_id, via=session)
+        reply = Reply(client, command_id, via=session)
         handler = _BROWSER_COMMANDS.get(method)
         if handler is None:
-            reply.error(-32601, f"{method} is not available in a browser reached through the tabpilot extension.")
+            reply.error(
+                -32601, f"{method} is not available in a browser reached through the tabpilot extension."
+            )
             return
         try:
-            outcome = handler(self, client, session, params, reply)
+            outcome = handler(self, Command(client, session, params, reply))
         except LinkError as exc:
             reply.error(exc.code, str(exc))
             return
         if outcome is not None:
-            self._spawn(_finish(outcome, reply))
+            self._spawn(finish(outcome, reply))
 
     def browser_info(self) -> JsonDict:
         return {
@@ -379,7 +328,11 @@ class Relay:
         tab.sessions.append(session)
         event = {
             "method": "Target.attachedToTarget",
-            "params": {"sessionId": session.id, "targetInfo": self.target_info(tab), "waitingForDebugger": False},
+            "params": {
+                "sessionId": session.id,
+                "targetInfo": self.target_info(tab),
+                "waitingForDebugger": False,
+            },
         }
         self._to_parent(session, event)
         return session
@@ -392,7 +345,11 @@ class Relay:
             self._forget_enables(session)
         target_id = tab.target_id if tab is not None else self.browser_target_id
         self._to_parent(
-            session, {"method": "Target.detachedFromTarget", "params": {"sessionId": session.id, "targetId": target_id}}
+            session,
+            {
+                "method": "Target.detachedFromTarget",
+                "params": {"sessionId": session.id, "targetId": target_id},
+            },
         )
 
     def _to_parent(self, session: Session, event: JsonDict) -> None:
@@ -408,126 +365,121 @@ class Relay:
                 if session.tab is None and session.discover:
                     client.send({**event, "sessionId": session.id})
 
-    def _send(self, session: Session, message: JsonDict) -> None:
-        """A message (answer or event) to a session: in place for a flat one, wrapped in its
-        browser session's `Target.receivedMessageFromTarget` for one that is not."""
-        if session.flat:
-            session.client.send({**message, "sessionId": session.id})
-            return
-        assert session.parent is not None and session.tab is not None
-        session.client.send(
-            {
-                "method": "Target.receivedMessageFromTarget",
-                "params": {"sessionId": session.id, "message": json.dumps(message), "targetId": session.tab.target_id},
-                "sessionId": session.parent.id,
-            }
-        )
-
     # Browser-level commands: each returns None (answered already) or an awaitable of the result.
 
-    def _cmd_get_version(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        reply.result(self.version())
+    def _cmd_get_version(self, cmd: Command) -> None:
+        cmd.reply.result(self.version())
 
-    def _cmd_answer_empty(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
+    def _cmd_answer_empty(self, cmd: Command) -> None:
         # Browser.setDownloadBehavior: the user's downloads stay where the user wants them.
-        reply.result({})
+        cmd.reply.result({})
 
-    def _cmd_set_auto_attach(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        enabled = bool(params.get("autoAttach"))
-        was = client.auto_attach
-        client.auto_attach = enabled
+    def _cmd_set_auto_attach(self, cmd: Command) -> None:
+        enabled = bool(cmd.params.get("autoAttach"))
+        was = cmd.client.auto_attach
+        cmd.client.auto_attach = enabled
         if enabled and not was:
             for tab in list(self._tabs.values()):
-                self._attach(client, tab, parent=None, flat=True)
-        reply.result({})
+                self._attach(cmd.client, tab, parent=None, flat=True)
+        cmd.reply.result({})
 
-    def _cmd_get_target_info(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        if params.get("targetId") and params["targetId"] != self.browser_target_id:
-            reply.result({"targetInfo": self.target_info(self._target(params))})
+    def _cmd_get_target_info(self, cmd: Command) -> None:
+        if cmd.params.get("targetId") and cmd.params["targetId"] != self.browser_target_id:
+            cmd.reply.result({"targetInfo": self.target_info(self._target(cmd.params))})
         else:
-            reply.result({"targetInfo": self.browser_info()})
+            cmd.reply.result({"targetInfo": self.browser_info()})
 
-    def _cmd_get_targets(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        reply.result({"targetInfos": [self.target_info(t) for t in self._tabs.values()]})
+    def _cmd_get_targets(self, cmd: Command) -> None:
+        cmd.reply.result({"targetInfos": [self.target_info(t) for t in self._tabs.values()]})
 
-    def _cmd_set_discover(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        discover = bool(params.get("discover"))
-        holder: Client | Session = session if session is not None else client
+    def _cmd_set_discover(self, cmd: Command) -> None:
+        discover = bool(cmd.params.get("discover"))
+        holder: Client | Session = cmd.session if cmd.session is not None else cmd.client
         was = holder.discover
         holder.discover = discover
         if discover and not was:
             # Chromium reports the targets there are before it answers.
             for tab in list(self._tabs.values()):
-                event: JsonDict = {"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}}
-                if session is not None:
-                    event["sessionId"] = session.id
-                client.send(event)
-        reply.result({})
+                event: JsonDict = {
+                    "method": "Target.targetCreated",
+                    "params": {"targetInfo": self.target_info(tab)},
+                }
+                if cmd.session is not None:
+                    event["sessionId"] = cmd.session.id
+                cmd.client.send(event)
+        cmd.reply.result({})
 
-    def _cmd_attach_to_browser(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        browser = Session(self._new_session_id(), client, None, None)
-        client.sessions[browser.id] = browser
+    def _cmd_attach_to_browser(self, cmd: Command) -> None:
+        browser = Session(self._new_session_id(), cmd.client, None, None)
+        cmd.client.sessions[browser.id] = browser
         event = {
             "method": "Target.attachedToTarget",
-            "params": {"sessionId": browser.id, "targetInfo": self.browser_info(), "waitingForDebugger": False},
+            "params": {
+                "sessionId": browser.id,
+                "targetInfo": self.browser_info(),
+                "waitingForDebugger": False,
+            },
         }
-        client.send(event)
-        reply.result({"sessionId": browser.id})
+        cmd.client.send(event)
+        cmd.reply.result({"sessionId": browser.id})
 
-    def _cmd_attach_to_target(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        tab = self._target(params)
-        attached = self._attach(client, tab, parent=session, flat=bool(params.get("flatten")))
-        reply.result({"sessionId": attached.id})
+    def _cmd_attach_to_target(self, cmd: Command) -> None:
+        tab = self._target(cmd.params)
+        attached = self._attach(cmd.client, tab, parent=cmd.session, flat=bool(cmd.params.get("flatten")))
+        cmd.reply.result({"sessionId": attached.id})
 
-    def _cmd_detach(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        found = client.sessions.get(str(params.get("sessionId", "")))
-        if found is None and params.get("targetId"):
-            found = next((s for s in client.sessions.values() if s.tab and s.tab.target_id == params["targetId"]), None)
+    def _cmd_detach(self, cmd: Command) -> None:
+        found = cmd.client.sessions.get(str(cmd.params.get("sessionId", "")))
+        if found is None and cmd.params.get("targetId"):
+            found = next(
+                (
+                    s
+                    for s in cmd.client.sessions.values()
+                    if s.tab and s.tab.target_id == cmd.params["targetId"]
+                ),
+                None,
+            )
         if found is not None:
             self._detached(found)
-        reply.result({})
+        cmd.reply.result({})
 
-    def _cmd_send_message(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        """A command inside `Target.sendMessageToTarget` (a non-flat session), by session id or,
-        before the attach was answered, by target id."""
-        target = client.sessions.get(str(params.get("sessionId", "")))
-        if target is None and params.get("targetId"):
+    def _cmd_send_message(self, cmd: Command) -> None:
+        """A command inside `Target.sendMessageToTarget` (a session that is not flat), by session id
+        or, before the attach was answered, by target id."""
+        target = cmd.client.sessions.get(str(cmd.params.get("sessionId", "")))
+        if target is None and cmd.params.get("targetId"):
             target = next(
                 (
                     s
-                    for s in reversed(list(client.sessions.values()))
-                    if not s.flat and s.tab is not None and s.tab.target_id == params["targetId"]
+                    for s in reversed(list(cmd.client.sessions.values()))
+                    if not s.flat and s.tab is not None and s.tab.target_id == cmd.params["targetId"]
                 ),
                 None,
             )
         if target is None or target.tab is None:
-            reply.error(-32602, "No session with given id")
+            cmd.reply.error(-32602, "No session with given id")
             return
         try:
-            inner = json.loads(str(params.get("message", "")))
+            inner = json.loads(str(cmd.params.get("message", "")))
             inner_id, method = inner["id"], str(inner["method"])
         except (ValueError, KeyError, TypeError):
-            reply.error(-32602, "The message is not a CDP command")
+            cmd.reply.error(-32602, "The message is not a CDP command")
             return
-        reply.result({})
+        cmd.reply.result({})
         self._tab_command(target, inner_id, method, inner.get("params") or {})
 
-    def _cmd_window_for_target(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        reply.result(_window(self._target(params)))
+    def _cmd_window_for_target(self, cmd: Command) -> None:
+        cmd.reply.result(window_of(self._target(cmd.params)))
 
-    def _cmd_create_target(
-        self, client: Client, session: Session | None, params: JsonDict, reply: _Reply
-    ) -> Awaitable[JsonDict]:
+    def _cmd_create_target(self, cmd: Command) -> Awaitable[JsonDict]:
         async def create() -> JsonDict:
-            record = await self._link.request("createTab", {"url": params.get("url") or "about:blank"})
+            record = await self._link.request("createTab", {"url": cmd.params.get("url") or "about:blank"})
             return {"targetId": self.tab_reported(record).target_id}
 
         return create()
 
-    def _cmd_close_target(
-        self, client: Client, session: Session | None, params: JsonDict, reply: _Reply
-    ) -> Awaitable[JsonDict]:
-        tab = self._target(params)
+    def _cmd_close_target(self, cmd: Command) -> Awaitable[JsonDict]:
+        tab = self._target(cmd.params)
 
         async def close() -> JsonDict:
             await self._link.request("closeTab", {"tabId": tab.chrome_id})
@@ -535,10 +487,8 @@ class Relay:
 
         return close()
 
-    def _cmd_activate_target(
-        self, client: Client, session: Session | None, params: JsonDict, reply: _Reply
-    ) -> Awaitable[JsonDict]:
-        tab = self._target(params)
+    def _cmd_activate_target(self, cmd: Command) -> Awaitable[JsonDict]:
+        tab = self._target(cmd.params)
 
         async def activate() -> JsonDict:
             await self._link.request("activateTab", {"tabId": tab.chrome_id})
@@ -546,20 +496,20 @@ class Relay:
 
         return activate()
 
-    def _cmd_no_contexts(self, client: Client, session: Session | None, params: JsonDict, reply: _Reply) -> None:
-        reply.result({"browserContextIds": []})
+    def _cmd_no_contexts(self, cmd: Command) -> None:
+        cmd.reply.result({"browserContextIds": []})
 
     # -- a tab's sessions -------------------------------------------------------------------------
 
     def _tab_command(self, session: Session, command_id: Any, method: str, params: JsonDict) -> None:
         tab = session.tab
         assert tab is not None
-        reply = _Reply(session.client, command_id, session=session, relay=self)
+        reply = Reply(session.client, command_id, session=session)
         domain, _, verb = method.partition(".")
         if method == "Target.getTargetInfo":
             reply.result({"targetInfo": self.target_info(tab)})
         elif method == "Browser.getWindowForTarget":
-            reply.result(_window(tab))
+            reply.result(window_of(tab))
         elif method in ANSWERED_HERE or method in NOT_APPLIED:
             reply.result({})
         elif method == "Target.setAutoAttach":
@@ -583,21 +533,23 @@ class Relay:
         else:
             self._forward(tab, None, method, params, reply)
 
-    def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: _Reply) -> None:
+    def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: Reply) -> None:
         """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
         session); a later one is answered with the contexts seen, replayed to that session."""
         first = tab.runtime
         if first is None:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             tab.runtime = done
-            forwarded = _Reply(session.client, reply.command_id, session=session, relay=self, settles=done)
+            forwarded = Reply(session.client, reply.command_id, session=session, settles=done)
             self._forward(tab, None, "Runtime.enable", params, forwarded)
             return
 
         async def replay() -> None:
             await asyncio.shield(first)
             for context in list(tab.contexts.values()):
-                self._send(session, {"method": "Runtime.executionContextCreated", "params": {"context": context}})
+                send_to(
+                    session, {"method": "Runtime.executionContextCreated", "params": {"context": context}}
+                )
             reply.result({})
 
         self._spawn(replay())
@@ -607,7 +559,9 @@ class Relay:
             for users in session.tab.enabled.values():
                 users.discard(session.id)
 
-    def _forward(self, tab: TabRecord, child: str | None, method: str, params: JsonDict, reply: _Reply) -> None:
+    def _forward(
+        self, tab: TabRecord, child: str | None, method: str, params: JsonDict, reply: Reply
+    ) -> None:
         request: JsonDict = {"tabId": tab.chrome_id, "method": method, "params": params}
         if child is not None:
             request["sessionId"] = child
@@ -616,7 +570,7 @@ class Relay:
         except LinkError as exc:
             reply.error(exc.code, str(exc))
             return
-        self._spawn(_finish(answer, reply))
+        self._spawn(finish(answer, reply))
 
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
@@ -624,78 +578,7 @@ class Relay:
         task.add_done_callback(self._tasks.discard)
 
 
-class _Reply:
-    """Where the answer to one command goes: a client's root, a browser session, a tab session
-    (flat or not) or a child session."""
-
-    def __init__(
-        self,
-        client: Client,
-        command_id: Any,
-        *,
-        via: Session | None = None,
-        session: Session | None = None,
-        relay: Relay | None = None,
-        session_id: str | None = None,
-        settles: asyncio.Future[None] | None = None,
-    ) -> None:
-        self.client = client
-        self.command_id = command_id
-        self._via = via
-        self._session = session
-        self._relay = relay
-        self._session_id = session_id
-        self._settles = settles
-
-    def result(self, result: Any) -> None:
-        self._deliver({"id": self.command_id, "result": result if result is not None else {}})
-
-    def error(self, code: int, message: str, data: Any = None) -> None:
-        error = _error(code, message)
-        if data is not None:
-            error["data"] = data
-        self._deliver({"id": self.command_id, "error": error})
-
-    def _deliver(self, message: JsonDict) -> None:
-        if self._settles is not None and not self._settles.done():
-            self._settles.set_result(None)
-        if self._session is not None and self._relay is not None:
-            if self._session.id in self._session.client.sessions:  # not detached meanwhile
-                self._relay._send(self._session, message)
-            return
-        session_id = self._session_id or (self._via.id if self._via is not None else None)
-        if session_id is not None:
-            message["sessionId"] = session_id
-        self.client.send(message)
-
-
-async def _finish(answer: Awaitable[Any], reply: _Reply) -> None:
-    try:
-        result = await answer
-    except LinkError as exc:
-        reply.error(exc.code, str(exc), exc.data)
-    except Exception as exc:  # the link failed in a way of its own: the client must still hear back
-        reply.error(-32000, f"{type(exc).__name__}: {exc}")
-    else:
-        reply.result(result)
-
-
-def _window(tab: TabRecord) -> JsonDict:
-    return {"windowId": tab.window_id, "bounds": {"windowState": "normal"}}
-
-
-def _may_reach_opener(opener: TabRecord, record: JsonDict) -> bool:
-    """Whether a tab opened by `opener` keeps a handle on it (window.open) or not (a noopener
-    link), from the `Page.windowOpen` the opener reported for its URL."""
-    url = str(record.get("url") or "")
-    for index, (opened, noopener) in enumerate(reversed(opener.window_opens)):
-        if opened == url or not url:
-            del opener.window_opens[len(opener.window_opens) - 1 - index]
-            return not noopener
-    return False
-
-
-_BrowserCommand = Callable[[Relay, Client, "Session | None", JsonDict, _Reply], "Awaitable[JsonDict] | None"]
+_BrowserCommand = Callable[[Relay, Command], "Awaitable[JsonDict] | None"]
 _BROWSER_COMMANDS: dict[str, _BrowserCommand] = {
     "Browser.getVersion": Relay._cmd_get_version,
     "Browser.setDownloadBehavior": Relay._cmd_answer_empty,

@@ -115,7 +115,7 @@ async def test_the_agent_works_in_its_own_tabs_of_the_users_browser_and_never_se
         grouped = await asyncio.to_thread(
             chromium.in_extension,
             "chrome.tabGroups.query({title: 'tabpilot'}).then(async ([g]) => "
-            "(await chrome.tabs.query({groupId: g.id})).map(t => t.id))"
+            "(await chrome.tabs.query({groupId: g.id})).map(t => t.id))",
         )
         assert sorted(grouped) == sorted(i.chrome_tab_id for i in infos.values())
         assert user_tabs(chromium)  # still open, never touched

@@ -76,7 +76,13 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         assert [(i["kind"], i["endpoint"]) for i in instances] == [("extension", f"127.0.0.1:{port}")]
 
         home = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/")))["tabId"]
-        await call(mcp, "browser_navigate", action="goto", url=site.url("/console?msg=hello-from-background"), tabId=start["id"])
+        await call(
+            mcp,
+            "browser_navigate",
+            action="goto",
+            url=site.url("/console?msg=hello-from-background"),
+            tabId=start["id"],
+        )
         snapshot = section(await call(mcp, "browser_snapshot", tabId=home), "Snapshot")
         assert 'heading "Home"' in snapshot
 
@@ -130,7 +136,9 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
     monkeypatch.setattr(tabpilot.server.state, "EXTENSION_FIRST_WAIT", 0.2)
     port = free_port()
     async with Client(extension_server(port)) as mcp:
-        message = error(await mcp.call_tool("browser_navigate", {"action": "goto", "url": "http://127.0.0.1/"}))
+        message = error(
+            await mcp.call_tool("browser_navigate", {"action": "goto", "url": "http://127.0.0.1/"})
+        )
         assert f"has not connected to 127.0.0.1:{port}" in message
         assert f"chrome-extension://{extension_id()}/connect.html" in message
         waiting = result_of(await call(mcp, "browser_instance", action="connect", extension=True))
@@ -143,7 +151,16 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
     port = free_port()
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tabpilot", "serve", "--extension", "--extension-port", str(port), "--extension-token", TOKEN],
+        args=[
+            "-m",
+            "tabpilot",
+            "serve",
+            "--extension",
+            "--extension-port",
+            str(port),
+            "--extension-token",
+            TOKEN,
+        ],
     )
     async with Client(params) as mcp:
         await pair(chromium, port)
