@@ -142,6 +142,8 @@ class RemoteChromium:
 
     proc: subprocess.Popen[bytes]
     port: int
+    profile: str = ""
+    """Its profile directory (where it writes DevToolsActivePort)."""
 
     @property
     def http(self) -> str:
@@ -204,7 +206,7 @@ def remote_chromium(browser_path: str) -> Iterator[RemoteChromium]:
             with contextlib.suppress(OSError, ValueError, IndexError):
                 port = int(port_file.read_text().split()[0])
             time.sleep(0.02)
-        yield RemoteChromium(proc, port)
+        yield RemoteChromium(proc, port, profile)
     finally:
         _stop(proc)
         shutil.rmtree(profile, ignore_errors=True)
@@ -351,7 +353,9 @@ class ExtensionChromium:
                 return send(method, params or {})
             targets = send("Target.getTargets", {})["targetInfos"]
             target = next(t for t in targets if t["type"] == target_type)
-            session = send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+            session = send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})[
+                "sessionId"
+            ]
             return send(method, params or {}, session)
 
     def in_extension(self, expression: str) -> Any:

@@ -66,6 +66,11 @@ class BrowserLink(Protocol):
         """Done when the browser becomes unreachable (at once if it is now)."""
         ...
 
+    def window_opens(self, target_id: str) -> int:
+        """How many windows the pages of a tab asked for so far (tabs reach the instance later
+        than through a plain connection, so an action waits for those it asked for)."""
+        ...
+
 
 def _pid_alive(pid: int) -> bool:
     """Whether a process runs (a zombie does not) without being its parent."""
@@ -258,6 +263,11 @@ class Instance:
         # cancelling it midway would leave Playwright's own bookkeeping half done.
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         raise InstanceUnreachableError(self.id, self._link.unreachable() or "its link to the browser dropped")
+
+    def window_opens(self, tab: Tab) -> int | None:
+        if self._link is None or tab.target_id is None:
+            return None
+        return self._link.window_opens(tab.target_id)
 
     def watch(self, tab: Tab) -> AbstractContextManager[ActionWatch]:
         return self._tracker.watch(tab)

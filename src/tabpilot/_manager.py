@@ -367,7 +367,9 @@ class TabManager:
             return
 
         def connected() -> None:
-            using = [i for i in self._instances.values() if i.kind == "extension" and i.endpoint == bridge.address]
+            using = [
+                i for i in self._instances.values() if i.kind == "extension" and i.endpoint == bridge.address
+            ]
             if self._closed or any(i.state == "open" for i in using) or self._extension_connects:
                 return
             task = asyncio.get_running_loop().create_task(self._connect_watched(bridge))

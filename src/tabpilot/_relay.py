@@ -58,6 +58,8 @@ class Relay:
     def __init__(self, link: Link) -> None:
         self._link = link
         self._tabs: dict[int, TabRecord] = {}
+        self._context_id = ""
+        """The browser context of the tabs in scope (the profile's own)."""
         self._by_target: dict[str, TabRecord] = {}
         self._clients: list[Client] = []
         self._session_ids = itertools.count(1)
@@ -90,6 +92,9 @@ class Relay:
     def tab(self, chrome_id: int) -> TabRecord | None:
         return self._tabs.get(chrome_id)
 
+    def by_target(self, target_id: str) -> TabRecord | None:
+        return self._by_target.get(target_id)
+
     # -- what the extension reports --------------------------------------------------------------
 
     def hello(self, records: list[JsonDict], *, user_agent: str) -> None:
@@ -110,31 +115,44 @@ class Relay:
         for chrome_id in [c for c in self._tabs if c not in seen]:
             self.tab_removed(chrome_id)
 
-    def tab_reported(self, record: JsonDict) -> TabRecord:
-        """A tab entered scope (or changed): announce a new one to the clients, as Chromium would."""
-        chrome_id = int(record["tabId"])
-        tab = self._tabs.get(chrome_id)
-        if tab is not None:
+    def tab_reported(self, record: JsonDict, *, attached: bool = True) -> TabRecord:
+        """A tab entered scope (or changed): a new one is announced to the clients as Chromium
+        would, its target at once, and to Playwright (auto-attach) once `attached`."""
+        tab = self._tabs.get(int(record["tabId"]))
+        if tab is None:
+            tab = self._new_tab(record)
+        else:
             self.tab_updated(record)
-            return tab
+            tab.context_id = str(record.get("browserContextId") or tab.context_id)
+        if attached and not tab.attached:
+            tab.attached = True
+            for client in list(self._clients):
+                if client.auto_attach:
+                    self._attach(client, tab, parent=None, flat=True)
+        return tab
+
+    def _new_tab(self, record: JsonDict) -> TabRecord:
         opener = record.get("openerTabId")
         opener_tab = self._tabs.get(int(opener)) if opener is not None else None
+        # A tab announced before its attach has no context id yet: its opener's, or the profile's.
+        context = record.get("browserContextId") or (
+            opener_tab.context_id if opener_tab else self._context_id
+        )
         tab = TabRecord(
-            chrome_id=chrome_id,
+            chrome_id=int(record["tabId"]),
             target_id=str(record["targetId"]),
-            context_id=str(record.get("browserContextId") or ""),
+            context_id=str(context or ""),
             window_id=record.get("windowId"),
             pinned=bool(record.get("pinned")),
             url=str(record.get("url") or ""),
             title=str(record.get("title") or ""),
             opener_chrome_id=opener_tab.chrome_id if opener_tab is not None else None,
             can_access_opener=opener_tab is not None and may_reach_opener(opener_tab, record),
+            attached=False,
         )
-        self._tabs[chrome_id] = tab
+        self._context_id = self._context_id or tab.context_id
+        self._tabs[tab.chrome_id] = tab
         self._by_target[tab.target_id] = tab
-        for client in list(self._clients):
-            if client.auto_attach:
-                self._attach(client, tab, parent=None, flat=True)
         self._to_discoverers(
             {"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}}
         )
@@ -194,6 +212,7 @@ class Relay:
         elif method == "Runtime.executionContextsCleared":
             tab.contexts.clear()
         elif method == "Page.windowOpen":
+            tab.window_open_count += 1
             tab.window_opens.append(
                 (str(params.get("url", "")), "noopener" in params.get("windowFeatures", ()))
             )
@@ -380,7 +399,8 @@ class Relay:
         cmd.client.auto_attach = enabled
         if enabled and not was:
             for tab in list(self._tabs.values()):
-                self._attach(cmd.client, tab, parent=None, flat=True)
+                if tab.attached:
+                    self._attach(cmd.client, tab, parent=None, flat=True)
         cmd.reply.result({})
 
     def _cmd_get_target_info(self, cmd: Command) -> None:

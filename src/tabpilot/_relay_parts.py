@@ -44,6 +44,9 @@ class TabRecord:
     title: str
     opener_chrome_id: int | None
     can_access_opener: bool = False
+    attached: bool = True
+    """False while the extension attaches its debugger (the target is known; Playwright hears of
+    it once attached)."""
     sessions: list[Session] = field(default_factory=list)
     contexts: dict[int, JsonDict] = field(default_factory=dict)
     """The execution contexts of its main session, from Runtime events (to replay)."""
@@ -51,6 +54,8 @@ class TabRecord:
     """Domain -> ids of the sessions that enabled it."""
     runtime: asyncio.Future[None] | None = None
     """Set once a session's Runtime.enable went to the tab; done when it was answered."""
+    window_open_count: int = 0
+    """`Page.windowOpen` events seen: the tab's pages asked for that many windows."""
     window_opens: deque[tuple[str, bool]] = field(default_factory=lambda: deque(maxlen=WINDOW_OPENS_KEPT))
     """(url, noopener) of the windows this tab's pages opened lately (who may reach their opener)."""
 

@@ -114,6 +114,7 @@ class TabTracker:
             settle=self.settle,
             is_open=lambda tab_id: self.registry.get(tab_id) is not None,
             guard=self._host.guard,
+            window_opens=lambda: self._host.window_opens(tab),
         )
         self._watches.append(watch)
         try:

@@ -10,14 +10,16 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
-from support import ExtensionChromium, extension_chromium, wait_until
+from support import ExtensionChromium, extension_chromium, free_port, remote_chromium, wait_until
 from tabpilot import (
     ActionError,
+    ConnectError,
     ExtensionBridge,
     ExtensionNotConnectedError,
     InstanceUnreachableError,
@@ -188,3 +190,26 @@ async def test_a_killed_browser_fails_tools_at_once_and_is_lost_after_the_grace(
         await manager.settle()
         closed = [e for e in manager.events.history(tab_id=tab.id) if e.type == "tab_closed"]
         assert closed and closed[0].data["by"] == "crash"
+
+
+async def test_auto_connect_finds_a_running_chrome_through_its_devtools_active_port(
+    browser_path: str, tmp_path: Path
+) -> None:
+    with remote_chromium(browser_path) as remote:
+        async with TabManager() as manager:
+            instance = await manager.auto_connect(user_data_dir=remote.profile, timeout=10)
+            assert instance.kind == "cdp" and instance.endpoint is not None
+            assert instance.endpoint.startswith(f"ws://127.0.0.1:{remote.port}/devtools/browser/")
+            assert len(manager.tabs()) == 1
+        # No file: Chrome is not running there with remote debugging on; say how to turn it on.
+        async with TabManager() as manager:
+            with pytest.raises(ConnectError) as missing:
+                await manager.auto_connect(user_data_dir=str(tmp_path))
+            assert missing.value.reason == "no_debugging"
+            assert "DevToolsActivePort" in missing.value.fact
+            assert "chrome://inspect/#remote-debugging" in missing.value.advice
+            # A file left behind by a Chrome that quit names a port nobody answers on.
+            (tmp_path / "DevToolsActivePort").write_text(f"{free_port()}\n/devtools/browser/gone\n")
+            with pytest.raises(ConnectError) as stale:
+                await manager.auto_connect(user_data_dir=str(tmp_path), timeout=2)
+            assert stale.value.reason == "no_debugging" and "did not answer" in stale.value.fact

@@ -9,6 +9,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +23,12 @@ from support import (
     extension_chromium,
     free_port,
     ref_of,
+    remote_chromium,
     result_of,
     section,
     text,
 )
-from tabpilot import extension_id
+from tabpilot import BrowserOptions, cli, extension_id
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
 
@@ -172,3 +174,45 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
         failed = await mcp.call_tool("browser_snapshot", {"tabId": start})
         assert failed.is_error and time.monotonic() - started < 3, text(failed)
         assert "extension" in error(failed)
+
+
+async def test_serve_auto_connect_attaches_to_the_running_chrome_or_says_how_to_turn_debugging_on(
+    browser_path: str, tmp_path: Path
+) -> None:
+    with remote_chromium(browser_path) as remote:
+        config = ServerConfig(auto_connect=True, browser=BrowserOptions(user_data_dir=remote.profile))
+        async with Client(create_server(config)) as mcp:
+            (instance,) = result_of(await call(mcp, "browser_instance", action="list"))["instances"]
+            assert instance["kind"] == "cdp" and f"127.0.0.1:{remote.port}" in instance["endpoint"]
+    config = ServerConfig(auto_connect=True, browser=BrowserOptions(user_data_dir=str(tmp_path)))
+    async with Client(create_server(config)) as mcp:
+        message = error(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert "no DevToolsActivePort file" in message
+        assert "chrome://inspect/#remote-debugging" in message and "--auto-connect" in message
+
+
+def test_serve_flags_for_the_users_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABPILOT_EXTENSION_TOKEN", "from-the-environment")
+    config = cli.config_from_args(
+        cli.build_parser().parse_args(
+            ["serve", "--extension", "--extension-port", "9999", "--extension-scope", "all"]
+        )
+    )
+    assert (config.extension, config.extension_port, config.extension_scope) == (True, 9999, "all")
+    assert config.extension_token == "from-the-environment"
+    for refused in (
+        ["--extension", "--auto-connect"],
+        ["--extension", "--cdp-endpoint", "http://127.0.0.1:9222"],
+        ["--extension", "--http", "127.0.0.1:8931"],
+    ):
+        with pytest.raises(ValueError):
+            cli.config_from_args(cli.build_parser().parse_args(["serve", *refused]))
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["serve", "--extension-id", "not-an-id"])
+
+
+def test_tabpilot_extension_prints_the_folder_to_load_and_the_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["extension", "path"]) == 0
+    assert Path(capsys.readouterr().out.strip(), "manifest.json").is_file()
+    assert cli.main(["extension", "id"]) == 0
+    assert capsys.readouterr().out.strip() == extension_id()

@@ -15,6 +15,8 @@
 //                     {type: "pong"}
 //   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record]}
 //                     {id, result} | {id, error: {code, message}}
+//                     {type: "tab", event: "opening", tab: record}  (attach under way;
+//                                                                    no `fresh` nor context id)
 //                     {type: "tab", event: "created"|"updated", tab: record}
 //                     {type: "tab", event: "removed", tabId, reason}
 //                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
@@ -46,7 +48,9 @@ const state = {
   nextAttempt: 0,
   attaching: new Map(), // tabId -> Promise<record>
   attached: new Set(), // tabs whose debugger this worker holds
+  windowOpens: new Map(), // tabId -> [{url, at}]: windows the pages of a tab in scope asked for lately
 };
+const WINDOW_OPEN_MEMORY_MS = 10000;
 
 const ready = load();
 
@@ -178,10 +182,14 @@ async function welcome(socket, payload) {
 
 const handlers = {
   cdp({ tabId, sessionId, method, params }) {
-    // Checked and sent at once, in arrival order: commands to one tab must not overtake each other.
-    if (!state.attached.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
+    // Sent at once, in arrival order: commands to one tab must not overtake each other. Those for a
+    // tab still being attached wait for the attach, in order.
     const target = sessionId ? { tabId, sessionId } : { tabId };
-    return chrome.debugger.sendCommand(target, method, params || {});
+    const send = () => chrome.debugger.sendCommand(target, method, params || {});
+    const attaching = state.attaching.get(tabId);
+    if (attaching) return attaching.then(send);
+    if (!state.attached.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
+    return send();
   },
 
   async createTab({ url }) {
@@ -286,7 +294,9 @@ function tabRecord(tab) {
     pinned: tab.pinned,
     url: tab.url || tab.pendingUrl || "",
     title: tab.title || "",
-    openerTabId: tab.openerTabId ?? null,
+    // Chrome's own openerTabId names the active tab when a background tab opens one: the opener
+    // in scope that asked for the window is the one that counts.
+    openerTabId: state.scope.get(tab.id)?.opener ?? null,
   };
 }
 
@@ -297,21 +307,29 @@ function detachAll() {
   state.attached.clear();
 }
 
-async function enter(tabId, reason) {
+async function enter(tab, reason, opener = null) {
+  const tabId = tab.id;
   if (state.scope.has(tabId)) return;
-  state.scope.set(tabId, { reason });
-  await saveScope();
-  await paintBadge(tabId);
+  state.scope.set(tabId, opener === null ? { reason } : { reason, opener });
+  saveScope().catch(() => {});
+  paintBadge(tabId).catch(() => {});
   if (!state.welcomed) return; // attached when a server connects
+  // Announce the tab by its target at once (the action that opened it hears of it now, not after
+  // the attach); commands for it wait for the attach (see handlers.cdp).
+  const attaching = attach(tabId);
+  attaching.catch(() => {}); // awaited below
+  const target = (await chrome.debugger.getTargets()).find((t) => t.tabId === tabId);
+  if (target) send({ type: "tab", event: "opening", tab: { ...tabRecord(tab), targetId: target.id } });
   try {
-    send({ type: "tab", event: "created", tab: await attach(tabId) });
+    send({ type: "tab", event: "created", tab: await attaching });
   } catch (error) {
-    await leave(tabId, null);
+    await leave(tabId, target ? "detached" : null);
   }
 }
 
 // Take a tab out of scope; tell the server why (`reason`), unless null (it never heard of it).
 async function leave(tabId, reason) {
+  state.windowOpens.delete(tabId);
   if (!state.scope.delete(tabId)) return;
   await saveScope();
   if (state.attached.delete(tabId)) {
@@ -377,7 +395,7 @@ async function toggleSharing(tab) {
   } else if (state.scope.has(tab.id)) {
     await leave(tab.id, "unshared");
   } else if (attachable(tab)) {
-    await enter(tab.id, "shared");
+    await enter(tab, "shared");
   }
 }
 
@@ -385,19 +403,35 @@ chrome.action.onClicked.addListener(toggleSharing);
 
 // -- browser events --------------------------------------------------------------------------------------
 
+// The tab in scope that opened `tab`: the one whose page asked for a window at its URL lately
+// (Page.windowOpen comes before tabs.onCreated), or Chrome's openerTabId if that is in scope.
+function openerInScope(tab) {
+  const url = tab.pendingUrl || tab.url || "";
+  const now = Date.now();
+  for (const [tabId, opens] of state.windowOpens) {
+    const index = opens.findIndex((open) => now - open.at < WINDOW_OPEN_MEMORY_MS && (open.url === url || !url));
+    if (index >= 0 && state.scope.has(tabId)) {
+      opens.splice(index, 1);
+      return tabId;
+    }
+  }
+  return tab.openerTabId !== undefined && state.scope.has(tab.openerTabId) ? tab.openerTabId : null;
+}
+
 chrome.tabs.onCreated.addListener(async (tab) => {
   await ready;
-  if (tab.openerTabId !== undefined && state.scope.has(tab.openerTabId)) {
-    await enter(tab.id, "opened"); // a popup, or a link a tab in scope opened
+  const opener = openerInScope(tab);
+  if (opener !== null) {
+    await enter(tab, "opened", opener); // a popup, or a link a tab in scope opened
   } else if (state.mode === "all" && state.server && attachable(tab)) {
-    await enter(tab.id, "all");
+    await enter(tab, "all");
   }
 });
 
 chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
   await ready;
   if (!state.scope.has(tabId)) {
-    if (state.mode === "all" && state.server && change.url && attachable(tab)) await enter(tabId, "all");
+    if (state.mode === "all" && state.server && change.url && attachable(tab)) await enter(tab, "all");
     return;
   }
   if (state.attached.has(tabId) && ("url" in change || "title" in change || "pinned" in change)) {
@@ -423,10 +457,16 @@ chrome.tabs.onReplaced.addListener(async (addedTabId, removedTabId) => {
   const entry = state.scope.get(removedTabId);
   if (!entry) return;
   await leave(removedTabId, "closed");
-  await enter(addedTabId, entry.reason);
+  await enter(await chrome.tabs.get(addedTabId), entry.reason);
 });
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (method === "Page.windowOpen" && !source.sessionId && state.attached.has(source.tabId)) {
+    const now = Date.now();
+    const opens = (state.windowOpens.get(source.tabId) || []).filter((o) => now - o.at < WINDOW_OPEN_MEMORY_MS);
+    opens.push({ url: params.url, at: now });
+    state.windowOpens.set(source.tabId, opens);
+  }
   if (source.tabId !== undefined && state.attached.has(source.tabId)) {
     send({ type: "cdp", tabId: source.tabId, sessionId: source.sessionId, method, params });
   }
