@@ -39,7 +39,8 @@ from ._relay_parts import (
     Reply,
     Session,
     TabRecord,
-    error_body,
+    browser_info,
+    browser_version,
     finish,
     may_reach_opener,
     send_to,
@@ -66,7 +67,6 @@ class Relay:
         self._session_prefix = "TP" + secrets.token_hex(6).upper()
         self.browser_target_id = "tabpilot-" + secrets.token_hex(8)
         self.user_agent = ""
-        self.product = "Chrome"
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- clients -----------------------------------------------------------------------------------
@@ -89,9 +89,6 @@ class Relay:
     def tabs(self) -> list[TabRecord]:
         return list(self._tabs.values())
 
-    def tab(self, chrome_id: int) -> TabRecord | None:
-        return self._tabs.get(chrome_id)
-
     def by_target(self, target_id: str) -> TabRecord | None:
         return self._by_target.get(target_id)
 
@@ -102,8 +99,6 @@ class Relay:
         targets and sessions; a tab attached afresh (its debugger let go meanwhile, so the
         sessions' state is gone) is reported closed and new; tabs it no longer has are gone."""
         self.user_agent = user_agent
-        version = next((p for p in user_agent.split() if p.startswith(("Chrome/", "HeadlessChrome/"))), "")
-        self.product = version.replace("HeadlessChrome/", "Chrome/") or "Chrome"
         seen = set()
         for record in records:
             chrome_id = int(record["tabId"])
@@ -252,27 +247,17 @@ class Relay:
             self._browser_command(client, None, command_id, method, params)
             return
         session = client.sessions.get(session_id)
-        if session is None:
+        if session is not None and session.tab is None:
+            self._browser_command(client, session, command_id, method, params)
+        elif session is not None:
+            self._tab_command(session, command_id, method, params)
+        else:  # a child session (an iframe, a worker), or none
+            reply = Reply(client, command_id, session_id=session_id)
             tab = client.children.get(session_id)
             if tab is None:
-                client.send(
-                    {
-                        "id": command_id,
-                        "sessionId": session_id,
-                        "error": error_body(-32001, "Session with given id not found."),
-                    }
-                )
-                return
-            reply = Reply(client, command_id, session_id=session_id)
-            self._forward(tab, session_id, method, params, reply)
-            return
-        self._session_command(session, command_id, method, params)
-
-    def _session_command(self, session: Session, command_id: Any, method: str, params: JsonDict) -> None:
-        if session.tab is None:
-            self._browser_command(session.client, session, command_id, method, params)
-        else:
-            self._tab_command(session, command_id, method, params)
+                reply.error(-32001, "Session with given id not found.")
+            else:
+                self._forward(tab, session_id, method, params, reply)
 
     # -- the browser and its Target domain ---------------------------------------------------------
 
@@ -294,16 +279,6 @@ class Relay:
         if outcome is not None:
             self._spawn(finish(outcome, reply))
 
-    def browser_info(self) -> JsonDict:
-        return {
-            "targetId": self.browser_target_id,
-            "type": "browser",
-            "title": "",
-            "url": "",
-            "attached": True,
-            "canAccessOpener": False,
-        }
-
     def target_info(self, tab: TabRecord) -> JsonDict:
         info: JsonDict = {
             "targetId": tab.target_id,
@@ -322,15 +297,6 @@ class Relay:
         if opener is not None:
             info["openerId"] = opener.target_id
         return info
-
-    def version(self) -> JsonDict:
-        return {
-            "protocolVersion": "1.3",
-            "product": self.product,
-            "revision": "",
-            "userAgent": self.user_agent,
-            "jsVersion": "",
-        }
 
     def _target(self, params: JsonDict) -> TabRecord:
         tab = self._by_target.get(str(params.get("targetId", "")))
@@ -387,7 +353,7 @@ class Relay:
     # Browser-level commands: each returns None (answered already) or an awaitable of the result.
 
     def _cmd_get_version(self, cmd: Command) -> None:
-        cmd.reply.result(self.version())
+        cmd.reply.result(browser_version(self.user_agent))
 
     def _cmd_answer_empty(self, cmd: Command) -> None:
         # Browser.setDownloadBehavior: the user's downloads stay where the user wants them.
@@ -407,7 +373,7 @@ class Relay:
         if cmd.params.get("targetId") and cmd.params["targetId"] != self.browser_target_id:
             cmd.reply.result({"targetInfo": self.target_info(self._target(cmd.params))})
         else:
-            cmd.reply.result({"targetInfo": self.browser_info()})
+            cmd.reply.result({"targetInfo": browser_info(self.browser_target_id)})
 
     def _cmd_get_targets(self, cmd: Command) -> None:
         cmd.reply.result({"targetInfos": [self.target_info(t) for t in self._tabs.values()]})
@@ -436,7 +402,7 @@ class Relay:
             "method": "Target.attachedToTarget",
             "params": {
                 "sessionId": browser.id,
-                "targetInfo": self.browser_info(),
+                "targetInfo": browser_info(self.browser_target_id),
                 "waitingForDebugger": False,
             },
         }

@@ -191,3 +191,28 @@ def may_reach_opener(opener: TabRecord, record: JsonDict) -> bool:
             del opener.window_opens[len(opener.window_opens) - 1 - index]
             return not noopener
     return False
+
+
+def browser_info(target_id: str) -> JsonDict:
+    """The target info of the browser itself."""
+    return {
+        "targetId": target_id,
+        "type": "browser",
+        "title": "",
+        "url": "",
+        "attached": True,
+        "canAccessOpener": False,
+    }
+
+
+def browser_version(user_agent: str) -> JsonDict:
+    """`Browser.getVersion` of the browser with this user agent (Playwright reads its version and
+    whether it is headless from it)."""
+    version = next((p for p in user_agent.split() if p.startswith(("Chrome/", "HeadlessChrome/"))), "")
+    return {
+        "protocolVersion": "1.3",
+        "product": version.replace("HeadlessChrome/", "Chrome/") or "Chrome",
+        "revision": "",
+        "userAgent": user_agent,
+        "jsVersion": "",
+    }

@@ -517,8 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         try:
             demo = importlib.import_module("tabpilot.demo")
-        except ImportError:
-            print("tabpilot demo needs the demo extra: pip install 'tabpilot[demo]'", file=sys.stderr)
+        except ImportError as exc:  # a broken install: the demo needs only core dependencies
+            print(f"tabpilot demo could not start: {exc}", file=sys.stderr)
             return 2
         return int(demo.main(browser_path=args.browser_path, headed=args.headed, extension=args.extension))
     try:
