@@ -352,7 +352,9 @@ class ExtensionChromium:
             if not target_type:
                 return send(method, params or {})
             targets = send("Target.getTargets", {})["targetInfos"]
-            target = next(t for t in targets if t["type"] == target_type)
+            target = next((t for t in targets if t["type"] == target_type), None)
+            if target is None:
+                raise RuntimeError(f"no {target_type} target")
             session = send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})[
                 "sessionId"
             ]

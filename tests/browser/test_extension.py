@@ -213,3 +213,19 @@ async def test_auto_connect_finds_a_running_chrome_through_its_devtools_active_p
             with pytest.raises(ConnectError) as stale:
                 await manager.auto_connect(user_data_dir=str(tmp_path), timeout=2)
             assert stale.value.reason == "no_debugging" and "did not answer" in stale.value.fact
+
+
+async def test_with_scope_all_every_tab_is_the_agents_and_tabs_the_user_opens_are_reported(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    async with ExtensionBridge(port=0, token="test-token", scope="all") as bridge:
+        await asyncio.to_thread(chromium.open, bridge.connect_url)
+        async with TabManager() as manager:
+            await manager.connect_extension(bridge, timeout=20)
+            # The user's page is in scope; the extension's own page never is (no debugger there).
+            assert [t.url for t in manager.tabs()] == [site.url("/page/user")]
+            target = await asyncio.to_thread(chromium.open, site.url("/page/later"))
+            await wait_until(lambda: any(t.target_id == target for t in manager.tabs()), 10)
+            await manager.settle()
+            later = next(t for t in manager.tabs() if t.target_id == target)
+            assert manager.events.history(tab_id=later.id)[0].data["cause"] == "external"

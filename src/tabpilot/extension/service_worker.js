@@ -493,6 +493,11 @@ chrome.alarms.onAlarm.addListener((alarm) => {
   if (alarm.name === ALARM) connect();
 });
 
+// Listening to these makes Chrome start the worker when the browser starts and when the
+// extension is installed, updated or reloaded: it reconnects without waiting for a tab event.
+chrome.runtime.onStartup.addListener(() => connect());
+chrome.runtime.onInstalled.addListener(() => connect());
+
 // -- pairing (from the connect page) ------------------------------------------------------------------
 
 async function pair(port, token) {
