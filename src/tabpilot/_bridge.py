@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import parse_qs
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -40,7 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from ._relay import Relay
-from ._relay_parts import JsonDict, LinkError
+from ._relay_parts import Answer, JsonDict, LinkError
 
 logger = logging.getLogger("tabpilot.bridge")
 
@@ -76,36 +76,34 @@ def _check_extension_id(value: str) -> str:
 
 
 class _Extension:
-    """The extension's connection: requests with ids, sent in call order."""
+    """The extension's connection: requests with ids, sent in call order, each answer handed on
+    the moment it is read (in order with the events around it)."""
 
     def __init__(self, socket: ServerConnection) -> None:
         self.socket = socket
         self._ids = 0
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._waiting: dict[int, Answer] = {}
         self._outbox: asyncio.Queue[str | None] = asyncio.Queue()
         self._writer = asyncio.get_running_loop().create_task(self._write())
 
     def post(self, message: JsonDict) -> None:
         self._outbox.put_nowait(json.dumps(message))
 
-    def request(self, method: str, params: JsonDict) -> asyncio.Future[Any]:
+    def request(self, method: str, params: JsonDict, answer: Answer) -> None:
         self._ids += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[self._ids] = future
+        self._waiting[self._ids] = answer
         self.post({"id": self._ids, "method": method, "params": params})
-        return future
 
     def answered(self, message: JsonDict) -> None:
-        future = self._waiting.pop(int(message["id"]), None)
-        if future is None or future.done():
+        answer = self._waiting.pop(int(message["id"]), None)
+        if answer is None:
             return
         error = message.get("error")
         if error is not None:
-            future.set_exception(
-                LinkError(str(error.get("message", error)), int(error.get("code", -32000)), error.get("data"))
-            )
+            code = int(error.get("code", -32000))
+            answer(None, LinkError(str(error.get("message", error)), code, error.get("data")))
         else:
-            future.set_result(message.get("result", {}))
+            answer(message.get("result", {}), None)
 
     async def _write(self) -> None:
         while (text := await self._outbox.get()) is not None:
@@ -117,10 +115,8 @@ class _Extension:
     def close(self, why: str) -> None:
         self._outbox.put_nowait(None)
         waiting, self._waiting = self._waiting, {}
-        for future in waiting.values():
-            if not future.done():
-                future.set_exception(LinkError(why))
-                future.exception()  # retrieved: nobody may be waiting any more
+        for answer in waiting.values():
+            answer(None, LinkError(why))
 
 
 class ExtensionBridge:
@@ -165,7 +161,7 @@ class ExtensionBridge:
         self._give_up: asyncio.TimerHandle | None = None
         self._loss: str | None = None
         self._drop: asyncio.Future[None] | None = None
-        self._held: list[tuple[str, JsonDict, asyncio.Future[Any]]] = []
+        self._held: list[tuple[str, JsonDict, Answer]] = []
         """Requests made while the extension was away, sent when it is back (failed if it is not)."""
         self.user_agent = ""
 
@@ -275,38 +271,24 @@ class ExtensionBridge:
 
     # -- the Link the relay sends through ----------------------------------------------------------------
 
-    def request(self, method: str, params: JsonDict) -> asyncio.Future[Any]:
+    def request(self, method: str, params: JsonDict, answer: Answer) -> None:
         """Send a request to the extension. While it is away (and may come back), the request waits
         for it: a client's command then completes after a service worker restart."""
         extension = self._extension
         if extension is not None and self.connected:
-            return extension.request(method, params)
-        if self._dropped_at is None:
+            extension.request(method, params, answer)
+        elif self._dropped_at is not None:
+            self._held.append((method, params, answer))
+        else:
             raise LinkError("The tabpilot extension is not connected; the browser cannot be reached.")
-        held: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._held.append((method, params, held))
-        return held
 
     def _release_held(self, extension: _Extension | None) -> None:
         held, self._held = self._held, []
-        for method, params, future in held:
-            if future.done():
-                continue
-            if extension is None:
-                future.set_exception(LinkError("The tabpilot extension did not come back."))
-                future.exception()
-                continue
-            answer = extension.request(method, params)
-
-            def settle(done: asyncio.Future[Any], future: asyncio.Future[Any] = future) -> None:
-                if future.done():
-                    return
-                if done.exception() is not None:
-                    future.set_exception(done.exception())  # type: ignore[arg-type]
-                else:
-                    future.set_result(done.result())
-
-            answer.add_done_callback(settle)
+        for method, params, answer in held:
+            if extension is not None:
+                extension.request(method, params, answer)
+            else:
+                answer(None, LinkError("The tabpilot extension did not come back."))
 
     # -- the WebSocket server ---------------------------------------------------------------------------
 

@@ -159,7 +159,8 @@ class TabManager:
         if instance_id is None:
             inst = self.default_instance
             if inst is None:
-                for bridge in self._watched:
+                bridge = next(iter(self._watched), None)
+                if bridge is not None and not bridge.connected:
                     raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
                 raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
             return inst

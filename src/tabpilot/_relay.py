@@ -23,14 +23,14 @@ extension a `Link`.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from ._relay_parts import (
+    Answer,
     Client,
     Command,
     JsonDict,
@@ -41,7 +41,6 @@ from ._relay_parts import (
     TabRecord,
     browser_info,
     browser_version,
-    finish,
     may_reach_opener,
     send_to,
     window_of,
@@ -67,7 +66,6 @@ class Relay:
         self._session_prefix = "TP" + secrets.token_hex(6).upper()
         self.browser_target_id = "tabpilot-" + secrets.token_hex(8)
         self.user_agent = ""
-        self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- clients -----------------------------------------------------------------------------------
 
@@ -272,12 +270,9 @@ class Relay:
             )
             return
         try:
-            outcome = handler(self, Command(client, session, params, reply))
+            handler(self, Command(client, session, params, reply))
         except LinkError as exc:
             reply.error(exc.code, str(exc))
-            return
-        if outcome is not None:
-            self._spawn(finish(outcome, reply))
 
     def target_info(self, tab: TabRecord) -> JsonDict:
         info: JsonDict = {
@@ -457,30 +452,22 @@ class Relay:
     def _cmd_window_for_target(self, cmd: Command) -> None:
         cmd.reply.result(window_of(self._target(cmd.params)))
 
-    def _cmd_create_target(self, cmd: Command) -> Awaitable[JsonDict]:
-        async def create() -> JsonDict:
-            record = await self._link.request("createTab", {"url": cmd.params.get("url") or "about:blank"})
-            return {"targetId": self.tab_reported(record).target_id}
+    def _cmd_create_target(self, cmd: Command) -> None:
+        def created(record: Any, error: LinkError | None) -> None:
+            if error is not None:
+                cmd.reply.settle(None, error)
+            else:  # announced (attachedToTarget, targetCreated) before the answer, as Chromium does
+                cmd.reply.result({"targetId": self.tab_reported(record).target_id})
 
-        return create()
+        self._link.request("createTab", {"url": cmd.params.get("url") or "about:blank"}, created)
 
-    def _cmd_close_target(self, cmd: Command) -> Awaitable[JsonDict]:
+    def _cmd_close_target(self, cmd: Command) -> None:
         tab = self._target(cmd.params)
+        self._link.request("closeTab", {"tabId": tab.chrome_id}, _then(cmd.reply, {"success": True}))
 
-        async def close() -> JsonDict:
-            await self._link.request("closeTab", {"tabId": tab.chrome_id})
-            return {"success": True}
-
-        return close()
-
-    def _cmd_activate_target(self, cmd: Command) -> Awaitable[JsonDict]:
+    def _cmd_activate_target(self, cmd: Command) -> None:
         tab = self._target(cmd.params)
-
-        async def activate() -> JsonDict:
-            await self._link.request("activateTab", {"tabId": tab.chrome_id})
-            return {}
-
-        return activate()
+        self._link.request("activateTab", {"tabId": tab.chrome_id}, _then(cmd.reply, {}))
 
     def _cmd_no_contexts(self, cmd: Command) -> None:
         cmd.reply.result({"browserContextIds": []})
@@ -514,31 +501,36 @@ class Relay:
                 reply.result({})  # another session still uses it
             else:
                 if domain == "Runtime":
-                    tab.runtime = None
+                    tab.runtime = "off"
                 self._forward(tab, None, method, params, reply)
         else:
             self._forward(tab, None, method, params, reply)
 
     def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: Reply) -> None:
         """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
-        session); a later one is answered with the contexts seen, replayed to that session."""
-        first = tab.runtime
-        if first is None:
-            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            tab.runtime = done
-            forwarded = Reply(session.client, reply.command_id, session=session, settles=done)
-            self._forward(tab, None, "Runtime.enable", params, forwarded)
-            return
+        session); a later one is answered with the contexts seen, replayed to that session (once
+        the first is answered)."""
+        if tab.runtime == "off":
+            tab.runtime = "enabling"
 
-        async def replay() -> None:
-            await asyncio.shield(first)
-            for context in list(tab.contexts.values()):
-                send_to(
-                    session, {"method": "Runtime.executionContextCreated", "params": {"context": context}}
-                )
-            reply.result({})
+            def enabled(result: Any, error: LinkError | None) -> None:
+                tab.runtime = "on" if error is None else "off"
+                reply.settle(result, error)
+                waiting, tab.runtime_waiting = tab.runtime_waiting, []
+                for later, later_reply in waiting:
+                    self._replay_contexts(tab, later, later_reply)
 
-        self._spawn(replay())
+            self._forward(tab, None, "Runtime.enable", params, enabled)
+        elif tab.runtime == "enabling":
+            tab.runtime_waiting.append((session, reply))
+        else:
+            self._replay_contexts(tab, session, reply)
+
+    @staticmethod
+    def _replay_contexts(tab: TabRecord, session: Session, reply: Reply) -> None:
+        for context in list(tab.contexts.values()):
+            send_to(session, {"method": "Runtime.executionContextCreated", "params": {"context": context}})
+        reply.result({})
 
     def _forget_enables(self, session: Session) -> None:
         if session.tab is not None:
@@ -546,25 +538,28 @@ class Relay:
                 users.discard(session.id)
 
     def _forward(
-        self, tab: TabRecord, child: str | None, method: str, params: JsonDict, reply: Reply
+        self, tab: TabRecord, child: str | None, method: str, params: JsonDict, reply: Reply | Answer
     ) -> None:
         request: JsonDict = {"tabId": tab.chrome_id, "method": method, "params": params}
         if child is not None:
             request["sessionId"] = child
+        answer = reply.settle if isinstance(reply, Reply) else reply
         try:
-            answer = self._link.request("cdp", request)
+            self._link.request("cdp", request, answer)
         except LinkError as exc:
-            reply.error(exc.code, str(exc))
-            return
-        self._spawn(finish(answer, reply))
-
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+            answer(None, exc)
 
 
-_BrowserCommand = Callable[[Relay, Command], "Awaitable[JsonDict] | None"]
+def _then(reply: Reply, result: JsonDict) -> Answer:
+    """An answer that replies `result` once the extension has done the request."""
+
+    def answer(_value: Any, error: LinkError | None) -> None:
+        reply.settle(result, error)
+
+    return answer
+
+
+_BrowserCommand = Callable[[Relay, Command], None]
 _BROWSER_COMMANDS: dict[str, _BrowserCommand] = {
     "Browser.getVersion": Relay._cmd_get_version,
     "Browser.setDownloadBehavior": Relay._cmd_answer_empty,

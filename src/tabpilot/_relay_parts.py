@@ -3,12 +3,11 @@ clients and their sessions, and where the answer to one command goes."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 JsonDict = dict[str, Any]
 WINDOW_OPENS_KEPT = 20
@@ -23,11 +22,17 @@ class LinkError(Exception):
         self.data = data
 
 
+Answer = Callable[[Any, "LinkError | None"], None]
+"""Called with (result, None) or (None, error) the moment the extension's answer arrives."""
+
+
 class Link(Protocol):
     """The connection to the extension."""
 
-    def request(self, method: str, params: JsonDict) -> Awaitable[Any]:
-        """Send a request at once (in call order); the answer arrives later. Raises LinkError."""
+    def request(self, method: str, params: JsonDict, answer: Answer) -> None:
+        """Send a request at once (in call order). `answer` is called when its answer arrives, in
+        the order of the extension's messages: before the events that came after it, after those
+        that came before (CDP clients rely on that order). Raises LinkError if it cannot be sent."""
         ...
 
 
@@ -52,8 +57,10 @@ class TabRecord:
     """The execution contexts of its main session, from Runtime events (to replay)."""
     enabled: dict[str, set[str]] = field(default_factory=dict)
     """Domain -> ids of the sessions that enabled it."""
-    runtime: asyncio.Future[None] | None = None
-    """Set once a session's Runtime.enable went to the tab; done when it was answered."""
+    runtime: Literal["off", "enabling", "on"] = "off"
+    """Whether a session's Runtime.enable went to the tab, and was answered."""
+    runtime_waiting: list[tuple[Session, Reply]] = field(default_factory=list)
+    """Later Runtime.enable commands waiting for the first one's answer."""
     window_open_count: int = 0
     """`Page.windowOpen` events seen: the tab's pages asked for that many windows."""
     window_opens: deque[tuple[str, bool]] = field(default_factory=lambda: deque(maxlen=WINDOW_OPENS_KEPT))
@@ -125,14 +132,19 @@ class Reply:
         via: Session | None = None,
         session: Session | None = None,
         session_id: str | None = None,
-        settles: asyncio.Future[None] | None = None,
     ) -> None:
         self.client = client
         self.command_id = command_id
         self._via = via
         self._session = session
         self._session_id = session_id
-        self._settles = settles
+
+    def settle(self, result: Any, error: LinkError | None) -> None:
+        """The extension's answer (an `Answer`)."""
+        if error is not None:
+            self.error(error.code, str(error), error.data)
+        else:
+            self.result(result)
 
     def result(self, result: Any) -> None:
         self._deliver({"id": self.command_id, "result": result if result is not None else {}})
@@ -144,8 +156,6 @@ class Reply:
         self._deliver({"id": self.command_id, "error": error})
 
     def _deliver(self, message: JsonDict) -> None:
-        if self._settles is not None and not self._settles.done():
-            self._settles.set_result(None)
         if self._session is not None:
             if self._session.id in self._session.client.sessions:  # not detached meanwhile
                 send_to(self._session, message)
@@ -154,17 +164,6 @@ class Reply:
         if session_id is not None:
             message["sessionId"] = session_id
         self.client.send(message)
-
-
-async def finish(answer: Awaitable[Any], reply: Reply) -> None:
-    try:
-        result = await answer
-    except LinkError as exc:
-        reply.error(exc.code, str(exc), exc.data)
-    except Exception as exc:  # the link failed in a way of its own: the client must still hear back
-        reply.error(-32000, f"{type(exc).__name__}: {exc}")
-    else:
-        reply.result(result)
 
 
 @dataclass(frozen=True, slots=True)
