@@ -40,7 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from ._relay import Relay
-from ._relay_parts import Answer, JsonDict, LinkError
+from ._relay_parts import Answer, Client, JsonDict, LinkError
 
 logger = logging.getLogger("tabpilot.bridge")
 
@@ -154,7 +154,7 @@ class ExtensionBridge:
         self._relay_path = "/devtools/browser/" + secrets.token_hex(16)
         self._server: Server | None = None
         self._extension: _Extension | None = None
-        self._clients: set[ServerConnection] = set()
+        self._clients: dict[ServerConnection, Client] = {}
         self._connected = asyncio.Event()
         self._listeners: list[Callable[[], None]] = []
         self._dropped_at: float | None = None
@@ -400,9 +400,12 @@ class ExtensionBridge:
             "(the browser was closed, or the extension disabled or removed)"
         )
         self._release_held(None)
+        # The clients hear of it as a browser that went away (their connection ends), not as tabs
+        # closing one by one: the relay forgets the tabs after letting go of them.
+        for socket, client in list(self._clients.items()):
+            self.relay.remove_client(client)
+            asyncio.get_running_loop().create_task(socket.close(1001, "the browser is gone"))
         self.relay.clear()
-        for client in list(self._clients):
-            asyncio.get_running_loop().create_task(client.close(1001, "the browser is gone"))
 
     async def _serve_client(self, socket: ServerConnection) -> None:
         outbox: asyncio.Queue[str | None] = asyncio.Queue()
@@ -416,14 +419,14 @@ class ExtensionBridge:
 
         writer = asyncio.get_running_loop().create_task(write())
         client = self.relay.add_client(outbox.put_nowait)
-        self._clients.add(socket)
+        self._clients[socket] = client
         try:
             async for raw in socket:
                 self.relay.client_message(client, raw if isinstance(raw, str) else raw.decode())
         except ConnectionClosed:
             pass
         finally:
-            self._clients.discard(socket)
+            self._clients.pop(socket, None)
             self.relay.remove_client(client)
             outbox.put_nowait(None)
             with contextlib.suppress(Exception):
