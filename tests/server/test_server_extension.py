@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import InvalidStatus
 
 import tabpilot.server.state
 from support import (
@@ -169,6 +171,12 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
         start = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"][0]["id"]
         await call(mcp, "browser_navigate", action="goto", url=site.url("/page/b"), tabId=start)
         assert 'heading "Page b"' in section(await call(mcp, "browser_snapshot", tabId=start), "Snapshot")
+        # A web page (any Origin but the extension's) and a caller without the token are refused.
+        for origin, query in ((site.origin, f"?token={TOKEN}"), (f"chrome-extension://{extension_id()}", "")):
+            with pytest.raises(InvalidStatus) as refused:
+                async with ws_connect(f"ws://127.0.0.1:{port}/extension{query}", origin=origin):  # type: ignore[arg-type]
+                    pass
+            assert refused.value.response.status_code == 403
         await asyncio.to_thread(chromium.kill)
         started = time.monotonic()
         failed = await mcp.call_tool("browser_snapshot", {"tabId": start})

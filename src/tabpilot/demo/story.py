@@ -33,7 +33,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from .._bridge import extension_id
+from .. import extension_id
 from ..server.response import parse_response
 from .site import LocalSite
 from .user_browser import UserBrowser, user_browser

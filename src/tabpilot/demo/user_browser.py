@@ -23,8 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._bridge import extension_path
-from .._browser_path import find_browser
+from .. import extension_path, find_browser
 
 START_TIMEOUT = 20.0
 

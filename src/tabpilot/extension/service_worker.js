@@ -150,10 +150,11 @@ function retryLater(status) {
 async function welcome(socket, payload) {
   state.mode = payload.scope === "all" ? "all" : "agent";
   await chrome.storage.local.set({ mode: state.mode });
-  if (state.mode === "all") {
-    for (const tab of await chrome.tabs.query({})) {
-      if (!state.scope.has(tab.id) && attachable(tab)) state.scope.set(tab.id, { reason: "all" });
-    }
+  for (const tab of await chrome.tabs.query({})) {
+    const entry = state.scope.get(tab.id);
+    if (state.mode === "all" && !entry && attachable(tab)) state.scope.set(tab.id, { reason: "all" });
+    // Shared only because a previous server asked for every tab: not for this one.
+    if (state.mode === "agent" && entry && entry.reason === "all") state.scope.delete(tab.id);
   }
   const records = [];
   for (const tabId of [...state.scope.keys()]) {
