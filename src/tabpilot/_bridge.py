@@ -10,11 +10,14 @@ One WebSocket server on 127.0.0.1 serves two kinds of peers:
   random and nothing lists it (no `/json` discovery); a request that carries an Origin (a web
   page) is refused even with the right path.
 
-The extension may drop and come back (its service worker restarts, Chrome updates it): for
-`reconnect_grace` seconds the relay keeps its clients and its tabs, and what needs the browser
-fails at once, saying so (`unreachable()`). A reconnect in time continues where it was, the same
-tabs under the same targets. After that the bridge gives up: it closes the relay's clients (the
-instance using it is lost, `loss()` says why) and starts afresh when the extension comes back.
+The extension may drop and come back (Chrome stops and restarts its service worker): for
+`reconnect_grace` seconds the relay keeps its clients and its tabs; requests made meanwhile wait
+for the extension, and tabpilot's page work fails at once, saying so (`unreachable()`,
+`dropped()`). A reconnect in time continues where it was, the same tabs under the same targets
+(the extension's debugger attachments outlive its worker). After that the bridge gives up: it
+closes the relay's clients (the instance using it is lost, `loss()` says why) and starts afresh
+when the extension comes back. (A drop cannot tell a worker restart from a browser that died: both
+close the socket the same way.)
 """
 
 from __future__ import annotations

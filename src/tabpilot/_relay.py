@@ -14,6 +14,10 @@ browser: Target and Browser domains, auto-attach, any number of sessions per tar
   session stays enabled while another uses it, and a second `Runtime.enable` (which Chromium
   answers without reporting the execution contexts again) gets them replayed from the ones seen.
 - Child sessions (iframes, workers auto-attached on a tab's session) keep Chromium's own ids.
+- Answers reach the clients the moment the extension's message is read, in order with its events:
+  CDP clients rely on that order (an answer overtaken by the events after it loses state).
+- A tab a page opens is announced by its target as soon as the extension knows it (the action
+  that opened it hears of it), and to Playwright once the extension's debugger is attached.
 - Playwright's defaults that would change how the user's tab looks (fonts, color scheme, reduced
   motion) are answered without being applied: the user's own settings stay.
 
