@@ -215,7 +215,10 @@ async def library_mode(args: argparse.Namespace) -> dict[str, Any]:
                 "rounds": args.rounds,
                 "idle_rss_mb": round(idle, 1),
                 "rss_mb": round(rss_mb(), 1),
-                "buffers": {kind: {"total": telemetry.held(kind), "dropped": telemetry.dropped(kind)} for kind in KINDS},
+                "buffers": {
+                    kind: {"total": telemetry.held(kind), "dropped": telemetry.dropped(kind)}
+                    for kind in KINDS
+                },
                 "listener_errors": telemetry.listener_errors,
                 "body_failures": telemetry.body_failures,
             }

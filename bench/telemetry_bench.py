@@ -54,7 +54,9 @@ def _console(level: str, text: str) -> str:
         "args": [{"type": "string", "value": text}],
         "executionContextId": 1,
         "timestamp": 1.0,
-        "stackTrace": {"callFrames": [{"url": "http://127.0.0.1:8000/app.js", "lineNumber": 12, "columnNumber": 3}]},
+        "stackTrace": {
+            "callFrames": [{"url": "http://127.0.0.1:8000/app.js", "lineNumber": 12, "columnNumber": 3}]
+        },
     }
     return json.dumps({"method": "Runtime.consoleAPICalled", "params": params}, separators=(",", ":"))
 

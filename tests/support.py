@@ -155,6 +155,8 @@ class RemoteChromium:
 
     proc: subprocess.Popen[bytes]
     port: int
+    profile: str = ""
+    """Its profile directory (where it writes DevToolsActivePort)."""
 
     @property
     def http(self) -> str:
@@ -217,7 +219,7 @@ def remote_chromium(browser_path: str) -> Iterator[RemoteChromium]:
             with contextlib.suppress(OSError, ValueError, IndexError):
                 port = int(port_file.read_text().split()[0])
             time.sleep(0.02)
-        yield RemoteChromium(proc, port)
+        yield RemoteChromium(proc, port, profile)
     finally:
         _stop(proc)
         shutil.rmtree(profile, ignore_errors=True)
@@ -513,3 +515,125 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
     return port
+
+
+@dataclass
+class ExtensionChromium:
+    """A Chromium with the tabpilot extension loaded, as a user runs it, with one page of the user's
+    own (never shared). Its debugging port is the test's alone (to open the connect page, read what
+    Chromium has, stop the extension's service worker): tabpilot never uses it."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+
+    def _json(self, path: str, method: str = "GET") -> Any:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method)
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return json.loads(reply.read())
+
+    def open(self, url: str) -> str:
+        """Open a tab as the user would (not shared with the agent); returns its target id."""
+        return str(self._json("/json/new?" + urllib.parse.quote(url, safe=""), method="PUT")["id"])
+
+    def pages(self) -> list[dict[str, Any]]:
+        """Every page target Chromium has, shared or not."""
+        return [t for t in self._json("/json/list") if t["type"] == "page"]
+
+    def cdp(self, method: str, params: dict[str, Any] | None = None, *, target_type: str = "") -> Any:
+        """One CDP command on the browser (or, with `target_type`, on the first target of that type)."""
+        from websockets.sync.client import connect
+
+        with connect(self._json("/json/version")["webSocketDebuggerUrl"], max_size=None) as socket:
+            ids = iter(range(1, 100))
+
+            def send(method: str, params: dict[str, Any], session: str | None = None) -> Any:
+                message: dict[str, Any] = {"id": next(ids), "method": method, "params": params}
+                if session:
+                    message["sessionId"] = session
+                socket.send(json.dumps(message))
+                while True:
+                    reply = json.loads(socket.recv(timeout=10))
+                    if reply.get("id") == message["id"]:
+                        if "error" in reply:
+                            raise RuntimeError(f"{method}: {reply['error']}")
+                        return reply["result"]
+
+            if not target_type:
+                return send(method, params or {})
+            targets = send("Target.getTargets", {})["targetInfos"]
+            target = next((t for t in targets if t["type"] == target_type), None)
+            if target is None:
+                raise RuntimeError(f"no {target_type} target")
+            session = send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})[
+                "sessionId"
+            ]
+            return send(method, params or {}, session)
+
+    def in_extension(self, expression: str) -> Any:
+        """Evaluate in the extension's service worker (awaiting a promise); the value."""
+        result = self.cdp(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            target_type="service_worker",
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(str(result["exceptionDetails"]))
+        return result["result"].get("value")
+
+    def stop_service_worker(self) -> None:
+        """Stop the extension's service worker, as Chrome does to an idle one (it starts again on its
+        next event; its debugger attachments stay)."""
+        targets = self.cdp("Target.getTargets")["targetInfos"]
+        worker = next(t for t in targets if t["type"] == "service_worker")
+        self.cdp("Target.closeTarget", {"targetId": worker["targetId"]})
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(5)
+
+
+@contextlib.contextmanager
+def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionChromium]:
+    """Start Chromium with the shipped extension and `user_page` open (Chromium headless takes one
+    start URL, and no extension page: the connect page is opened after start)."""
+    from tabpilot import extension_path
+
+    extension = str(extension_path())
+    profile = tempfile.mkdtemp(prefix="tabpilot-test-extension-")
+    proc = subprocess.Popen(
+        [
+            browser_path,
+            "--headless=new",
+            "--no-sandbox",
+            f"--user-data-dir={profile}",
+            f"--load-extension={extension}",
+            f"--disable-extensions-except={extension}",
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+            "--no-first-run",
+            "--disable-background-networking",
+            user_page,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 20
+        port = 0
+        while not port:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the Chromium with the extension did not open its DevTools port")
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                port = int(port_file.read_text().split()[0])
+            time.sleep(0.02)
+        chromium = ExtensionChromium(proc, port)
+        while not any(t["type"] == "service_worker" for t in chromium._json("/json/list")):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the extension's service worker did not start")
+            time.sleep(0.05)
+        yield chromium
+    finally:
+        _stop(proc)
+        shutil.rmtree(profile, ignore_errors=True)

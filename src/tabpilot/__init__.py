@@ -24,6 +24,8 @@ from ._actions import (
     upload_files,
     wait_for,
 )
+from ._bridge import DEFAULT_PORT as DEFAULT_EXTENSION_PORT
+from ._bridge import ExtensionBridge, ExtensionScope, extension_id, extension_path
 from ._browser_path import find_browser
 from ._cdp import TargetSession
 from ._errors import (
@@ -31,10 +33,12 @@ from ._errors import (
     BrowserNotFoundError,
     ConnectError,
     DialogOpenError,
+    ExtensionNotConnectedError,
     ForeignRefError,
     InstanceError,
     InstanceLostError,
     InstanceNotFoundError,
+    InstanceUnreachableError,
     LastTabError,
     NavigationBlockedError,
     NoDialogError,
@@ -89,6 +93,7 @@ from ._types import (
 __version__ = "0.2.0"
 
 __all__ = [
+    "DEFAULT_EXTENSION_PORT",
     "ActionEntry",
     "ActionError",
     "ActionResult",
@@ -105,6 +110,9 @@ __all__ = [
     "ErrorEntry",
     "EventBus",
     "EventType",
+    "ExtensionBridge",
+    "ExtensionNotConnectedError",
+    "ExtensionScope",
     "FieldValue",
     "ForeignRefError",
     "ImageType",
@@ -114,6 +122,7 @@ __all__ = [
     "InstanceKind",
     "InstanceLostError",
     "InstanceNotFoundError",
+    "InstanceUnreachableError",
     "KeyModifier",
     "LastTabError",
     "MouseButton",
@@ -154,6 +163,8 @@ __all__ = [
     "click",
     "drag",
     "evaluate",
+    "extension_id",
+    "extension_path",
     "fill_form",
     "find_browser",
     "hover",

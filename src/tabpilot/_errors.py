@@ -9,7 +9,9 @@ facts into its own advice (tabpilot's MCP server: `tabpilot.server.advice`).
     ├── BrowserNotFoundError      no Chromium to launch
     ├── InstanceError             .instance_id
     │   ├── InstanceNotFoundError no instance has that id
+    │   │   └── ExtensionNotConnectedError  none yet: the browser extension has not connected
     │   ├── InstanceLostError     the browser died or the endpoint went away
+    │   ├── InstanceUnreachableError  the browser cannot be reached now, and may come back
     │   └── ConnectError          an endpoint could not be reached or spoke another protocol
     ├── TabError                  .tab_id
     │   ├── TabNotFoundError      no open tab has that id (.open_tabs, .reason)
@@ -96,6 +98,31 @@ class InstanceNotFoundError(InstanceError):
     pass
 
 
+class ExtensionNotConnectedError(InstanceNotFoundError):
+    """No instance yet: the browser extension has not connected to the bridge (`address`)."""
+
+    def __init__(self, address: str, extension_id: str) -> None:
+        super().__init__(
+            f"No browser is connected yet: the tabpilot extension has not connected to {address}.",
+            f"In the browser with the tabpilot extension (id {extension_id}), open the extension's connect "
+            "page with this bridge's port and token, or pair it on that page; it connects by itself from then on.",
+        )
+        self.address = address
+        self.extension_id = extension_id
+
+
+class InstanceUnreachableError(InstanceError):
+    """The instance's browser cannot be reached right now (`reason`); it may come back."""
+
+    def __init__(self, instance_id: str, reason: str) -> None:
+        super().__init__(
+            f"Instance {instance_id} cannot reach its browser now: {reason}.",
+            "Retry in a few seconds; if the browser is gone, the instance is reported lost by then.",
+            instance_id=instance_id,
+        )
+        self.reason = reason
+
+
 class InstanceLostError(InstanceError):
     def __init__(
         self, fact: str, advice: str = "", *, instance_id: str | None = None, lost_reason: str | None = None
@@ -105,7 +132,16 @@ class InstanceLostError(InstanceError):
 
 
 ConnectReason = Literal[
-    "unreachable", "timeout", "use_cdp", "use_server", "bad_url", "not_grid", "no_node", "no_cdp", "failed"
+    "unreachable",
+    "timeout",
+    "use_cdp",
+    "use_server",
+    "bad_url",
+    "not_grid",
+    "no_node",
+    "no_cdp",
+    "no_debugging",
+    "failed",
 ]
 
 
@@ -113,7 +149,7 @@ class ConnectError(InstanceError):
     """`reason`: unreachable, no answer in time, an endpoint of the other protocol (`use_cdp`:
     connect it over CDP; `use_server`: as a Playwright browser server), not an endpoint URL, not a
     Selenium Grid (`not_grid`), no grid node offers the browser (`no_node`), a grid session without
-    a CDP endpoint (`no_cdp`), other."""
+    a CDP endpoint (`no_cdp`), a Chrome profile without remote debugging on (`no_debugging`), other."""
 
     def __init__(
         self, fact: str, advice: str = "", *, instance_id: str | None = None, reason: ConnectReason = "failed"

@@ -17,10 +17,10 @@ import os
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ._cdp import TargetSessions
-from ._errors import InstanceLostError, LastTabError, TabLike, TabLimitError
+from ._errors import InstanceLostError, InstanceUnreachableError, LastTabError, TabLike, TabLimitError
 from ._navigation import navigate
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, map_playwright_errors
@@ -50,6 +50,29 @@ HEARTBEAT_MISSES = 2
 REMOTE_KINDS: tuple[InstanceKind, ...] = ("cdp", "playwright-server", "grid", "extension")
 
 Cleanup = Callable[[], Awaitable[None]]
+T = TypeVar("T")
+
+
+class BrowserLink(Protocol):
+    """What stands between an instance and its browser when it is not a plain connection (the
+    extension's bridge): whether the browser can be reached now, and why it is gone."""
+
+    def unreachable(self) -> str | None:
+        """Why the browser cannot be reached right now (it may come back), or None."""
+        ...
+
+    def loss(self) -> str | None:
+        """Why the browser is gone, if known."""
+        ...
+
+    def dropped(self) -> asyncio.Future[None]:
+        """Done when the browser becomes unreachable (at once if it is now)."""
+        ...
+
+    def window_opens(self, target_id: str) -> int:
+        """How many windows the pages of a tab asked for so far (tabs reach the instance later
+        than through a plain connection, so an action waits for those it asked for)."""
+        ...
 
 
 def _pid_alive(pid: int) -> bool:
@@ -83,6 +106,7 @@ class Instance:
         temp_profile: str | None = None,
         user_data_dir: str | None = None,
         cleanup: Sequence[Cleanup] = (),
+        link: BrowserLink | None = None,
     ) -> None:
         self.id = instance_id
         self.kind: InstanceKind = kind
@@ -114,6 +138,7 @@ class Instance:
         """Run once when the instance closes, after its browser: e.g. end the grid session it ran in."""
         self._heartbeat: asyncio.Task[None] | None = None
         self._disconnecting: asyncio.Task[None] | None = None
+        self._link = link
 
     def __repr__(self) -> str:
         return f"<Instance {self.id} {self.kind} tabs={len(self._registry)}>"
@@ -173,6 +198,9 @@ class Instance:
                 "List the instances to see the open ones.",
                 instance_id=self.id,
             )
+        why = self._link.unreachable() if self._link is not None else None
+        if why is not None:
+            raise InstanceUnreachableError(self.id, why)
 
     # -- TabHost: what the tabs use ----------------------------------------------------------------
 
@@ -219,6 +247,31 @@ class Instance:
             return False
         self.activate(tab)
         return True
+
+    async def guard(self, job: Awaitable[T]) -> T:
+        """Await page work; with a link that drops (the extension), fail it with
+        InstanceUnreachableError the moment the link drops instead of waiting for its timeout (the
+        commands it sent may never be answered)."""
+        if self._link is None:
+            return await job
+        task = asyncio.ensure_future(job)
+        racing: list[asyncio.Future[Any]] = [task, self._link.dropped()]
+        try:
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        # Left to finish by itself (after a reconnect) or fail (when the browser is declared lost);
+        # cancelling it midway would leave Playwright's own bookkeeping half done.
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        raise InstanceUnreachableError(self.id, self._link.unreachable() or "its link to the browser dropped")
+
+    def window_opens(self, tab: Tab) -> int | None:
+        if self._link is None or tab.target_id is None:
+            return None
+        return self._link.window_opens(tab.target_id)
 
     def watch(self, tab: Tab) -> AbstractContextManager[ActionWatch]:
         return self._tracker.watch(tab)
@@ -349,6 +402,9 @@ class Instance:
             self._temp_profile = None
 
     def _gone_reason(self) -> str:
+        loss = self._link.loss() if self._link is not None else None
+        if loss is not None:
+            return loss
         if self.kind == "launched" and self.pid is not None and not _pid_alive(self.pid):
             return f"the browser process (pid {self.pid}) ended: it was killed or crashed"
         return "the browser disconnected"

@@ -9,15 +9,15 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
-from ._errors import ConnectError, InstanceNotFoundError, TabNotFoundError
+from ._bridge import ExtensionBridge
+from ._endpoints import check_profile_dir, check_scheme, running_chrome_endpoint, stale_port_error
+from ._errors import ConnectError, ExtensionNotConnectedError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
 from ._grid import create_session
 from ._ids import TabIds
-from ._instance import Cleanup, Instance
+from ._instance import BrowserLink, Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
@@ -27,58 +27,7 @@ from ._types import InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPoli
 
 logger = logging.getLogger("tabpilot")
 
-Protocol = Literal["cdp", "playwright"]
-
-_SCHEMES: dict[Protocol, tuple[str, ...]] = {
-    "cdp": ("http", "https", "ws", "wss"),
-    "playwright": ("ws", "wss"),
-}
 _DECIMAL = re.compile(r"[0-9]+")
-
-
-def _check_scheme(endpoint: str, protocol: Protocol) -> None:
-    scheme = urlsplit(endpoint).scheme.lower()
-    if scheme in _SCHEMES[protocol]:
-        if protocol == "playwright" and "/devtools/" in urlsplit(endpoint).path:
-            raise ConnectError(
-                f"{endpoint} is a Chrome DevTools (CDP) URL, not a Playwright browser server.",
-                "Connect it over CDP instead.",
-                reason="use_cdp",
-            )
-        return
-    if protocol == "playwright":
-        hint = (
-            " An http:// address is usually a Chrome started with --remote-debugging-port: connect it over CDP instead."
-            if scheme in ("http", "https")
-            else ""
-        )
-        raise ConnectError(
-            f"{endpoint!r} is not a Playwright browser server URL: it must start with ws:// or wss://.",
-            f"`playwright launch-server` and `run-server` print one.{hint}",
-            reason="use_cdp" if hint else "bad_url",
-        )
-    raise ConnectError(
-        f"{endpoint!r} is not a CDP endpoint URL.",
-        "Give http://host:port (the browser's --remote-debugging-port) or its ws://host:port/devtools/browser/<id> URL.",
-        reason="bad_url",
-    )
-
-
-def _check_profile_dir(path: str) -> str:
-    """A profile directory the user named: absolute (or ~), a directory or creatable."""
-    expanded = Path(path).expanduser()
-    if not expanded.is_absolute() or ".." in expanded.parts:
-        raise ValueError(
-            f"user_data_dir {path!r} must be an absolute path without '..' (relative paths would depend on "
-            "where the server was started)."
-        )
-    if expanded.exists() and not expanded.is_dir():
-        raise ValueError(f"user_data_dir {path!r} exists and is not a directory.")
-    try:
-        expanded.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"user_data_dir {path!r} cannot be created: {exc.strerror}.") from None
-    return str(expanded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +83,8 @@ class TabManager:
         self._driver = driver or Driver()
         self._owns_driver = driver is None
         self._target_hooks: list[TargetHook] = []
+        self._watched: dict[ExtensionBridge, Callable[[], None]] = {}
+        self._extension_connects: set[asyncio.Task[Instance | None]] = set()
         self._closed = False
 
     # The tab rules, readable and settable here; instances see a change at once.
@@ -184,6 +135,10 @@ class TabManager:
         self._closed = True
         if self._leave_budget is not None:
             self._leave_budget()
+        for dispose in self._watched.values():
+            dispose()
+        for task in list(self._extension_connects):
+            task.cancel()
         # Newest first: a context instance closes before the browser it lives in.
         for instance in reversed(list(self._instances.values())):
             await instance.close()
@@ -211,6 +166,9 @@ class TabManager:
         if instance_id is None:
             inst = self.default_instance
             if inst is None:
+                bridge = next(iter(self._watched), None)
+                if bridge is not None and not bridge.connected:
+                    raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
                 raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
             return inst
         inst = self._instances.get(instance_id)
@@ -254,6 +212,7 @@ class TabManager:
         instance_id: str | None = None,
         headless: bool = True,
         cleanup: Sequence[Cleanup] = (),
+        link: BrowserLink | None = None,
     ) -> Instance:
         iid = instance_id or f"inst_{next(self._instance_ids)}"
         if iid in self._instances:
@@ -270,6 +229,7 @@ class TabManager:
             temp_profile=temp_profile,
             user_data_dir=user_data_dir,
             cleanup=cleanup,
+            link=link,
         )
         self._instances[iid] = instance
         logger.info("instance %s: %s%s", iid, kind, f" {endpoint}" if endpoint else "")
@@ -312,7 +272,7 @@ class TabManager:
             changes["user_data_dir"] = str(user_data_dir)
         options = options.replace(**changes) if changes else options
         if options.user_data_dir is not None:
-            options = options.replace(user_data_dir=_check_profile_dir(options.user_data_dir))
+            options = options.replace(user_data_dir=check_profile_dir(options.user_data_dir))
         launched = await self._driver.launch(options, timeout=timeout)
         return await self._adopt(
             kind="launched",
@@ -334,7 +294,7 @@ class TabManager:
 
         Its open tabs are registered at once; tabs other clients open or close there are seen.
         """
-        _check_scheme(endpoint, "cdp")
+        check_scheme(endpoint, "cdp")
         browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
         return await self._adopt(
             kind="cdp",
@@ -355,7 +315,7 @@ class TabManager:
         context of that browser, with one blank tab to start from. Closing the instance closes its
         context and disconnects, leaving the server's browser running.
         """
-        _check_scheme(ws_endpoint, "playwright")
+        check_scheme(ws_endpoint, "playwright")
         browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
         instance = await self._adopt(
             kind="playwright-server",
@@ -394,6 +354,77 @@ class TabManager:
             headless=session.options.headless,
             cleanup=[session.delete],
         )
+
+    async def auto_connect(
+        self, *, user_data_dir: str | None = None, instance_id: str | None = None, timeout: float = 60.0
+    ) -> Instance:
+        """Attach to the Chrome the user runs with remote debugging on, found through the
+        DevToolsActivePort file of its profile (`user_data_dir`, else the options' one, else
+        Chrome's default profile). Chrome may ask the user to allow the connection: `timeout`
+        leaves time for that."""
+        profile = user_data_dir or self.options.user_data_dir
+        endpoint = running_chrome_endpoint(profile)
+        try:
+            return await self.connect_cdp(endpoint, instance_id=instance_id, timeout=timeout)
+        except ConnectError as exc:
+            if exc.reason in ("unreachable", "timeout"):
+                raise stale_port_error(endpoint, profile, exc) from exc
+            raise
+
+    async def connect_extension(
+        self, bridge: ExtensionBridge, *, instance_id: str | None = None, timeout: float = 30.0
+    ) -> Instance:
+        """The browser the tabpilot extension connects through `bridge` (started), as an instance of
+        kind "extension" whose tabs are the tabs in the extension's scope. Waits up to `timeout`
+        seconds for the extension; with no tab in scope, the agent gets one blank tab of its own."""
+        if not await bridge.wait_connected(timeout):
+            raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
+        browser, context = await self._driver.connect_cdp(bridge.cdp_endpoint, self.options, timeout=10)
+        instance = await self._adopt(
+            kind="extension",
+            endpoint=bridge.address,
+            browser=browser,
+            context=context,
+            instance_id=instance_id,
+            headless=False,
+            link=bridge,
+        )
+        if not instance.tabs:
+            await instance.new_tab(background=True)  # usable at once; not an activation
+        return instance
+
+    def watch_extension(self, bridge: ExtensionBridge) -> None:
+        """Keep an instance on the browser behind `bridge`: one is connected whenever the extension
+        connects and no open instance uses it (now, if it is connected). Until then, asking for the
+        default instance says how to connect the extension."""
+        if bridge in self._watched:
+            return
+
+        def connected() -> None:
+            using = [
+                i for i in self._instances.values() if i.kind == "extension" and i.endpoint == bridge.address
+            ]
+            if self._closed or any(i.state == "open" for i in using) or self._extension_connects:
+                return
+            task = asyncio.get_running_loop().create_task(self._connect_watched(bridge))
+            self._extension_connects.add(task)
+            task.add_done_callback(self._extension_connects.discard)
+
+        self._watched[bridge] = bridge.on_connect(connected)
+        if bridge.connected:
+            connected()
+
+    async def _connect_watched(self, bridge: ExtensionBridge) -> Instance | None:
+        try:
+            return await self.connect_extension(bridge, timeout=5)
+        except Exception:
+            logger.exception("connecting the browser of the tabpilot extension failed")
+            return None
+
+    async def extension_connected(self, timeout: float) -> None:
+        """Wait (up to `timeout` seconds) for a watched extension's instance that is on its way."""
+        if self._extension_connects:
+            await asyncio.wait(set(self._extension_connects), timeout=timeout)
 
     async def attach_isolated(self, of: Instance, *, instance_id: str | None = None) -> Instance:
         """A new isolated browser context of `of`'s browser (any manager's), as an instance of its
@@ -445,6 +476,7 @@ class TabManager:
         says so. A lost connected (remote) default is not reconnected.
         """
         self.check_health()
+        await self.extension_connected(15)
         lost = self.default_instance
         if lost is None or lost.state != "lost" or self._closed:
             return None

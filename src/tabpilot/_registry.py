@@ -105,4 +105,5 @@ class TabRegistry:
             status=tab.status,
             dialog=tab.dialog,
             target_id=tab.target_id,
+            chrome_tab_id=tab.chrome_tab_id,
         )

@@ -85,6 +85,18 @@ class TabHost(Protocol):
 
     def check_alive(self) -> bool: ...
 
+    def ensure_usable(self) -> None:
+        """Raise if the instance cannot do page work now (lost, closed, its browser unreachable)."""
+        ...
+
+    async def guard(self, job: Awaitable[T]) -> T:
+        """Await page work, failing at once if the browser becomes unreachable meanwhile."""
+        ...
+
+    def window_opens(self, tab: Tab) -> int | None:
+        """How many windows `tab`'s pages asked for so far, where tabs arrive late (else None)."""
+        ...
+
     def activate_tab(self, tab_id: int) -> bool:
         """Make the tab with this id (of the same instance) active; False if it is not open."""
         ...
@@ -114,6 +126,9 @@ class Tab:
         self.opener_id = opener_id
         self.cause: OpenCause = cause
         self.window_id: int | None = None
+        self.chrome_tab_id: int | None = None
+        """Chrome's own tab id (tabs of the user's browser, reached through the extension)."""
+        self._strip_pinned: bool | None = None
         self.pinned = False
         self.status: TabStatus = "loading"
         self.closed = False
@@ -199,8 +214,11 @@ class Tab:
         self.ensure_open()
 
     async def usable(self) -> PageHandle:
-        """The page, for page work: once ready, and refused while a dialog blocks it or after its
-        page crashed (Playwright takes no more work for a crashed page)."""
+        """The page, for page work: once ready, and refused while a dialog blocks it, after its
+        page crashed (Playwright takes no more work for a crashed page) or while its browser cannot
+        be reached."""
+        self.ensure_open()
+        self.host.ensure_usable()  # fails at once when the browser cannot be reached, never waits
         await self.ready()
         self.ensure_no_dialog()
         if self.status == "crashed":
@@ -212,7 +230,7 @@ class Tab:
     def bind(self, handle: PageHandle, *, window_id: int | None, complete: bool) -> None:
         """The tab's page, as Playwright reports it; the tab listens to it from now on."""
         self._handle = handle
-        self.window_id = window_id
+        self.window_id = window_id if window_id is not None else self.window_id
         if complete and self.status == "loading":
             self.status = "complete"
         self._disposers += [
@@ -235,6 +253,16 @@ class Tab:
             self._url = url
         if title and (title != url or not self._title):
             self._title = title
+
+    def update_from_tab_strip(self, info: dict[str, Any]) -> None:
+        """What the user's browser shows of the tab (targets the extension reports carry it): its
+        Chrome id, window and pin. A pin the user changes there wins over tabpilot's own."""
+        if info.get("chromeTabId") is not None:
+            self.chrome_tab_id = int(info["chromeTabId"])
+        if info.get("windowId") is not None:
+            self.window_id = int(info["windowId"])
+        if "pinned" in info and bool(info["pinned"]) != self._strip_pinned:
+            self._strip_pinned = self.pinned = bool(info["pinned"])
 
     def mark_crashed(self) -> None:
         if self.status == "crashed" or self.closed:
@@ -422,8 +450,8 @@ class Tab:
                 reading = element.aria_snapshot(depth=depth)
             else:
                 reading = page.aria_snapshot(depth=depth)
-            raw, title = await self.unless_dialog(
-                asyncio.wait_for(asyncio.gather(reading, page.title()), timeout)
+            raw, title = await self.host.guard(
+                self.unless_dialog(asyncio.wait_for(asyncio.gather(reading, page.title()), timeout))
             )
         return raw, title
 

@@ -47,8 +47,11 @@ class TargetScope:
     def created(self, info: TargetInfo) -> bool:
         """A target appeared: True if it is a tab of this context to register now."""
         target_id = info.get("targetId", "")
-        if not is_tab_target(info) or target_id in self._gone:
+        if not is_tab_target(info):
             return False
+        # Chromium never reuses a target id; the extension's relay announces a tab again when the
+        # user shares it again (a new tab of the instance, as its earlier one was reported closed).
+        self._gone.pop(target_id, None)
         if self.context_id is None:
             self._pending[target_id] = info
             return False

@@ -116,7 +116,11 @@ class TabTracker:
     @contextlib.contextmanager
     def watch(self, tab: Tab) -> Iterator[ActionWatch]:
         watch = ActionWatch(
-            tab, settle=self.settle, is_open=lambda tab_id: self.registry.get(tab_id) is not None
+            tab,
+            settle=self.settle,
+            is_open=lambda tab_id: self.registry.get(tab_id) is not None,
+            guard=self._host.guard,
+            window_opens=lambda: self._host.window_opens(tab),
         )
         self._watches.append(watch)
         try:
@@ -174,6 +178,7 @@ class TabTracker:
         tab = self.registry.by_target(info.get("targetId", ""))
         if tab is not None:
             tab.update_from_target(url=info.get("url", ""), title=info.get("title", ""))
+            tab.update_from_tab_strip(info)
 
     def _on_target_destroyed(self, event: dict[str, Any]) -> None:
         target_id = event.get("targetId", "")
@@ -209,6 +214,7 @@ class TabTracker:
             url=info.get("url", ""),
             title=info.get("title", ""),
         )
+        tab.update_from_tab_strip(info)
         self.registry.add(tab)
         self._changed.set()
         for watch in watches:

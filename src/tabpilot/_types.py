@@ -53,6 +53,8 @@ class TabInfo:
     status: TabStatus
     dialog: DialogInfo | None
     target_id: str | None
+    chrome_tab_id: int | None = None
+    """Chrome's own id of the tab (a tab of the user's browser, reached through the extension)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class TabInfo:
             "status": self.status,
             "dialog": self.dialog.to_dict() if self.dialog else None,
             "targetId": self.target_id,
+            "chromeTabId": self.chrome_tab_id,
         }
 
 

@@ -8,7 +8,8 @@
   the watch about every tab created while it runs whose opener is the watched tab (or, with no
   opener, when this is the only action under way in the instance). Chromium creates the target of
   a tab a click opens around the time the click returns; an action that saw none waits
-  `NEW_TAB_GRACE` for one, then waits until the tabs it saw are ready and announced.
+  `NEW_TAB_GRACE` for one (longer where tabs arrive late and the page asked for a window), then
+  waits until the tabs it saw are ready and announced.
 """
 
 from __future__ import annotations
@@ -52,8 +53,15 @@ class ActionWatch:
         *,
         settle: Callable[[float], Awaitable[None]],
         is_open: Callable[[int], bool],
+        guard: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None,
+        window_opens: Callable[[], int | None] | None = None,
     ) -> None:
         self.tab = tab
+        self._guard = guard
+        """Wraps the job so that it fails at once when the browser becomes unreachable."""
+        self._window_opens = window_opens
+        """How many windows the tab's pages asked for so far, where tabs arrive late (else None)."""
+        self._opens_before = window_opens() if window_opens is not None else None
         self._settle = settle
         self._is_open = is_open
         self.opened: list[int] = []
@@ -82,7 +90,7 @@ class ActionWatch:
         With policy "accept" every dialog the tab shows meanwhile is accepted and the wait goes on.
         If the caller is cancelled, so is the job.
         """
-        task: asyncio.Future[Any] = asyncio.ensure_future(job)
+        task: asyncio.Future[Any] = asyncio.ensure_future(self._guard(job) if self._guard else job)
         try:
             while True:
                 waiter: asyncio.Future[Any] = asyncio.ensure_future(self._dialog_opened.wait())
@@ -107,11 +115,20 @@ class ActionWatch:
             task.cancel()
             raise
 
+    def _asked_for_window(self) -> bool:
+        now = self._window_opens() if self._window_opens is not None else None
+        return now is not None and self._opens_before is not None and now > self._opens_before
+
     async def opened_tabs(self) -> tuple[int, ...]:
         """The tabs the action opened that are still open, once they are ready and announced."""
         if not self.opened:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_GRACE)
+        if not self.opened and self._asked_for_window():
+            # The page asked for a window whose tab comes a longer way (the user's browser, through
+            # the extension): wait for it (a blocked popup makes this wait in vain).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_TIMEOUT)
         if self.opened:
             await self._settle(NEW_TAB_TIMEOUT)
         return tuple(tab_id for tab_id in self.opened if self._is_open(tab_id))

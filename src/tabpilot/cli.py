@@ -1,4 +1,5 @@
-"""The `tabpilot` command: `tabpilot serve [options]` (MCP over stdio or HTTP), `tabpilot demo`.
+"""The `tabpilot` command: `tabpilot serve [options]` (MCP over stdio or HTTP), `tabpilot demo`,
+`tabpilot extension path|id` (the browser extension that ships in the package).
 
 The browser options are the library's `BrowserOptions`: every field has exactly one flag here
 (`BROWSER_FLAGS`), and `--config FILE` takes the same options as JSON, keyed by flag name
@@ -16,7 +17,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tabpilot import BrowserOptions, __version__, parse_header, parse_viewport
+from tabpilot import (
+    DEFAULT_EXTENSION_PORT,
+    BrowserOptions,
+    __version__,
+    extension_id,
+    extension_path,
+    parse_header,
+    parse_viewport,
+)
 
 from .server.config import (
     DEFAULT_MAX_SESSIONS,
@@ -52,6 +61,20 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def _extension_ids(text: str) -> tuple[str, ...]:
+    ids = tuple(i.strip() for i in text.split(",") if i.strip())
+    for value in ids:
+        if len(value) != 32 or any(not "a" <= c <= "p" for c in value):
+            raise argparse.ArgumentTypeError(f"{value!r} is not a Chrome extension id (32 letters a-p)")
+    return ids
 
 
 def _seconds(text: str) -> float:
@@ -283,6 +306,58 @@ def build_parser() -> argparse.ArgumentParser:
         '"linux", "goog:chromeOptions": {"args": ["--lang=de"]}}\')',
     )
 
+    own = serve.add_argument_group(
+        "your own browser",
+        "Drive the browser you use every day instead of a launched one: the Chrome you run with remote "
+        "debugging on (--auto-connect), or any Chrome through the tabpilot extension (--extension).",
+    )
+    _option(
+        own,
+        "--auto-connect",
+        action="store_true",
+        help="attach to the Chrome running with remote debugging on (Chrome 144+: "
+        "chrome://inspect/#remote-debugging), found through the DevToolsActivePort file of its profile: "
+        "--user-data-dir, else Chrome's default profile",
+    )
+    _option(
+        own,
+        "--extension",
+        action="store_true",
+        help="listen on 127.0.0.1 for the tabpilot browser extension (`tabpilot extension path` is the folder "
+        "to load unpacked) and drive the tabs it shares: the ones the agent opens and the ones you share "
+        "with its button. Over stdio only",
+    )
+    _option(
+        own,
+        "--extension-port",
+        metavar="PORT",
+        type=_port,
+        help=f"the port the extension connects to (default {DEFAULT_EXTENSION_PORT})",
+    )
+    _option(
+        own,
+        "--extension-token",
+        metavar="TOKEN",
+        help="the pairing token the extension must present (default: $TABPILOT_EXTENSION_TOKEN, else a "
+        "new one, printed with the connect page's URL at start)",
+    )
+    _option(
+        own,
+        "--extension-scope",
+        choices=["agent", "all"],
+        help="'agent': the tabs the agent opens, the tabs those open and the tabs you share; 'all': every "
+        "tab (default agent)",
+    )
+    _option(
+        own,
+        "--extension-id",
+        metavar="IDS",
+        type=_extension_ids,
+        dest="extension_ids",
+        help="accept only these extension ids (comma-separated) instead of the shipped extension's "
+        "(a copy loaded from another folder with another key)",
+    )
+
     tabs = serve.add_argument_group("tabs")
     _option(
         tabs, "--max-tabs", metavar="N", type=_positive, help="most tabs per browser instance (default 20)"
@@ -379,6 +454,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="the Chromium executable to launch (default: found automatically)",
     )
+    demo.add_argument(
+        "--extension",
+        action="store_true",
+        help="run the story through the tabpilot extension: a Chromium is started with the extension "
+        "loaded and the server drives it as the user's own browser (tabpilot serve --extension)",
+    )
+
+    extension = commands.add_parser(
+        "extension",
+        help="where the tabpilot browser extension is, and its id",
+        description="The tabpilot browser extension ships in this package. Load its folder unpacked at "
+        "chrome://extensions (Developer mode on), then pair it by opening the connect page that "
+        "`tabpilot serve --extension` prints.",
+    )
+    extension.add_argument(
+        "what",
+        choices=["path", "id"],
+        help="path: the folder to load unpacked; id: the extension's id (fixed by its manifest key)",
+    )
     return parser
 
 
@@ -447,6 +541,12 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         ws_endpoint=values.get("ws_endpoint"),
         selenium_grid=values.get("selenium_grid"),
         grid_capabilities=values.get("grid_capabilities"),
+        auto_connect=values.get("auto_connect", False),
+        extension=values.get("extension", False),
+        extension_port=values.get("extension_port", DEFAULT_EXTENSION_PORT),
+        extension_token=values.get("extension_token") or os.environ.get("TABPILOT_EXTENSION_TOKEN") or None,
+        extension_scope=values.get("extension_scope", "agent"),
+        extension_ids=tuple(values.get("extension_ids", ())),
         max_tabs=values.get("max_tabs", 20),
         max_total_tabs=values.get("max_total_tabs", DEFAULT_MAX_TOTAL_TABS),
         tab_limit_policy=values.get("tab_limit_policy", "reject"),
@@ -465,14 +565,29 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_level=values.get("log_level", "warning"),
         log_file=values.get("log_file"),
     )
-    endpoints = [config.cdp_endpoint, config.ws_endpoint, config.selenium_grid]
-    if sum(1 for e in endpoints if e) > 1:
-        raise ValueError("--cdp-endpoint, --ws-endpoint and --selenium-grid exclude each other: give one")
+    sources = [
+        flag
+        for flag, given in (
+            ("--cdp-endpoint", config.cdp_endpoint),
+            ("--ws-endpoint", config.ws_endpoint),
+            ("--selenium-grid", config.selenium_grid),
+            ("--auto-connect", config.auto_connect),
+            ("--extension", config.extension),
+        )
+        if given
+    ]
+    if len(sources) > 1:
+        raise ValueError(f"{' and '.join(sources)} exclude each other: give one")
     if config.grid_capabilities is not None and not config.selenium_grid:
         raise ValueError(
             "--grid-capabilities applies to --selenium-grid sessions: give --selenium-grid URL too"
         )
     if config.http_host is not None:
+        if config.extension:
+            raise ValueError(
+                "--extension serves one MCP client (the user's own browser has no isolated contexts to give "
+                "each HTTP session): use it over stdio, without --http"
+            )
         check_bind(config)
     return config
 
@@ -507,13 +622,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "extension":
+        print(extension_path() if args.what == "path" else extension_id())
+        return 0
     if args.command == "demo":
         try:
             demo = importlib.import_module("tabpilot.demo")
-        except ImportError:
-            print("tabpilot demo needs the demo extra: pip install 'tabpilot[demo]'", file=sys.stderr)
+        except ImportError as exc:  # a broken install: the demo needs only core dependencies
+            print(f"tabpilot demo could not start: {exc}", file=sys.stderr)
             return 2
-        return int(demo.main(browser_path=args.browser_path, headed=args.headed))
+        return int(demo.main(browser_path=args.browser_path, headed=args.headed, extension=args.extension))
     try:
         config = config_from_args(args)
     except ValueError as exc:

@@ -33,9 +33,12 @@ def processes_in_session(sid: int) -> list[str]:
 
 
 @pytest.mark.timeout(330)  # the demo's own limit is 300 s
-def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(browser_path: str) -> None:
+@pytest.mark.parametrize("through", [[], ["--extension"]], ids=["launched", "extension"])
+def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(
+    browser_path: str, through: list[str]
+) -> None:
     demo = subprocess.Popen(
-        [sys.executable, "-m", "tabpilot", "demo", "--browser-path", browser_path],
+        [sys.executable, "-m", "tabpilot", "demo", "--browser-path", browser_path, *through],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -14,9 +14,12 @@ Chromium) and the site are stopped however the run ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import secrets
+import socket
 import sys
 import tempfile
 import time
@@ -30,14 +33,18 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
+from .. import extension_id
 from ..server.response import parse_response
 from .site import LocalSite
+from .user_browser import UserBrowser, user_browser
 
 CALL_TIMEOUT = 30.0
 """Seconds one tool call may take (the first one also launches the browser)."""
 RUN_TIMEOUT = 300.0
 """Seconds the whole demo may take, server start and shutdown included."""
 USER = "ada"
+USER_PAGE = "/page/mine"
+"""With --extension: the page the user has open in their own browser (never shared)."""
 
 
 class StepFailed(Exception):
@@ -204,11 +211,18 @@ class Session:
     link_ref: str | None = None
     sign_in_link_ref: str | None = None
     replies: list[Reply] = field(default_factory=list)
+    user: UserBrowser | None = None
+    """With --extension: the user's own browser, where the agent works through the extension."""
 
     @property
     def steps(self) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
-        return [
-            ("List the tabs (the first call launches Chromium)", self.list_start_tabs),
+        first = (
+            "List the tabs (the first call waits for the extension; the user's own tab is not listed)"
+            if self.user
+            else "List the tabs (the first call launches Chromium)"
+        )
+        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            (first, self.list_start_tabs),
             ("Open the start page and find its links", self.open_start_page),
             ("Click the link: the response names the new tab", self.click_new_tab_link),
             ("Read the new background tab without switching to it", self.read_background_tab),
@@ -218,6 +232,9 @@ class Session:
             ("Close the tab the link opened", self.close_link_tab),
             ("List the tabs that are left", self.list_final_tabs),
         ]
+        if self.user:
+            steps.append(("The user's own tab is still open, untouched", self.check_user_tab))
+        return steps
 
     async def call(self, tool: str, **arguments: Any) -> Reply:
         """Call a tool, print it, and fail the step if it errs, times out or the server is gone."""
@@ -318,7 +335,10 @@ class Session:
         entries = reply.result.get("entries") or []
         urls = [str(e.get("url", "")) for e in entries]
         check(all(e.get("tabId") == self.popup_tab for e in entries), "an entry belongs to another tab")
-        for path in ("/oauth/authorize", "/oauth/callback"):
+        # Through the extension Chrome reports a tab a page opens once it is loading: its first
+        # request (/oauth/authorize) may come before the log does; what the popup did next is there.
+        paths = ("/oauth/callback",) if self.user else ("/oauth/authorize", "/oauth/callback")
+        for path in paths:
             check(any(path in url for url in urls), f"no {path} request in tab {self.popup_tab}'s log")
         self.transcript.ok(
             f"tab {self.popup_tab}'s requests outlive it, each entry tagged tabId {self.popup_tab}"
@@ -347,6 +367,13 @@ class Session:
         )
         self.transcript.ok(f"one tab left: {self.start_tab} '{title}'")
 
+    async def check_user_tab(self) -> None:
+        assert self.user is not None
+        urls = await asyncio.to_thread(self.user.page_urls)
+        mine = self.site.url(USER_PAGE)
+        check(mine in urls, f"the user's tab {mine} should still be open, the browser has {urls}")
+        self.transcript.ok(f"{mine} still open; the agent never saw it")
+
     async def run(self) -> int:
         """Run the steps in order, stopping at the first that fails; the number that passed."""
         steps = self.steps
@@ -363,8 +390,13 @@ class Session:
 # -- running it ------------------------------------------------------------------------------------
 
 
-def server_command(*, browser_path: str | None, headed: bool) -> list[str]:
+def server_command(
+    *, browser_path: str | None, headed: bool, extension: tuple[int, str] | None = None
+) -> list[str]:
     args = ["-m", "tabpilot", "serve"]
+    if extension is not None:
+        port, token = extension
+        return [*args, "--extension", "--extension-port", str(port), "--extension-token", token]
     if browser_path:
         args += ["--browser-path", browser_path]
     if headed:
@@ -372,15 +404,22 @@ def server_command(*, browser_path: str | None, headed: bool) -> list[str]:
     return args
 
 
-async def run_demo(transcript: Transcript, *, browser_path: str | None = None, headed: bool = False) -> int:
-    args = server_command(browser_path=browser_path, headed=headed)
+async def run_demo(
+    transcript: Transcript, *, browser_path: str | None = None, headed: bool = False, extension: bool = False
+) -> int:
+    pairing = (_free_port(), secrets.token_urlsafe(16)) if extension else None
+    args = server_command(browser_path=browser_path, headed=headed, extension=pairing)
     started = time.perf_counter()
     passed, total = 0, 0
     # The server's stderr goes to a file: its logs would tear the transcript; the tail is shown on failure.
-    with (
-        LocalSite() as site,
-        tempfile.NamedTemporaryFile("w", prefix="tabpilot-demo-", suffix=".log") as errlog,
-    ):
+    with contextlib.ExitStack() as stack:
+        site = stack.enter_context(LocalSite())
+        errlog = stack.enter_context(tempfile.NamedTemporaryFile("w", prefix="tabpilot-demo-", suffix=".log"))
+        user: UserBrowser | None = None
+        if pairing is not None:
+            user = stack.enter_context(
+                user_browser(site.url(USER_PAGE), browser_path=browser_path, headed=headed)
+            )
 
         def server_log(lines: int = 15) -> str:
             errlog.flush()
@@ -388,6 +427,10 @@ async def run_demo(transcript: Transcript, *, browser_path: str | None = None, h
 
         transcript.line(f"tabpilot demo: local site at {site.origin}")
         transcript.line(f"server: {' '.join(['python', *args])} (MCP over stdio)")
+        if user is not None:
+            transcript.line(
+                f"the user's browser: Chromium with the tabpilot extension and {site.url(USER_PAGE)} open"
+            )
         params = StdioServerParameters(command=sys.executable, args=args)
         try:
             with anyio.fail_after(RUN_TIMEOUT):
@@ -398,7 +441,13 @@ async def run_demo(transcript: Transcript, *, browser_path: str | None = None, h
                 async with client:
                     tools = {t.name for t in (await client.list_tools()).tools}
                     transcript.line(f"connected: {len(tools)} tools")
-                    session = Session(client, site, transcript, server_log)
+                    if user is not None and pairing is not None:
+                        url = f"chrome-extension://{extension_id()}/connect.html?port={pairing[0]}&token={pairing[1]}"
+                        await asyncio.to_thread(user.open, url)
+                        transcript.line(
+                            "the user opened the extension's connect page: it pairs with the server"
+                        )
+                    session = Session(client, site, transcript, server_log, user=user)
                     total = len(session.steps)
                     passed = await session.run()
         except Exception as exc:
@@ -416,10 +465,19 @@ async def run_demo(transcript: Transcript, *, browser_path: str | None = None, h
     return 1
 
 
-def main(*, browser_path: str | None = None, headed: bool = False) -> int:
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def main(*, browser_path: str | None = None, headed: bool = False, extension: bool = False) -> int:
     transcript = Transcript(sys.stdout)
     try:
-        return asyncio.run(run_demo(transcript, browser_path=browser_path, headed=headed))
+        return asyncio.run(
+            run_demo(transcript, browser_path=browser_path, headed=headed, extension=extension)
+        )
     except KeyboardInterrupt:
         transcript.line("interrupted")
         return 130

@@ -21,10 +21,12 @@ from tabpilot import (
     ConsoleEntry,
     DialogOpenError,
     ErrorEntry,
+    ExtensionNotConnectedError,
     ForeignRefError,
     InstanceInfo,
     InstanceLostError,
     InstanceNotFoundError,
+    InstanceUnreachableError,
     LastTabError,
     NavigationBlockedError,
     NetworkEntry,
@@ -89,6 +91,11 @@ def _action_advice(exc: ActionError) -> str:
 def _connect_advice(exc: ConnectError) -> str:
     if exc.reason == "use_cdp":
         return "It looks like a Chrome DevTools endpoint: connect it with cdpEndpoint instead (browser_instance action=connect)."
+    if exc.reason == "no_debugging":
+        return (
+            f"{exc.advice} Then call again (tabpilot serve --auto-connect reads the DevToolsActivePort file of "
+            "the profile --user-data-dir names, or of Chrome's default profile)."
+        )
     if exc.reason == "use_server":
         return "For a Playwright browser server use wsEndpoint instead (the ws:// URL `playwright launch-server` prints)."
     return exc.advice
@@ -140,6 +147,23 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
         InstanceLostError,
         lambda e: (
             "Launch or connect another instance with browser_instance, or use a tab of another instance."
+        ),
+    ),
+    (
+        ExtensionNotConnectedError,
+        lambda e: (
+            f"Ask the user to open the tabpilot extension's connect page (chrome-extension://{e.extension_id}/"
+            "connect.html?port=...&token=..., as the server printed it at start, or as "
+            "browser_instance(action='connect', extension=true) returns it) in the browser where the extension "
+            "is loaded (`tabpilot extension path` prints the folder to load unpacked at chrome://extensions). "
+            "It connects by itself from then on; then retry."
+        ),
+    ),
+    (
+        InstanceUnreachableError,
+        lambda e: (
+            "Retry in a few seconds: browser_tabs(action='list') shows whether its tabs are back. Tabs of other "
+            "instances keep working."
         ),
     ),
     (

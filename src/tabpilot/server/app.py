@@ -139,6 +139,7 @@ def create_server(config: ServerConfig | None = None, *, shared: Instance | None
         state = server.state = ServerState(config, shared=shared)
         state.warm_up()
         try:
+            await state.start()
             yield state
         finally:
             server.state = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabpilot import BrowserOptions, TabLimitPolicy
+from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, TabLimitPolicy
 
 from .logs import LogLevel
 
@@ -30,6 +30,13 @@ class ServerConfig:
     selenium_grid: str | None = None
     grid_capabilities: dict[str, Any] | None = None
     """WebDriver capabilities for the grid session, on top of Chrome's (headless unless --headed)."""
+    # The user's own browser: the Chrome with remote debugging on, or the extension's bridge
+    auto_connect: bool = False
+    extension: bool = False
+    extension_port: int = DEFAULT_EXTENSION_PORT
+    extension_token: str | None = None
+    extension_scope: ExtensionScope = "agent"
+    extension_ids: tuple[str, ...] = ()
     # Tabs
     max_tabs: int = 20
     tab_limit_policy: TabLimitPolicy = "reject"

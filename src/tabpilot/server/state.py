@@ -30,13 +30,25 @@ from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from tabpilot import Driver, Instance, TabBudget, TabEvent, TabIds, TabManager, Telemetry, UrlPolicy
+from tabpilot import (
+    Driver,
+    ExtensionBridge,
+    Instance,
+    TabBudget,
+    TabEvent,
+    TabIds,
+    TabManager,
+    Telemetry,
+    UrlPolicy,
+)
 
 from .config import ServerConfig
 
 logger = logging.getLogger("tabpilot.server")
 
 LOCAL_SESSION = "local"
+EXTENSION_FIRST_WAIT = 20.0
+"""Seconds a session's first call waits for the browser extension to connect (it may be on its way)."""
 _SESSION_HEADER = "mcp-session-id"
 T = TypeVar("T")
 
@@ -52,6 +64,7 @@ class SessionState:
         config: ServerConfig,
         *,
         isolate_in: Callable[[], Awaitable[Instance]] | None = None,
+        server: ServerState | None = None,
     ) -> None:
         self.key = key
         self.manager = manager
@@ -59,6 +72,8 @@ class SessionState:
         self.config = config
         self.isolate_in = isolate_in
         """Over HTTP, the shared browser (started again if it died) the session's context lives in."""
+        self.server = server
+        """The server's state (the extension's bridge lives there)."""
         self.last_event_seq = 0
         """Events up to this sequence number were reported to this client (0: none yet)."""
         self.last_error_seq = 0
@@ -109,10 +124,36 @@ class ServerState:
         self._last_seen: dict[str, float] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._bridge: ExtensionBridge | None = None
         self._closed = False
         if hasattr(signal, "SIGUSR1"):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
+
+    async def start(self) -> None:
+        """Work that must not wait for the first tool call: the extension's bridge listens at once,
+        so the extension can connect before the client asks for anything."""
+        if self.config.extension:
+            try:
+                await self.extension_bridge()
+            except OSError as exc:  # the first tool call tries again, and says why it failed
+                print(f"tabpilot: {exc.strerror}", file=sys.stderr, flush=True)
+
+    async def extension_bridge(self) -> ExtensionBridge:
+        """The bridge the tabpilot extension connects to, listening from the first call on."""
+        async with self._lock:
+            if self._bridge is None:
+                config = self.config
+                bridge = ExtensionBridge(
+                    port=config.extension_port,
+                    token=config.extension_token,
+                    scope=config.extension_scope,
+                    extension_ids=config.extension_ids,
+                )
+                await bridge.start()
+                self._bridge = bridge
+                announce_bridge(bridge)
+            return self._bridge
 
     @property
     def sessions(self) -> dict[str, SessionState]:
@@ -206,13 +247,23 @@ class ServerState:
                 await manager.attach_isolated(await self._shared_instance())
                 # A fresh context has no page; give the session a tab to start from.
                 await manager.new_tab()
+            elif config.extension:
+                bridge = await self.extension_bridge()
+                manager.watch_extension(bridge)
+                await bridge.wait_connected(EXTENSION_FIRST_WAIT)
+                await manager.extension_connected(EXTENSION_FIRST_WAIT)
             else:
                 await open_browser(manager, config)
         except BaseException:
             await manager.close()
             raise
         session = SessionState(
-            key, manager, telemetry, config, isolate_in=self._shared_instance if isolated else None
+            key,
+            manager,
+            telemetry,
+            config,
+            isolate_in=self._shared_instance if isolated else None,
+            server=self,
         )
         self._sessions[key] = session
         return session
@@ -250,6 +301,8 @@ class ServerState:
         if self._host is not None:
             await self._host.close()
             self._host = None
+        if self._bridge is not None:
+            await self._bridge.close()
         await self.driver.stop()
 
 
@@ -270,8 +323,26 @@ def dump_tasks() -> None:
         print(f"task {task.get_name()}:\n  " + "\n  ".join(frames), file=sys.stderr, flush=True)
 
 
+def announce_bridge(bridge: ExtensionBridge) -> None:
+    """Tell the user on stderr where the extension connects and how to pair it."""
+    url = (
+        bridge.connect_url
+        if bridge.token_generated
+        else bridge.connect_url.replace(bridge.token, "<your token>")
+    )
+    print(
+        f"tabpilot: waiting for the tabpilot browser extension on {bridge.address} (scope: {bridge.scope}). "
+        f"Pair it once by opening this page in the browser that has the extension:\n  {url}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 async def open_browser(manager: TabManager, config: ServerConfig) -> Instance:
-    """Connect to the configured endpoint (or start a Selenium Grid session), or launch a Chromium."""
+    """Connect to the configured endpoint or the user's running Chrome (or start a Selenium Grid
+    session), or launch a Chromium."""
+    if config.auto_connect:
+        return await manager.auto_connect(user_data_dir=config.browser.user_data_dir)
     if config.cdp_endpoint:
         return await manager.connect_cdp(config.cdp_endpoint)
     if config.ws_endpoint:

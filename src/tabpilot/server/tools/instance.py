@@ -6,6 +6,7 @@ Result shapes (structured `result`):
 - launch:   {instanceId, kind, activeTabId, tabIds, default}
 - connect:  {instanceId, kind, endpoint, activeTabId, tabIds, default} (a grid instance's endpoint is
              its WebDriver session URL, http://grid:4444/session/<id>)
+             with extension=true before the extension connected: {waiting, listening, connectUrl}
 - close:    {success, closedInstanceId, closedTabIds, defaultInstanceId}
 
 Tab ids are unique across instances, so tab tools never need an instance: only `browser_tabs`
@@ -92,6 +93,13 @@ async def browser_instance(
     headless: Annotated[
         bool | None, Field(description="launch: without a window (default: the server's --headless setting).")
     ] = None,
+    extension: Annotated[
+        bool | None,
+        Field(
+            description="connect: the user's own browser through the tabpilot extension (listens on "
+            "127.0.0.1 for it; the instance appears when the extension connects)."
+        ),
+    ] = None,
     userDataDir: Annotated[
         str | None,
         Field(
@@ -127,14 +135,17 @@ async def browser_instance(
         instance = await manager.launch(headless=headless, user_data_dir=userDataDir)
         _opened(call, instance, "Launched")
     elif action == "connect":
-        if sum(1 for e in (cdpEndpoint, wsEndpoint, seleniumGrid) if e) != 1:
+        if sum(map(bool, (cdpEndpoint, wsEndpoint, seleniumGrid, extension))) != 1:
             raise ValueError(
                 "connect needs exactly one of cdpEndpoint (a Chromium's DevTools endpoint, http://host:port), "
-                "wsEndpoint (a Playwright browser server's ws:// URL) or seleniumGrid (a Selenium Grid's "
-                "http://host:4444)."
+                "wsEndpoint (a Playwright browser server's ws:// URL), seleniumGrid (a Selenium Grid's "
+                "http://host:4444) or extension=true (the user's browser through the tabpilot extension)."
             )
         if capabilities is not None and not seleniumGrid:
             raise ValueError("capabilities apply to a Selenium Grid session: pass seleniumGrid too.")
+        if extension:
+            await _connect_extension(call)
+            return
         if cdpEndpoint:
             instance = await manager.connect_cdp(cdpEndpoint)
         elif wsEndpoint:
@@ -157,6 +168,8 @@ async def browser_instance(
             what = "disconnected; the remote browser keeps running"
         elif instance.kind == "grid":
             what = "its grid session was ended (the grid stops its browser)"
+        elif instance.kind == "extension":
+            what = "disconnected; the user's browser and its tabs stay as they are"
         else:
             what = "its browser context was closed"
         default = manager.default_instance
@@ -173,15 +186,40 @@ async def browser_instance(
         response.show_tabs()
 
 
+async def _connect_extension(call: Call) -> None:
+    server = call.session.server
+    if server is None or server.config.shares_browser:
+        raise ValueError(
+            "The extension's bridge serves one MCP client: it is available over stdio, not over --http."
+        )
+    bridge = await server.extension_bridge()
+    manager = call.manager
+    manager.watch_extension(bridge)
+    await manager.extension_connected(15)
+    instance = next((i for i in manager.instances if i.kind == "extension" and i.state == "open"), None)
+    if instance is not None:
+        _opened(call, instance, "Connected")
+        return
+    call.response.result(
+        f"Listening for the tabpilot extension on {bridge.address}; it has not connected yet. Ask the user "
+        f"to open {bridge.connect_url} in the browser where the tabpilot extension is installed (once is "
+        "enough: it reconnects by itself). The instance appears when it connects: see "
+        "browser_instance(action='list').",
+        {"waiting": True, "listening": bridge.address, "connectUrl": bridge.connect_url},
+    )
+
+
 TOOLS = [
     ToolSpec(
         "browser_instance",
         browser_instance,
         "Manage browser instances: list them (id, kind, endpoint, tab count, default, health), launch a local "
         "Chromium, connect to a remote one (cdpEndpoint: a Chrome with --remote-debugging-port; wsEndpoint: a "
-        "Playwright browser server; seleniumGrid: a new session on a Selenium Grid 4), or close one (a launched "
-        "browser exits; a connected one is only disconnected; a grid session is ended). Tab ids are unique "
-        "across instances: tab tools need only tabId. Tools called without tabId use the default instance (the one whose tab was activated last). If a browser dies, its tabs "
+        "Playwright browser server; seleniumGrid: a new session on a Selenium Grid 4; extension=true: the user's "
+        "own browser through the tabpilot extension), or close one (a launched browser exits; a connected one "
+        "is only disconnected; a grid session is ended). Tab ids are unique across instances: tab tools need "
+        "only tabId. Tools called without tabId use the default instance (the one whose tab was activated "
+        "last). If a browser dies, its tabs "
         "are reported closed (by crash) and a lost local default browser is relaunched on the next call.",
         ToolAnnotations(title="Manage browser instances", destructive_hint=True, open_world_hint=True),
     )

@@ -1,0 +1,123 @@
+"""Where browsers are: endpoint URLs checked before connecting, profile directories, and the
+DevToolsActivePort file through which a running Chrome with remote debugging on is found."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from ._errors import ConnectError
+
+Protocol = Literal["cdp", "playwright"]
+
+_SCHEMES: dict[Protocol, tuple[str, ...]] = {
+    "cdp": ("http", "https", "ws", "wss"),
+    "playwright": ("ws", "wss"),
+}
+_WS_PATH = re.compile(r"/devtools/browser/[A-Za-z0-9._-]+")
+
+
+def check_scheme(endpoint: str, protocol: Protocol) -> None:
+    scheme = urlsplit(endpoint).scheme.lower()
+    if scheme in _SCHEMES[protocol]:
+        if protocol == "playwright" and "/devtools/" in urlsplit(endpoint).path:
+            raise ConnectError(
+                f"{endpoint} is a Chrome DevTools (CDP) URL, not a Playwright browser server.",
+                "Connect it over CDP instead.",
+                reason="use_cdp",
+            )
+        return
+    if protocol == "playwright":
+        hint = (
+            " An http:// address is usually a Chrome started with --remote-debugging-port: connect it over CDP instead."
+            if scheme in ("http", "https")
+            else ""
+        )
+        raise ConnectError(
+            f"{endpoint!r} is not a Playwright browser server URL: it must start with ws:// or wss://.",
+            f"`playwright launch-server` and `run-server` print one.{hint}",
+            reason="use_cdp" if hint else "bad_url",
+        )
+    raise ConnectError(
+        f"{endpoint!r} is not a CDP endpoint URL.",
+        "Give http://host:port (the browser's --remote-debugging-port) or its ws://host:port/devtools/browser/<id> URL.",
+        reason="bad_url",
+    )
+
+
+def check_profile_dir(path: str) -> str:
+    """A profile directory the user named: absolute (or ~), a directory or creatable."""
+    expanded = Path(path).expanduser()
+    if not expanded.is_absolute() or ".." in expanded.parts:
+        raise ValueError(
+            f"user_data_dir {path!r} must be an absolute path without '..' (relative paths would depend on "
+            "where the server was started)."
+        )
+    if expanded.exists() and not expanded.is_dir():
+        raise ValueError(f"user_data_dir {path!r} exists and is not a directory.")
+    try:
+        expanded.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"user_data_dir {path!r} cannot be created: {exc.strerror}.") from None
+    return str(expanded)
+
+
+def default_chrome_profile() -> Path:
+    """Where Google Chrome keeps its default profile on this platform."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "Google" / "Chrome"
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
+        return Path(local) / "Google" / "Chrome" / "User Data"
+    config = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return Path(config) / "google-chrome"
+
+
+_HOW_TO_TURN_ON = (
+    "Turn remote debugging on in that Chrome: open chrome://inspect/#remote-debugging and switch it on "
+    "(Chrome 144 or newer), or start Chrome with a remote debugging port on a profile directory of its "
+    "own (Chrome ignores the port on its default profile)."
+)
+
+
+def running_chrome_endpoint(user_data_dir: str | None) -> str:
+    """The CDP endpoint of the Chrome running on `user_data_dir` (its default profile if None),
+    from the DevToolsActivePort file Chrome writes there while remote debugging is on: the port on
+    its first line, the browser's WebSocket path on its second."""
+    profile = Path(user_data_dir).expanduser() if user_data_dir else default_chrome_profile()
+    port_file = profile / "DevToolsActivePort"
+    try:
+        lines = port_file.read_text(encoding="utf-8").split()
+    except OSError:
+        raise ConnectError(
+            f"No Chrome with remote debugging on was found for the profile {profile}: it has no "
+            "DevToolsActivePort file (Chrome is not running there, or remote debugging is off).",
+            _HOW_TO_TURN_ON,
+            reason="no_debugging",
+        ) from None
+    if not lines or not lines[0].isdigit() or not 0 < int(lines[0]) < 65536:
+        raise ConnectError(
+            f"{port_file} does not name a port (it holds {' '.join(lines)[:80]!r}).",
+            "Restart Chrome with remote debugging on; it writes the file again.",
+            reason="no_debugging",
+        )
+    port = int(lines[0])
+    if len(lines) > 1 and _WS_PATH.fullmatch(lines[1]):
+        return f"ws://127.0.0.1:{port}{lines[1]}"
+    return f"http://127.0.0.1:{port}"
+
+
+def stale_port_error(endpoint: str, user_data_dir: str | None, cause: ConnectError) -> ConnectError:
+    """The port in DevToolsActivePort did not answer: Chrome quit (the file outlives a crash) or
+    turned debugging off."""
+    profile = Path(user_data_dir).expanduser() if user_data_dir else default_chrome_profile()
+    return ConnectError(
+        f"The DevToolsActivePort file of {profile} names {endpoint}, but it did not answer ({cause.fact}).",
+        "Chrome there may have quit or turned remote debugging off. " + _HOW_TO_TURN_ON,
+        reason="no_debugging",
+    )

@@ -1,0 +1,583 @@
+"""A browser's CDP endpoint, made of the tabs the tabpilot extension relays through `chrome.debugger`.
+
+The extension holds one `chrome.debugger` attachment per tab in scope; a CDP client (Playwright's
+`connect_over_cdp`, and the browser-level sessions tabpilot opens through it) expects a whole
+browser: Target and Browser domains, auto-attach, any number of sessions per target, flat or not.
+`Relay` plays that browser, with the tabs in scope as its page targets:
+
+- Target and Browser commands are answered here from the tab records the extension sends
+  (`Target.getTargets`, `attachToTarget`, `getTargetInfo`, `Browser.getVersion`,
+  `getWindowForTarget`, ...); creating and closing targets becomes a request to the extension.
+- Each session a client opens to a tab is a relay session; their commands go to the tab's one
+  attachment and the answers come back to the session that asked. Events of the tab reach every
+  session of it. So that one session cannot undo another's work, a domain disabled by one
+  session stays enabled while another uses it, and a second `Runtime.enable` (which Chromium
+  answers without reporting the execution contexts again) gets them replayed from the ones seen.
+- Child sessions (iframes, workers auto-attached on a tab's session) keep Chromium's own ids.
+- Answers reach the clients the moment the extension's message is read, in order with its events:
+  CDP clients rely on that order (an answer overtaken by the events after it loses state).
+- A tab a page opens is announced by its target as soon as the extension knows it (the action
+  that opened it hears of it), and to Playwright once the extension's debugger is attached.
+- Playwright's defaults that would change how the user's tab looks (fonts, color scheme, reduced
+  motion) are answered without being applied: the user's own settings stay.
+
+The relay knows nothing of the transport: a client is a `Client` (a `send(text)` function), the
+extension a `Link`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from ._relay_parts import (
+    Answer,
+    Client,
+    Command,
+    JsonDict,
+    Link,
+    LinkError,
+    Reply,
+    Session,
+    TabRecord,
+    browser_info,
+    browser_version,
+    may_reach_opener,
+    send_to,
+    window_of,
+)
+
+NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
+"""Commands answered without being applied: they would change the look of the user's tab."""
+ANSWERED_HERE = frozenset({"Runtime.runIfWaitingForDebugger"})
+"""Page commands with nothing to do (a tab in scope is never paused waiting for a debugger)."""
+
+
+class Relay:
+    """The browser the CDP clients see; see the module docstring."""
+
+    def __init__(self, link: Link) -> None:
+        self._link = link
+        self._tabs: dict[int, TabRecord] = {}
+        self._context_id = ""
+        """The browser context of the tabs in scope (the profile's own)."""
+        self._by_target: dict[str, TabRecord] = {}
+        self._clients: list[Client] = []
+        self._session_ids = itertools.count(1)
+        self._session_prefix = "TP" + secrets.token_hex(6).upper()
+        self.browser_target_id = "tabpilot-" + secrets.token_hex(8)
+        self.user_agent = ""
+
+    # -- clients -----------------------------------------------------------------------------------
+
+    def add_client(self, send: Callable[[str], None]) -> Client:
+        client = Client(send)
+        self._clients.append(client)
+        return client
+
+    def remove_client(self, client: Client) -> None:
+        if client in self._clients:
+            self._clients.remove(client)
+        for session in client.sessions.values():
+            if session.tab is not None and session in session.tab.sessions:
+                session.tab.sessions.remove(session)
+                self._forget_enables(session)
+        client.sessions.clear()
+
+    @property
+    def tabs(self) -> list[TabRecord]:
+        return list(self._tabs.values())
+
+    def by_target(self, target_id: str) -> TabRecord | None:
+        return self._by_target.get(target_id)
+
+    # -- what the extension reports --------------------------------------------------------------
+
+    def hello(self, records: list[JsonDict], *, user_agent: str) -> None:
+        """The extension (re)connected with these tabs in scope: tabs it still has keep their
+        targets and sessions; a tab attached afresh (its debugger let go meanwhile, so the
+        sessions' state is gone) is reported closed and new; tabs it no longer has are gone."""
+        self.user_agent = user_agent
+        seen = set()
+        for record in records:
+            chrome_id = int(record["tabId"])
+            seen.add(chrome_id)
+            known = self._tabs.get(chrome_id)
+            if known is not None and (known.target_id != record["targetId"] or record.get("fresh")):
+                self.tab_removed(chrome_id)
+            self.tab_reported(record)
+        for chrome_id in [c for c in self._tabs if c not in seen]:
+            self.tab_removed(chrome_id)
+
+    def tab_reported(self, record: JsonDict, *, attached: bool = True) -> TabRecord:
+        """A tab entered scope (or changed): a new one is announced to the clients as Chromium
+        would, its target at once, and to Playwright (auto-attach) once `attached`."""
+        tab = self._tabs.get(int(record["tabId"]))
+        if tab is None:
+            tab = self._new_tab(record)
+        else:
+            self.tab_updated(record)
+            tab.context_id = str(record.get("browserContextId") or tab.context_id)
+        if attached and not tab.attached:
+            tab.attached = True
+            for client in list(self._clients):
+                if client.auto_attach:
+                    self._attach(client, tab, parent=None, flat=True)
+        return tab
+
+    def _new_tab(self, record: JsonDict) -> TabRecord:
+        opener = record.get("openerTabId")
+        opener_tab = self._tabs.get(int(opener)) if opener is not None else None
+        # A tab announced before its attach has no context id yet: its opener's, or the profile's.
+        context = record.get("browserContextId") or (
+            opener_tab.context_id if opener_tab else self._context_id
+        )
+        tab = TabRecord(
+            chrome_id=int(record["tabId"]),
+            target_id=str(record["targetId"]),
+            context_id=str(context or ""),
+            window_id=record.get("windowId"),
+            pinned=bool(record.get("pinned")),
+            url=str(record.get("url") or ""),
+            title=str(record.get("title") or ""),
+            opener_chrome_id=opener_tab.chrome_id if opener_tab is not None else None,
+            can_access_opener=opener_tab is not None and may_reach_opener(opener_tab, record),
+            attached=False,
+        )
+        self._context_id = self._context_id or tab.context_id
+        self._tabs[tab.chrome_id] = tab
+        self._by_target[tab.target_id] = tab
+        self._to_discoverers(
+            {"method": "Target.targetCreated", "params": {"targetInfo": self.target_info(tab)}}
+        )
+        return tab
+
+    def tab_updated(self, record: JsonDict) -> None:
+        tab = self._tabs.get(int(record["tabId"]))
+        if tab is None:
+            return
+        before = (tab.url, tab.title, tab.pinned, tab.window_id)
+        tab.url = str(record.get("url", tab.url) or "")
+        tab.title = str(record.get("title", tab.title) or "")
+        tab.pinned = bool(record.get("pinned", tab.pinned))
+        tab.window_id = record.get("windowId", tab.window_id)
+        if (tab.url, tab.title, tab.pinned, tab.window_id) != before:
+            info = self.target_info(tab)
+            self._to_discoverers({"method": "Target.targetInfoChanged", "params": {"targetInfo": info}})
+
+    def tab_removed(self, chrome_id: int) -> None:
+        """A tab left scope (closed, unshared, or the extension let go of it): its target is gone."""
+        tab = self._tabs.pop(chrome_id, None)
+        if tab is None:
+            return
+        self._by_target.pop(tab.target_id, None)
+        for session in list(tab.sessions):
+            self._detached(session)
+        for client in self._clients:
+            for child in [c for c, owner in client.children.items() if owner is tab]:
+                del client.children[child]
+        self._to_discoverers({"method": "Target.targetDestroyed", "params": {"targetId": tab.target_id}})
+
+    def clear(self) -> None:
+        """The extension is gone for good: every tab with it."""
+        for chrome_id in list(self._tabs):
+            self.tab_removed(chrome_id)
+
+    def debugger_event(self, chrome_id: int, child: str | None, method: str, params: JsonDict) -> None:
+        """An event of a tab's attachment (`child`: of a child session of it)."""
+        tab = self._tabs.get(chrome_id)
+        if tab is None:
+            return
+        if child is not None:
+            self._child_event(tab, child, method, params)
+            return
+        if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+            # Child targets belong to the sessions that asked for them (Playwright's page session).
+            for session in tab.sessions:
+                if session.auto_attach:
+                    self._note_child(session.client, tab, method, params)
+                    send_to(session, {"method": method, "params": params})
+            return
+        if method == "Runtime.executionContextCreated":
+            context = params.get("context") or {}
+            tab.contexts[int(context.get("id", 0))] = context
+        elif method == "Runtime.executionContextDestroyed":
+            tab.contexts.pop(int(params.get("executionContextId", 0)), None)
+        elif method == "Runtime.executionContextsCleared":
+            tab.contexts.clear()
+        elif method == "Page.windowOpen":
+            tab.window_open_count += 1
+            tab.window_opens.append(
+                (str(params.get("url", "")), "noopener" in params.get("windowFeatures", ()))
+            )
+        event = {"method": method, "params": params}
+        for session in list(tab.sessions):
+            send_to(session, event)
+
+    def _child_event(self, tab: TabRecord, child: str, method: str, params: JsonDict) -> None:
+        for client in self._clients:
+            if client.children.get(child) is tab:
+                if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+                    self._note_child(client, tab, method, params)
+                client.send({"method": method, "params": params, "sessionId": child})
+
+    @staticmethod
+    def _note_child(client: Client, tab: TabRecord, method: str, params: JsonDict) -> None:
+        child = str(params.get("sessionId", ""))
+        if method == "Target.attachedToTarget":
+            client.children[child] = tab
+        else:
+            client.children.pop(child, None)
+
+    # -- what the clients send ---------------------------------------------------------------------
+
+    def client_message(self, client: Client, text: str) -> None:
+        """One message of a client: a command to the browser, a browser session, a tab session or
+        a child session. Commands that reach a tab leave for it before this returns (in order)."""
+        try:
+            message = json.loads(text)
+            command_id = message["id"]
+            method = str(message["method"])
+        except (ValueError, KeyError, TypeError):
+            return  # not a CDP command: nothing to answer
+        params = message.get("params") or {}
+        session_id = message.get("sessionId")
+        if session_id is None:
+            self._browser_command(client, None, command_id, method, params)
+            return
+        session = client.sessions.get(session_id)
+        if session is not None and session.tab is None:
+            self._browser_command(client, session, command_id, method, params)
+        elif session is not None:
+            self._tab_command(session, command_id, method, params)
+        else:  # a child session (an iframe, a worker), or none
+            reply = Reply(client, command_id, session_id=session_id)
+            tab = client.children.get(session_id)
+            if tab is None:
+                reply.error(-32001, "Session with given id not found.")
+            else:
+                self._forward(tab, session_id, method, params, reply)
+
+    # -- the browser and its Target domain ---------------------------------------------------------
+
+    def _browser_command(
+        self, client: Client, session: Session | None, command_id: Any, method: str, params: JsonDict
+    ) -> None:
+        reply = Reply(client, command_id, via=session)
+        handler = _BROWSER_COMMANDS.get(method)
+        if handler is None:
+            reply.error(
+                -32601, f"{method} is not available in a browser reached through the tabpilot extension."
+            )
+            return
+        try:
+            handler(self, Command(client, session, params, reply))
+        except LinkError as exc:
+            reply.error(exc.code, str(exc))
+
+    def target_info(self, tab: TabRecord) -> JsonDict:
+        info: JsonDict = {
+            "targetId": tab.target_id,
+            "type": "page",
+            "title": tab.title,
+            "url": tab.url,
+            "attached": True,
+            "canAccessOpener": tab.can_access_opener,
+            "browserContextId": tab.context_id,
+            # Not CDP's own: what Chrome's tab strip knows, for tabpilot's tab records.
+            "chromeTabId": tab.chrome_id,
+            "windowId": tab.window_id,
+            "pinned": tab.pinned,
+        }
+        opener = self._tabs.get(tab.opener_chrome_id) if tab.opener_chrome_id is not None else None
+        if opener is not None:
+            info["openerId"] = opener.target_id
+        return info
+
+    def _target(self, params: JsonDict) -> TabRecord:
+        tab = self._by_target.get(str(params.get("targetId", "")))
+        if tab is None:
+            raise LinkError("No target with given id found", -32602)
+        return tab
+
+    def _new_session_id(self) -> str:
+        return f"{self._session_prefix}{next(self._session_ids):020d}"
+
+    def _attach(self, client: Client, tab: TabRecord, *, parent: Session | None, flat: bool) -> Session:
+        session = Session(self._new_session_id(), client, tab, parent, flat=flat)
+        client.sessions[session.id] = session
+        tab.sessions.append(session)
+        event = {
+            "method": "Target.attachedToTarget",
+            "params": {
+                "sessionId": session.id,
+                "targetInfo": self.target_info(tab),
+                "waitingForDebugger": False,
+            },
+        }
+        self._to_parent(session, event)
+        return session
+
+    def _detached(self, session: Session) -> None:
+        session.client.sessions.pop(session.id, None)
+        tab = session.tab
+        if tab is not None and session in tab.sessions:
+            tab.sessions.remove(session)
+            self._forget_enables(session)
+        target_id = tab.target_id if tab is not None else self.browser_target_id
+        self._to_parent(
+            session,
+            {
+                "method": "Target.detachedFromTarget",
+                "params": {"sessionId": session.id, "targetId": target_id},
+            },
+        )
+
+    def _to_parent(self, session: Session, event: JsonDict) -> None:
+        if session.parent is not None:
+            event["sessionId"] = session.parent.id
+        session.client.send(event)
+
+    def _to_discoverers(self, event: JsonDict) -> None:
+        for client in list(self._clients):
+            if client.discover:
+                client.send(event)
+            for session in list(client.sessions.values()):
+                if session.tab is None and session.discover:
+                    client.send({**event, "sessionId": session.id})
+
+    # Browser-level commands: each returns None (answered already) or an awaitable of the result.
+
+    def _cmd_get_version(self, cmd: Command) -> None:
+        cmd.reply.result(browser_version(self.user_agent))
+
+    def _cmd_answer_empty(self, cmd: Command) -> None:
+        # Browser.setDownloadBehavior: the user's downloads stay where the user wants them.
+        cmd.reply.result({})
+
+    def _cmd_set_auto_attach(self, cmd: Command) -> None:
+        enabled = bool(cmd.params.get("autoAttach"))
+        was = cmd.client.auto_attach
+        cmd.client.auto_attach = enabled
+        if enabled and not was:
+            for tab in list(self._tabs.values()):
+                if tab.attached:
+                    self._attach(cmd.client, tab, parent=None, flat=True)
+        cmd.reply.result({})
+
+    def _cmd_get_target_info(self, cmd: Command) -> None:
+        if cmd.params.get("targetId") and cmd.params["targetId"] != self.browser_target_id:
+            cmd.reply.result({"targetInfo": self.target_info(self._target(cmd.params))})
+        else:
+            cmd.reply.result({"targetInfo": browser_info(self.browser_target_id)})
+
+    def _cmd_get_targets(self, cmd: Command) -> None:
+        cmd.reply.result({"targetInfos": [self.target_info(t) for t in self._tabs.values()]})
+
+    def _cmd_set_discover(self, cmd: Command) -> None:
+        discover = bool(cmd.params.get("discover"))
+        holder: Client | Session = cmd.session if cmd.session is not None else cmd.client
+        was = holder.discover
+        holder.discover = discover
+        if discover and not was:
+            # Chromium reports the targets there are before it answers.
+            for tab in list(self._tabs.values()):
+                event: JsonDict = {
+                    "method": "Target.targetCreated",
+                    "params": {"targetInfo": self.target_info(tab)},
+                }
+                if cmd.session is not None:
+                    event["sessionId"] = cmd.session.id
+                cmd.client.send(event)
+        cmd.reply.result({})
+
+    def _cmd_attach_to_browser(self, cmd: Command) -> None:
+        browser = Session(self._new_session_id(), cmd.client, None, None)
+        cmd.client.sessions[browser.id] = browser
+        event = {
+            "method": "Target.attachedToTarget",
+            "params": {
+                "sessionId": browser.id,
+                "targetInfo": browser_info(self.browser_target_id),
+                "waitingForDebugger": False,
+            },
+        }
+        cmd.client.send(event)
+        cmd.reply.result({"sessionId": browser.id})
+
+    def _cmd_attach_to_target(self, cmd: Command) -> None:
+        tab = self._target(cmd.params)
+        attached = self._attach(cmd.client, tab, parent=cmd.session, flat=bool(cmd.params.get("flatten")))
+        cmd.reply.result({"sessionId": attached.id})
+
+    def _cmd_detach(self, cmd: Command) -> None:
+        found = cmd.client.sessions.get(str(cmd.params.get("sessionId", "")))
+        if found is None and cmd.params.get("targetId"):
+            found = next(
+                (
+                    s
+                    for s in cmd.client.sessions.values()
+                    if s.tab and s.tab.target_id == cmd.params["targetId"]
+                ),
+                None,
+            )
+        if found is not None:
+            self._detached(found)
+        cmd.reply.result({})
+
+    def _cmd_send_message(self, cmd: Command) -> None:
+        """A command inside `Target.sendMessageToTarget` (a session that is not flat), by session id
+        or, before the attach was answered, by target id."""
+        target = cmd.client.sessions.get(str(cmd.params.get("sessionId", "")))
+        if target is None and cmd.params.get("targetId"):
+            target = next(
+                (
+                    s
+                    for s in reversed(list(cmd.client.sessions.values()))
+                    if not s.flat and s.tab is not None and s.tab.target_id == cmd.params["targetId"]
+                ),
+                None,
+            )
+        if target is None or target.tab is None:
+            cmd.reply.error(-32602, "No session with given id")
+            return
+        try:
+            inner = json.loads(str(cmd.params.get("message", "")))
+            inner_id, method = inner["id"], str(inner["method"])
+        except (ValueError, KeyError, TypeError):
+            cmd.reply.error(-32602, "The message is not a CDP command")
+            return
+        cmd.reply.result({})
+        self._tab_command(target, inner_id, method, inner.get("params") or {})
+
+    def _cmd_window_for_target(self, cmd: Command) -> None:
+        cmd.reply.result(window_of(self._target(cmd.params)))
+
+    def _cmd_create_target(self, cmd: Command) -> None:
+        def created(record: Any, error: LinkError | None) -> None:
+            if error is not None:
+                cmd.reply.settle(None, error)
+            else:  # announced (attachedToTarget, targetCreated) before the answer, as Chromium does
+                cmd.reply.result({"targetId": self.tab_reported(record).target_id})
+
+        self._link.request("createTab", {"url": cmd.params.get("url") or "about:blank"}, created)
+
+    def _cmd_close_target(self, cmd: Command) -> None:
+        tab = self._target(cmd.params)
+        self._link.request("closeTab", {"tabId": tab.chrome_id}, _then(cmd.reply, {"success": True}))
+
+    def _cmd_activate_target(self, cmd: Command) -> None:
+        tab = self._target(cmd.params)
+        self._link.request("activateTab", {"tabId": tab.chrome_id}, _then(cmd.reply, {}))
+
+    def _cmd_no_contexts(self, cmd: Command) -> None:
+        cmd.reply.result({"browserContextIds": []})
+
+    # -- a tab's sessions -------------------------------------------------------------------------
+
+    def _tab_command(self, session: Session, command_id: Any, method: str, params: JsonDict) -> None:
+        tab = session.tab
+        assert tab is not None
+        reply = Reply(session.client, command_id, session=session)
+        domain, _, verb = method.partition(".")
+        if method == "Target.getTargetInfo":
+            reply.result({"targetInfo": self.target_info(tab)})
+        elif method == "Browser.getWindowForTarget":
+            reply.result(window_of(tab))
+        elif method in ANSWERED_HERE or method in NOT_APPLIED:
+            reply.result({})
+        elif method == "Target.setAutoAttach":
+            session.auto_attach = bool(params.get("autoAttach"))
+            self._forward(tab, None, method, params, reply)
+        elif verb == "enable":
+            tab.enabled.setdefault(domain, set()).add(session.id)
+            if domain == "Runtime":
+                self._enable_runtime(tab, session, params, reply)
+            else:
+                self._forward(tab, None, method, params, reply)
+        elif verb == "disable":
+            users = tab.enabled.get(domain, set())
+            users.discard(session.id)
+            if users:
+                reply.result({})  # another session still uses it
+            else:
+                if domain == "Runtime":
+                    tab.runtime = "off"
+                self._forward(tab, None, method, params, reply)
+        else:
+            self._forward(tab, None, method, params, reply)
+
+    def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: Reply) -> None:
+        """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
+        session); a later one is answered with the contexts seen, replayed to that session (once
+        the first is answered)."""
+        if tab.runtime == "off":
+            tab.runtime = "enabling"
+
+            def enabled(result: Any, error: LinkError | None) -> None:
+                tab.runtime = "on" if error is None else "off"
+                reply.settle(result, error)
+                waiting, tab.runtime_waiting = tab.runtime_waiting, []
+                for later, later_reply in waiting:
+                    self._replay_contexts(tab, later, later_reply)
+
+            self._forward(tab, None, "Runtime.enable", params, enabled)
+        elif tab.runtime == "enabling":
+            tab.runtime_waiting.append((session, reply))
+        else:
+            self._replay_contexts(tab, session, reply)
+
+    @staticmethod
+    def _replay_contexts(tab: TabRecord, session: Session, reply: Reply) -> None:
+        for context in list(tab.contexts.values()):
+            send_to(session, {"method": "Runtime.executionContextCreated", "params": {"context": context}})
+        reply.result({})
+
+    def _forget_enables(self, session: Session) -> None:
+        if session.tab is not None:
+            for users in session.tab.enabled.values():
+                users.discard(session.id)
+
+    def _forward(
+        self, tab: TabRecord, child: str | None, method: str, params: JsonDict, reply: Reply | Answer
+    ) -> None:
+        request: JsonDict = {"tabId": tab.chrome_id, "method": method, "params": params}
+        if child is not None:
+            request["sessionId"] = child
+        answer = reply.settle if isinstance(reply, Reply) else reply
+        try:
+            self._link.request("cdp", request, answer)
+        except LinkError as exc:
+            answer(None, exc)
+
+
+def _then(reply: Reply, result: JsonDict) -> Answer:
+    """An answer that replies `result` once the extension has done the request."""
+
+    def answer(_value: Any, error: LinkError | None) -> None:
+        reply.settle(result, error)
+
+    return answer
+
+
+_BrowserCommand = Callable[[Relay, Command], None]
+_BROWSER_COMMANDS: dict[str, _BrowserCommand] = {
+    "Browser.getVersion": Relay._cmd_get_version,
+    "Browser.setDownloadBehavior": Relay._cmd_answer_empty,
+    "Browser.getWindowForTarget": Relay._cmd_window_for_target,
+    "Target.setAutoAttach": Relay._cmd_set_auto_attach,
+    "Target.getTargetInfo": Relay._cmd_get_target_info,
+    "Target.getTargets": Relay._cmd_get_targets,
+    "Target.setDiscoverTargets": Relay._cmd_set_discover,
+    "Target.attachToBrowserTarget": Relay._cmd_attach_to_browser,
+    "Target.attachToTarget": Relay._cmd_attach_to_target,
+    "Target.detachFromTarget": Relay._cmd_detach,
+    "Target.sendMessageToTarget": Relay._cmd_send_message,
+    "Target.createTarget": Relay._cmd_create_target,
+    "Target.closeTarget": Relay._cmd_close_target,
+    "Target.activateTarget": Relay._cmd_activate_target,
+    "Target.getBrowserContexts": Relay._cmd_no_contexts,
+}

@@ -1,0 +1,565 @@
+// tabpilot's service worker: lets a tabpilot server on this computer drive the tabs in scope.
+//
+// Scope: the tabs the agent opened (kept in a tab group named "tabpilot"), the tabs those open
+// (popups, links), and the tabs the user shares with the action button; with the server's scope
+// "all", every tab the debugger can attach to. A tab out of scope is never attached, listed or
+// closed: the server's requests name tabs, and this worker refuses every one it has not got.
+//
+// Trust: the worker talks only to 127.0.0.1, and only to the server the user approved on the
+// connect page (connect.html?port=P&token=T, or its form). The server checks this extension's
+// Origin and the token.
+//
+// Wire protocol (JSON text frames on ws://127.0.0.1:PORT/extension?token=T):
+//   server -> worker  {type: "welcome", scope: "agent"|"all", protocol}
+//                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab", params}
+//                     {type: "pong"}
+//   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record]}
+//                     {id, result} | {id, error: {code, message}}
+//                     {type: "tab", event: "opening", tab: record}  (attach under way;
+//                                                                    no `fresh` nor context id)
+//                     {type: "tab", event: "created"|"updated", tab: record}
+//                     {type: "tab", event: "removed", tabId, reason}
+//                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
+//                     {type: "ping"}                                     (every 20 s)
+//   record: {tabId, targetId, browserContextId, windowId, pinned, url, title, openerTabId, fresh}
+//   (`fresh`: the debugger was attached just now; false when the attachment outlived a restart
+//   of this worker, with every CDP domain the server enabled still on.)
+"use strict";
+
+const HOST = "127.0.0.1";
+const PROTOCOL = 1;
+const GROUP_TITLE = "tabpilot";
+const HEARTBEAT_MS = 20000; // Chrome stops a worker idle for 30 s; a message sent resets that.
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 5000;
+const ALARM = "tabpilot-reconnect";
+// Unpacked extensions may use short alarm periods (packed ones get 30 s): the alarm wakes a
+// stopped worker so it reconnects within seconds.
+const ALARM_PERIOD_MINUTES = 0.05;
+
+const state = {
+  server: null, // {port, token}: the approved server
+  mode: "agent", // the server's scope: "agent" or "all"
+  scope: new Map(), // tabId -> {reason: "agent"|"opened"|"shared"|"all", targetId}
+  socket: null,
+  welcomed: false,
+  status: "unpaired",
+  backoff: BACKOFF_MIN_MS,
+  nextAttempt: 0,
+  attaching: new Map(), // tabId -> Promise<record>
+  attached: new Set(), // tabs whose debugger this worker holds
+  windowOpens: new Map(), // tabId -> [{url, at}]: windows the pages of a tab in scope asked for lately
+};
+const WINDOW_OPEN_MEMORY_MS = 10000;
+
+const ready = load();
+
+async function load() {
+  const stored = await chrome.storage.local.get(["server", "scope", "mode"]);
+  state.server = stored.server || null;
+  state.mode = stored.mode === "all" ? "all" : "agent";
+  state.status = state.server ? "disconnected" : "unpaired";
+  // Tab ids and target ids of a previous browser run name no tab now (or other ones): keep an
+  // entry only while its tab still has the target it had.
+  const targets = new Map();
+  for (const target of await chrome.debugger.getTargets()) {
+    if (target.tabId !== undefined) targets.set(target.tabId, target.id);
+  }
+  for (const [key, entry] of Object.entries(stored.scope || {})) {
+    const tabId = Number(key);
+    if (targets.has(tabId) && (!entry.targetId || entry.targetId === targets.get(tabId))) {
+      state.scope.set(tabId, entry);
+    }
+  }
+  await saveScope();
+  if (state.server) {
+    chrome.alarms.create(ALARM, { periodInMinutes: ALARM_PERIOD_MINUTES });
+  }
+  await paintAllBadges();
+}
+
+function saveScope() {
+  return chrome.storage.local.set({ scope: Object.fromEntries(state.scope) });
+}
+
+function message(error) {
+  return String((error && error.message) || error);
+}
+
+// -- the connection to the server ----------------------------------------------------------------
+
+function send(payload) {
+  const socket = state.socket;
+  if (socket && socket.readyState === WebSocket.OPEN && state.welcomed) {
+    socket.send(JSON.stringify(payload));
+  }
+}
+
+async function connect() {
+  await ready;
+  if (!state.server || state.socket || Date.now() < state.nextAttempt) return;
+  const { port, token } = state.server;
+  let socket;
+  try {
+    socket = new WebSocket(`ws://${HOST}:${port}/extension?token=${encodeURIComponent(token)}`);
+  } catch (error) {
+    retryLater("unreachable");
+    return;
+  }
+  state.socket = socket;
+  state.welcomed = false;
+  state.status = "connecting";
+  let heartbeat = 0;
+  socket.onmessage = (event) => {
+    let payload;
+    try {
+      payload = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    if (payload.type === "welcome") {
+      welcome(socket, payload).catch((error) => console.warn("tabpilot: welcome failed", error));
+      heartbeat = setInterval(() => send({ type: "ping" }), HEARTBEAT_MS);
+    } else if (payload.id !== undefined && state.welcomed) {
+      answer(payload);
+    }
+  };
+  socket.onclose = () => {
+    clearInterval(heartbeat);
+    if (state.socket !== socket) return;
+    const wasWelcomed = state.welcomed;
+    state.socket = null;
+    state.welcomed = false;
+    if (wasWelcomed) {
+      // The server went away: let go of the tabs (Chrome's "debugging" bar goes with them).
+      // They stay in scope and are attached again when a server connects.
+      state.backoff = BACKOFF_MIN_MS;
+      detachAll();
+    }
+    retryLater(wasWelcomed ? "disconnected" : "unreachable");
+  };
+}
+
+function retryLater(status) {
+  state.status = status;
+  state.nextAttempt = Date.now() + state.backoff;
+  setTimeout(connect, state.backoff);
+  state.backoff = Math.min(state.backoff * 2, BACKOFF_MAX_MS);
+}
+
+async function welcome(socket, payload) {
+  state.mode = payload.scope === "all" ? "all" : "agent";
+  await chrome.storage.local.set({ mode: state.mode });
+  for (const tab of await chrome.tabs.query({})) {
+    const entry = state.scope.get(tab.id);
+    if (state.mode === "all" && !entry && attachable(tab)) state.scope.set(tab.id, { reason: "all" });
+    // Shared only because a previous server asked for every tab: not for this one.
+    if (state.mode === "agent" && entry && entry.reason === "all") state.scope.delete(tab.id);
+  }
+  const records = [];
+  for (const tabId of [...state.scope.keys()]) {
+    try {
+      records.push(await attach(tabId));
+    } catch (error) {
+      await leave(tabId, null); // closed meanwhile, or a page the debugger may not attach to
+    }
+  }
+  await saveScope();
+  if (state.socket !== socket) return;
+  state.welcomed = true;
+  state.status = "connected";
+  state.backoff = BACKOFF_MIN_MS;
+  send({
+    type: "hello",
+    protocol: PROTOCOL,
+    version: chrome.runtime.getManifest().version,
+    userAgent: navigator.userAgent,
+    tabs: records,
+  });
+  await paintAllBadges();
+}
+
+// -- requests from the server ----------------------------------------------------------------------
+
+const handlers = {
+  cdp({ tabId, sessionId, method, params }) {
+    // Sent at once, in arrival order: commands to one tab must not overtake each other. Those for a
+    // tab still being attached wait for the attach, in order.
+    const target = sessionId ? { tabId, sessionId } : { tabId };
+    const send = () => chrome.debugger.sendCommand(target, method, params || {});
+    const attaching = state.attaching.get(tabId);
+    if (attaching) return attaching.then(send);
+    if (!state.attached.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
+    return send();
+  },
+
+  async createTab({ url }) {
+    const windowId = await agentWindow();
+    const tab = await chrome.tabs.create({ windowId, url: url || "about:blank", active: false });
+    state.scope.set(tab.id, { reason: "agent" });
+    await saveScope();
+    await group(tab);
+    return attach(tab.id);
+  },
+
+  async closeTab({ tabId }) {
+    if (!state.scope.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
+    await chrome.tabs.remove(tabId);
+    return {};
+  },
+
+  async activateTab({ tabId }) {
+    if (!state.scope.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
+    const tab = await chrome.tabs.update(tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true });
+    return {};
+  },
+};
+
+function answer(request) {
+  let result;
+  try {
+    const handler = Object.hasOwn(handlers, request.method) ? handlers[request.method] : null;
+    if (!handler) throw new Error(`unknown request ${request.method}`);
+    result = Promise.resolve(handler(request.params || {}));
+  } catch (error) {
+    result = Promise.reject(error);
+  }
+  result.then(
+    (value) => send({ id: request.id, result: value ?? {} }),
+    (error) => send({ id: request.id, error: errorOf(error) }),
+  );
+}
+
+function errorOf(error) {
+  // chrome.debugger reports a CDP error as the protocol's own JSON ({"code", "message"}).
+  const text = message(error);
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed && typeof parsed.message === "string") {
+      return { code: parsed.code ?? -32000, message: parsed.message, data: parsed.data };
+    }
+  } catch {
+    // not JSON: a plain extension error
+  }
+  return { code: -32000, message: text };
+}
+
+// -- tabs in scope -------------------------------------------------------------------------------
+
+function attachable(tab) {
+  const url = tab.url || tab.pendingUrl || "";
+  return !/^(chrome|chrome-extension|chrome-untrusted|devtools|edge|view-source):/.test(url);
+}
+
+function attach(tabId) {
+  let pending = state.attaching.get(tabId);
+  if (!pending) {
+    pending = attachNow(tabId);
+    state.attaching.set(tabId, pending);
+    const forget = () => state.attaching.delete(tabId);
+    pending.then(forget, forget);
+  }
+  return pending;
+}
+
+async function attachNow(tabId) {
+  let fresh = true;
+  try {
+    await chrome.debugger.attach({ tabId }, "1.3");
+  } catch (error) {
+    // Attached already: by this extension before its worker restarted (the commands below
+    // work), or by someone else (they fail, and the tab cannot be in scope).
+    if (!/already attached/i.test(message(error))) throw error;
+    fresh = false;
+  }
+  const { targetInfo } = await chrome.debugger.sendCommand({ tabId }, "Target.getTargetInfo");
+  state.attached.add(tabId);
+  const entry = state.scope.get(tabId);
+  if (entry) entry.targetId = targetInfo.targetId;
+  const tab = await chrome.tabs.get(tabId);
+  return {
+    ...tabRecord(tab),
+    targetId: targetInfo.targetId,
+    browserContextId: targetInfo.browserContextId,
+    url: tab.url || targetInfo.url,
+    title: tab.title || targetInfo.title,
+    fresh,
+  };
+}
+
+function tabRecord(tab) {
+  return {
+    tabId: tab.id,
+    windowId: tab.windowId,
+    pinned: tab.pinned,
+    url: tab.url || tab.pendingUrl || "",
+    title: tab.title || "",
+    // Chrome's own openerTabId names the active tab when a background tab opens one: the opener
+    // in scope that asked for the window is the one that counts.
+    openerTabId: state.scope.get(tab.id)?.opener ?? null,
+  };
+}
+
+function detachAll() {
+  for (const tabId of state.attached) {
+    chrome.debugger.detach({ tabId }).catch(() => {});
+  }
+  state.attached.clear();
+}
+
+async function enter(tab, reason, opener = null) {
+  const tabId = tab.id;
+  if (state.scope.has(tabId)) return;
+  state.scope.set(tabId, opener === null ? { reason } : { reason, opener });
+  saveScope().catch(() => {});
+  paintBadge(tabId).catch(() => {});
+  if (!state.welcomed) return; // attached when a server connects
+  // Announce the tab by its target at once (the action that opened it hears of it now, not after
+  // the attach); commands for it wait for the attach (see handlers.cdp).
+  const attaching = attach(tabId);
+  attaching.catch(() => {}); // awaited below
+  const target = (await chrome.debugger.getTargets()).find((t) => t.tabId === tabId);
+  if (target) send({ type: "tab", event: "opening", tab: { ...tabRecord(tab), targetId: target.id } });
+  try {
+    send({ type: "tab", event: "created", tab: await attaching });
+  } catch (error) {
+    await leave(tabId, target ? "detached" : null);
+  }
+}
+
+// Take a tab out of scope; tell the server why (`reason`), unless null (it never heard of it).
+async function leave(tabId, reason) {
+  state.windowOpens.delete(tabId);
+  if (!state.scope.delete(tabId)) return;
+  await saveScope();
+  if (state.attached.delete(tabId)) {
+    chrome.debugger.detach({ tabId }).catch(() => {});
+  }
+  if (reason) send({ type: "tab", event: "removed", tabId, reason });
+  await paintBadge(tabId);
+}
+
+async function agentWindow() {
+  try {
+    const window = await chrome.windows.getLastFocused({ windowTypes: ["normal"] });
+    if (window && window.id !== undefined) return window.id;
+  } catch {
+    // no normal window: open one below
+  }
+  const window = await chrome.windows.create({ focused: false });
+  return window.id;
+}
+
+async function group(tab) {
+  try {
+    const [existing] = await chrome.tabGroups.query({ title: GROUP_TITLE, windowId: tab.windowId });
+    if (existing) {
+      await chrome.tabs.group({ tabIds: [tab.id], groupId: existing.id });
+    } else {
+      const groupId = await chrome.tabs.group({ tabIds: [tab.id], createProperties: { windowId: tab.windowId } });
+      await chrome.tabGroups.update(groupId, { title: GROUP_TITLE, color: "blue" });
+    }
+  } catch (error) {
+    // Popup windows have no tab groups; the tab is in scope all the same.
+  }
+}
+
+// -- the action button: share or stop sharing a tab ----------------------------------------------------
+
+async function paintBadge(tabId) {
+  const shared = state.scope.has(tabId);
+  try {
+    await chrome.action.setBadgeText({ tabId, text: shared ? "ON" : "" });
+    await chrome.action.setTitle({
+      tabId,
+      title: !state.server
+        ? "tabpilot: click to pair with a server"
+        : shared
+          ? "tabpilot can see and control this tab (click to stop sharing it)"
+          : "tabpilot: click to share this tab with the agent",
+    });
+  } catch {
+    // the tab closed meanwhile
+  }
+}
+
+async function paintAllBadges() {
+  for (const tab of await chrome.tabs.query({})) await paintBadge(tab.id);
+}
+
+// The action button: share the tab with the agent, or stop sharing it (unpaired: pair first).
+async function toggleSharing(tab) {
+  await ready;
+  if (!state.server) {
+    await chrome.tabs.create({ url: chrome.runtime.getURL("connect.html") });
+  } else if (state.scope.has(tab.id)) {
+    await leave(tab.id, "unshared");
+  } else if (attachable(tab)) {
+    await enter(tab, "shared");
+  }
+}
+
+chrome.action.onClicked.addListener(toggleSharing);
+
+// -- browser events --------------------------------------------------------------------------------------
+
+// The tab in scope that opened `tab`: the one whose page asked for a window at its URL lately
+// (Page.windowOpen comes before tabs.onCreated), or Chrome's openerTabId if that is in scope.
+function openerInScope(tab) {
+  const url = tab.pendingUrl || tab.url || "";
+  const now = Date.now();
+  for (const [tabId, opens] of state.windowOpens) {
+    const index = opens.findIndex((open) => now - open.at < WINDOW_OPEN_MEMORY_MS && (open.url === url || !url));
+    if (index >= 0 && state.scope.has(tabId)) {
+      opens.splice(index, 1);
+      return tabId;
+    }
+  }
+  return tab.openerTabId !== undefined && state.scope.has(tab.openerTabId) ? tab.openerTabId : null;
+}
+
+chrome.tabs.onCreated.addListener(async (tab) => {
+  await ready;
+  const opener = openerInScope(tab);
+  if (opener !== null) {
+    await enter(tab, "opened", opener); // a popup, or a link a tab in scope opened
+  } else if (state.mode === "all" && state.server && attachable(tab)) {
+    await enter(tab, "all");
+  }
+});
+
+chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
+  await ready;
+  if (!state.scope.has(tabId)) {
+    if (state.mode === "all" && state.server && change.url && attachable(tab)) await enter(tab, "all");
+    return;
+  }
+  if (state.attached.has(tabId) && ("url" in change || "title" in change || "pinned" in change)) {
+    send({ type: "tab", event: "updated", tab: tabRecord(tab) });
+  }
+  if ("status" in change) await paintBadge(tabId); // Chrome resets per-tab badges on navigation
+});
+
+chrome.tabs.onAttached.addListener(async (tabId) => {
+  await ready;
+  if (state.attached.has(tabId)) {
+    send({ type: "tab", event: "updated", tab: tabRecord(await chrome.tabs.get(tabId)) });
+  }
+});
+
+chrome.tabs.onRemoved.addListener(async (tabId) => {
+  await ready;
+  await leave(tabId, "closed");
+});
+
+chrome.tabs.onReplaced.addListener(async (addedTabId, removedTabId) => {
+  await ready;
+  const entry = state.scope.get(removedTabId);
+  if (!entry) return;
+  await leave(removedTabId, "closed");
+  await enter(await chrome.tabs.get(addedTabId), entry.reason);
+});
+
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  if (method === "Page.windowOpen" && !source.sessionId && state.attached.has(source.tabId)) {
+    const now = Date.now();
+    const opens = (state.windowOpens.get(source.tabId) || []).filter((o) => now - o.at < WINDOW_OPEN_MEMORY_MS);
+    opens.push({ url: params.url, at: now });
+    state.windowOpens.set(source.tabId, opens);
+  }
+  if (source.tabId !== undefined && state.attached.has(source.tabId)) {
+    send({ type: "cdp", tabId: source.tabId, sessionId: source.sessionId, method, params });
+  }
+});
+
+chrome.debugger.onDetach.addListener(async (source, reason) => {
+  await ready;
+  const tabId = source.tabId;
+  if (tabId === undefined || !state.attached.delete(tabId)) return;
+  if (reason === "canceled_by_user") {
+    await leave(tabId, "canceled"); // the user dismissed Chrome's debugging bar: hands off
+    return;
+  }
+  // The tab closed (onRemoved reports it), or went where the debugger may not follow.
+  try {
+    await chrome.tabs.get(tabId);
+  } catch {
+    return;
+  }
+  await leave(tabId, "detached");
+});
+
+chrome.alarms.onAlarm.addListener((alarm) => {
+  if (alarm.name === ALARM) connect();
+});
+
+// Listening to these makes Chrome start the worker when the browser starts and when the
+// extension is installed, updated or reloaded: it reconnects without waiting for a tab event.
+chrome.runtime.onStartup.addListener(() => connect());
+chrome.runtime.onInstalled.addListener(() => connect());
+
+// -- pairing (from the connect page) ------------------------------------------------------------------
+
+async function pair(port, token) {
+  await ready;
+  if (!Number.isInteger(port) || port < 1 || port > 65535 || typeof token !== "string" || !token) {
+    throw new Error("a port (1-65535) and a token are needed");
+  }
+  const same = state.server && state.server.port === port && state.server.token === token;
+  state.server = { port, token };
+  await chrome.storage.local.set({ server: state.server });
+  chrome.alarms.create(ALARM, { periodInMinutes: ALARM_PERIOD_MINUTES });
+  if (!same && state.socket) {
+    const old = state.socket;
+    state.socket = null;
+    state.welcomed = false;
+    detachAll();
+    old.close();
+  }
+  state.backoff = BACKOFF_MIN_MS;
+  state.nextAttempt = 0;
+  await connect();
+  await paintAllBadges();
+}
+
+async function forget() {
+  await ready;
+  state.server = null;
+  await chrome.storage.local.remove("server");
+  await chrome.alarms.clear(ALARM);
+  const socket = state.socket;
+  state.socket = null;
+  state.welcomed = false;
+  state.status = "unpaired";
+  detachAll();
+  if (socket) socket.close();
+  await paintAllBadges();
+}
+
+function statusInfo() {
+  return {
+    status: state.status,
+    port: state.server ? state.server.port : null,
+    mode: state.mode,
+    tabsInScope: state.scope.size,
+  };
+}
+
+chrome.runtime.onMessage.addListener((request, sender, reply) => {
+  // Only this extension's own pages may pair it: web pages cannot open them or message it.
+  if (sender.id !== chrome.runtime.id || !String(sender.url || "").startsWith(chrome.runtime.getURL(""))) {
+    return false;
+  }
+  let work;
+  if (request.type === "pair") work = pair(Number(request.port), String(request.token || ""));
+  else if (request.type === "forget") work = forget();
+  else work = ready;
+  work.then(
+    () => reply({ ok: true, ...statusInfo() }),
+    (error) => reply({ ok: false, error: message(error), ...statusInfo() }),
+  );
+  return true; // answered asynchronously
+});
+
+connect();

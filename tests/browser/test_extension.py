@@ -1,0 +1,250 @@
+"""The user's own browser through the tabpilot extension: a real Chromium with the shipped extension
+loaded, the bridge, and the library on top. tabpilot is given no debugging port: everything goes
+through the extension's WebSocket to 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import InvalidStatus
+
+from support import ExtensionChromium, extension_chromium, free_port, remote_chromium, wait_until
+from tabpilot import (
+    ActionError,
+    ConnectError,
+    ExtensionBridge,
+    ExtensionNotConnectedError,
+    InstanceUnreachableError,
+    TabManager,
+    extension_id,
+    extension_path,
+    navigate,
+)
+from tabpilot.demo.site import LocalSite
+
+
+@pytest.fixture
+def chromium(browser_path: str, site: LocalSite) -> Iterator[ExtensionChromium]:
+    with extension_chromium(browser_path, site.url("/page/user")) as browser:
+        yield browser
+
+
+@pytest.fixture
+async def bridge() -> AsyncIterator[ExtensionBridge]:
+    async with ExtensionBridge(port=0, token="test-token", reconnect_grace=3) as started:
+        yield started
+
+
+def user_tabs(chromium: ExtensionChromium) -> list[str]:
+    return [p["url"] for p in chromium.pages() if "/page/user" in p["url"]]
+
+
+def test_the_shipped_extension_has_a_fixed_id_and_asks_only_what_it_needs() -> None:
+    manifest = json.loads((extension_path() / "manifest.json").read_text())
+    assert manifest["manifest_version"] == 3
+    assert extension_id() == extension_id(manifest["key"]) == "digpkllncpicmkoabocpecjmfbjflfim"
+    assert set(manifest["permissions"]) == {"debugger", "tabs", "tabGroups", "storage", "alarms"}
+    assert "host_permissions" not in manifest
+    for name in ("service_worker.js", "connect.html", "connect.js"):
+        assert (extension_path() / name).is_file()
+
+
+async def test_the_bridge_refuses_other_origins_a_missing_or_wrong_token_and_discovery(
+    bridge: ExtensionBridge,
+) -> None:
+    base = f"ws://{bridge.address}"
+    good_origin = f"chrome-extension://{extension_id()}"
+    refused = [
+        (f"{base}/extension?token=test-token", "http://127.0.0.1:8000"),  # a web page on this machine
+        (f"{base}/extension?token=test-token", "chrome-extension://" + "a" * 32),  # another extension
+        (f"{base}/extension?token=test-token", None),
+        (f"{base}/extension", good_origin),
+        (f"{base}/extension?token=wrong", good_origin),
+        (bridge.cdp_endpoint, "http://127.0.0.1:8000"),  # the relay, from a page that learnt its path
+        (f"{base}/devtools/browser/guess", None),
+    ]
+    for url, origin in refused:
+        with pytest.raises(InvalidStatus) as refusal:
+            async with ws_connect(url, origin=origin):  # type: ignore[arg-type]
+                pass
+        assert refusal.value.response.status_code in (403, 404), (url, origin)
+    for path in ("/json/version", "/json/list", "/json"):
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            # In a thread: the bridge answers from this test's event loop.
+            await asyncio.to_thread(urllib.request.urlopen, f"http://{bridge.address}{path}", timeout=5)
+        assert missing.value.code in (404, 426)
+    # The right origin and token get the welcome.
+    async with ws_connect(f"{base}/extension?token=test-token", origin=good_origin) as socket:  # type: ignore[arg-type]
+        welcome = json.loads(await asyncio.wait_for(socket.recv(), 5))
+        assert welcome == {"type": "welcome", "scope": "agent", "protocol": 1}
+    assert not bridge.connected  # it never said hello
+
+
+async def test_connecting_without_the_extension_says_how_to_pair_it(bridge: ExtensionBridge) -> None:
+    async with TabManager() as manager:
+        with pytest.raises(ExtensionNotConnectedError) as missing:
+            await manager.connect_extension(bridge, timeout=0.2)
+        assert bridge.address in missing.value.fact and "connect page" in missing.value.advice
+        manager.watch_extension(bridge)
+        with pytest.raises(ExtensionNotConnectedError):
+            manager.instance()
+
+
+async def test_the_agent_works_in_its_own_tabs_of_the_users_browser_and_never_sees_the_users_tab(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        instance = await manager.connect_extension(bridge, timeout=20)
+        assert instance.kind == "extension" and instance.endpoint == bridge.address
+        # Nothing was in scope: the agent got one blank tab of its own, in the "tabpilot" group.
+        (first,) = manager.tabs()
+        assert first.url == "about:blank" and first.chrome_tab_id is not None and first.window_id is not None
+        tab = await manager.new_tab(site.url("/page/a"))
+        snapshot = await tab.snapshot()
+        assert 'heading "Page a"' in snapshot.text
+        infos = {i.id: i for i in manager.tabs()}
+        assert set(infos) == {first.id, tab.id}
+        assert all("/page/user" not in i.url for i in infos.values())
+        grouped = await asyncio.to_thread(
+            chromium.in_extension,
+            "chrome.tabGroups.query({title: 'tabpilot'}).then(async ([g]) => "
+            "(await chrome.tabs.query({groupId: g.id})).map(t => t.id))",
+        )
+        assert sorted(grouped) == sorted(i.chrome_tab_id or -1 for i in infos.values())  # -1: no id, fails
+        assert user_tabs(chromium)  # still open, never touched
+
+
+async def test_a_tab_the_user_shares_joins_and_leaves_as_the_button_toggles(
+    chromium: ExtensionChromium, bridge: ExtensionBridge
+) -> None:
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        toggle = (
+            "chrome.tabs.query({}).then(ts => toggleSharing(ts.find(t => t.url.includes('/page/user'))))"
+            ".then(() => true)"
+        )
+        await asyncio.to_thread(chromium.in_extension, toggle)
+        await wait_until(lambda: any("/page/user" in t.url for t in manager.tabs()), 10)
+        await manager.settle()
+        shared = next(t for t in manager.tabs() if "/page/user" in t.url)
+        assert manager.events.history(tab_id=shared.id)[0].data["cause"] == "external"
+        assert "Page user" in (await manager.tab(shared.id).snapshot()).text
+        await asyncio.to_thread(chromium.in_extension, toggle)
+        await wait_until(lambda: all("/page/user" not in t.url for t in manager.tabs()), 10)
+        await manager.settle()
+        closed = [e for e in manager.events.history(tab_id=shared.id) if e.type == "tab_closed"]
+        assert closed and closed[0].data["by"] == "external"
+        assert user_tabs(chromium)  # unshared, not closed
+
+
+async def test_a_service_worker_restart_keeps_the_instance_and_every_tab_id(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        instance = await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/page/a"))
+        before = [(t.id, t.target_id, t.chrome_tab_id) for t in manager.tabs()]
+        await asyncio.to_thread(chromium.stop_service_worker)
+        await wait_until(lambda: not bridge.connected, 5)
+        # Meanwhile page work fails at once, saying why.
+        started = time.monotonic()
+        with pytest.raises(InstanceUnreachableError):
+            await tab.snapshot()
+        assert time.monotonic() - started < 1
+        assert await bridge.wait_connected(10)  # the worker's alarm woke it; it reconnected
+        assert instance.state == "open"
+        assert [(t.id, t.target_id, t.chrome_tab_id) for t in manager.tabs()] == before
+        assert 'heading "Page a"' in (await tab.snapshot()).text
+        await navigate(tab, "goto", site.url("/page/b"))
+        assert tab.title == "Page b"
+
+
+async def test_a_killed_browser_fails_tools_at_once_and_is_lost_after_the_grace(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        instance = await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/page/a"))
+        chromium.kill()
+        started = time.monotonic()
+        # A call under way when the browser dies fails as the action it was; the next ones at once.
+        with pytest.raises((ActionError, InstanceUnreachableError)):
+            await asyncio.wait_for(tab.snapshot(), 10)
+        with pytest.raises(InstanceUnreachableError):
+            await asyncio.wait_for(tab.snapshot(), 10)
+        assert time.monotonic() - started < 3
+        await wait_until(lambda: instance.state == "lost", bridge.reconnect_grace + 5)
+        assert "did not come back" in (instance.lost_reason or "")
+
+        def closed() -> list[str]:
+            return [e.data["by"] for e in manager.events.history(tab_id=tab.id) if e.type == "tab_closed"]
+
+        await wait_until(closed, 5)
+        assert closed() == ["crash"]
+
+
+async def test_auto_connect_finds_a_running_chrome_through_its_devtools_active_port(
+    browser_path: str, tmp_path: Path
+) -> None:
+    with remote_chromium(browser_path) as remote:
+        async with TabManager() as manager:
+            instance = await manager.auto_connect(user_data_dir=remote.profile, timeout=10)
+            assert instance.kind == "cdp" and instance.endpoint is not None
+            assert instance.endpoint.startswith(f"ws://127.0.0.1:{remote.port}/devtools/browser/")
+            assert len(manager.tabs()) == 1
+        # No file: Chrome is not running there with remote debugging on; say how to turn it on.
+        async with TabManager() as manager:
+            with pytest.raises(ConnectError) as missing:
+                await manager.auto_connect(user_data_dir=str(tmp_path))
+            assert missing.value.reason == "no_debugging"
+            assert "DevToolsActivePort" in missing.value.fact
+            assert "chrome://inspect/#remote-debugging" in missing.value.advice
+            # A file left behind by a Chrome that quit names a port nobody answers on.
+            (tmp_path / "DevToolsActivePort").write_text(f"{free_port()}\n/devtools/browser/gone\n")
+            with pytest.raises(ConnectError) as stale:
+                await manager.auto_connect(user_data_dir=str(tmp_path), timeout=2)
+            assert stale.value.reason == "no_debugging" and "did not answer" in stale.value.fact
+
+
+async def test_with_scope_all_every_tab_is_the_agents_and_tabs_the_user_opens_are_reported(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    async with ExtensionBridge(port=0, token="test-token", scope="all") as bridge:
+        await asyncio.to_thread(chromium.open, bridge.connect_url)
+        async with TabManager() as manager:
+            await manager.connect_extension(bridge, timeout=20)
+            # The user's page is in scope; the extension's own page never is (no debugger there).
+            assert [t.url for t in manager.tabs()] == [site.url("/page/user")]
+            target = await asyncio.to_thread(chromium.open, site.url("/page/later"))
+            await wait_until(lambda: any(t.target_id == target for t in manager.tabs()), 10)
+            await manager.settle()
+            later = next(t for t in manager.tabs() if t.target_id == target)
+            assert manager.events.history(tab_id=later.id)[0].data["cause"] == "external"
+
+
+async def test_a_cross_site_iframe_works_through_the_child_sessions_of_the_tab(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    # localhost and 127.0.0.1 are different sites: the iframe runs in a process (target) of its own.
+    site.set_content(
+        "/framed", f'<h1>Outer</h1><iframe src="http://localhost:{site.port}/page/inner"></iframe>'
+    )
+    await asyncio.to_thread(chromium.open, bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/framed"))
+        await wait_until(lambda: True)
+        snapshot = await tab.snapshot()
+        assert 'heading "Outer"' in snapshot.text and 'heading "Page inner"' in snapshot.text

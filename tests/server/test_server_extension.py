@@ -1,0 +1,226 @@
+"""The user's own browser through the tabpilot extension, driven through MCP as an agent would: a
+real Chromium with the shipped extension and a page of the user's own, `serve --extension`, and a
+real MCP client (in memory, and over stdio as `tabpilot serve`). tabpilot gets no debugging port;
+everything runs on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import InvalidStatus
+
+import tabpilot.server.state
+from support import (
+    ExtensionChromium,
+    error,
+    extension_chromium,
+    free_port,
+    ref_of,
+    remote_chromium,
+    result_of,
+    section,
+    text,
+)
+from tabpilot import BrowserOptions, cli, extension_id
+from tabpilot.demo.site import LocalSite
+from tabpilot.server import ServerConfig, TabpilotServer, create_server
+
+TOKEN = "test-pairing-token"
+
+
+@pytest.fixture
+def chromium(browser_path: str, site: LocalSite) -> Iterator[ExtensionChromium]:
+    with extension_chromium(browser_path, site.url("/page/user")) as browser:
+        yield browser
+
+
+def extension_server(port: int, **options: Any) -> TabpilotServer:
+    return create_server(ServerConfig(extension=True, extension_port=port, extension_token=TOKEN, **options))
+
+
+def connect_url(port: int) -> str:
+    return f"chrome-extension://{extension_id()}/connect.html?port={port}&token={TOKEN}"
+
+
+async def pair(chromium: ExtensionChromium, port: int) -> None:
+    """Open the connect page as the user (or their automation) does."""
+    await asyncio.to_thread(chromium.open, connect_url(port))
+
+
+async def call(mcp: Client, tool: str, **arguments: Any) -> CallToolResult:
+    result = await mcp.call_tool(tool, arguments)
+    assert not result.is_error, text(result)
+    return result
+
+
+async def user_tab_alive(chromium: ExtensionChromium) -> bool:
+    return any("/page/user" in p["url"] for p in await asyncio.to_thread(chromium.pages))
+
+
+async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every_tool(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    port = free_port()
+    async with Client(extension_server(port)) as mcp:
+        await pair(chromium, port)
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))
+        # The agent's own blank tab only: the user's page is never listed.
+        (start,) = listed["tabs"]
+        assert start["url"] == "about:blank" and start["chromeTabId"] and start["windowId"]
+        instances = result_of(await call(mcp, "browser_instance", action="list"))["instances"]
+        assert [(i["kind"], i["endpoint"]) for i in instances] == [("extension", f"127.0.0.1:{port}")]
+
+        home = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/")))["tabId"]
+        await call(
+            mcp,
+            "browser_navigate",
+            action="goto",
+            url=site.url("/console?msg=hello-from-background"),
+            tabId=start["id"],
+        )
+        snapshot = section(await call(mcp, "browser_snapshot", tabId=home), "Snapshot")
+        assert 'heading "Home"' in snapshot
+
+        # A link that opens a tab, and a popup: reported with their opener, not switched to.
+        clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, "Open A in new tab"))
+        events = section(clicked, "Events")
+        link_tab = int(events.split("opened (link) by tab")[0].rsplit("tab ", 1)[1].strip())
+        assert f"tab {link_tab} opened (link) by tab {home}" in events
+        popup = await call(mcp, "browser_click", ref=ref_of(snapshot, "Open popup"))
+        assert f"opened (popup) by tab {home}" in section(popup, "Events")
+        tabs = {t["id"]: t for t in result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]}
+        assert tabs[link_tab]["openerId"] == home and tabs[home]["active"]
+        assert 'heading "Page a"' in section(await call(mcp, "browser_snapshot", tabId=link_tab), "Snapshot")
+
+        # The console of a background tab.
+        logs = result_of(await call(mcp, "browser_observe", what="logs", tabId=start["id"]))
+        assert [e["text"] for e in logs["entries"]] == ["hello-from-background"]
+
+        # close_others closes the agent's other tabs and never the user's.
+        closed = result_of(await call(mcp, "browser_tabs", action="close_others", keepTabId=home))
+        assert closed["remainingTabIds"] == [home] and closed["closedCount"] == len(tabs) - 1
+        assert await user_tab_alive(chromium)
+        pages = await asyncio.to_thread(chromium.pages)  # the user's (and the connect page) and the kept one
+        web = sorted(p["url"] for p in pages if p["url"].startswith("http"))
+        assert web == sorted([site.url("/page/user"), site.url("/")])
+
+
+async def test_a_service_worker_restart_reconnects_with_the_same_tab_ids(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    port = free_port()
+    async with Client(extension_server(port)) as mcp:
+        await pair(chromium, port)
+        await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
+        before = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        await asyncio.to_thread(chromium.stop_service_worker)
+        deadline = time.monotonic() + 15
+        while True:  # tools fail at once while it is away, and work again when it is back
+            result = await mcp.call_tool("browser_snapshot", {})
+            if not result.is_error:
+                break
+            assert "cannot reach its browser now" in error(result), text(result)
+            assert time.monotonic() < deadline, "the extension did not reconnect"
+            await asyncio.sleep(0.2)
+        assert 'heading "Page a"' in section(result, "Snapshot")
+        after = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        assert [(t["id"], t["chromeTabId"]) for t in after] == [(t["id"], t["chromeTabId"]) for t in before]
+
+
+async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tabpilot.server.state, "EXTENSION_FIRST_WAIT", 0.2)
+    port = free_port()
+    async with Client(extension_server(port)) as mcp:
+        message = error(
+            await mcp.call_tool("browser_navigate", {"action": "goto", "url": "http://127.0.0.1/"})
+        )
+        assert f"has not connected to 127.0.0.1:{port}" in message
+        assert f"chrome-extension://{extension_id()}/connect.html" in message
+        waiting = result_of(await call(mcp, "browser_instance", action="connect", extension=True))
+        assert waiting == {"waiting": True, "listening": f"127.0.0.1:{port}", "connectUrl": connect_url(port)}
+
+
+async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_fast_once_it_is_killed(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    port = free_port()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "tabpilot",
+            "serve",
+            "--extension",
+            "--extension-port",
+            str(port),
+            "--extension-token",
+            TOKEN,
+        ],
+    )
+    async with Client(params) as mcp:
+        await pair(chromium, port)
+        start = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"][0]["id"]
+        await call(mcp, "browser_navigate", action="goto", url=site.url("/page/b"), tabId=start)
+        assert 'heading "Page b"' in section(await call(mcp, "browser_snapshot", tabId=start), "Snapshot")
+        # A web page (any Origin but the extension's) and a caller without the token are refused.
+        for origin, query in ((site.origin, f"?token={TOKEN}"), (f"chrome-extension://{extension_id()}", "")):
+            with pytest.raises(InvalidStatus) as refused:
+                async with ws_connect(f"ws://127.0.0.1:{port}/extension{query}", origin=origin):  # type: ignore[arg-type]
+                    pass
+            assert refused.value.response.status_code == 403
+        await asyncio.to_thread(chromium.kill)
+        started = time.monotonic()
+        failed = await mcp.call_tool("browser_snapshot", {"tabId": start})
+        assert failed.is_error and time.monotonic() - started < 3, text(failed)
+        assert "extension" in error(failed)
+
+
+async def test_serve_auto_connect_attaches_to_the_running_chrome_or_says_how_to_turn_debugging_on(
+    browser_path: str, tmp_path: Path
+) -> None:
+    with remote_chromium(browser_path) as remote:
+        config = ServerConfig(auto_connect=True, browser=BrowserOptions(user_data_dir=remote.profile))
+        async with Client(create_server(config)) as mcp:
+            (instance,) = result_of(await call(mcp, "browser_instance", action="list"))["instances"]
+            assert instance["kind"] == "cdp" and f"127.0.0.1:{remote.port}" in instance["endpoint"]
+    config = ServerConfig(auto_connect=True, browser=BrowserOptions(user_data_dir=str(tmp_path)))
+    async with Client(create_server(config)) as mcp:
+        message = error(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert "no DevToolsActivePort file" in message
+        assert "chrome://inspect/#remote-debugging" in message and "--auto-connect" in message
+
+
+def test_serve_flags_for_the_users_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABPILOT_EXTENSION_TOKEN", "from-the-environment")
+    config = cli.config_from_args(
+        cli.build_parser().parse_args(
+            ["serve", "--extension", "--extension-port", "9999", "--extension-scope", "all"]
+        )
+    )
+    assert (config.extension, config.extension_port, config.extension_scope) == (True, 9999, "all")
+    assert config.extension_token == "from-the-environment"
+    for refused in (
+        ["--extension", "--auto-connect"],
+        ["--extension", "--cdp-endpoint", "http://127.0.0.1:9222"],
+        ["--extension", "--http", "127.0.0.1:8931"],
+    ):
+        with pytest.raises(ValueError):
+            cli.config_from_args(cli.build_parser().parse_args(["serve", *refused]))
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["serve", "--extension-id", "not-an-id"])
+
+
+def test_tabpilot_extension_prints_the_folder_to_load_and_the_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["extension", "path"]) == 0
+    assert Path(capsys.readouterr().out.strip(), "manifest.json").is_file()
+    assert cli.main(["extension", "id"]) == 0
+    assert capsys.readouterr().out.strip() == extension_id()
