@@ -60,6 +60,7 @@ from ._options import BrowserOptions, parse_header, parse_viewport
 from ._policy import UrlPolicy
 from ._pw import Driver, MouseButton
 from ._refs import parse_ref, scope_snapshot
+from ._secrets import Secrets
 from ._services import TabBudget
 from ._tab import Snapshot, Tab
 from ._telemetry import (
@@ -137,6 +138,7 @@ __all__ = [
     "PendingRequest",
     "Query",
     "RefError",
+    "Secrets",
     "Snapshot",
     "StaleRefError",
     "Tab",

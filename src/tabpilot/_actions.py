@@ -420,26 +420,46 @@ async def screenshot(
     ref: str | None = None,
     image_type: ImageType = "png",
     quality: int | None = None,
+    max_width: int | None = None,
     timeout: float | None = None,
 ) -> bytes:
     """An image of the tab's viewport (`full_page`: the whole page; `ref`: one element), PNG or
-    JPEG (`quality` 0-100, JPEG only). Works on a background tab without activating it."""
+    JPEG (`quality` 0-100, JPEG only), scaled down to `max_width` pixels if wider. Works on a
+    background tab without activating it."""
     if full_page and ref is not None:
         raise ValueError(
             "fullPage and ref exclude each other: a screenshot is of the page or of one element."
         )
     if quality is not None and (image_type != "jpeg" or not 0 <= quality <= 100):
         raise ValueError("quality applies to JPEG only, from 0 to 100.")
+    if max_width is not None and max_width < 16:
+        raise ValueError("maxWidth must be at least 16 pixels.")
     timeout = timeout or tab.host.timeouts.action * 2
-    if ref is not None:
-        element = await tab.element(ref)
-        job = element.screenshot(image_type=image_type, quality=quality, timeout=timeout)
-        what = f"Screenshot of {ref} on tab {tab.id}"
-    else:
-        page = await tab.usable()
-        job = page.screenshot(full_page=full_page, image_type=image_type, quality=quality, timeout=timeout)
-        what = f"Screenshot of tab {tab.id}"
-    data, result = await _act(tab, what, job, ref=ref, timeout=timeout, watch_tabs=False)
+    page = await tab.usable()
+    element = await tab.element(ref) if ref is not None else None
+    what = f"Screenshot of {ref} on tab {tab.id}" if ref is not None else f"Screenshot of tab {tab.id}"
+
+    async def shoot() -> bytes:
+        if max_width is not None:
+            # The area in CSS pixels of the document; scaled by the browser when wider than wanted.
+            area = _FULL_PAGE if full_page else _VIEWPORT
+            clip = await (
+                element.evaluate(_ELEMENT_AREA, timeout=timeout) if element else page.evaluate(area)
+            )
+            x, y, width, height = (float(v) for v in clip)
+            if width > max_width and width > 0 and height > 0:
+                return await page.capture(
+                    (x, y, width, height), scale=max_width / width, image_type=image_type, quality=quality
+                )
+        if element is not None:
+            return await element.screenshot(image_type=image_type, quality=quality, timeout=timeout)
+        return await page.screenshot(
+            full_page=full_page, image_type=image_type, quality=quality, timeout=timeout
+        )
+
+    data, result = await _act(
+        tab, what, asyncio.wait_for(shoot(), timeout), ref=ref, timeout=timeout, watch_tabs=False
+    )
     if data is None:
         raise ActionError(
             f"{what} was interrupted: {result.dialog.type if result.dialog else 'a'} dialog opened.",
@@ -449,6 +469,17 @@ async def screenshot(
         )
     image: bytes = data
     return image
+
+
+_VIEWPORT = "() => [scrollX, scrollY, innerWidth, innerHeight]"
+_FULL_PAGE = (
+    "() => [0, 0, Math.max(document.documentElement.scrollWidth, innerWidth), "
+    "Math.max(document.documentElement.scrollHeight, innerHeight)]"
+)
+_ELEMENT_AREA = (
+    "(e) => { e.scrollIntoView({block: 'nearest'}); const r = e.getBoundingClientRect(); "
+    "return [r.x + scrollX, r.y + scrollY, r.width, r.height]; }"
+)
 
 
 async def evaluate(

@@ -356,6 +356,14 @@ class Instance:
             return f"the grid session {self.endpoint} stopped answering (the grid ended it, or its node went away)"
         return f"the browser at {self.endpoint} stopped answering"
 
+    async def save_storage_state(self, path: str | os.PathLike[str]) -> dict[str, int]:
+        """Write this instance's cookies and localStorage to `path` (JSON, what
+        `BrowserOptions(storage_state=...)` starts with); returns how many cookies and origins."""
+        self.ensure_usable()
+        with map_playwright_errors(Doing(f"Saving the storage state of instance {self.id}", timeout=30)):
+            state = await asyncio.wait_for(self.context.save_storage_state(os.fspath(path)), 30)
+        return {"cookies": len(state.get("cookies", [])), "origins": len(state.get("origins", []))}
+
     async def close(self) -> None:
         """Close what this instance owns: the browser it launched or the context it created.
 

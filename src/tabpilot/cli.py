@@ -20,6 +20,7 @@ from typing import Any
 from tabpilot import (
     DEFAULT_EXTENSION_PORT,
     BrowserOptions,
+    Secrets,
     __version__,
     extension_id,
     extension_path,
@@ -105,6 +106,13 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
     return value
+
+
+def _directory(text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return str(path.resolve())
 
 
 def _file(text: str) -> str:
@@ -411,6 +419,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated tool sets to offer (default 'default'); see the README for the "
         "compatible sets. Sets whose tool names clash are refused.",
     )
+    _option(
+        tools,
+        "--caps",
+        metavar="GROUPS",
+        help="offer only these groups of the default set, besides core (tabs, navigate, snapshot, click, "
+        "type, keys, select, hover, wait, dialogs): forms, vision, script, observe, instances, storage. "
+        "Default: all",
+    )
+    _option(
+        tools,
+        "--allowed-file-root",
+        metavar="DIR",
+        action="append",
+        type=_directory,
+        help="a folder tools may read uploads from and write files to; repeatable (default: the "
+        "working directory)",
+    )
+    _option(
+        tools,
+        "--secrets",
+        metavar="FILE",
+        type=_file,
+        help="a dotenv file of NAME=value secrets: the agent types {{NAME}} and the server puts the value "
+        "in; the value is masked as {{NAME}} in every response and log",
+    )
 
     telemetry = serve.add_argument_group("telemetry")
     _option(
@@ -534,7 +567,14 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     tool_sets = tuple(t.strip() for t in values.get("tools", "default").split(",") if t.strip()) or (
         "default",
     )
-    select_tools(tool_sets)  # refuse unknown and clashing sets before anything starts
+    caps_given = values.get("caps")
+    caps = None if caps_given is None else tuple(c.strip() for c in caps_given.split(",") if c.strip())
+    select_tools(tool_sets, caps)  # refuse unknown and clashing sets before anything starts
+    secrets_file = values.get("secrets")
+    try:
+        secrets = Secrets.from_dotenv(secrets_file) if secrets_file else Secrets()
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"--secrets {secrets_file}: {exc}") from None
     config = ServerConfig(
         browser=browser,
         cdp_endpoint=values.get("cdp_endpoint"),
@@ -554,6 +594,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         allowed_origins=values.get("allowed_origins", ()),
         blocked_origins=values.get("blocked_origins", ()),
         tools=tool_sets,
+        caps=caps,
+        allowed_file_roots=tuple(values.get("allowed_file_root") or ()),
+        secrets=secrets,
         buffer_size=values.get("buffer_size"),
         redact=not values.get("no_redact", False),
         http_host=http_host,
@@ -637,7 +680,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.exit(2, f"tabpilot serve: error: {exc}\n")
     try:
-        configure_logs(config.log_level, config.log_file)
+        configure_logs(config.log_level, config.log_file, mask=config.secrets.mask)
     except OSError as exc:
         parser.exit(2, f"tabpilot serve: error: --log-file {config.log_file}: {exc.strerror or exc}\n")
     from .server.app import create_server

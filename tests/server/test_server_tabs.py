@@ -157,10 +157,14 @@ async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
             counts.append(len(result_of(listed)["tabs"]))
             seen.append(section(listed, "Events"))
         seen.append(section(await click, "Events"))
-        await asyncio.sleep(0.5)
-        final = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
-        counts.append(len(result_of(final)["tabs"]))
-        seen.append(section(final, "Events"))
+        # The browser may still be opening the last windows (a loaded machine): list until all came.
+        for _ in range(100):
+            final = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+            counts.append(len(result_of(final)["tabs"]))
+            seen.append(section(final, "Events"))
+            if "\n".join(seen).count("opened (popup)") >= 30:
+                break
+            await asyncio.sleep(0.1)
         assert max(counts) <= 5, counts
         events = "\n".join(seen)
         # Every popup beyond the cap was reported opened, then closed: none went unaccounted.

@@ -4,6 +4,7 @@ and CDP sessions. Each method is one Playwright call; errors are translated by t
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import re
 import weakref
@@ -254,6 +255,32 @@ class PageHandle:
         return await self.page.screenshot(
             full_page=full_page, type=image_type, quality=quality, timeout=_ms(timeout)
         )
+
+    async def capture(
+        self,
+        clip: tuple[float, float, float, float],
+        *,
+        scale: float,
+        image_type: Literal["png", "jpeg"],
+        quality: int | None,
+    ) -> bytes:
+        """An image of `clip` (x, y, width, height in CSS pixels of the document) scaled by `scale`,
+        straight from the browser (CDP `Page.captureScreenshot`; Playwright's screenshots do not scale)."""
+        session = await self.page.context.new_cdp_session(self.page)
+        x, y, width, height = clip
+        params: dict[str, Any] = {
+            "format": image_type,
+            "clip": {"x": x, "y": y, "width": width, "height": height, "scale": scale},
+            "captureBeyondViewport": True,
+        }
+        if quality is not None:
+            params["quality"] = quality
+        try:
+            shot = await session.send("Page.captureScreenshot", params)
+        finally:
+            with contextlib.suppress(Exception):
+                await session.detach()
+        return base64.b64decode(shot["data"])
 
     async def evaluate(self, function: str, arg: Any = None) -> Any:
         return await self.page.evaluate(function, arg)

@@ -132,7 +132,7 @@ def create_server(config: ServerConfig | None = None, *, shared: Instance | None
     context of it, as over HTTP.
     """
     config = config or ServerConfig()
-    tools = select_tools(config.tools)
+    tools = select_tools(config.tools, config.caps)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:

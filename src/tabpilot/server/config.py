@@ -7,10 +7,11 @@ browser is launched or reached is the library's `BrowserOptions` (`browser`), th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, TabLimitPolicy
+from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, Secrets, TabLimitPolicy
 
 from .logs import LogLevel
 
@@ -44,8 +45,14 @@ class ServerConfig:
     # Navigation policy
     allowed_origins: tuple[str, ...] = ()
     blocked_origins: tuple[str, ...] = ()
-    # Tool sets (`--tools default,foxmcp`)
+    # Tool sets (`--tools default,foxmcp`) and the default set's groups (`--caps`; None: all)
     tools: tuple[str, ...] = ("default",)
+    caps: tuple[str, ...] | None = None
+    # Files tools read (uploads) and write (storage state): only inside these folders (): the
+    # working directory)
+    allowed_file_roots: tuple[str, ...] = ()
+    secrets: Secrets = field(default_factory=Secrets)
+    """Values typed for `{{NAME}}` placeholders and masked in every response and log."""
     # Telemetry
     buffer_size: int | None = None
     redact: bool = True
@@ -71,3 +78,8 @@ class ServerConfig:
     def shares_browser(self) -> bool:
         """Whether sessions get isolated contexts of one shared browser (HTTP) instead of their own."""
         return self.http_host is not None
+
+
+def file_roots(config: ServerConfig) -> list[str]:
+    """The folders tools may read files from and write files to."""
+    return list(config.allowed_file_roots) or [os.getcwd()]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -46,7 +46,24 @@ _keeper = _KeepWithCall(logging.DEBUG)
 logging.getLogger("tabpilot").addHandler(_keeper)
 
 
-def configure(level: LogLevel = "warning", path: str | None = None) -> None:
+class _Mask(logging.Filter):
+    """Rewrites each record's message with `mask` (secret values become their placeholders)."""
+
+    def __init__(self, mask: Callable[[str], str]) -> None:
+        super().__init__()
+        self._mask = mask
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = self._mask(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+def configure(
+    level: LogLevel = "warning", path: str | None = None, *, mask: Callable[[str], str] | None = None
+) -> None:
     """Send tabpilot's records at `level` and above, and every other library's warnings and errors
     (the MCP SDK, the HTTP server), to `path` (appended) or stderr. Raises OSError with the reason
     if the file cannot be opened."""
@@ -55,6 +72,8 @@ def configure(level: LogLevel = "warning", path: str | None = None) -> None:
     )
     numeric = getattr(logging, level.upper())
     handler.setFormatter(logging.Formatter(FORMAT))
+    if mask is not None:
+        handler.addFilter(_Mask(mask))
     handler.setLevel(numeric)
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -1,25 +1,46 @@
-"""The tool sets `--tools` selects from, and the check that combined sets do not clash."""
+"""The tool sets `--tools` selects from, the groups of the default set `--caps` selects from, and
+the check that combined sets do not clash."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .tools import dialogs, evaluate, input, instance, navigate, observe, screenshot, snapshot, tabs
+from .tools import (
+    dialogs,
+    evaluate,
+    forms,
+    input,
+    instance,
+    navigate,
+    observe,
+    screenshot,
+    snapshot,
+    storage,
+    tabs,
+)
 from .tools.base import ToolSpec
 from .toolsets import browser_tab, browser_use, foxmcp, pilo
 
-TOOLSETS: dict[str, list[ToolSpec]] = {
-    "default": [
+CAPS: dict[str, list[ToolSpec]] = {
+    # Always offered: the tab model and the page actions every task needs.
+    "core": [
         *tabs.TOOLS,
         *navigate.TOOLS,
         *snapshot.TOOLS,
         *input.TOOLS,
         *dialogs.TOOLS,
-        *screenshot.TOOLS,
-        *evaluate.TOOLS,
-        *observe.TOOLS,
-        *instance.TOOLS,
     ],
+    "forms": forms.TOOLS,  # fill a form, upload files, drag and drop
+    "vision": screenshot.TOOLS,  # screenshots, viewport size
+    "script": evaluate.TOOLS,
+    "observe": observe.TOOLS,  # console, errors, network, WebSocket, actions
+    "instances": instance.TOOLS,  # several browsers: launch, connect, close
+    "storage": storage.TOOLS,  # save cookies and localStorage
+}
+"""Groups of the default set; `--caps forms,observe` offers core plus those (default: all)."""
+
+TOOLSETS: dict[str, list[ToolSpec]] = {
+    "default": [spec for group in CAPS.values() for spec in group],
     # Compatible tool sets (server/toolsets/): tools of other browser servers, on the same tabs.
     "browser-use": browser_use.TOOLS,
     "browser-tab": browser_tab.TOOLS,
@@ -28,8 +49,15 @@ TOOLSETS: dict[str, list[ToolSpec]] = {
 }
 
 
-def select_tools(names: Sequence[str]) -> list[ToolSpec]:
-    """The tools of the named sets, refusing unknown names and sets whose tool names clash."""
+def select_tools(names: Sequence[str], caps: Sequence[str] | None = None) -> list[ToolSpec]:
+    """The tools of the named sets, refusing unknown names and sets whose tool names clash.
+    `caps` narrows the default set to core plus these groups (None: every group)."""
+    unknown_caps = [c for c in caps or () if c not in CAPS]
+    if unknown_caps:
+        raise ValueError(
+            f"Unknown capability {', '.join(map(repr, unknown_caps))}. Known: {', '.join(CAPS)} "
+            "(core is always on)."
+        )
     unknown = [n for n in names if n not in TOOLSETS]
     if unknown:
         raise ValueError(
@@ -38,7 +66,10 @@ def select_tools(names: Sequence[str]) -> list[ToolSpec]:
     chosen: dict[str, tuple[str, ToolSpec]] = {}
     for set_name in dict.fromkeys(names):
         clashes: dict[str, list[str]] = {}  # earlier set -> tool names this set defines again
-        for spec in TOOLSETS[set_name]:
+        specs = TOOLSETS[set_name]
+        if set_name == "default" and caps is not None:
+            specs = [spec for cap in ("core", *caps) for spec in CAPS[cap]]
+        for spec in specs:
             seen = chosen.get(spec.name)
             if seen is not None and seen[1] is not spec:
                 clashes.setdefault(seen[0], []).append(spec.name)

@@ -26,7 +26,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Snapshot, Tab, TabpilotError
+from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabpilotError
 
 from .advice import error_text, event_line, short, tab_line
 from .state import SessionState
@@ -83,8 +83,9 @@ def _yaml(text: str) -> str:
 class Response:
     """What one tool call answers; see the module docstring."""
 
-    def __init__(self, tool: str) -> None:
+    def __init__(self, tool: str, *, secrets: Secrets | None = None) -> None:
         self.tool = tool
+        self._secrets = secrets
         self.is_error = False
         self._result_lines: list[str] = []
         self._result_data: dict[str, Any] = {}
@@ -187,6 +188,8 @@ class Response:
         return self._result([render(sections)], data)
 
     def _result(self, texts: list[str], data: dict[str, Any]) -> CallToolResult:
+        if self._secrets:  # no secret value leaves the server: its placeholder shows instead
+            texts, data = self._secrets.mask_all(texts), self._secrets.mask_all(data)
         content: list[ContentBlock] = [TextContent(type="text", text=t) for t in texts]
         content.extend(self._images)
         return CallToolResult(content=content, structured_content=_cut_urls(data), is_error=self.is_error)

@@ -115,6 +115,7 @@ class ServerState:
         )
         self.tab_ids = TabIds()
         self.budget = TabBudget(config.max_total_tabs)
+        self.secrets = config.secrets
         self.driver = Driver()
         self._shared = shared
         """The browser whose contexts sessions get: injected (tests), or launched for HTTP."""

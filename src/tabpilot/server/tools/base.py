@@ -38,9 +38,9 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
-from tabpilot import Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
+from tabpilot import Secrets, Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
 
 from .. import logs
 from ..response import Response
@@ -84,6 +84,9 @@ class ToolSpec:
     tab: bool = False
     ref_arg: str = "ref"
     allows_dialog: bool = False
+    secret_args: tuple[str, ...] = ()
+    """Arguments whose `{{NAME}}` placeholders are replaced by secrets (`--secrets`) before the
+    tool runs; the response, telemetry and log show the placeholders."""
 
     def arguments(self) -> list[inspect.Parameter]:
         """The MCP arguments: the function's parameters but `call` and `tab`."""
@@ -181,7 +184,7 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
 
     async def handle(ctx: Context[ServerState, Any], kwargs: dict[str, Any]) -> CallToolResult:
         state: ServerState = ctx.request_context.lifespan_context
-        response = Response(spec.name)
+        response = Response(spec.name, secrets=state.secrets)
         try:
             session = await state.session(ctx)
         except TabpilotError as exc:
@@ -200,13 +203,17 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
                 # started again by the next call that needs it; its instance_relaunched event tells
                 # the model in ### Events.
                 await session.manager.ensure_default(isolate_in=session.isolate_in)
+            given = dict(kwargs)
+            for name in spec.secret_args:
+                if given.get(name) is not None:
+                    given[name] = _expand(state.secrets, given[name])
             if spec.tab:
                 target = call.target(
                     tab_id=kwargs.get("tabId"), ref=kwargs.get(spec.ref_arg), allow_dialog=spec.allows_dialog
                 )
-                await spec.fn(call, target, **kwargs)
+                await spec.fn(call, target, **given)
             else:
-                await spec.fn(call, **kwargs)
+                await spec.fn(call, **given)
         except (TabpilotError, ValueError) as exc:  # ValueError: argument values the library rejects
             response.fail(exc)
         except Exception as exc:
@@ -237,11 +244,22 @@ async def _send_logs(ctx: Context[ServerState, Any], records: list[logging.LogRe
     meta = ctx.request_context.meta
     if not records or not meta or LOG_LEVEL_META_KEY not in meta:
         return
+    secrets = ctx.request_context.lifespan_context.secrets
     for record in records:
         level, data, name = logs.mcp_message(record)
+        data = secrets.mask_all(data)
         with contextlib.suppress(Exception), warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # SEP-2577: still what clients read
             await ctx.log(level, data, logger_name=name)
+
+
+def _expand(secrets: Secrets, value: Any) -> Any:
+    """`value` (validated arguments: strings, lists, models) with its placeholders expanded."""
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={k: _expand(secrets, v) for k, v in value})
+    if isinstance(value, list):
+        return [_expand(secrets, v) for v in value]
+    return secrets.expand_all(value)
 
 
 def _progress_reporter(ctx: Context[ServerState, Any]) -> Progress:

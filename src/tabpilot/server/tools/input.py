@@ -199,6 +199,7 @@ TOOLS = [
         "on any tab without activating it.",
         _ACTS.model_copy(update={"title": "Type text"}),
         tab=True,
+        secret_args=("text",),
     ),
     ToolSpec(
         "browser_press_key",

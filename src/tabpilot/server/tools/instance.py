@@ -20,12 +20,34 @@ from typing import Annotated, Any, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Instance
+from tabpilot import BrowserOptions, Instance, check_file_paths
 
 from ..advice import instance_line
+from ..config import file_roots
 from .base import Call, ToolSpec
 
 InstanceAction = Literal["list", "launch", "connect", "close"]
+
+
+FLAG_ONLY_OPTIONS = ("browser_path", "browser_args", "cdp_headers")
+"""Options only the operator sets (command line): a tool call could run programs through them."""
+
+
+def launch_options(base: BrowserOptions, given: dict[str, Any] | None, roots: list[str]) -> BrowserOptions:
+    """The server's browser options with a tool call's on top; files it names must lie in `roots`."""
+    if not given:
+        return base
+    options = BrowserOptions.from_mapping(given, base=base)
+    refused = [name for name in FLAG_ONLY_OPTIONS if getattr(options, name) != getattr(base, name)]
+    if refused:
+        raise ValueError(
+            f"options {', '.join(refused)} can only be set when the server starts (its command line)."
+        )
+    known = {*base.init_scripts, base.storage_state}
+    files = [f for f in (*options.init_scripts, options.storage_state) if f and f not in known]
+    if files:
+        check_file_paths(files, roots)
+    return options
 
 
 def _opened(call: Call, instance: Instance, verb: str) -> None:
@@ -107,6 +129,14 @@ async def browser_instance(
             "Omit for an isolated, throwaway profile."
         ),
     ] = None,
+    options: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description='launch: browser options over the server\'s, e.g. {"viewport": "1280x720", '
+            '"userAgent": "...", "ignoreHttpsErrors": true, "proxyServer": "http://proxy:3128", '
+            '"initScripts": ["/abs/file.js"], "storageState": "/abs/state.json", "timeoutAction": 5}.'
+        ),
+    ] = None,
 ) -> None:
     manager = call.manager
     response = call.response
@@ -132,7 +162,8 @@ async def browser_instance(
     elif action == "launch":
         if cdpEndpoint or wsEndpoint or seleniumGrid:
             raise ValueError("launch starts a local browser; to use an endpoint, call action='connect'.")
-        instance = await manager.launch(headless=headless, user_data_dir=userDataDir)
+        chosen = launch_options(manager.options, options, file_roots(call.session.config))
+        instance = await manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen)
         _opened(call, instance, "Launched")
     elif action == "connect":
         if sum(map(bool, (cdpEndpoint, wsEndpoint, seleniumGrid, extension))) != 1:

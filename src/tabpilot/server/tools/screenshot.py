@@ -1,22 +1,32 @@
-"""`browser_screenshot`: a PNG of a tab (viewport, full page or one element), active or not."""
+"""`browser_screenshot` (PNG or JPEG of a viewport, a full page or one element, optionally scaled
+down) and `browser_resize` (a tab's viewport), on any tab, active or not."""
 
 from __future__ import annotations
 
 import struct
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Tab, screenshot
+from tabpilot import Tab, resize, screenshot
 
 from .base import Call, TabIdArg, ToolSpec
 
 
-def _png_size(data: bytes) -> tuple[int, int]:
-    # Width and height are the first fields of the IHDR chunk, right after the 8-byte signature.
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
+def image_size(data: bytes) -> tuple[int, int]:
+    """Width and height of a PNG (its IHDR chunk) or a JPEG (its start-of-frame segment)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        width, height = struct.unpack(">II", data[16:24])
+        return width, height
+    at = 2  # after the JPEG's start-of-image marker: segments, each 0xFF, a marker, a length
+    while at + 9 < len(data):
+        marker, length = data[at + 1], struct.unpack(">H", data[at + 2 : at + 4])[0]
+        if marker in (0xC0, 0xC1, 0xC2):  # start of frame: precision, height, width
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return width, height
+        at += 2 + length
+    return 0, 0
 
 
 async def browser_screenshot(
@@ -26,26 +36,47 @@ async def browser_screenshot(
     fullPage: Annotated[
         bool, Field(description="The whole scrollable page instead of the viewport.")
     ] = False,
-    ref: Annotated[
-        str | None,
-        Field(description="Only this element (ref from browser_snapshot, e.g. '3e5'; it names its tab)."),
+    ref: Annotated[str | None, Field(description="Only this element (ref, e.g. '3e5').")] = None,
+    type: Annotated[Literal["png", "jpeg"], Field(description="Image format.")] = "png",
+    quality: Annotated[int | None, Field(ge=0, le=100, description="JPEG quality, 0-100.")] = None,
+    maxWidth: Annotated[
+        int | None, Field(ge=16, description="Scale the image down to at most this many pixels wide.")
     ] = None,
 ) -> None:
-    image = await screenshot(tab, full_page=fullPage, ref=ref)
-    width, height = _png_size(image)
+    image = await screenshot(
+        tab, full_page=fullPage, ref=ref, image_type=type, quality=quality, max_width=maxWidth
+    )
+    width, height = image_size(image)
+    mime = f"image/{type}"
     what = f"element {ref}" if ref else "the full page" if fullPage else "the viewport"
     call.response.result(
-        f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, PNG). For element refs use browser_snapshot.",
+        f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, {type.upper()}). For element refs use "
+        "browser_snapshot.",
         {
             "tabId": tab.id,
             "width": width,
             "height": height,
-            "mimeType": "image/png",
+            "mimeType": mime,
             "fullPage": fullPage,
             "ref": ref,
         },
     )
-    call.response.add_image(image, "image/png")
+    call.response.add_image(image, mime)
+    call.response.set_page(tab)
+
+
+async def browser_resize(
+    call: Call,
+    tab: Tab,
+    width: Annotated[int, Field(ge=100, le=10000, description="Viewport width in CSS pixels.")],
+    height: Annotated[int, Field(ge=100, le=10000, description="Viewport height in CSS pixels.")],
+    tabId: TabIdArg = None,
+) -> None:
+    got = await resize(tab, width, height)
+    call.response.result(
+        f"Resized the viewport of tab {tab.id} to {got[0]}x{got[1]}.",
+        {"tabId": tab.id, "width": got[0], "height": got[1]},
+    )
     call.response.set_page(tab)
 
 
@@ -53,9 +84,16 @@ TOOLS = [
     ToolSpec(
         "browser_screenshot",
         browser_screenshot,
-        "Take a PNG screenshot of a tab (viewport, fullPage, or one element by ref). Works on a background "
-        "tab without activating it. To act on the page, use browser_snapshot for element refs.",
+        "Take a screenshot of a tab (viewport, fullPage, or one element by ref), PNG or JPEG, optionally "
+        "scaled to maxWidth. Works on a background tab. To act on the page, use browser_snapshot.",
         ToolAnnotations(title="Screenshot a tab", read_only_hint=True, open_world_hint=True),
         tab=True,
-    )
+    ),
+    ToolSpec(
+        "browser_resize",
+        browser_resize,
+        "Resize a tab's viewport (CSS pixels); the page sees the new size.",
+        ToolAnnotations(title="Resize the viewport", destructive_hint=False, open_world_hint=True),
+        tab=True,
+    ),
 ]

@@ -369,6 +369,7 @@ TOOLS: list[ToolSpec] = [
         browser_type,
         "Type text into an input field",
         ToolAnnotations(open_world_hint=True),
+        secret_args=("text",),
     ),
     ToolSpec(
         "browser_get_state",

@@ -263,6 +263,7 @@ TOOLS: list[ToolSpec] = [
         fill,
         "Fill a text field of the current tab (by its ref from the latest snapshot) with a value.",
         ToolAnnotations(open_world_hint=True),
+        secret_args=("value",),
     ),
     ToolSpec(
         "goto",

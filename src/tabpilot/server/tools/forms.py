@@ -1,0 +1,108 @@
+"""Form and mouse tools: fill a whole form, upload files, drag and drop; on any tab, active or not."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, StrictBool, StrictStr
+
+from tabpilot import Tab, drag, fill_form, upload_files
+
+from ..advice import quoted
+from ..config import file_roots
+from .base import Call, RefArg, TabIdArg, ToolSpec
+from .input import report
+
+
+class FormField(BaseModel):
+    ref: StrictStr = Field(description="Element ref, e.g. '3e5'.")
+    value: StrictStr | StrictBool | list[StrictStr] = Field(
+        description="Text for a text field, true/false for a checkbox or radio, option value(s) or label(s) "
+        "for a select."
+    )
+
+
+def _shown(value: str | bool | list[str]) -> str:
+    if isinstance(value, bool):
+        return "checked" if value else "unchecked"
+    if isinstance(value, str):
+        return quoted(value)
+    return ", ".join(quoted(v) for v in value)
+
+
+async def browser_fill_form(
+    call: Call,
+    fields: Annotated[list[FormField], Field(min_length=1, description="The fields, all of one tab.")],
+    tabId: TabIdArg = None,
+) -> None:
+    tab = call.target(tab_id=tabId, ref=fields[0].ref)
+    result = await fill_form(tab, [(f.ref, f.value) for f in fields])
+    filled = "; ".join(f"{f.ref} = {_shown(f.value)}" for f in fields)
+    report(
+        call,
+        tab,
+        f"Filled {len(fields)} field{'s' if len(fields) > 1 else ''} on tab {tab.id}: {filled}.",
+        result,
+    )
+
+
+async def browser_file_upload(
+    call: Call,
+    tab: Tab,
+    ref: Annotated[
+        StrictStr, Field(description="Ref of the file input (or the button that opens the file chooser).")
+    ],
+    paths: Annotated[
+        list[StrictStr],
+        Field(
+            min_length=1, description="Absolute paths of the files, inside the server's allowed file roots."
+        ),
+    ],
+    tabId: TabIdArg = None,
+) -> None:
+    result = await upload_files(tab, ref, paths, roots=file_roots(call.session.config))
+    names = ", ".join(p.rsplit("/", 1)[-1] for p in paths)
+    report(call, tab, f"Put {names} into {ref} on tab {tab.id}.", result, ref=ref, files=len(paths))
+
+
+async def browser_drag(
+    call: Call,
+    tab: Tab,
+    startRef: RefArg,
+    endRef: Annotated[StrictStr, Field(description="Ref of the element to drop onto (same tab).")],
+    tabId: TabIdArg = None,
+) -> None:
+    result = await drag(tab, startRef, endRef)
+    report(
+        call, tab, f"Dragged {startRef} onto {endRef} on tab {tab.id}.", result, ref=startRef, endRef=endRef
+    )
+
+
+_ACTS = ToolAnnotations(destructive_hint=True, open_world_hint=True)
+
+TOOLS = [
+    ToolSpec(
+        "browser_fill_form",
+        browser_fill_form,
+        "Fill several fields of a tab in one call: text fields, checkboxes, radios and selects by ref. Every "
+        "field is checked before any is filled.",
+        _ACTS.model_copy(update={"title": "Fill a form"}),
+        secret_args=("fields",),
+    ),
+    ToolSpec(
+        "browser_file_upload",
+        browser_file_upload,
+        "Upload files to a file input by ref (paths on the server's machine, inside its allowed roots).",
+        _ACTS.model_copy(update={"title": "Upload files"}),
+        tab=True,
+    ),
+    ToolSpec(
+        "browser_drag",
+        browser_drag,
+        "Drag an element onto another (refs of one tab).",
+        _ACTS.model_copy(update={"title": "Drag and drop"}),
+        tab=True,
+        ref_arg="startRef",
+    ),
+]

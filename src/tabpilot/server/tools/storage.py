@@ -1,0 +1,57 @@
+"""`browser_storage_state`: save an instance's cookies and localStorage to a file, for
+`--storage-state FILE` (or `browser_instance launch` with options.storageState) to start from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from mcp.types import ToolAnnotations
+from pydantic import Field, StrictStr
+
+from ..config import file_roots
+from .base import Call, ToolSpec
+
+DEFAULT_NAME = "storage-state.json"
+
+
+def writable_path(path: str | None, roots: list[str]) -> Path:
+    """The absolute path to write, refused outside every root (relative paths: in the first root)."""
+    first = Path(roots[0]).expanduser().resolve()
+    target = (first / (path or DEFAULT_NAME)).expanduser().resolve()
+    allowed = [Path(r).expanduser().resolve() for r in roots]
+    if not any(root == target.parent or root in target.parents for root in allowed):
+        shown = ", ".join(str(r) for r in allowed)
+        raise ValueError(f"{path} is outside the folders files may be written to ({shown}).")
+    if not target.parent.is_dir():
+        raise ValueError(f"{target.parent} is not a folder: give a path in an existing folder.")
+    return target
+
+
+async def browser_storage_state(
+    call: Call,
+    path: Annotated[
+        StrictStr | None,
+        Field(description=f"File to write (JSON), inside the allowed file roots. Default: {DEFAULT_NAME}."),
+    ] = None,
+    instanceId: Annotated[StrictStr | None, Field(description="Default: the default instance.")] = None,
+) -> None:
+    instance = call.manager.instance(instanceId)
+    target = writable_path(path, file_roots(call.session.config))
+    counts = await instance.save_storage_state(target)
+    call.response.result(
+        f"Saved {counts['cookies']} cookies and the localStorage of {counts['origins']} origins of instance "
+        f"{instance.id} to {target}. Start a browser with it: --storage-state {target}.",
+        {"instanceId": instance.id, "path": str(target), **counts},
+    )
+
+
+TOOLS = [
+    ToolSpec(
+        "browser_storage_state",
+        browser_storage_state,
+        "Save an instance's cookies and localStorage to a JSON file (a login to reuse with --storage-state). "
+        "The file holds secrets: it is written, never shown.",
+        ToolAnnotations(title="Save the storage state", destructive_hint=False, open_world_hint=False),
+    )
+]

@@ -1,0 +1,184 @@
+"""Launch options on a real Chromium, through a real MCP client: what the page sees and what the
+local site receives. A persistent profile keeps a cookie across two server runs; the viewport and
+user agent are what the page sees and the site gets; an init script runs in a popup before the
+page's own scripts; a self-signed HTTPS page loads only with ignore-HTTPS-errors; a --config file
+gives the same options as flags."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from mcp import Client
+
+from support import data, error, ok, ref_of, result_of, section
+from tabpilot import BrowserOptions
+from tabpilot.cli import build_parser, config_from_args
+from tabpilot.demo.site import LocalSite
+from tabpilot.server import ServerConfig, create_server
+
+
+def server(browser_path: str, **options: Any) -> Client:
+    """An in-memory client of a server that launches its own browser with these options."""
+    return Client(create_server(ServerConfig(browser=BrowserOptions(browser_path=browser_path, **options))))
+
+
+async def evaluate(mcp: Client, function: str, tab_id: int | None = None) -> Any:
+    arguments: dict[str, Any] = {"function": function}
+    if tab_id is not None:
+        arguments["tabId"] = tab_id
+    return result_of(ok(await mcp.call_tool("browser_evaluate", arguments)))["value"]
+
+
+async def test_a_persistent_profile_keeps_a_cookie_across_two_server_runs(
+    browser_path: str, site: LocalSite, tmp_path: Path
+) -> None:
+    profile = str(tmp_path / "profile")
+    # Persistent cookies need an expiry: a session cookie ends with the browser.
+    site.set_content(
+        "/remember", "<script>document.cookie = 'who=ada; max-age=3600; path=/'</script><h1>Remembered</h1>"
+    )
+    async with server(browser_path, user_data_dir=profile) as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/remember")}))
+        assert await evaluate(mcp, "() => document.cookie") == "who=ada"
+    async with server(browser_path, user_data_dir=profile) as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+        assert await evaluate(mcp, "() => document.cookie") == "who=ada"
+    async with server(browser_path) as mcp:  # without the profile: a fresh one, no cookie
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+        assert await evaluate(mcp, "() => document.cookie") == ""
+
+
+async def test_viewport_user_agent_and_an_init_script_in_a_popup(
+    browser_path: str, site: LocalSite, tmp_path: Path
+) -> None:
+    script = tmp_path / "init.js"
+    # Runs before the page's scripts: the page can read what it set.
+    script.write_text("window.__initRan = (window.__initRan || 0) + 1;")
+    site.set_content("/opener", "<button onclick=\"window.open('/popup')\">Open it</button>")
+    site.set_content("/popup", "<h1>Popup</h1><script>window.__seenByPage = window.__initRan;</script>")
+    async with server(
+        browser_path, viewport=(1024, 640), user_agent="tabpilot-test-agent/1.0", init_scripts=(str(script),)
+    ) as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/api/echo")}))
+        echoed = json.loads(await evaluate(mcp, "() => document.body.innerText"))
+        assert echoed["headers"]["user-agent"] == "tabpilot-test-agent/1.0"
+        assert await evaluate(mcp, "() => [innerWidth, innerHeight, navigator.userAgent]") == [
+            1024,
+            640,
+            "tabpilot-test-agent/1.0",
+        ]
+        went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/opener")}))
+        home = result_of(went)["tabId"]
+        snap = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": home})))["snapshot"]
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Open it")}))
+        popup = next(e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_opened")
+        ok(await mcp.call_tool("browser_wait_for", {"text": "Popup", "tabId": popup}))
+        # The page's own script saw what the init script set: it ran first, once.
+        assert await evaluate(mcp, "() => [window.__initRan, window.__seenByPage]", popup) == [1, 1]
+
+
+@pytest.fixture(scope="module")
+def https_site() -> Iterator[str]:
+    """A page over HTTPS on 127.0.0.1 whose certificate no browser trusts (a throwaway CA)."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(context)
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<title>Secure</title><h1>Self-signed</h1>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+async def test_a_self_signed_https_page_loads_only_with_ignore_https_errors(
+    browser_path: str, https_site: str
+) -> None:
+    async with server(browser_path) as mcp:
+        refused = error(await mcp.call_tool("browser_navigate", {"url": https_site}))
+        assert "ERR_CERT" in refused
+        launched = result_of(
+            ok(
+                await mcp.call_tool(
+                    "browser_instance", {"action": "launch", "options": {"ignoreHttpsErrors": True}}
+                )
+            )
+        )
+        went = ok(
+            await mcp.call_tool("browser_navigate", {"url": https_site, "tabId": launched["activeTabId"]})
+        )
+        assert "Secure" in section(went, "Page")
+    async with server(browser_path, ignore_https_errors=True) as mcp:
+        went = ok(await mcp.call_tool("browser_navigate", {"url": https_site}))
+        assert "Secure" in section(went, "Page")
+
+
+def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text("PASSWORD=pw-1234\n")
+    config_file = tmp_path / "tabpilot.json"
+    config_file.write_text(
+        json.dumps(
+            {
+                "viewport-size": "800x600",
+                "user-agent": "from-file",
+                "ignore-https-errors": True,
+                "timeout-action": 7,
+                "caps": "forms,observe",
+                "allowed-file-root": [str(tmp_path)],
+                "secrets": str(secrets),
+            }
+        )
+    )
+    parser = build_parser()
+    config = config_from_args(
+        parser.parse_args(["serve", "--config", str(config_file), "--user-agent", "from-flag"])
+    )
+    assert config.browser.viewport == (800, 600) and config.browser.ignore_https_errors
+    assert config.browser.user_agent == "from-flag" and config.browser.timeout_action == 7
+    assert config.caps == ("forms", "observe") and config.allowed_file_roots == (str(tmp_path),)
+    assert config.secrets.expand("{{PASSWORD}}") == "pw-1234"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--caps", "forms,telepathy"], "Unknown capability 'telepathy'"),
+        (["--allowed-file-root", "/no/such/folder"], "is not a folder"),
+        (["--secrets", "/no/such/file.env"], "is not a readable file"),
+    ],
+)
+def test_bad_tool_options_are_refused_at_start(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tabpilot import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", *argv])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,288 @@
+"""The tools users reach for in their first hour, through a real MCP client on a real Chromium:
+fill a form, upload files, drag and drop, resize, screenshot formats and sizes, save the storage
+state; secrets typed from placeholders and never shown; tool groups (`--caps`). Each page tool
+works on a background tab."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import ImageContent
+
+from support import data, error, ok, ref_of, result_of, section, text
+from tabpilot import Secrets
+from tabpilot.demo.site import LocalSite
+from tabpilot.server.tools.screenshot import image_size
+
+
+async def background_tab(mcp: Client, url: str) -> int:
+    opened = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": url, "background": True}))
+    tab_id: int = result_of(opened)["tabId"]
+    return tab_id
+
+
+async def snapshot(mcp: Client, tab_id: int) -> str:
+    snap: str = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab_id})))["snapshot"]
+    return snap
+
+
+async def page_value(mcp: Client, tab_id: int, function: str) -> Any:
+    return result_of(ok(await mcp.call_tool("browser_evaluate", {"function": function, "tabId": tab_id})))[
+        "value"
+    ]
+
+
+async def active_tab(mcp: Client) -> int:
+    tab_id: int = result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["activeTabId"]
+    return tab_id
+
+
+async def test_fill_form_fills_every_kind_of_field_of_a_background_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        front = await active_tab(mcp)
+        form = await background_tab(mcp, site.url("/form"))
+        snap = await snapshot(mcp, form)
+        name, color, subscribe, message = (
+            ref_of(snap, 'textbox "Name"'),
+            ref_of(snap, 'combobox "Color"'),
+            ref_of(snap, 'checkbox "Subscribe"'),
+            ref_of(snap, 'textbox "Message"'),
+        )
+        filled = ok(
+            await mcp.call_tool(
+                "browser_fill_form",
+                {
+                    "fields": [
+                        {"ref": name, "value": "Ada"},
+                        {"ref": color, "value": "blue"},
+                        {"ref": subscribe, "value": True},
+                        {"ref": message, "value": "Hello"},
+                    ]
+                },
+            )
+        )
+        assert f"Filled 4 fields on tab {form}" in section(filled, "Result")
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Submit"')}))
+        shown = await page_value(mcp, form, "() => document.getElementById('result').textContent")
+        assert shown == "Name=Ada; Color=blue; Subscribe=yes; Message=Hello"
+        assert await active_tab(mcp) == front  # the background tab was never activated
+
+        # One bad field: nothing is filled, and the error names it.
+        refused = error(
+            await mcp.call_tool(
+                "browser_fill_form",
+                {"fields": [{"ref": name, "value": "Bob"}, {"ref": color, "value": "purple"}]},
+            )
+        )
+        assert "purple" in refused
+        assert await page_value(mcp, form, "() => document.getElementById('name').value") == "Ada"
+
+
+async def test_file_upload_takes_files_inside_the_allowed_roots_only(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    site.set_content(
+        "/upload",
+        '<input type="file" aria-label="Files" multiple '
+        "onchange=\"document.title = [...this.files].map(f => f.name + ':' + f.size).join(',')\">",
+    )
+    inside = tmp_path / "allowed"
+    inside.mkdir()
+    (inside / "a.txt").write_text("hello")
+    (inside / "b.txt").write_text("hi")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("do not send")
+    async with connect(allowed_file_roots=(str(inside),)) as mcp:
+        tab = await background_tab(mcp, site.url("/upload"))
+        field = ref_of(await snapshot(mcp, tab), "Files")
+        paths = [str(inside / "a.txt"), str(inside / "b.txt")]
+        uploaded = ok(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": paths}))
+        assert "a.txt, b.txt" in section(uploaded, "Result")
+        assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
+
+        for path in (str(outside), str(inside / ".." / "secret.txt")):
+            refused = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [path]}))
+            assert "outside the folders files may be uploaded from" in refused and str(inside) in refused
+        missing = error(
+            await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [str(inside / "nope.txt")]})
+        )
+        assert "not a readable file" in missing
+        assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
+
+
+async def test_drag_moves_an_element_onto_another_on_a_background_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/drag",
+        '<div id="card" draggable="true" role="button" aria-label="Card" '
+        "ondragstart=\"event.dataTransfer.setData('text', 'card')\">Card</div>"
+        '<div id="bin" role="region" aria-label="Bin" style="width:200px;height:100px;border:1px solid" '
+        'ondragover="event.preventDefault()" '
+        "ondrop=\"event.preventDefault(); this.textContent = 'dropped ' + event.dataTransfer.getData('text')\">"
+        "Bin</div>",
+    )
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/drag"))
+        snap = await snapshot(mcp, tab)
+        card, bin_ = ref_of(snap, 'button "Card"'), ref_of(snap, 'region "Bin"')
+        dragged = ok(await mcp.call_tool("browser_drag", {"startRef": card, "endRef": bin_}))
+        assert f"Dragged {card} onto {bin_} on tab {tab}" in section(dragged, "Result")
+        assert (
+            await page_value(mcp, tab, "() => document.getElementById('bin').textContent") == "dropped card"
+        )
+
+
+async def test_resize_changes_what_the_page_sees_and_screenshots_take_format_quality_and_width(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/page/a"))
+        resized = result_of(
+            ok(await mcp.call_tool("browser_resize", {"tabId": tab, "width": 900, "height": 600}))
+        )
+        assert (resized["width"], resized["height"]) == (900, 600)
+        assert await page_value(mcp, tab, "() => [innerWidth, innerHeight]") == [900, 600]
+
+        png = ok(await mcp.call_tool("browser_screenshot", {"tabId": tab}))
+        (image,) = [c for c in png.content if isinstance(c, ImageContent)]
+        assert image.mime_type == "image/png" and result_of(png)["width"] == 900
+
+        small = ok(
+            await mcp.call_tool(
+                "browser_screenshot", {"tabId": tab, "type": "jpeg", "quality": 40, "maxWidth": 300}
+            )
+        )
+        (jpeg,) = [c for c in small.content if isinstance(c, ImageContent)]
+        assert jpeg.mime_type == "image/jpeg"
+        assert (result_of(small)["width"], result_of(small)["height"]) == (300, 200)
+        import base64
+
+        raw = base64.b64decode(jpeg.data)
+        assert raw[:2] == b"\xff\xd8" and image_size(raw) == (300, 200)
+
+        narrow = ok(await mcp.call_tool("browser_screenshot", {"tabId": tab, "maxWidth": 2000}))
+        assert result_of(narrow)["width"] == 900  # never scaled up
+
+        heading = ref_of(await snapshot(mcp, tab), 'heading "Page a"')
+        element = result_of(ok(await mcp.call_tool("browser_screenshot", {"ref": heading, "maxWidth": 100})))
+        assert element["width"] <= 100 and element["height"] > 0
+
+        assert "quality" in error(await mcp.call_tool("browser_screenshot", {"tabId": tab, "quality": 50}))
+        assert "'width'" in error(
+            await mcp.call_tool("browser_resize", {"tabId": tab, "width": 5, "height": 600})
+        )
+
+
+async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_it(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    async with connect(allowed_file_roots=(str(tmp_path),)) as mcp:
+        tab = await background_tab(mcp, site.url("/api/set-cookie?name=login&value=kept-login"))
+        saved = ok(await mcp.call_tool("browser_storage_state", {"path": "state.json"}))
+        assert result_of(saved)["cookies"] == 1 and "kept-login" not in text(saved)
+        state = json.loads((tmp_path / "state.json").read_text())
+        assert [(c["name"], c["value"]) for c in state["cookies"]] == [("login", "kept-login")]
+        refused = error(await mcp.call_tool("browser_storage_state", {"path": "/etc/state.json"}))
+        assert "outside the folders files may be written to" in refused
+
+        launched = result_of(
+            ok(
+                await mcp.call_tool(
+                    "browser_instance",
+                    {
+                        "action": "launch",
+                        "options": {"storageState": str(tmp_path / "state.json"), "viewport": "800x500"},
+                    },
+                )
+            )
+        )
+        fresh = launched["activeTabId"]
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/api/echo"), "tabId": fresh}))
+        echoed = json.loads(await page_value(mcp, fresh, "() => document.body.innerText"))
+        assert "login=kept-login" in echoed["headers"]["cookie"]
+        assert await page_value(mcp, fresh, "() => innerWidth") == 800
+        assert tab != fresh
+
+        for options, message in (
+            ({"browserArgs": ["--no-sandbox"]}, "only be set when the server starts"),
+            ({"initScripts": ["/etc/hostname"]}, "outside the folders"),
+            ({"viewport": "huge"}, "not a viewport size"),
+            ({"colour": "red"}, "unknown browser option 'colour'"),
+        ):
+            said = error(await mcp.call_tool("browser_instance", {"action": "launch", "options": options}))
+            assert message in said, said
+
+
+async def test_secrets_are_typed_from_placeholders_and_never_shown(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    secrets = Secrets({"PASSWORD": "hunter2-very-secret", "USER": "ada@example.test"})
+    async with connect(secrets=secrets) as mcp:
+        tab = await background_tab(mcp, site.url("/form"))
+        snap = await snapshot(mcp, tab)
+        name, message = ref_of(snap, 'textbox "Name"'), ref_of(snap, 'textbox "Message"')
+        typed = ok(await mcp.call_tool("browser_type", {"ref": name, "text": "{{USER}}"}))
+        filled = ok(
+            await mcp.call_tool(
+                "browser_fill_form", {"fields": [{"ref": message, "value": "pw {{ PASSWORD }}"}]}
+            )
+        )
+        value = await page_value(mcp, tab, "() => document.getElementById('message').value")
+        assert value == "pw {{PASSWORD}}"  # the page has the value; the response shows the placeholder
+        said = [
+            typed,
+            filled,
+            ok(await mcp.call_tool("browser_snapshot", {"tabId": tab})),
+            ok(
+                await mcp.call_tool(
+                    "browser_evaluate",
+                    {"function": "() => document.getElementById('name').value", "tabId": tab},
+                )
+            ),
+            ok(await mcp.call_tool("browser_observe", {"what": "actions"})),
+        ]
+        everything = "\n".join(text(r) + json.dumps(r.structured_content) for r in said)
+        assert "hunter2-very-secret" not in everything and "ada@example.test" not in everything
+        assert "{{USER}}" in everything and "{{PASSWORD}}" in everything
+
+        unknown = error(await mcp.call_tool("browser_type", {"ref": name, "text": "{{TOKEN}}"}))
+        assert "{{TOKEN}} names no secret" in unknown and "PASSWORD, USER" in unknown
+        assert await page_value(mcp, tab, "() => document.getElementById('name').value") == "{{USER}}"
+
+
+def test_secrets_come_from_a_dotenv_file(tmp_path: Path) -> None:
+    env = tmp_path / "secrets.env"
+    env.write_text("# logins\nexport USER=ada\nPASSWORD=\"p#ss word\"\nPIN=1234 # comment\nQUOTED='x y'\n")
+    secrets = Secrets.from_dotenv(env)
+    assert secrets.names == ["PASSWORD", "PIN", "QUOTED", "USER"]
+    assert secrets.expand("{{USER}}:{{PASSWORD}}:{{PIN}}") == "ada:p#ss word:1234"
+    assert secrets.mask("ada typed p#ss word") == "{{USER}} typed {{PASSWORD}}"
+    env.write_text("NOT A LINE\n")
+    with pytest.raises(ValueError, match="line 1"):
+        Secrets.from_dotenv(env)
+
+
+async def test_caps_offer_core_and_the_groups_asked_for(connect: Callable[..., Client]) -> None:
+    async with connect() as mcp:
+        every = {t.name for t in (await mcp.list_tools()).tools}
+    assert {
+        "browser_fill_form",
+        "browser_file_upload",
+        "browser_drag",
+        "browser_resize",
+        "browser_storage_state",
+    } <= every
+    async with connect(caps=("forms",)) as mcp:
+        some = {t.name for t in (await mcp.list_tools()).tools}
+        assert "browser_fill_form" in some and "browser_tabs" in some and "browser_click" in some
+        assert not some & {"browser_screenshot", "browser_evaluate", "browser_observe", "browser_instance"}
+        unknown = await mcp.call_tool("browser_evaluate", {"function": "() => 1"})
+        assert unknown.is_error
