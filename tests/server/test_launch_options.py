@@ -77,7 +77,7 @@ async def test_viewport_user_agent_and_an_init_script_in_a_popup(
         ]
         went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/opener")}))
         home = result_of(went)["tabId"]
-        snap = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": home})))["snapshot"]
+        snap = data(ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": home})))["snapshot"]
         clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Open it")}))
         popup = next(e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_opened")
         ok(await mcp.call_tool("browser_wait_for", {"text": "Popup", "tabId": popup}))

@@ -37,7 +37,7 @@ async def start_on(mcp: Client, url: str) -> int:
 
 
 async def snapshot(mcp: Client, tab_id: int) -> str:
-    snap: str = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab_id})))["snapshot"]
+    snap: str = data(ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab_id})))["snapshot"]
     return snap
 
 
@@ -178,7 +178,9 @@ async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
             assert f"opened by tab {home}" in tab_line(result, event["tabId"])
         assert "Middle-clicked" in section(middle, "Result")
         assert "with ControlOrMeta" in section(control, "Result")
-        assert data(await mcp.call_tool("browser_snapshot", {"tabId": home}))["page"]["url"] == site.url("/")
+        assert data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": home}))["page"][
+            "url"
+        ] == site.url("/")
         assert await active_tab(mcp) == home
 
 
@@ -698,10 +700,10 @@ async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
 ) -> None:
     async with connect() as mcp:
         tab = await start_on(mcp, site.url("/page/a"))
-        refused = error(await mcp.call_tool("browser_snapshot", {"tabId": True}))
+        refused = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": True}))
         assert "argument 'tabId': Input should be a valid integer or a valid string (got True)" in refused
         for lookalike in ("١", "¹"):
-            failed = error(await mcp.call_tool("browser_snapshot", {"tabId": lookalike}))
+            failed = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": lookalike}))
             assert "Tab ids are written with the digits 0-9" in failed and f"tab {tab}:" in failed
         long_url = site.url("/page/a#") + "q" * 200_000
         went = ok(await mcp.call_tool("browser_navigate", {"url": long_url, "tabId": tab}))

@@ -87,7 +87,7 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
             url=site.url("/console?msg=hello-from-background"),
             tabId=start["id"],
         )
-        snapshot = section(await call(mcp, "browser_snapshot", tabId=home), "Snapshot")
+        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=home), "Snapshot")
         assert 'heading "Home"' in snapshot
 
         # A link that opens a tab, and a popup: reported with their opener, not switched to.
@@ -99,7 +99,9 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         assert f"opened (popup) by tab {home}" in section(popup, "Events")
         tabs = {t["id"]: t for t in result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]}
         assert tabs[link_tab]["openerId"] == home and tabs[home]["active"]
-        assert 'heading "Page a"' in section(await call(mcp, "browser_snapshot", tabId=link_tab), "Snapshot")
+        assert 'heading "Page a"' in section(
+            await call(mcp, "browser_snapshot", full=True, tabId=link_tab), "Snapshot"
+        )
 
         # The console of a background tab.
         logs = result_of(await call(mcp, "browser_observe", what="logs", tabId=start["id"]))
@@ -125,7 +127,7 @@ async def test_a_service_worker_restart_reconnects_with_the_same_tab_ids(
         await asyncio.to_thread(chromium.stop_service_worker)
         deadline = time.monotonic() + 15
         while True:  # tools fail at once while it is away, and work again when it is back
-            result = await mcp.call_tool("browser_snapshot", {})
+            result = await mcp.call_tool("browser_snapshot", {"full": True})
             if not result.is_error:
                 break
             assert "cannot reach its browser now" in error(result), text(result)
@@ -170,7 +172,9 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
         await pair(chromium, port)
         start = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"][0]["id"]
         await call(mcp, "browser_navigate", action="goto", url=site.url("/page/b"), tabId=start)
-        assert 'heading "Page b"' in section(await call(mcp, "browser_snapshot", tabId=start), "Snapshot")
+        assert 'heading "Page b"' in section(
+            await call(mcp, "browser_snapshot", full=True, tabId=start), "Snapshot"
+        )
         # A web page (any Origin but the extension's) and a caller without the token are refused.
         for origin, query in ((site.origin, f"?token={TOKEN}"), (f"chrome-extension://{extension_id()}", "")):
             with pytest.raises(InvalidStatus) as refused:
@@ -179,7 +183,7 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
             assert refused.value.response.status_code == 403
         await asyncio.to_thread(chromium.kill)
         started = time.monotonic()
-        failed = await mcp.call_tool("browser_snapshot", {"tabId": start})
+        failed = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": start})
         assert failed.is_error and time.monotonic() - started < 3, text(failed)
         assert "extension" in error(failed)
 

@@ -27,7 +27,7 @@ async def background_tab(mcp: Client, url: str) -> int:
 
 
 async def snapshot(mcp: Client, tab_id: int) -> str:
-    snap: str = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab_id})))["snapshot"]
+    snap: str = data(ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab_id})))["snapshot"]
     return snap
 
 
@@ -240,7 +240,7 @@ async def test_secrets_are_typed_from_placeholders_and_never_shown(
         said = [
             typed,
             filled,
-            ok(await mcp.call_tool("browser_snapshot", {"tabId": tab})),
+            ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab})),
             ok(
                 await mcp.call_tool(
                     "browser_evaluate",

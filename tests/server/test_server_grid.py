@@ -30,7 +30,7 @@ async def flow(client: Client, instance_id: str, site: LocalSite) -> int:
     tab_id = result_of(opened)["tabId"]
     went = await call(client, "browser_navigate", url=site.url("/"), tabId=tab_id)
     assert result_of(went)["url"] == site.url("/")
-    snapshot: str = data(await call(client, "browser_snapshot", tabId=tab_id))["snapshot"]
+    snapshot: str = data(await call(client, "browser_snapshot", full=True, tabId=tab_id))["snapshot"]
     clicked = await call(client, "browser_click", ref=ref_of(snapshot, "Open A in new tab"))
     (event,) = [e for e in data(clicked)["events"] if e["type"] == "tab_opened"]
     assert (event["openerId"], event["cause"], event["instanceId"]) == (tab_id, "link", instance_id)
@@ -87,7 +87,9 @@ async def test_two_grid_sessions_and_the_local_browser_side_by_side_and_a_sessio
             assert f"tab {tab_id} closed (by crash)" in events
 
         started = time.monotonic()
-        failed = error(await client.call_tool("browser_snapshot", {"tabId": opened[doomed["instanceId"]]}))
+        failed = error(
+            await client.call_tool("browser_snapshot", {"full": True, "tabId": opened[doomed["instanceId"]]})
+        )
         assert f"Instance {doomed['instanceId']} was lost" in failed
         assert time.monotonic() - started < 3
 

@@ -63,7 +63,7 @@ async def test_two_sessions_see_only_their_own_tabs(shared_browser: Instance, si
             assert a_tab not in b_ids
             assert site.url("/page/a") not in text(b_list)
 
-            touched = await b.call_tool("browser_snapshot", {"tabId": a_tab})
+            touched = await b.call_tool("browser_snapshot", {"full": True, "tabId": a_tab})
             assert touched.is_error
             assert f"Tab {a_tab} not found" in section(touched, "Error")
             assert contexts(shared_browser) == contexts_before + 2
@@ -134,9 +134,9 @@ async def test_a_session_cannot_reach_other_browsers(shared_browser: Instance, s
             assert "DevTools endpoint" in error(typed)
 
             ok(await client.call_tool("browser_navigate", {"url": site.url("/lure")}))
-            shot = ok(await client.call_tool("browser_snapshot", {}))
+            shot = ok(await client.call_tool("browser_snapshot", {"full": True}))
             await client.call_tool("browser_click", {"ref": ref_of(text(shot), "targets")})
-            after = ok(await client.call_tool("browser_snapshot", {}))
+            after = ok(await client.call_tool("browser_snapshot", {"full": True}))
             assert "SECRET-TARGET" not in text(after)
 
             connect = await client.call_tool(
@@ -172,7 +172,7 @@ async def test_the_total_tab_cap_holds_across_sessions(shared_browser: Instance,
             assert "--max-total-tabs 3" in error(refused)
             # A page in b opening a popup: closed at once, a's tabs untouched.
             ok(await b.call_tool("browser_navigate", {"url": site.url("/")}))
-            shot = ok(await b.call_tool("browser_snapshot", {}))
+            shot = ok(await b.call_tool("browser_snapshot", {"full": True}))
             clicked = ok(await b.call_tool("browser_click", {"ref": ref_of(text(shot), "Open popup")}))
             popup = next(t for t in data(clicked)["events"] if t["type"] == "tab_opened")["tabId"]
             assert f"tab {popup} closed (over the tab limit)" in section(clicked, "Events")

@@ -25,7 +25,7 @@ async def test_a_background_tab_can_be_snapshotted_without_activating_it(
         first = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]["activeTabId"]
         background = await _open(mcp, site.url("/page/a"))
 
-        result = await mcp.call_tool("browser_snapshot", {"tabId": background})
+        result = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": background})
 
         assert not result.is_error, text(result)
         assert f"- URL: {site.url('/page/a')}" in section(result, "Page")
@@ -43,16 +43,18 @@ async def test_a_snapshot_can_be_limited_to_a_subtree_or_a_depth(
 ) -> None:
     async with connect() as mcp:
         tab = await _open(mcp, site.url("/form"))
-        whole = data(await mcp.call_tool("browser_snapshot", {"tabId": tab}))["snapshot"]
+        whole = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab}))["snapshot"]
         combo_line = next(line for line in whole.splitlines() if "combobox" in line)
         combo_ref = combo_line.split("[ref=")[1].split("]")[0]
 
-        subtree = await mcp.call_tool("browser_snapshot", {"ref": combo_ref})
+        subtree = await mcp.call_tool("browser_snapshot", {"full": True, "ref": combo_ref})
         assert not subtree.is_error, text(subtree)
         assert "combobox" in data(subtree)["snapshot"]
         assert "Subscribe" not in data(subtree)["snapshot"]
 
-        shallow = data(await mcp.call_tool("browser_snapshot", {"tabId": tab, "depth": 1}))["snapshot"]
+        shallow = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab, "depth": 1}))[
+            "snapshot"
+        ]
         assert len(shallow.splitlines()) < len(whole.splitlines())
 
 
@@ -62,13 +64,13 @@ async def test_a_ref_of_another_tab_or_a_stale_ref_fails_at_once_saying_what_to_
     async with connect() as mcp:
         a = await _open(mcp, site.url("/page/a"))
         b = await _open(mcp, site.url("/page/b"))
-        await mcp.call_tool("browser_snapshot", {"tabId": a})
+        await mcp.call_tool("browser_snapshot", {"full": True, "tabId": a})
 
-        foreign = await mcp.call_tool("browser_snapshot", {"tabId": b, "ref": f"{a}e1"})
+        foreign = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": b, "ref": f"{a}e1"})
         assert foreign.is_error
         assert f"belongs to tab {a}" in section(foreign, "Error")
 
-        stale = await mcp.call_tool("browser_snapshot", {"ref": f"{a}e999"})
+        stale = await mcp.call_tool("browser_snapshot", {"full": True, "ref": f"{a}e999"})
         assert stale.is_error
         assert f"browser_snapshot(tabId={a})" in section(stale, "Error")
 
@@ -136,7 +138,7 @@ async def test_file_urls_and_origins_outside_the_policy_are_refused(
 
         tab = await _open(mcp, site.url("/jump"))
         await asyncio.sleep(0.3)
-        page = data(await mcp.call_tool("browser_snapshot", {"tabId": tab}))["page"]
+        page = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab}))["page"]
         assert not page["url"].startswith(other)
 
 
@@ -152,9 +154,41 @@ async def test_a_dialog_blocks_only_its_own_tab(connect: Callable[..., Client], 
         assert f"tab {tab} shows an alert dialog" in section(loading, "Events")
         assert "alert dialog open" in tab_line(loading, tab)
 
-        blocked = await mcp.call_tool("browser_snapshot", {"tabId": tab})
+        blocked = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab})
         assert blocked.is_error
         assert "browser_handle_dialog" in section(blocked, "Error")
 
-        fine = await mcp.call_tool("browser_snapshot", {"tabId": other})
+        fine = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": other})
         assert not fine.is_error, text(fine)
+
+
+async def test_a_snapshot_of_an_unchanged_page_says_so_in_one_line(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/counter",
+        "<h1>Counter</h1><button onclick=\"document.querySelector('p').textContent = 'clicked'\">Press</button>"
+        "<p>idle</p><button onclick=\"setTimeout(() => document.querySelector('p').textContent = 'later', 300)\">"
+        "Later</button>",
+    )
+    async with connect() as mcp:
+        went = await mcp.call_tool("browser_navigate", {"url": site.url("/counter")})
+        whole = section(went, "Snapshot")
+        assert 'heading "Counter"' in whole
+        again = await mcp.call_tool("browser_snapshot", {})
+        assert not again.is_error, text(again)
+        assert "is unchanged since its previous snapshot; its refs still hold" in section(again, "Result")
+        assert "### Snapshot" not in text(again) and data(again)["result"]["unchanged"] is True
+        # The refs still work, and the action's response shows the change: the client has seen it.
+        press = next(line for line in whole.splitlines() if 'button "Press"' in line).split("[ref=")[1][:-1]
+        clicked = await mcp.call_tool("browser_click", {"ref": press})
+        assert "clicked" in section(clicked, "Snapshot")
+        assert "unchanged" in section(await mcp.call_tool("browser_snapshot", {}), "Result")
+        # A change the client did not see (a timer) brings the whole tree; full=true always does.
+        later = next(line for line in whole.splitlines() if 'button "Later"' in line).split("[ref=")[1][:-1]
+        await mcp.call_tool("browser_click", {"ref": later})
+        await asyncio.sleep(0.6)
+        changed = await mcp.call_tool("browser_snapshot", {})
+        assert "paragraph [ref=" in section(changed, "Snapshot") and "later" in section(changed, "Snapshot")
+        forced = await mcp.call_tool("browser_snapshot", {"full": True})
+        assert 'heading "Counter"' in section(forced, "Snapshot")

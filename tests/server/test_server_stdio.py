@@ -26,5 +26,5 @@ async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
         tab_id = opened.structured_content["result"]["tabId"]
         assert f"tab {tab_id} opened (tool)" in section(opened, "Events")
 
-        snapshot = await client.call_tool("browser_snapshot", {"tabId": tab_id})
+        snapshot = await client.call_tool("browser_snapshot", {"full": True, "tabId": tab_id})
         assert 'heading "Page a"' in section(snapshot, "Snapshot")

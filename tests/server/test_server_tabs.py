@@ -149,7 +149,7 @@ async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
     )
     async with connect(max_tabs=5) as mcp:
         ok(await mcp.call_tool("browser_navigate", {"url": site.url("/storm")}))
-        storm = ref_of(text(ok(await mcp.call_tool("browser_snapshot", {}))), "Storm")
+        storm = ref_of(text(ok(await mcp.call_tool("browser_snapshot", {"full": True}))), "Storm")
         click = asyncio.create_task(mcp.call_tool("browser_click", {"ref": storm}))
         counts, seen = [], []
         while not click.done():

@@ -271,8 +271,8 @@ class Session:
         self.transcript.ok(f"one tab, id {self.start_tab}, active")
 
     async def open_start_page(self) -> None:
-        await self.call("browser_navigate", url=self.site.url("/"))
-        reply = await self.call("browser_snapshot")
+        # The navigation answers with the page's snapshot: no second call needed to read it.
+        reply = await self.call("browser_navigate", url=self.site.url("/"))
         check(reply.result.get("tabId") == self.start_tab, f"the snapshot should be of tab {self.start_tab}")
         self.link_ref = find_ref(reply.snapshot, "link", "Open A in new tab")
         self.sign_in_link_ref = find_ref(reply.snapshot, "link", "Sign-in demo")

@@ -15,6 +15,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 import tabpilot
@@ -23,6 +24,7 @@ from tabpilot import Instance
 from .config import ServerConfig
 from .registry import select_tools
 from .response import Response
+from .schema import lean_schema
 from .state import ServerState
 from .tools.base import mcp_function
 
@@ -30,17 +32,23 @@ SHUTDOWN_TIMEOUT = 5.0
 """Seconds a stopping server gives its browsers to close."""
 
 INSTRUCTIONS = """\
-tabpilot drives a real Chromium with many tabs. The tab rules:
-- Every tab has a stable integer id that is never reused. Use ids, never list positions.
+tabpilot drives a real Chromium with many tabs. The rules, said once for every tool:
+- Every tab has a stable integer id, never reused. Use ids, never list positions. A tabId
+  argument also takes the id's decimal string or the tab's CDP target id.
 - Tabs a page opens (target=_blank links, window.open, OAuth popups) are reported in the
   ### Events section of the response to the action that opened them, with their opener,
   and are NOT switched to. You decide: pass tabId to work on one, or activate it.
 - Every page tool takes an optional tabId and works on that tab WITHOUT activating it
   (snapshot, click or type on a background tab). Without tabId it uses the active tab.
+  Activate a tab only to make it the default; closing the active tab activates the previous one.
 - Element refs belong to one tab: '3e5' is element e5 of tab 3. A ref acts on its own tab,
   so you need no tabId with it. After navigation, take a new snapshot: old refs are stale.
+- Actions answer with what changed on the page; a snapshot of an unchanged page says so in one
+  line (full=true shows it all again).
 - Every response carries ### Events (everything since your previous call) and ### Tabs when
-  the tab set changed. An open dialog blocks only its tab: handle it with browser_handle_dialog.
+  the tab set changed, with new error counts per tab (browser_observe what='errors' shows
+  them). An open dialog blocks only its tab: handle it with browser_handle_dialog.
+- Text like {{NAME}} in typed text is a secret the server fills in; responses show the name only.
 - Close tabs you no longer need (browser_tabs action=close or close_others).
 """
 
@@ -79,6 +87,21 @@ class TabpilotServer(MCPServer[ServerState]):
                 context,
                 f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again.",
             )
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools, with lean input schemas and the title said once (not again in annotations)."""
+        tools = await super().list_tools()
+        return [
+            tool.model_copy(
+                update={
+                    "input_schema": lean_schema(tool.input_schema),
+                    "annotations": tool.annotations.model_copy(update={"title": None})
+                    if tool.annotations is not None
+                    else None,
+                }
+            )
+            for tool in tools
+        ]
 
     async def close_state(self) -> None:
         """Close every session's browser now (a stop that cannot wait for the transport to end)."""

@@ -52,13 +52,9 @@ TabIdValue = StrictInt | StrictStr
 """A tab id argument: strict, so `true` is refused instead of becoming tab 1."""
 TabIdArg = Annotated[
     TabIdValue | None,
-    Field(
-        description="Tab id (from ### Tabs; its decimal string or CDP target id also work). Default: the active tab."
-    ),
+    Field(description="Default: the active tab."),
 ]
-RefArg = Annotated[
-    str, Field(description="Element ref from the tab's latest snapshot, e.g. '3e5' (tab 3, element e5).")
-]
+RefArg = Annotated[str, Field(description="Element ref, e.g. '3e5'.")]
 
 ToolFunction = Callable[..., Awaitable[None]]
 Progress = Callable[[float, "float | None", str], Awaitable[None]]

@@ -19,15 +19,11 @@ from .base import Call, TabIdValue, ToolSpec
 async def browser_handle_dialog(
     call: Call,
     tab: Tab,
-    accept: Annotated[bool, Field(description="true accepts (OK), false dismisses (Cancel).")],
-    promptText: Annotated[
-        str | None, Field(description="For a prompt dialog: the text to answer with (when accepting).")
-    ] = None,
+    accept: Annotated[bool, Field(description="OK (true) or Cancel (false).")],
+    promptText: Annotated[str | None, Field(description="prompt: the answer.")] = None,
     tabId: Annotated[
         TabIdValue | None,
-        Field(
-            description="The tab whose dialog to handle (from ### Events or ### Tabs). Omit for the active tab."
-        ),
+        Field(description="The dialog's tab. Default: the active tab."),
     ] = None,
 ) -> None:
     if tab.dialog is None:
@@ -54,9 +50,7 @@ TOOLS = [
     ToolSpec(
         "browser_handle_dialog",
         browser_handle_dialog,
-        "Accept or dismiss the dialog (alert, confirm, prompt, beforeunload) open on a tab. A dialog blocks "
-        "only its tab: tools on that tab refuse until it is handled, other tabs keep working. Pass the tabId "
-        "named in ### Events for a dialog on a background tab.",
+        "Accept or dismiss the dialog (alert, confirm, prompt, beforeunload) that blocks a tab.",
         ToolAnnotations(title="Handle a dialog", destructive_hint=True, open_world_hint=True),
         tab=True,
         allows_dialog=True,

@@ -22,15 +22,10 @@ async def browser_evaluate(
     tab: Tab,
     function: Annotated[
         str,
-        Field(
-            description="JavaScript function to run in the page, e.g. '() => document.title', or with ref "
-            "'(element) => element.textContent'. Its return value must be JSON-serializable."
-        ),
+        Field(description="e.g. '() => document.title', with ref '(el) => el.value'."),
     ],
     tabId: TabIdArg = None,
-    ref: Annotated[
-        str | None, Field(description="Pass this element (ref from browser_snapshot) to the function.")
-    ] = None,
+    ref: Annotated[str | None, Field(description="Element passed to the function.")] = None,
 ) -> None:
     result = await evaluate(tab, function, ref=ref)
     if result.dialog is not None:
@@ -59,8 +54,7 @@ TOOLS = [
     ToolSpec(
         "browser_evaluate",
         browser_evaluate,
-        "Run a JavaScript function in a tab (on an element if ref is given) and return its JSON result. Works "
-        "on a background tab without activating it.",
+        "Run a JavaScript function in a tab (on an element with ref); returns its JSON result.",
         ToolAnnotations(title="Run JavaScript", destructive_hint=True, open_world_hint=True),
         tab=True,
     )

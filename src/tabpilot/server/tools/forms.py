@@ -16,11 +16,8 @@ from .input import report
 
 
 class FormField(BaseModel):
-    ref: StrictStr = Field(description="Element ref, e.g. '3e5'.")
-    value: StrictStr | StrictBool | list[StrictStr] = Field(
-        description="Text for a text field, true/false for a checkbox or radio, option value(s) or label(s) "
-        "for a select."
-    )
+    ref: StrictStr
+    value: StrictStr | StrictBool | list[StrictStr] = Field(description="Text, true/false, or option(s).")
 
 
 def _shown(value: str | bool | list[str]) -> str:
@@ -33,7 +30,7 @@ def _shown(value: str | bool | list[str]) -> str:
 
 async def browser_fill_form(
     call: Call,
-    fields: Annotated[list[FormField], Field(min_length=1, description="The fields, all of one tab.")],
+    fields: Annotated[list[FormField], Field(min_length=1)],
     tabId: TabIdArg = None,
 ) -> None:
     tab = call.target(tab_id=tabId, ref=fields[0].ref)
@@ -50,14 +47,10 @@ async def browser_fill_form(
 async def browser_file_upload(
     call: Call,
     tab: Tab,
-    ref: Annotated[
-        StrictStr, Field(description="Ref of the file input (or the button that opens the file chooser).")
-    ],
+    ref: Annotated[StrictStr, Field(description="The file input.")],
     paths: Annotated[
         list[StrictStr],
-        Field(
-            min_length=1, description="Absolute paths of the files, inside the server's allowed file roots."
-        ),
+        Field(min_length=1, description="Absolute file paths."),
     ],
     tabId: TabIdArg = None,
 ) -> None:
@@ -70,7 +63,7 @@ async def browser_drag(
     call: Call,
     tab: Tab,
     startRef: RefArg,
-    endRef: Annotated[StrictStr, Field(description="Ref of the element to drop onto (same tab).")],
+    endRef: Annotated[StrictStr, Field(description="Drop target.")],
     tabId: TabIdArg = None,
 ) -> None:
     result = await drag(tab, startRef, endRef)
@@ -85,15 +78,14 @@ TOOLS = [
     ToolSpec(
         "browser_fill_form",
         browser_fill_form,
-        "Fill several fields of a tab in one call: text fields, checkboxes, radios and selects by ref. Every "
-        "field is checked before any is filled.",
+        "Fill several fields of one tab (text, checkbox, radio, select); all are checked first.",
         _ACTS.model_copy(update={"title": "Fill a form"}),
         secret_args=("fields",),
     ),
     ToolSpec(
         "browser_file_upload",
         browser_file_upload,
-        "Upload files to a file input by ref (paths on the server's machine, inside its allowed roots).",
+        "Upload files (on the server's machine, in its allowed roots) to a file input.",
         _ACTS.model_copy(update={"title": "Upload files"}),
         tab=True,
     ),

@@ -27,9 +27,7 @@ from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
     str | None,
-    Field(
-        description="Element ref from the latest browser_snapshot of its tab, e.g. '3e5'; it names its tab."
-    ),
+    Field(description="Element ref, e.g. '3e5'."),
 ]
 
 
@@ -68,17 +66,15 @@ async def browser_click(
     tab: Tab,
     ref: RefArg,
     tabId: TabIdArg = None,
-    button: Annotated[Literal["left", "middle", "right"], Field(description="Mouse button.")] = "left",
+    button: Annotated[Literal["left", "middle", "right"], Field()] = "left",
     modifiers: Annotated[
         list[Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]] | None,
-        Field(description="Keys held during the click, e.g. ['ControlOrMeta'] to open a link in a new tab."),
+        Field(description="Keys held."),
     ] = None,
-    doubleClick: Annotated[bool, Field(description="Double-click instead of a single click.")] = False,
+    doubleClick: Annotated[bool, Field()] = False,
     followNewTab: Annotated[
         bool,
-        Field(
-            description="If the click opens a tab, make it the active tab (default: leave it in the background)."
-        ),
+        Field(description="Activate a tab the click opens."),
     ] = False,
 ) -> None:
     result = await click(
@@ -104,14 +100,12 @@ async def browser_type(
     call: Call,
     tab: Tab,
     ref: RefArg,
-    text: Annotated[str, Field(description="The text; it replaces what the field holds.")],
+    text: Annotated[str, Field(description="Replaces the field's text.")],
     tabId: TabIdArg = None,
-    submit: Annotated[bool, Field(description="Press Enter afterwards.")] = False,
+    submit: Annotated[bool, Field(description="Press Enter after.")] = False,
     slowly: Annotated[
         bool,
-        Field(
-            description="Type one key at a time (for pages that react to each key); slower, at most 2000 characters."
-        ),
+        Field(description="Key by key (at most 2000 characters)."),
     ] = False,
 ) -> None:
     result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
@@ -124,9 +118,7 @@ async def browser_press_key(
     tab: Tab,
     key: Annotated[
         str,
-        Field(
-            description="Key name (Enter, Tab, Escape, ArrowDown, a) or combination (Control+a, Shift+Tab)."
-        ),
+        Field(description="e.g. Enter, ArrowDown, Control+a."),
     ],
     ref: OptionalRefArg = None,
     tabId: TabIdArg = None,
@@ -140,9 +132,7 @@ async def browser_select_option(
     call: Call,
     tab: Tab,
     ref: RefArg,
-    values: Annotated[
-        list[str], Field(min_length=1, description="Options to select, by value or visible label.")
-    ],
+    values: Annotated[list[str], Field(min_length=1, description="Values or labels.")],
     tabId: TabIdArg = None,
 ) -> None:
     result = await select_option(tab, ref, values)
@@ -158,11 +148,9 @@ async def browser_hover(call: Call, tab: Tab, ref: RefArg, tabId: TabIdArg = Non
 async def browser_wait_for(
     call: Call,
     tab: Tab,
-    text: Annotated[str | None, Field(description="Wait until this text is visible on the page.")] = None,
-    textGone: Annotated[str | None, Field(description="Wait until this text is no longer visible.")] = None,
-    time: Annotated[
-        float | None, Field(ge=0, le=30, description="Wait this many seconds (at most 30).")
-    ] = None,
+    text: Annotated[str | None, Field(description="Until visible.")] = None,
+    textGone: Annotated[str | None, Field(description="Until gone.")] = None,
+    time: Annotated[float | None, Field(ge=0, le=30, description="Seconds.")] = None,
     tabId: TabIdArg = None,
 ) -> None:
     if text is None and textGone is None and time is None:
@@ -185,18 +173,14 @@ TOOLS = [
     ToolSpec(
         "browser_click",
         browser_click,
-        "Click an element by its ref from browser_snapshot ('3e5' = element e5 of tab 3); works on a "
-        "background tab without activating it. If the click opens tabs (target=_blank, popup, middle or "
-        "Ctrl-click), the response names them in ### Events; they stay in the background unless "
-        "followNewTab. The response shows what changed on the page.",
+        "Click an element. Tabs it opens stay in the background unless followNewTab.",
         _ACTS.model_copy(update={"title": "Click"}),
         tab=True,
     ),
     ToolSpec(
         "browser_type",
         browser_type,
-        "Type text into an editable element (by ref; replaces its content), optionally pressing Enter. Works "
-        "on any tab without activating it.",
+        "Type text into an editable element.",
         _ACTS.model_copy(update={"title": "Type text"}),
         tab=True,
         secret_args=("text",),
@@ -204,30 +188,28 @@ TOOLS = [
     ToolSpec(
         "browser_press_key",
         browser_press_key,
-        "Press a key or key combination in a tab (on an element if ref is given, else where the tab's focus "
-        "is). Works on any tab without activating it.",
+        "Press a key or combination (on ref, else where the focus is).",
         _ACTS.model_copy(update={"title": "Press a key"}),
         tab=True,
     ),
     ToolSpec(
         "browser_select_option",
         browser_select_option,
-        "Select options of a <select> element (by ref) by value or label. Works on any tab without activating it.",
+        "Select options of a <select>.",
         _ACTS.model_copy(update={"title": "Select options"}),
         tab=True,
     ),
     ToolSpec(
         "browser_hover",
         browser_hover,
-        "Move the mouse over an element (by ref), e.g. to open a menu. Works on any tab without activating it.",
+        "Hover over an element.",
         _ACTS.model_copy(update={"title": "Hover"}),
         tab=True,
     ),
     ToolSpec(
         "browser_wait_for",
         browser_wait_for,
-        "Wait until text appears or disappears on a tab, or for a number of seconds (at most 30). Without "
-        "tabId it waits on the active tab.",
+        "Wait for text to appear or go, or some seconds.",
         ToolAnnotations(title="Wait", read_only_hint=True, open_world_hint=True),
         tab=True,
     ),

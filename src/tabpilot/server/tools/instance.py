@@ -80,61 +80,38 @@ def _opened(call: Call, instance: Instance, verb: str) -> None:
 
 async def browser_instance(
     call: Call,
-    action: Annotated[InstanceAction, Field(description="What to do.")],
-    instanceId: Annotated[
-        str | None, Field(description="close: the instance to close; list: show only this one.")
-    ] = None,
+    action: Annotated[InstanceAction, Field()],
+    instanceId: Annotated[str | None, Field(description="close: which; list: only this one.")] = None,
     cdpEndpoint: Annotated[
         str | None,
-        Field(
-            description="connect: a Chromium's DevTools endpoint, http://host:port (its "
-            "--remote-debugging-port) or ws://host:port/devtools/browser/<id>. Sees tabs other clients open."
-        ),
+        Field(description="connect: a Chromium's DevTools endpoint (http://host:port or ws://)."),
     ] = None,
     wsEndpoint: Annotated[
         str | None,
-        Field(
-            description="connect: a Playwright browser server's ws:// URL (as `playwright launch-server` "
-            "prints it). Only tabs opened through tabpilot are seen there."
-        ),
+        Field(description="connect: a Playwright browser server's ws:// URL."),
     ] = None,
     seleniumGrid: Annotated[
         str | None,
-        Field(
-            description="connect: a Selenium Grid 4 URL (http://host:4444): starts a browser session there and "
-            "drives it over CDP; closing the instance ends the session."
-        ),
+        Field(description="connect: a Selenium Grid 4 URL; starts a session there."),
     ] = None,
     capabilities: Annotated[
         dict[str, Any] | None,
-        Field(
-            description="connect with seleniumGrid: WebDriver capabilities on top of Chrome's, e.g. "
-            '{"platformName": "linux"} or {"goog:chromeOptions": {"args": ["--lang=de"]}}.'
-        ),
+        Field(description="seleniumGrid: WebDriver capabilities."),
     ] = None,
-    headless: Annotated[
-        bool | None, Field(description="launch: without a window (default: the server's --headless setting).")
-    ] = None,
+    headless: Annotated[bool | None, Field(description="launch: no window.")] = None,
     extension: Annotated[
         bool | None,
-        Field(
-            description="connect: the user's own browser through the tabpilot extension (listens on "
-            "127.0.0.1 for it; the instance appears when the extension connects)."
-        ),
+        Field(description="connect: the user's browser via the tabpilot extension."),
     ] = None,
     userDataDir: Annotated[
         str | None,
-        Field(
-            description="launch: a Chromium profile directory to use and keep (logins, cookies). "
-            "Omit for an isolated, throwaway profile."
-        ),
+        Field(description="launch: a profile directory to keep."),
     ] = None,
     options: Annotated[
         dict[str, Any] | None,
         Field(
-            description='launch: browser options over the server\'s, e.g. {"viewport": "1280x720", '
-            '"userAgent": "...", "ignoreHttpsErrors": true, "proxyServer": "http://proxy:3128", '
-            '"initScripts": ["/abs/file.js"], "storageState": "/abs/state.json", "timeoutAction": 5}.'
+            description="launch: browser options, e.g. {viewport: '1280x720', userAgent, ignoreHttpsErrors, "
+            "proxyServer, initScripts, storageState}."
         ),
     ] = None,
 ) -> None:
@@ -244,14 +221,8 @@ TOOLS = [
     ToolSpec(
         "browser_instance",
         browser_instance,
-        "Manage browser instances: list them (id, kind, endpoint, tab count, default, health), launch a local "
-        "Chromium, connect to a remote one (cdpEndpoint: a Chrome with --remote-debugging-port; wsEndpoint: a "
-        "Playwright browser server; seleniumGrid: a new session on a Selenium Grid 4; extension=true: the user's "
-        "own browser through the tabpilot extension), or close one (a launched browser exits; a connected one "
-        "is only disconnected; a grid session is ended). Tab ids are unique across instances: tab tools need "
-        "only tabId. Tools called without tabId use the default instance (the one whose tab was activated "
-        "last). If a browser dies, its tabs "
-        "are reported closed (by crash) and a lost local default browser is relaunched on the next call.",
+        "List, launch, connect or close browser instances (one of cdpEndpoint, wsEndpoint, seleniumGrid, "
+        "extension). Tab ids are unique across instances. A lost local default browser is relaunched.",
         ToolAnnotations(title="Manage browser instances", destructive_hint=True, open_world_hint=True),
     )
 ]

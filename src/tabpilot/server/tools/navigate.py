@@ -18,11 +18,11 @@ async def browser_navigate(
     tab: Tab,
     action: Annotated[
         Literal["goto", "back", "forward", "reload"],
-        Field(description="goto a url, or move in the tab's history."),
+        Field(description="Default goto."),
     ] = "goto",
     url: Annotated[
         str | None,
-        Field(description="goto: the address (a missing scheme means https://, http:// for localhost)."),
+        Field(description="goto: the URL (no scheme: https://)."),
     ] = None,
     tabId: TabIdArg = None,
 ) -> None:
@@ -44,8 +44,7 @@ TOOLS = [
     ToolSpec(
         "browser_navigate",
         browser_navigate,
-        "Load a URL in a tab, or go back, forward or reload. Works on any tab (tabId) without activating "
-        "it; without tabId it uses the active tab. The response shows the new page's snapshot with refs.",
+        "Load a URL in a tab, or go back, forward or reload.",
         ToolAnnotations(title="Navigate a tab", destructive_hint=False, open_world_hint=True),
         tab=True,
     )

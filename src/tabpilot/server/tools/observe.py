@@ -32,46 +32,33 @@ async def browser_observe(
     what: Annotated[
         ObserveWhat,
         Field(
-            description="errors: uncaught page errors and console errors; logs: console messages; "
-            "network_waterfall: finished and failed requests (method, url, status, timing, sizes); "
-            "network_bodies: headers and text bodies; websocket_events: open, frames, close; "
-            "actions: what the server did per tab; tab_events: tabs opened, closed, activated."
+            description="logs: console; network_waterfall: requests; network_bodies: headers and bodies; "
+            "actions: this server's calls; tab_events: opened, closed, activated."
         ),
     ],
     tabId: Annotated[
         TabIdValue | None,
-        Field(
-            description="Only this tab's entries (works for background and closed tabs too). "
-            "Omit for all tabs: every entry carries its tabId."
-        ),
+        Field(description="Only this tab (closed ones too). Default: all tabs."),
     ] = None,
-    limit: Annotated[
-        int, Field(ge=1, le=1000, description="At most this many entries (newest, or after since).")
-    ] = 100,
+    limit: Annotated[int, Field(ge=1, le=1000, description="Most entries.")] = 100,
     since: Annotated[
         int | None,
         Field(
             ge=0,
-            description="Cursor: only entries after it, oldest first. Pass next_cursor of the previous call.",
+            description="Cursor from next_cursor: only later entries.",
         ),
     ] = None,
     level: Annotated[
         Literal["debug", "info", "log", "warning", "warn", "error"] | None,
-        Field(description="logs: this level and more severe ones."),
+        Field(description="logs: this level and above."),
     ] = None,
-    url: Annotated[str | None, Field(description="Only entries whose URL contains this text.")] = None,
-    method: Annotated[
-        str | None, Field(description="network kinds: only this HTTP method (GET, POST, ...).")
-    ] = None,
-    statusMin: Annotated[
-        int | None, Field(ge=100, le=599, description="network kinds: only responses with status >= this.")
-    ] = None,
-    statusMax: Annotated[
-        int | None, Field(ge=100, le=599, description="network kinds: only responses with status <= this.")
-    ] = None,
+    url: Annotated[str | None, Field(description="URL contains.")] = None,
+    method: Annotated[str | None, Field(description="HTTP method.")] = None,
+    statusMin: Annotated[int | None, Field(ge=100, le=599, description="Status at least.")] = None,
+    statusMax: Annotated[int | None, Field(ge=100, le=599, description="Status at most.")] = None,
     direction: Annotated[
         Literal["sent", "received"] | None,
-        Field(description="websocket_events: only frames sent or received."),
+        Field(description="websocket_events: frames sent or received."),
     ] = None,
 ) -> None:
     tab_id = _tab_filter(call, tabId)
@@ -148,10 +135,8 @@ TOOLS = [
     ToolSpec(
         "browser_observe",
         browser_observe,
-        "Read what tabs did, per tab, active or not, open or closed: console logs, errors, network requests "
-        "and bodies, WebSocket frames, the server's actions, tab events. Every entry carries its tabId. "
-        "Pass tabId for one tab; pass next_cursor back as since to get only new entries. "
-        "### Tabs shows new errors per tab: observe what='errors' with that tabId to see them.",
+        "Read what tabs did: console, errors, network, WebSocket, actions, tab events. Pass next_cursor "
+        "back as since for new entries only.",
         ToolAnnotations(title="Observe tab telemetry", read_only_hint=True, open_world_hint=False),
     )
 ]

@@ -33,15 +33,11 @@ async def browser_screenshot(
     call: Call,
     tab: Tab,
     tabId: TabIdArg = None,
-    fullPage: Annotated[
-        bool, Field(description="The whole scrollable page instead of the viewport.")
-    ] = False,
-    ref: Annotated[str | None, Field(description="Only this element (ref, e.g. '3e5').")] = None,
-    type: Annotated[Literal["png", "jpeg"], Field(description="Image format.")] = "png",
-    quality: Annotated[int | None, Field(ge=0, le=100, description="JPEG quality, 0-100.")] = None,
-    maxWidth: Annotated[
-        int | None, Field(ge=16, description="Scale the image down to at most this many pixels wide.")
-    ] = None,
+    fullPage: Annotated[bool, Field()] = False,
+    ref: Annotated[str | None, Field(description="Only this element.")] = None,
+    type: Annotated[Literal["png", "jpeg"], Field()] = "png",
+    quality: Annotated[int | None, Field(ge=0, le=100, description="jpeg only.")] = None,
+    maxWidth: Annotated[int | None, Field(ge=16, description="Scale down to this width.")] = None,
 ) -> None:
     image = await screenshot(
         tab, full_page=fullPage, ref=ref, image_type=type, quality=quality, max_width=maxWidth
@@ -68,8 +64,8 @@ async def browser_screenshot(
 async def browser_resize(
     call: Call,
     tab: Tab,
-    width: Annotated[int, Field(ge=100, le=10000, description="Viewport width in CSS pixels.")],
-    height: Annotated[int, Field(ge=100, le=10000, description="Viewport height in CSS pixels.")],
+    width: Annotated[int, Field(ge=100, le=10000)],
+    height: Annotated[int, Field(ge=100, le=10000)],
     tabId: TabIdArg = None,
 ) -> None:
     got = await resize(tab, width, height)
@@ -84,15 +80,14 @@ TOOLS = [
     ToolSpec(
         "browser_screenshot",
         browser_screenshot,
-        "Take a screenshot of a tab (viewport, fullPage, or one element by ref), PNG or JPEG, optionally "
-        "scaled to maxWidth. Works on a background tab. To act on the page, use browser_snapshot.",
+        "Screenshot a tab's viewport, full page or one element.",
         ToolAnnotations(title="Screenshot a tab", read_only_hint=True, open_world_hint=True),
         tab=True,
     ),
     ToolSpec(
         "browser_resize",
         browser_resize,
-        "Resize a tab's viewport (CSS pixels); the page sees the new size.",
+        "Resize a tab's viewport (CSS pixels).",
         ToolAnnotations(title="Resize the viewport", destructive_hint=False, open_world_hint=True),
         tab=True,
     ),

@@ -16,14 +16,21 @@ async def browser_snapshot(
     call: Call,
     tab: Tab,
     tabId: TabIdArg = None,
-    depth: Annotated[
-        int | None, Field(ge=1, description="Only this many levels of the tree (default: all).")
-    ] = None,
-    ref: Annotated[
-        str | None, Field(description="Only the subtree of this element ref (e.g. '3e5'); it names its tab.")
-    ] = None,
+    depth: Annotated[int | None, Field(ge=1, description="Levels to read.")] = None,
+    ref: Annotated[str | None, Field(description="Only this element's subtree.")] = None,
+    full: Annotated[bool, Field(description="Show it even if unchanged.")] = False,
 ) -> None:
+    previous = tab.last_snapshot
     snap = await tab.snapshot(depth=depth, ref=ref)
+    whole = depth is None and ref is None
+    if whole and not full and previous is not None and (previous.url, previous.text) == (snap.url, snap.text):
+        # The client has this tree already (its last snapshot, or that and the changes since).
+        call.response.result(
+            f"Tab {tab.id} is unchanged since its previous snapshot; its refs still hold (full=true shows it).",
+            {"tabId": tab.id, "url": snap.url, "title": snap.title, "unchanged": True},
+        )
+        call.response.set_page(tab)
+        return
     scope = f" (subtree of {ref})" if ref else ""
     call.response.result(
         f"Snapshot of tab {tab.id}{scope}. Refs like [ref={tab.id}e1] work only on tab {tab.id}.",
@@ -37,9 +44,8 @@ TOOLS = [
     ToolSpec(
         "browser_snapshot",
         browser_snapshot,
-        "Read a tab: the list of open tabs, the page's URL and title, and its accessibility tree with element "
-        "refs ('3e5' = element e5 of tab 3) to use with click/type/etc. Works on any tab (tabId) without "
-        "activating it. Use depth or ref to read part of a large page.",
+        "Read a tab's accessibility tree with element refs, its URL and title, and the tab list. "
+        "An unchanged page says so in one line unless full.",
         ToolAnnotations(title="Snapshot a tab", read_only_hint=True, open_world_hint=True),
         tab=True,
     )

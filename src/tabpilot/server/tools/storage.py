@@ -32,9 +32,9 @@ async def browser_storage_state(
     call: Call,
     path: Annotated[
         StrictStr | None,
-        Field(description=f"File to write (JSON), inside the allowed file roots. Default: {DEFAULT_NAME}."),
+        Field(description=f"In the allowed roots. Default: {DEFAULT_NAME}."),
     ] = None,
-    instanceId: Annotated[StrictStr | None, Field(description="Default: the default instance.")] = None,
+    instanceId: Annotated[StrictStr | None, Field()] = None,
 ) -> None:
     instance = call.manager.instance(instanceId)
     target = writable_path(path, file_roots(call.session.config))
@@ -50,8 +50,7 @@ TOOLS = [
     ToolSpec(
         "browser_storage_state",
         browser_storage_state,
-        "Save an instance's cookies and localStorage to a JSON file (a login to reuse with --storage-state). "
-        "The file holds secrets: it is written, never shown.",
+        "Save cookies and localStorage to a JSON file (for --storage-state); never shown.",
         ToolAnnotations(title="Save the storage state", destructive_hint=False, open_world_hint=False),
     )
 ]

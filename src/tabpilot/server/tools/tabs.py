@@ -26,18 +26,14 @@ TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", 
 
 async def browser_tabs(
     call: Call,
-    action: Annotated[TabsAction, Field(description="What to do.")],
+    action: Annotated[TabsAction, Field()],
     tabId: TabIdArg = None,
     keepTabId: Annotated[
-        TabIdValue | None, Field(description="close_others: the tab to keep (default: the active tab).")
+        TabIdValue | None, Field(description="close_others: the tab to keep. Default: active.")
     ] = None,
-    url: Annotated[str | None, Field(description="new: the URL to open (default about:blank).")] = None,
-    background: Annotated[
-        bool, Field(description="new: open without activating it (the active tab stays active).")
-    ] = False,
-    instanceId: Annotated[
-        str | None, Field(description="list/new: the browser instance (default: the default instance).")
-    ] = None,
+    url: Annotated[str | None, Field(description="new: URL to open.")] = None,
+    background: Annotated[bool, Field(description="new: do not activate it.")] = False,
+    instanceId: Annotated[str | None, Field(description="list/new: the browser instance.")] = None,
 ) -> None:
     manager = call.manager
     response = call.response
@@ -120,10 +116,7 @@ TOOLS = [
     ToolSpec(
         "browser_tabs",
         browser_tabs,
-        "List, open, close, activate or pin browser tabs. Tab ids are stable integers that are never "
-        "reused. Tabs opened by pages (links, popups) are reported in ### Events and are NOT activated; "
-        "activate one only if you want it to be the default for tools called without tabId. Closing the "
-        "active tab activates the previously active one. Close tabs you no longer need.",
+        "List, open, close, activate or pin tabs.",
         ToolAnnotations(title="Manage tabs", destructive_hint=True, open_world_hint=True),
     )
 ]
