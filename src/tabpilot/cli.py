@@ -429,6 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _option(
         tools,
+        "--navigate-returns",
+        choices=["snapshot", "page"],
+        help="what browser_navigate and browser_tabs new with a url answer with: 'snapshot', the loaded page's "
+        "accessibility tree (saves the read that usually follows), or 'page', its URL and title only "
+        "(default snapshot)",
+    )
+    _option(
+        tools,
         "--allowed-file-root",
         metavar="DIR",
         action="append",
@@ -595,6 +603,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         blocked_origins=values.get("blocked_origins", ()),
         tools=tool_sets,
         caps=caps,
+        navigate_returns=values.get("navigate_returns", "snapshot"),
         allowed_file_roots=tuple(values.get("allowed_file_root") or ()),
         secrets=secrets,
         buffer_size=values.get("buffer_size"),

@@ -286,3 +286,22 @@ async def test_caps_offer_core_and_the_groups_asked_for(connect: Callable[..., C
         assert not some & {"browser_screenshot", "browser_evaluate", "browser_observe", "browser_instance"}
         unknown = await mcp.call_tool("browser_evaluate", {"function": "() => 1"})
         assert unknown.is_error
+
+
+async def test_the_default_tool_list_stays_small_and_says_what_each_argument_is(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect() as mcp:
+        tools = (await mcp.list_tools()).tools
+    listed = json.dumps(
+        [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], separators=(",", ":")
+    )
+    assert len(listed) <= 12_000, len(listed)
+    for tool in tools:
+        assert tool.description and tool.title, tool.name
+        schema = json.dumps(tool.input_schema)
+        assert '"title"' not in schema and '{"type": "null"}' not in schema, tool.name
+    tab_ids = [
+        t.input_schema["properties"]["tabId"] for t in tools if "tabId" in t.input_schema["properties"]
+    ]
+    assert tab_ids and all(p["type"] == ["integer", "string"] for p in tab_ids)

@@ -192,3 +192,23 @@ async def test_a_snapshot_of_an_unchanged_page_says_so_in_one_line(
         assert "paragraph [ref=" in section(changed, "Snapshot") and "later" in section(changed, "Snapshot")
         forced = await mcp.call_tool("browser_snapshot", {"full": True})
         assert 'heading "Counter"' in section(forced, "Snapshot")
+
+
+async def test_navigate_and_new_tab_answer_with_the_snapshot_or_only_the_page_as_configured(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+        assert 'heading "Page a"' in section(opened, "Snapshot")
+        went = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")})
+        assert 'heading "Page b"' in section(went, "Snapshot")
+        blank = await mcp.call_tool("browser_tabs", {"action": "new"})
+        assert "### Snapshot" not in text(blank)
+    async with connect(navigate_returns="page") as mcp:
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+        went = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")})
+        for answer in (opened, went):
+            assert "### Snapshot" not in text(answer) and "### Page" in text(answer)
+        assert "Title: Page b" in section(went, "Page")
+        # The tree was never shown: the next snapshot shows it whole.
+        assert 'heading "Page b"' in section(await mcp.call_tool("browser_snapshot", {}), "Snapshot")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, Secrets, TabLimitPolicy
 
@@ -48,6 +48,9 @@ class ServerConfig:
     # Tool sets (`--tools default,foxmcp`) and the default set's groups (`--caps`; None: all)
     tools: tuple[str, ...] = ("default",)
     caps: tuple[str, ...] | None = None
+    navigate_returns: Literal["snapshot", "page"] = "snapshot"
+    """What browser_navigate and browser_tabs new (with a url) answer with: the loaded page's
+    snapshot (saves the read that follows nearly every navigation) or only its URL and title."""
     # Files tools read (uploads) and write (storage state): only inside these folders (): the
     # working directory)
     allowed_file_roots: tuple[str, ...] = ()

@@ -50,7 +50,7 @@ TOOLS = [
     ToolSpec(
         "browser_handle_dialog",
         browser_handle_dialog,
-        "Accept or dismiss the dialog (alert, confirm, prompt, beforeunload) that blocks a tab.",
+        "Accept or dismiss the dialog that blocks a tab.",
         ToolAnnotations(title="Handle a dialog", destructive_hint=True, open_world_hint=True),
         tab=True,
         allows_dialog=True,

@@ -222,7 +222,7 @@ TOOLS = [
         "browser_instance",
         browser_instance,
         "List, launch, connect or close browser instances (one of cdpEndpoint, wsEndpoint, seleniumGrid, "
-        "extension). Tab ids are unique across instances. A lost local default browser is relaunched.",
+        "extension). Tab ids are unique across instances.",
         ToolAnnotations(title="Manage browser instances", destructive_hint=True, open_world_hint=True),
     )
 ]

@@ -37,7 +37,10 @@ async def browser_navigate(
     if result.note:
         text += f" {result.note}"
     call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})
-    call.response.set_page(tab, changes=True)
+    with_snapshot = call.session.config.navigate_returns == "snapshot"
+    if not with_snapshot and not tab.is_gone and tab.dialog is None:
+        await tab.refresh_title()  # the snapshot would have read it
+    call.response.set_page(tab, changes=with_snapshot)
 
 
 TOOLS = [

@@ -31,10 +31,7 @@ async def browser_observe(
     call: Call,
     what: Annotated[
         ObserveWhat,
-        Field(
-            description="logs: console; network_waterfall: requests; network_bodies: headers and bodies; "
-            "actions: this server's calls; tab_events: opened, closed, activated."
-        ),
+        Field(description="logs: console; network_bodies: headers and bodies; actions: this server's calls."),
     ],
     tabId: Annotated[
         TabIdValue | None,

@@ -44,8 +44,7 @@ TOOLS = [
     ToolSpec(
         "browser_snapshot",
         browser_snapshot,
-        "Read a tab's accessibility tree with element refs, its URL and title, and the tab list. "
-        "An unchanged page says so in one line unless full.",
+        "Read a tab's accessibility tree with element refs, its URL and title, and the tab list.",
         ToolAnnotations(title="Snapshot a tab", read_only_hint=True, open_world_hint=True),
         tab=True,
     )

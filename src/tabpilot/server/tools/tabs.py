@@ -69,7 +69,7 @@ async def browser_tabs(
             f"Opened tab {tab.id} {how}: {short(tab.url)}" + (f" {note}" if note else ""),
             {"tabId": tab.id, "url": tab.url, "title": tab.title},
         )
-        response.set_page(tab)
+        response.set_page(tab, changes=bool(target) and call.session.config.navigate_returns == "snapshot")
     elif action == "close":
         tab = call.tab(tabId)
         closed = await manager.close_tab(tab.id)
