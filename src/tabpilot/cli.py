@@ -698,6 +698,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if config.http_host is None:
         from .server.app import SHUTDOWN_TIMEOUT
         from .server.runner import run_until_stopped
+        from .server.stdin_guard import guard_stdin
+
+        guard_stdin()  # requests the SDK's stdio transport cannot read still get an answer
 
         return run_until_stopped(server.run_stdio_async, server.close_state, timeout=SHUTDOWN_TIMEOUT)
     from .server.http import run_http

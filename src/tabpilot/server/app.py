@@ -26,6 +26,7 @@ from .registry import select_tools
 from .response import Response
 from .schema import lean_schema
 from .state import ServerState
+from .stdin_guard import INVALID_ARGUMENTS
 from .tools.base import mcp_function
 
 SHUTDOWN_TIMEOUT = 5.0
@@ -66,6 +67,14 @@ class TabpilotServer(MCPServer[ServerState]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[ServerState, Any] | None = None
     ) -> Any:
+        unreadable = arguments.get(INVALID_ARGUMENTS)
+        if isinstance(unreadable, str) and len(arguments) == 1:  # see stdin_guard
+            return await self._argument_error(
+                name,
+                context,
+                f"The arguments of this {name} call could not be read: {unreadable}. Nothing was done. "
+                "Send them as valid JSON (UTF-8 text, nested at most a few dozen levels) and call again.",
+            )
         known = self.tool_arguments.get(name)
         if known is not None:
             extra = sorted(set(arguments) - known)
