@@ -193,3 +193,42 @@ async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
         (pending,) = result_of(result)["pendingRequests"]
         assert (pending["tabId"], pending["url"]) == (tab, site.url("/api/slow?ms=1500"))
         assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")
+
+
+async def test_a_console_flood_is_shed_and_every_line_is_kept_or_counted(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    lines = 30_000
+    site.set_content(
+        "/flood",
+        f"<h1>Flood</h1><script>for (let i = 0; i < {lines}; i++) console.log('line ' + i);"
+        "console.log('flood over');</script>",
+    )
+    async with connect() as mcp:
+        quiet = await new_tab(mcp, site.url("/page/a"))
+        flood = await new_tab(mcp, site.url("/flood"), background=True)
+        arguments = {"what": "logs", "tabId": flood, "limit": 1000}
+
+        def settled(result: dict[str, Any]) -> bool:
+            return bool(result["entries"]) and result["entries"][-1]["text"] == "flood over"
+
+        # Lines beyond the per-tab rate are dropped before they are parsed, and counted.
+        seen = result_of(await observe_until(mcp, arguments, settled, timeout=30))
+        entries: list[dict[str, Any]] = []
+        cursor = 0
+        while True:  # every entry of the tab, page by page
+            seen = result_of(await mcp.call_tool("browser_observe", {**arguments, "since": cursor}))
+            entries += seen["entries"]
+            cursor = seen["nextCursor"]
+            if not seen["hasMore"]:
+                break
+        page_lines = entries
+        assert seen["dropped"] > 0
+        # Nothing lost uncounted: every line the page logged is either kept or counted as dropped.
+        assert len(page_lines) + seen["dropped"] == lines + 1, (len(page_lines), seen["dropped"])
+        assert page_lines[-1]["text"] == "flood over" and page_lines[-1]["location"]["url"] == site.url(
+            "/flood"
+        )
+        # The other tab never noticed.
+        shot = await mcp.call_tool("browser_snapshot", {"tabId": quiet, "full": True})
+        assert 'heading "Page a"' in section(shot, "Snapshot")
