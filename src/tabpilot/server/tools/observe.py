@@ -33,7 +33,8 @@ async def browser_observe(
         ObserveWhat,
         Field(
             description="errors: uncaught page errors and console errors; logs: console messages; "
-            "network_waterfall: finished and failed requests (method, url, status, timing, sizes); "
+            "network_waterfall: finished and failed requests (method, url, status, timing, sizes), "
+            "WebSocket handshakes among them (ws:// url, status 101); "
             "network_bodies: headers and text bodies; websocket_events: open, frames, close; "
             "actions: what the server did per tab; tab_events: tabs opened, closed, activated."
         ),
