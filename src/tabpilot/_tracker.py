@@ -262,10 +262,12 @@ class TabTracker:
                 self._asks.asked(target_id)
                 self._changed.set()
 
-        tab.add_disposer(session.on_message(on_message))
-        session.send("Page.enable")
         for hook in list(self._services.target_hooks):
             tab.add_disposer(hook(session, tab))
+        # After the hooks' commands: telemetry's Network.enable must be in place before the page's
+        # first request; the windows a page asks for come later.
+        tab.add_disposer(session.on_message(on_message))
+        session.send("Page.enable")
         self._target_sessions[tab.id] = session
 
         def forget() -> None:
