@@ -255,11 +255,6 @@ class ExtensionBridge:
             f"disabled, or its service worker restarts); it has {self.reconnect_grace:g} s to come back"
         )
 
-    def window_opens(self, target_id: str) -> int:
-        """How many windows the pages of that tab asked for so far (`Page.windowOpen`)."""
-        tab = self.relay.by_target(target_id)
-        return tab.window_open_count if tab is not None else 0
-
     def loss(self) -> str | None:
         """Why the browser counts as gone (the extension did not come back in time), or None."""
         return self._loss

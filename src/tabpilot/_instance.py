@@ -69,11 +69,6 @@ class BrowserLink(Protocol):
         """Done when the browser becomes unreachable (at once if it is now)."""
         ...
 
-    def window_opens(self, target_id: str) -> int:
-        """How many windows the pages of a tab asked for so far (tabs reach the instance later
-        than through a plain connection, so an action waits for those it asked for)."""
-        ...
-
 
 def _pid_alive(pid: int) -> bool:
     """Whether a process runs (a zombie does not) without being its parent."""
@@ -268,11 +263,6 @@ class Instance:
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         raise InstanceUnreachableError(self.id, self._link.unreachable() or "its link to the browser dropped")
 
-    def window_opens(self, tab: Tab) -> int | None:
-        if self._link is None or tab.target_id is None:
-            return None
-        return self._link.window_opens(tab.target_id)
-
     def watch(self, tab: Tab) -> AbstractContextManager[ActionWatch]:
         return self._tracker.watch(tab)
 
@@ -442,9 +432,10 @@ class Instance:
 
     # -- settling ----------------------------------------------------------------------------------
 
-    async def settle(self, timeout: float = SETTLE_TIMEOUT) -> None:
-        """Wait until every tab discovered so far is ready and announced, and every close reported."""
-        await self._tracker.settle(timeout)
+    async def settle(self, timeout: float = SETTLE_TIMEOUT, *, grace: float = 0.0) -> None:
+        """Wait until every tab discovered so far is ready and announced, every tab a page asked
+        for has arrived, and every close is reported; and at least `grace` seconds."""
+        await self._tracker.settle(timeout, grace=grace)
 
     async def refresh(self) -> None:
         """Bring every tab's title and URL up to date in one browser round trip (not one per tab)."""
@@ -498,12 +489,12 @@ class Instance:
             )
         # new_page returns once its about:blank is ready, and no load event follows for it.
         tab.status = "complete"
-        hooked = self._tracker.hook_session(tab)
-        if hooked is not None:
-            # What the hooks asked of the tab (telemetry: enable Network) is in place before it
-            # loads anything: an enable still on its way when the first document replaces
-            # about:blank (in another renderer) would be lost with it.
-            await hooked.settled()
+        session = self._tracker.target_session(tab)
+        if session is not None:
+            # What the tracker and the hooks asked of the tab (Page for the windows it asks for;
+            # telemetry: Network) is in place before it loads anything: an enable still on its way
+            # when the first document replaces about:blank (in another renderer) would be lost.
+            await session.settled()
         if background:
             self._registry.track_in_background(tab)
         else:

@@ -24,6 +24,7 @@ from ._pw import BrowserHandle, ContextHandle, Driver
 from ._services import InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
 from ._types import InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
+from ._watch import NEW_TAB_GRACE
 
 logger = logging.getLogger("tabpilot")
 
@@ -614,9 +615,12 @@ class TabManager:
         """Re-read titles and URLs of all tabs: one round trip per instance, whatever the tab count."""
         await asyncio.gather(*(i.refresh() for i in self._instances.values()))
 
-    async def settle(self, timeout: float = 5.0) -> None:
-        """Wait until every tab discovered so far is ready and announced, and every close reported."""
-        await asyncio.gather(*(i.settle(timeout) for i in self._instances.values()))
+    async def settle(self, timeout: float = 5.0, *, grace: float = NEW_TAB_GRACE) -> None:
+        """Wait until every tab discovered so far is ready and announced, every tab a page asked
+        for has arrived, and every close is reported. After Playwright work on `tab.page`, also at
+        least `grace` seconds, for a tab a script opens a moment after a click returned (tabpilot's
+        own actions wait for those themselves: 0 will do after them)."""
+        await asyncio.gather(*(i.settle(timeout, grace=grace) for i in self._instances.values()))
 
 
 __all__ = ["CloseResult", "TabManager"]

@@ -209,7 +209,6 @@ class Relay:
         elif method == "Runtime.executionContextsCleared":
             tab.contexts.clear()
         elif method == "Page.windowOpen":
-            tab.window_open_count += 1
             tab.window_opens.append(
                 (str(params.get("url", "")), "noopener" in params.get("windowFeatures", ()))
             )

@@ -93,10 +93,6 @@ class TabHost(Protocol):
         """Await page work, failing at once if the browser becomes unreachable meanwhile."""
         ...
 
-    def window_opens(self, tab: Tab) -> int | None:
-        """How many windows `tab`'s pages asked for so far, where tabs arrive late (else None)."""
-        ...
-
     def activate_tab(self, tab_id: int) -> bool:
         """Make the tab with this id (of the same instance) active; False if it is not open."""
         ...

@@ -7,12 +7,18 @@ target hooks (telemetry) attach at once, and an action under way hears of the ta
 page a little later: the tracker binds it to its tab (one round trip names the page's target)
 and announces the tab (`tab_opened`). A close is reported with its cause; a close nobody asked
 for is checked against the browser first (a dying browser closes its pages just before itself).
+
+Every tab gets a session of the tracker's own (`_attach`), where the target hooks (telemetry) also
+listen: its `Page.windowOpen` events say that the tab's page asked for a window, which the browser
+turns into a target a moment later. Settling waits for those windows too (`WindowAsks`), so
+a tab a raw Playwright click opened is registered and announced once `settle()` returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -23,7 +29,7 @@ from ._services import InstanceServices
 from ._tab import Tab, TabHost
 from ._targets import TargetInfo, TargetScope, identify, open_cause
 from ._types import CloseCause, InstanceState, OpenCause
-from ._watch import ActionWatch
+from ._watch import ActionWatch, WindowAsks
 
 ANNOUNCE_TIMEOUT = 3.0
 """Seconds after which a tab Playwright has not reported is announced anyway (from its target)."""
@@ -60,7 +66,8 @@ class TabTracker:
         self._announced: set[int] = set()
         self._follow: set[int] = set()
         self._watches: list[ActionWatch] = []
-        self._hook_sessions: dict[int, TargetSession] = {}
+        self._target_sessions: dict[int, TargetSession] = {}
+        self._asks = WindowAsks(time.monotonic)
         self._checking: dict[int, tuple[Tab, bool]] = {}
         """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active)."""
         self._creating = 0
@@ -98,18 +105,25 @@ class TabTracker:
     def busy(self) -> bool:
         return bool(self._settling) or any(t.id not in self._announced for t in self.registry.tabs)
 
-    async def settle(self, timeout: float) -> None:
-        """Wait until every tab discovered so far is ready and announced, and every close reported."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        # A lost instance has nothing more to discover, but close reports still under way finish.
-        while self.busy() if self._is_open() else self._settling:
-            left = deadline - loop.time()
-            if left <= 0:
+    async def settle(self, timeout: float, *, grace: float = 0.0) -> None:
+        """Wait until every tab discovered so far is ready and announced, every window a page asked
+        for has arrived as a tab (or was given up on), and every close is reported; and at least
+        `grace` seconds, for a window a page is about to ask for (a click that just returned)."""
+        now = time.monotonic()
+        deadline, quiet_until = now + timeout, now + grace
+        while now < deadline:
+            # A lost instance has nothing more to discover, but close reports still under way finish.
+            is_open = self._is_open()
+            wake = [quiet_until] if now < quiet_until else []
+            coming = self._asks.due() if is_open else None
+            if coming is not None:
+                wake.append(coming)  # a window that never comes is given up on then
+            if not wake and not (self.busy() if is_open else self._settling):
                 return
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), left)
+                await asyncio.wait_for(self._changed.wait(), min([deadline, *wake]) - now)
+            now = time.monotonic()
 
     # -- actions under way ---------------------------------------------------------------------------
 
@@ -120,7 +134,7 @@ class TabTracker:
             settle=self.settle,
             is_open=lambda tab_id: self.registry.get(tab_id) is not None,
             guard=self._host.guard,
-            window_opens=lambda: self._host.window_opens(tab),
+            window_opens=lambda: self._asks.count(tab.target_id) if tab.target_id else None,
         )
         self._watches.append(watch)
         try:
@@ -142,8 +156,8 @@ class TabTracker:
         finally:
             self._creating -= 1
 
-    def hook_session(self, tab: Tab) -> TargetSession | None:
-        return self._hook_sessions.get(tab.id)
+    def target_session(self, tab: Tab) -> TargetSession | None:
+        return self._target_sessions.get(tab.id)
 
     # -- targets: the source of truth for which tabs exist -------------------------------------------
 
@@ -196,6 +210,8 @@ class TabTracker:
         self, info: TargetInfo, *, cause: OpenCause | None, preexisting: bool = False
     ) -> Tab | None:
         """Register a tab for a page target of this instance at once, and attach to it."""
+        if info.get("openerId") and not preexisting:
+            self._asks.arrived(info["openerId"])
         opener = self.registry.by_target(info.get("openerId") or "")
         cause = cause or open_cause(info, creating=bool(self._creating))
         watches = [w for w in self._watches if opener is not None and w.tab is opener]
@@ -221,7 +237,7 @@ class TabTracker:
             watch.tab_created(tab.id)
         if preexisting or cause != "tool":
             self.registry.track_in_background(tab)  # tracked, not activated: the agent decides
-        self._attach_hooks(tab)
+        self._attach(tab)
         if cause != "tool" and not preexisting:
             if self._enforce_cap(tab):
                 return None
@@ -230,19 +246,33 @@ class TabTracker:
         asyncio.get_running_loop().call_later(ANNOUNCE_TIMEOUT, self._announce, tab)
         return tab
 
-    def _attach_hooks(self, tab: Tab) -> None:
-        """Attach the target hooks (telemetry) at once: the attach and their first commands leave
-        together, before the page can start loading."""
-        sessions, hooks, target_id = self.sessions, self._services.target_hooks, tab.target_id
-        if sessions is None or not hooks or target_id is None:
+    def _attach(self, tab: Tab) -> None:
+        """Attach a session to the tab's target at once, for the windows its page asks for and for
+        the target hooks (telemetry): the attach and the first commands leave together, before the
+        page can start loading."""
+        sessions, target_id = self.sessions, tab.target_id
+        if sessions is None or target_id is None:
             return
         session = sessions.attach(target_id)
-        for hook in list(hooks):
+
+        def on_message(raw: str) -> None:
+            if (
+                raw.find('"Page.windowOpen"', 0, 40) >= 0
+            ):  # the method comes first (with spaces from the relay)
+                self._asks.asked(target_id)
+                self._changed.set()
+
+        for hook in list(self._services.target_hooks):
             tab.add_disposer(hook(session, tab))
-        self._hook_sessions[tab.id] = session
+        # After the hooks' commands: telemetry's Network.enable must be in place before the page's
+        # first request; the windows a page asks for come later.
+        tab.add_disposer(session.on_message(on_message))
+        session.send("Page.enable")
+        self._target_sessions[tab.id] = session
 
         def forget() -> None:
-            self._hook_sessions.pop(tab.id, None)
+            self._target_sessions.pop(tab.id, None)
+            self._asks.forget(target_id)
 
         tab.add_disposer(forget)
 

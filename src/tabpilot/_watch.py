@@ -8,8 +8,13 @@
   the watch about every tab created while it runs whose opener is the watched tab (or, with no
   opener, when this is the only action under way in the instance). Chromium creates the target of
   a tab a click opens around the time the click returns; an action that saw none waits
-  `NEW_TAB_GRACE` for one (longer where tabs arrive late and the page asked for a window), then
-  waits until the tabs it saw are ready and announced.
+  `NEW_TAB_GRACE` for one (up to `NEW_TAB_TIMEOUT` when its page asked for a window meanwhile),
+  then waits until the tabs it saw are ready and announced.
+
+The windows pages ask for (`Page.windowOpen`, which the opener's renderer sends before the browser
+creates the new tab's target: a moment before, or hundreds of ms under load or through the
+extension) are counted by `WindowAsks`: actions compare the count before and after, and settling
+waits for every window asked for that has not arrived as a tab yet.
 """
 
 from __future__ import annotations
@@ -24,12 +29,58 @@ from ._types import DialogInfo
 T = TypeVar("T")
 
 NEW_TAB_GRACE = 0.03
-"""Seconds an action that saw no new tab waits for one before returning. Chromium creates the
-target of a tab a click opens before or right after the click returns; this covers reordering."""
+"""Seconds an action that saw no new tab waits for one before returning (and the least
+`TabManager.settle` waits by default). Chromium creates the target of a tab a click opens before
+or right after the click returns; this covers reordering."""
 NEW_TAB_TIMEOUT = 3.0
 """Seconds an action waits for the tabs it opened to be ready and announced."""
 
 DialogPolicy = Literal["report", "accept"]
+
+
+class WindowAsks:
+    """The windows each page target asked for, and those of them still on their way as tabs.
+
+    Keyed by the opener's target id: a window asked for still arrives when its opener closed
+    meanwhile. Windows on their way are given up on `NEW_TAB_TIMEOUT` after the opener's latest
+    ask (a popup blocker or a tab out of scope means a window that never comes as a tab here).
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._asked: dict[str, int] = {}
+        self._coming: dict[str, tuple[int, float]] = {}
+        """Opener target id -> (windows asked for minus tabs arrived, when those are given up on)."""
+
+    def asked(self, opener: str) -> None:
+        self._asked[opener] = self._asked.get(opener, 0) + 1
+        self._count(opener, +1)
+
+    def arrived(self, opener: str) -> None:
+        # Counted also when it comes first: the ask heard just after nets it out.
+        self._count(opener, -1)
+
+    def _count(self, opener: str, change: int) -> None:
+        coming = self._coming.pop(opener, (0, 0.0))[0] + change
+        if coming:
+            self._coming[opener] = (coming, self._clock() + NEW_TAB_TIMEOUT)
+
+    def count(self, opener: str) -> int:
+        """How many windows the pages of that target asked for so far."""
+        return self._asked.get(opener, 0)
+
+    def forget(self, opener: str) -> None:
+        """The opener is gone: its count goes (windows on their way are still waited for)."""
+        self._asked.pop(opener, None)
+
+    def due(self) -> float | None:
+        """When the last window still on its way is given up on (clock time), or None if none is."""
+        now = self._clock()
+        for opener, (_, until) in list(self._coming.items()):
+            if until <= now:
+                del self._coming[opener]
+        waiting = [until for coming, until in self._coming.values() if coming > 0]
+        return max(waiting) if waiting else None
 
 
 class Watched(Protocol):
@@ -60,7 +111,7 @@ class ActionWatch:
         self._guard = guard
         """Wraps the job so that it fails at once when the browser becomes unreachable."""
         self._window_opens = window_opens
-        """How many windows the tab's pages asked for so far, where tabs arrive late (else None)."""
+        """How many windows the tab's pages asked for so far (None: not known for this tab)."""
         self._opens_before = window_opens() if window_opens is not None else None
         self._settle = settle
         self._is_open = is_open
@@ -125,8 +176,8 @@ class ActionWatch:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_GRACE)
         if not self.opened and self._asked_for_window():
-            # The page asked for a window whose tab comes a longer way (the user's browser, through
-            # the extension): wait for it (a blocked popup makes this wait in vain).
+            # The page asked for a window whose tab is still on its way (a busy browser, or the
+            # user's browser through the extension): wait for it (a blocked popup waits in vain).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_TIMEOUT)
         if self.opened:

@@ -32,8 +32,7 @@ async def test_a_blank_target_link_and_a_popup_are_tracked_with_their_opener_and
 
     await home.page.get_by_text("Open A in new tab").click()
     await home.page.get_by_role("button", name="Open popup").click()
-    await wait_until(lambda: len(instance.tabs) == 3)
-    await manager.settle()
+    await manager.settle()  # no waiting of our own: settle() waits for the tabs raw clicks open
 
     opened = events_of(manager, instance, since, "tab_opened")
     assert [(e.data["cause"], e.data["openerId"]) for e in opened] == [("link", home.id), ("popup", home.id)]
@@ -44,6 +43,23 @@ async def test_a_blank_target_link_and_a_popup_are_tracked_with_their_opener_and
     assert infos[link_tab.id].opener_id == home.id and not infos[link_tab.id].active
     assert infos[popup_tab.id].opener_id == home.id and not infos[popup_tab.id].active
     assert infos[home.id].active
+
+
+async def test_settle_waits_for_a_tab_a_script_opens_a_moment_after_a_raw_playwright_click(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    site.set_content(
+        "/later", """<button onclick="setTimeout(() => window.open('/page/b'), 50)">Later</button>"""
+    )
+    home = await manager.new_tab(site.url("/later"), instance_id=instance.id)
+    since = manager.events.last_seq
+
+    await home.page.get_by_role("button", name="Later").click()
+    await manager.settle(grace=2.0)  # at least that long, for a window the page is about to ask for
+
+    opened = events_of(manager, instance, since, "tab_opened")
+    assert [(e.data["cause"], e.data["openerId"]) for e in opened] == [("popup", home.id)]
+    assert [t.opener_id for t in manager.tabs(instance.id)] == [None, home.id]
 
 
 async def test_follow_mode_activates_a_tab_the_page_opens(
@@ -67,7 +83,6 @@ async def test_an_oauth_popup_flow_completes_and_the_opener_is_active_again(
     app = await manager.new_tab(site.url("/oauth/start"), instance_id=instance.id)
     since = manager.events.last_seq
     await app.page.get_by_role("button", name="Sign in").click()
-    await wait_until(lambda: len(instance.tabs) == 2)
     await manager.settle()
     popup = next(t for t in instance.tabs if t is not app)
     assert popup.opener_id == app.id and popup.cause == "popup"

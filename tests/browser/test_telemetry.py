@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from starlette.websockets import WebSocket
 
-from support import wait_until
+from support import free_port, wait_until
 from tabpilot import (
     BodyEntry,
     ConsoleEntry,
@@ -163,6 +166,81 @@ async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_pe
     assert [e.preview for e in _ws(telemetry, tab_id=tab.id, direction="received")] == ["hello", "pong"]
     assert [e.preview for e in _ws(telemetry, tab_id=tab.id, direction="sent")] == ["hello", "ping"]
     assert _ws(telemetry, tab_id=other.id) == []
+
+
+async def test_a_websocket_is_a_row_of_its_tabs_waterfall_with_status_101_next_to_its_frames(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record()
+    other = await open_tab(manager, instance, site.url("/page/a"))
+    tab = await open_tab(manager, instance, site.url("/ws-page"), background=True)
+    await tab.page.get_by_role("listitem").filter(has_text="hello").wait_for()
+    await wait_until(lambda: len(_rows(telemetry, tab_id=tab.id)) == 2)
+
+    page, socket = _rows(telemetry, tab_id=tab.id)
+    assert (page.url, page.resource_type, page.status) == (site.url("/ws-page"), "document", 200)
+    assert (socket.method, socket.url, socket.resource_type) == ("GET", site.ws_url("/ws"), "websocket")
+    assert (socket.status, socket.status_text, socket.failure) == (101, "Switching Protocols", None)
+    assert socket.tab_id == tab.id and socket.started >= page.started and socket.duration_ms >= 0
+    assert [e.event for e in _ws(telemetry, tab_id=tab.id)][:2] == ["open", "sent"]
+    assert [e.url for e in _rows(telemetry, tab_id=other.id)] == [site.url("/page/a")]
+    assert telemetry.query(
+        Query("network_waterfall", tab_id=tab.id, status_min=101, status_max=101)
+    ).entries == (socket,)
+
+
+async def test_a_refused_websocket_handshake_is_a_failed_row_with_the_servers_status(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record()
+    # Nothing serves /no-socket (the site answers a WebSocket there with 403), nothing listens on `closed`.
+    closed = f"ws://127.0.0.1:{free_port()}/"
+    tab = await open_tab(manager, instance, site.url("/page/a"))
+    await tab.page.evaluate(
+        "urls => urls.forEach(url => new WebSocket(url))", [site.ws_url("/no-socket"), closed]
+    )
+    await wait_until(lambda: len(_rows(telemetry, tab_id=tab.id)) == 3)
+
+    rows = {row.url: row for row in _rows(telemetry, tab_id=tab.id)}
+    forbidden, refused = rows[site.ws_url("/no-socket")], rows[closed]
+    assert (forbidden.resource_type, forbidden.status) == ("websocket", 403)
+    assert "Unexpected response code: 403" in (forbidden.failure or "")
+    assert (refused.resource_type, refused.status) == ("websocket", None)
+    assert "ERR_CONNECTION_REFUSED" in (refused.failure or "")
+    assert [e.event for e in _ws(telemetry, tab_id=tab.id) if e.url == closed] == ["open", "error", "close"]
+
+
+async def test_a_websocket_handshake_under_way_is_a_pending_request_of_its_tab(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record()
+    answer = threading.Event()
+
+    async def slow_socket(websocket: WebSocket) -> None:
+        await asyncio.to_thread(answer.wait, 10)
+        await websocket.accept()
+        await websocket.close()
+
+    site.set_route("/slow-socket", slow_socket, websocket=True)
+    tab = await open_tab(manager, instance, site.url("/page/a"))
+    try:
+        await tab.page.evaluate("url => { window.socket = new WebSocket(url); }", site.ws_url("/slow-socket"))
+
+        def pending() -> list[str]:
+            return [p.url for p in telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending]
+
+        await wait_until(lambda: pending() == [site.ws_url("/slow-socket")])
+        assert [row.url for row in _rows(telemetry, tab_id=tab.id)] == [site.url("/page/a")]
+    finally:
+        answer.set()
+    await wait_until(lambda: len(_rows(telemetry, tab_id=tab.id)) == 2)
+    assert _rows(telemetry, tab_id=tab.id)[1].status == 101
+    assert pending() == []
+
+
+def _rows(telemetry: Telemetry, **query: Any) -> list[NetworkEntry]:
+    entries = telemetry.query(Query("network_waterfall", **query)).entries
+    return [e for e in entries if isinstance(e, NetworkEntry)]
 
 
 def _ws(telemetry: Telemetry, **query: Any) -> list[WebSocketEntry]:

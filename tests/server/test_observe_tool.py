@@ -171,6 +171,46 @@ async def test_websocket_frames_can_be_filtered_by_direction(
         assert (frame["tabId"], frame["event"], frame["preview"]) == (tab, "received", "hello")
 
 
+async def test_a_tabs_network_waterfall_shows_its_websockets_as_devtools_does(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/two-sockets",
+        "<script>const ws = new WebSocket('ws://' + location.host + '/ws');"
+        "ws.onmessage = () => console.log('echoed'); ws.onopen = () => ws.send('hi');"
+        "new WebSocket('ws://' + location.host + '/no-socket');</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/two-sockets"))
+        quiet = await new_tab(mcp, site.url("/page/a"), background=True)
+        waterfall = await observe_until(
+            mcp, {"what": "network_waterfall", "tabId": tab}, lambda r: r["returnedEntries"] == 3
+        )
+        rows = {e["url"]: e for e in result_of(waterfall)["entries"]}
+        echo, refused = rows[site.ws_url("/ws")], rows[site.ws_url("/no-socket")]
+        assert (echo["tabId"], echo["resourceType"], echo["status"]) == (tab, "websocket", 101)
+        assert echo["failure"] is None and echo["statusText"] == "Switching Protocols"
+        assert (refused["resourceType"], refused["status"]) == ("websocket", 403)
+        assert "Unexpected response code: 403" in refused["failure"]
+        lines = section(waterfall, "Result").splitlines()
+        assert any(f"GET {site.ws_url('/ws')} → 101 (websocket" in line for line in lines)
+        assert any(f"GET {site.ws_url('/no-socket')} → FAILED " in line for line in lines)
+
+        # The frames are where they were; the other tab's waterfall has no socket.
+        frames = await observe_until(
+            mcp,
+            {"what": "websocket_events", "tabId": tab, "direction": "received"},
+            lambda r: r["returnedEntries"],
+        )
+        assert [(e["url"], e["preview"]) for e in result_of(frames)["entries"]] == [
+            (site.ws_url("/ws"), "hi")
+        ]
+        other = await observe_until(
+            mcp, {"what": "network_waterfall", "tabId": quiet}, lambda r: r["returnedEntries"] == 1
+        )
+        assert [e["resourceType"] for e in result_of(other)["entries"]] == ["document"]
+
+
 async def test_a_filter_for_another_kind_is_an_error_that_says_where_it_applies(
     connect: Callable[..., Client],
 ) -> None:

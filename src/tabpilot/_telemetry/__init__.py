@@ -2,8 +2,8 @@
 
 Every entry is tagged with the id of its tab (None for entries that belong to no tab) and a
 sequence number from one counter shared by all kinds. Entries live in bounded rings, one per
-kind, and outlive their tab. `_entries` holds the records, `_feed` reads one tab's CDP events,
-`_recorder` keeps the rings, `_query` says what to read.
+kind, and outlive their tab. `_entries` holds the records, `_feed` reads one tab's CDP events
+(`_sockets` its WebSocket connections), `_recorder` keeps the rings, `_query` says what to read.
 """
 
 from ._entries import (

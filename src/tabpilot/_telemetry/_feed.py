@@ -5,7 +5,8 @@ moment the target exists, so a popup's first request and console line are seen) 
 - `Runtime.consoleAPICalled`, `Runtime.exceptionThrown`: console messages and page errors;
 - `Network.requestWillBeSent` ... `loadingFinished`/`loadingFailed` (+ the `ExtraInfo` events for
   cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
-- `Network.webSocket*`: connections, frames, closes (and the handshake as a waterfall row).
+- `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
+  (`_sockets`).
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
@@ -23,7 +24,6 @@ from typing import Any, Protocol
 
 from .._cdp import TargetSession
 from ._entries import (
-    PREVIEW_CAP,
     REDACTED,
     REDACTED_HEADERS,
     TEXT_CAP,
@@ -33,10 +33,9 @@ from ._entries import (
     NetworkEntry,
     PendingRequest,
     TelemetryKind,
-    WebSocketEntry,
-    WebSocketEvent,
     cut,
 )
+from ._sockets import TabSockets
 
 MAX_IN_FLIGHT = 2000
 FINISH_GRACE = 2.0
@@ -196,7 +195,7 @@ class TabFeed:
         self.tab_id = tab_id
         self._in_flight: OrderedDict[str, _Request] = OrderedDict()
         self._early_extra: OrderedDict[str, dict[str, dict[str, str]]] = OrderedDict()
-        self._sockets: dict[str, tuple[int, str, float]] = {}
+        self._sockets = TabSockets(sink, tab_id)
         self._console_seen = 0
         self._finished = False
         self._console_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
@@ -210,13 +209,7 @@ class TabFeed:
             "Network.responseReceivedExtraInfo": self._on_response_extra,
             "Network.loadingFinished": self._on_finished,
             "Network.loadingFailed": self._on_failed,
-            "Network.webSocketCreated": self._on_socket_created,
-            "Network.webSocketWillSendHandshakeRequest": self._on_socket_handshake,
-            "Network.webSocketHandshakeResponseReceived": self._on_socket_open,
-            "Network.webSocketFrameSent": lambda p: self._on_frame(p, "sent"),
-            "Network.webSocketFrameReceived": lambda p: self._on_frame(p, "received"),
-            "Network.webSocketFrameError": self._on_socket_error,
-            "Network.webSocketClosed": self._on_socket_closed,
+            **self._sockets.handlers(),
         }
         self._dispose = session.on_message(self._on_raw)
 
@@ -242,6 +235,7 @@ class TabFeed:
         self._dispose()
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, "the tab closed before the request finished")
+        self._sockets.finish()
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -501,104 +495,13 @@ class TabFeed:
             ),
         )
 
-    # -- WebSocket -----------------------------------------------------------------------------
-
-    def _on_socket_created(self, params: dict[str, Any]) -> None:
-        socket_id = self._sink.next_socket_id()
-        url = params.get("url", "")
-        self._sockets[params["requestId"]] = (socket_id, url, time.time())
-        self._socket_entry(params["requestId"], "open")
-
-    def _on_socket_handshake(self, params: dict[str, Any]) -> None:
-        known = self._sockets.get(params["requestId"])
-        if known is not None:
-            self._sockets[params["requestId"]] = (known[0], known[1], params.get("wallTime") or known[2])
-
-    def _on_socket_open(self, params: dict[str, Any]) -> None:
-        """The handshake answered: a waterfall row, as DevTools shows it (status 101)."""
-        known = self._sockets.get(params["requestId"])
-        if known is None:
-            return
-        response = params.get("response", {})
-        sink = self._sink
-        sink.append(
-            "network_waterfall",
-            NetworkEntry(
-                sink.next_seq(),
-                time.time(),
-                self.tab_id,
-                "GET",
-                known[1],
-                "websocket",
-                response.get("status"),
-                response.get("statusText", ""),
-                None,
-                "",
-                known[2],
-                max((time.time() - known[2]) * 1000, 0.0),
-                {},
-                None,
-                None,
-                False,
-                None,
-            ),
-        )
-
-    def _on_frame(self, params: dict[str, Any], event: WebSocketEvent) -> None:
-        frame = params.get("response", {})
-        payload = frame.get("payloadData", "")
-        if frame.get("opcode") == 2:  # binary: the payload is base64
-            self._socket_entry(
-                params["requestId"], event, size=len(base64.b64decode(payload or "")), binary=True
-            )
-        else:
-            size = len(payload) if payload.isascii() else len(payload.encode("utf-8", "replace"))
-            self._socket_entry(params["requestId"], event, size=size, preview=cut(payload, PREVIEW_CAP))
-
-    def _on_socket_error(self, params: dict[str, Any]) -> None:
-        self._socket_entry(params["requestId"], "error", error=params.get("errorMessage", ""))
-
-    def _on_socket_closed(self, params: dict[str, Any]) -> None:
-        self._socket_entry(params["requestId"], "close")
-        self._sockets.pop(params["requestId"], None)
-
-    def _socket_entry(
-        self,
-        request_id: str,
-        event: WebSocketEvent,
-        *,
-        size: int | None = None,
-        preview: str | None = None,
-        binary: bool = False,
-        error: str | None = None,
-    ) -> None:
-        known = self._sockets.get(request_id)
-        if known is None:
-            return
-        sink = self._sink
-        sink.append(
-            "websocket_events",
-            WebSocketEntry(
-                sink.next_seq(),
-                time.time(),
-                self.tab_id,
-                known[0],
-                known[1],
-                event,
-                size,
-                preview,
-                binary,
-                error,
-            ),
-        )
-
     # -- state ---------------------------------------------------------------------------------
 
     def pending(self) -> list[PendingRequest]:
         return [
             PendingRequest(self.tab_id, r.method, r.url, r.resource_type, r.started)
             for r in self._in_flight.values()
-        ]
+        ] + self._sockets.pending()
 
 
 def body_fields(

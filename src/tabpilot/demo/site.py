@@ -17,6 +17,7 @@ import asyncio
 import html
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -486,7 +487,8 @@ def _absolute(path: str) -> str:
 
 
 def main() -> None:
-    with LocalSite() as site:
+    """`python -m tabpilot.demo.site [PORT]`: serve the site on 127.0.0.1 (a free port by default)."""
+    with LocalSite(port=int(sys.argv[1]) if len(sys.argv) > 1 else 0) as site:
         print(f"tabpilot local site at {site.origin} (Ctrl-C stops it)", flush=True)
         try:
             while True:

@@ -160,7 +160,7 @@ class Response:
             if self.is_error:
                 data["error"] = self._plain
             if session is not None:
-                await session.manager.settle()
+                await session.manager.settle(grace=0)
                 data["events"] = [e.to_dict() for e in session.take_events()]
             return self._result([self._plain], data)
 
@@ -175,10 +175,11 @@ class Response:
         if session is not None:
             manager = session.manager
             # Re-reading the acted-on tab and waiting for the tabs it opened overlap: neither needs the other.
-            _, page = await asyncio.gather(manager.settle(), self._page_sections(data))
+            # No grace: an action has waited for the tabs it opens (a list or a read opens none).
+            _, page = await asyncio.gather(manager.settle(grace=0), self._page_sections(data))
             # Tabs may have appeared while the snapshot was read; from here on nothing awaits, so
             # the events and the tab list below describe the same moment.
-            await manager.settle()
+            await manager.settle(grace=0)
             events = session.take_events()
             data["events"] = [e.to_dict() for e in events]
             if events:

@@ -189,7 +189,7 @@ async def browser_get_state(
     manager = call.manager
     try:
         tab, _ = await _active(call)  # the accepted dialog is in the event history
-        await manager.settle()
+        await manager.settle(grace=0)
         snap = await tab.snapshot()
     except TabpilotError as exc:
         call.response.plain(f"Error: {error_text(exc)}", error=True)

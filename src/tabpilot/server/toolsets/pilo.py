@@ -152,7 +152,7 @@ async def get_snapshot(call: Call) -> None:
     manager = call.manager
     try:
         tab, note = await _current(call)
-        await manager.settle()
+        await manager.settle(grace=0)
         await manager.refresh()  # titles a script changed since load: Chromium sends no title events
         snap = await tab.snapshot()
     except TabpilotError as exc:

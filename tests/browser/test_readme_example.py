@@ -1,0 +1,54 @@
+"""The README's library example, run as a user runs it: a fresh Python process each time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from pathlib import Path
+
+from tabpilot.demo.site import LocalSite
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+RUNS = 10
+
+
+def library_example() -> str:
+    """The first ```python block of the README's library section."""
+    section = README.read_text().split("\n## Library API\n", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None, "no python block in the README's library section"
+    return match.group(1)
+
+
+async def run_example(code: str, browser_path: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "TABPILOT_BROWSER": browser_path},
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 120)
+    return await process.wait(), output.decode()
+
+
+async def test_the_readme_library_example_works_ten_times_in_a_row(
+    browser_path: str, site: LocalSite
+) -> None:
+    example = library_example()
+    assert "http://127.0.0.1:8000/" in example
+    code = example.replace("http://127.0.0.1:8000/", site.url("/"))
+    for run in range(1, RUNS + 1):
+        returncode, output = await run_example(code, browser_path)
+        assert returncode == 0, f"run {run} failed:\n{output}"
+        lines = output.splitlines()
+        # The tab the raw Playwright click opened was announced before settle() returned...
+        opened = [line for line in lines if line.startswith("tab_opened 3 ")]
+        assert len(opened) == 1 and "'openerId': 2" in opened[0] and "'cause': 'link'" in opened[0], output
+        assert lines.index(opened[0]) < lines.index(f"2 True None Home {site.url('/')}"), output
+        # ...and listed with its opener, not active; tabpilot.click reported the tab it opened.
+        assert any(line.startswith("3 False 2 ") and line.endswith(site.url("/page/a")) for line in lines)
+        assert lines[lines.index("(4,)") + 1] == "2", output
