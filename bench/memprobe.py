@@ -69,9 +69,9 @@ def _site() -> Any:
 
     site = LocalSite()
     site.__enter__()
-    from server_bench import _install_pages  # the very page `make bench` uses
+    from server_bench import install_pages  # the very page `make bench` uses
 
-    _install_pages(site)
+    install_pages(site)
     return site
 
 

@@ -102,7 +102,7 @@ def _opened_tab(result: CallToolResult, opener: int) -> int | None:
     return None
 
 
-def _install_pages(site: LocalSite) -> None:
+def install_pages(site: LocalSite) -> None:
     """Pages only the benchmark needs, served by the same local site."""
 
     async def noise(request: Request) -> HTMLResponse:
@@ -146,7 +146,7 @@ class ServerBench:
         self.results = results
         self.progress = progress
         self.plan = plan
-        _install_pages(site)
+        install_pages(site)
 
     # -- start-up ------------------------------------------------------------------------------
 
