@@ -35,13 +35,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the probe imports tabpilot only when it measures that import
+    from tabpilot import TelemetryKind
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
 NOISE = "/bench/noise?logs=300&fetches=260"
-KINDS = ("logs", "network_waterfall", "network_bodies")
+KINDS: tuple[TelemetryKind, ...] = ("logs", "network_waterfall", "network_bodies")
 
 
 def rss_mb(pid: int | str = "self") -> float:

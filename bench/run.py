@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     progress.done()
 
     duration = time.monotonic() - progress.start
-    meta = {
+    meta: dict[str, Any] = {
         "started": started.isoformat().replace("+00:00", "Z"),
         "duration_s": round(duration, 1),
         "mode": ("quick" if args.quick else "full") + (" (peers only)" if args.peers_only else ""),
