@@ -207,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         f"tabpilot bench ({meta['mode']}, {duration:.0f} s): {m['cores']} cores {m['machine']}, "
         f"Python {m['python']}, {m['chromium']}, Playwright {m['playwright']}, mcp {m['mcp']}\n"
     )
-    print(render(results))
+    if results.figures or results.notes:
+        print(render(results))
     if "peers" in results.extra:
         print("\n" + peers.render(results.extra["peers"]))
     if failed:
