@@ -88,7 +88,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
         os.environ["MALLOC_ARENA_MAX"] = str(args.arena)
     site = _site()
     try:
-        server = tabpilot_server("--max-tabs", "200")
+        server = tabpilot_server("--max-tabs", "200", "--max-total-tabs", "200")
         # The SDK passes a server only a few variables; this one gets ours (PYTHONPATH, MALLOC_*).
         server.params.env = dict(os.environ)
         async with server as srv:
