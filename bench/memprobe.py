@@ -35,13 +35,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the probe imports tabpilot only when it measures that import
+    from tabpilot import TelemetryKind
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
 NOISE = "/bench/noise?logs=300&fetches=260"
-KINDS = ("logs", "network_waterfall", "network_bodies")
+KINDS: tuple[TelemetryKind, ...] = ("logs", "network_waterfall", "network_bodies")
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -69,9 +72,9 @@ def _site() -> Any:
 
     site = LocalSite()
     site.__enter__()
-    from server_bench import _install_pages  # the very page `make bench` uses
+    from server_bench import install_pages  # the very page `make bench` uses
 
-    _install_pages(site)
+    install_pages(site)
     return site
 
 
@@ -85,7 +88,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
         os.environ["MALLOC_ARENA_MAX"] = str(args.arena)
     site = _site()
     try:
-        server = tabpilot_server("--max-tabs", "200")
+        server = tabpilot_server("--max-tabs", "200", "--max-total-tabs", "200")
         # The SDK passes a server only a few variables; this one gets ours (PYTHONPATH, MALLOC_*).
         server.params.env = dict(os.environ)
         async with server as srv:

@@ -110,3 +110,38 @@ def tree_pss_mb(root: int) -> tuple[float, int]:
             total += value
             counted += 1
     return total, counted
+
+
+def exe(pid: int) -> str:
+    """The executable a process runs (empty when it is gone or not ours to read)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+def server_rss_mb(pid: int, browser_dir: str) -> tuple[float, list[int]]:
+    """RSS of a server process plus its own helpers (e.g. Playwright's Node driver), not its browser.
+
+    Every descendant whose executable lives in `browser_dir` (the browser and its helpers, e.g.
+    crashpad) is left out, with everything under it. Returns (MB, the pids counted).
+    """
+    parents: dict[int, list[int]] = {}
+    for p in _all_pids():
+        pp = _ppid(p)
+        if pp is not None:
+            parents.setdefault(pp, []).append(p)
+    prefix = os.path.join(os.path.realpath(browser_dir), "")
+    counted: list[int] = []
+    total = 0.0
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        if current != pid and os.path.realpath(exe(current) or "/nonexistent").startswith(prefix):
+            continue
+        value = rss_mb(current)
+        if value is not None:
+            total += value
+            counted.append(current)
+        todo.extend(parents.get(current, []))
+    return total, counted

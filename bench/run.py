@@ -1,11 +1,13 @@
 """`make bench`: how fast tabpilot is, and how its cost grows with tabs and data.
 
-    .venv/bin/python bench/run.py [--quick] [--no-save]
+    .venv/bin/python bench/run.py [--quick] [--no-save] [--no-peers | --peers-only]
 
 Everything runs through a real MCP client over stdio against the built-in local site on
 127.0.0.1: the bare MCP round trip and plain Playwright are measured in the same run, so the
-ratios hold on any machine. Prints a progress line on stderr and a table on stdout; writes the
-same figures as JSON to bench/results/<timestamp>.json and bench/results/latest.json.
+ratios hold on any machine. Then the same steps against the peers (Playwright MCP and Chrome
+DevTools MCP, installed by `make peers` into .peers/; bench/peers.py), with the same Chromium.
+Prints a progress line on stderr and the tables on stdout; writes the same figures as JSON to
+bench/results/<timestamp>.json and bench/results/latest.json.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import baseline
+import peers
 import server_bench
 from harness import Figure, Progress, Results, render
 from mcp_procs import bare_server
@@ -37,12 +40,15 @@ BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 
 
+def dist_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
 def machine() -> dict[str, Any]:
-    def version(name: str) -> str:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return "?"
+    version = dist_version
 
     try:
         browser = find_browser()
@@ -159,28 +165,41 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="fewer repetitions and no 100-tab level: about 2 minutes"
     )
     parser.add_argument("--no-save", action="store_true", help="print the table only; write no JSON")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--no-peers", action="store_true", help="leave out the comparison with the peers")
+    which.add_argument(
+        "--peers-only", action="store_true", help="only the comparison with the peers (bench/peers.py)"
+    )
     args = parser.parse_args(argv)
 
     started = datetime.now(UTC).replace(microsecond=0)
     results = Results()
     progress = Progress()
     failed = False
-    try:
-        asyncio.run(measure(results, progress, args.quick))
-    except Exception as exc:
-        # Show what was measured before the failure: a partial table is still worth reading.
-        failed = True
-        results.note(f"The run stopped early: {exc}")
-        results.extra["error"] = traceback.format_exc()
-    telemetry(results, progress, args.quick)
-    server_bench.analyse(results)
+    if not args.peers_only:
+        try:
+            asyncio.run(measure(results, progress, args.quick))
+        except Exception as exc:
+            # Show what was measured before the failure: a partial table is still worth reading.
+            failed = True
+            results.note(f"The run stopped early: {exc}")
+            results.extra["error"] = traceback.format_exc()
+        telemetry(results, progress, args.quick)
+        server_bench.analyse(results)
+    if not args.no_peers:
+        try:
+            asyncio.run(peers.run(results, progress, args.quick, dist_version("tabpilot")))
+        except Exception as exc:
+            failed = True
+            results.note(f"The peer comparison stopped early: {exc}")
+            results.extra["peers_error"] = traceback.format_exc()
     progress.done()
 
     duration = time.monotonic() - progress.start
-    meta = {
+    meta: dict[str, Any] = {
         "started": started.isoformat().replace("+00:00", "Z"),
         "duration_s": round(duration, 1),
-        "mode": "quick" if args.quick else "full",
+        "mode": ("quick" if args.quick else "full") + (" (peers only)" if args.peers_only else ""),
         "machine": machine(),
     }
     m = meta["machine"]
@@ -188,9 +207,14 @@ def main(argv: list[str] | None = None) -> int:
         f"tabpilot bench ({meta['mode']}, {duration:.0f} s): {m['cores']} cores {m['machine']}, "
         f"Python {m['python']}, {m['chromium']}, Playwright {m['playwright']}, mcp {m['mcp']}\n"
     )
-    print(render(results))
+    if results.figures or results.notes:
+        print(render(results))
+    if "peers" in results.extra:
+        print("\n" + peers.render(results.extra["peers"]))
     if failed:
-        print("\n" + results.extra["error"], file=sys.stderr)
+        for key in ("error", "peers_error"):
+            if key in results.extra:
+                print("\n" + results.extra[key], file=sys.stderr)
     if not args.no_save:
         path = save(results, meta)
         print(f"\nJSON: {path.relative_to(BENCH_DIR.parent)} (and bench/results/latest.json)")

@@ -1,9 +1,10 @@
 """Everything measured through `tabpilot serve` over stdio, with a real MCP client.
 
-One server process (with `--max-tabs 200`) serves most measurements, in an order that keeps
-each one clean: overhead and tab operations at 1 tab first, then clicks and snapshots on their
-own tabs (closed again), then the tab count grows to 20 and 100 with pages that fill the
-telemetry buffers, and memory is read at each level. Start-up is measured on fresh processes.
+One server process (with `--max-tabs 200 --max-total-tabs 200`: the defaults stop at 20 and 64
+tabs) serves most measurements, in an order that keeps each one clean: overhead and tab
+operations at 1 tab first, then clicks and snapshots on their own tabs (closed again), then the
+tab count grows to 20 and 100 with pages that fill the telemetry buffers, and memory is read at
+each level. Start-up is measured on fresh processes.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def _opened_tab(result: CallToolResult, opener: int) -> int | None:
     return None
 
 
-def _install_pages(site: LocalSite) -> None:
+def install_pages(site: LocalSite) -> None:
     """Pages only the benchmark needs, served by the same local site."""
 
     async def noise(request: Request) -> HTMLResponse:
@@ -146,7 +147,7 @@ class ServerBench:
         self.results = results
         self.progress = progress
         self.plan = plan
-        _install_pages(site)
+        install_pages(site)
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ class ServerBench:
 
     async def session(self, bare: McpProcess) -> None:
         self.bare = bare
-        async with tabpilot_server("--max-tabs", "200") as srv:
+        async with tabpilot_server("--max-tabs", "200", "--max-total-tabs", "200") as srv:
             self.srv = srv
             first = await srv.call("browser_tabs", action="list")
             self.home = int(structured_of(first)["result"]["activeTabId"])
