@@ -145,7 +145,10 @@ async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
 ) -> None:
     site.set_content(
         "/storm",
-        "<button onclick=\"for (let i = 0; i < 30; i++) window.open('/page/p' + i, 'w' + i)\">Storm</button>",
+        # The page counts the windows the browser let it open: a loaded machine can make the user
+        # gesture expire halfway through the loop, and the browser then blocks the rest.
+        '<button onclick="window.opened = 0; for (let i = 0; i < 30; i++) '
+        "if (window.open('/page/p' + i, 'w' + i)) window.opened++\">Storm</button>",
     )
     async with connect(max_tabs=5) as mcp:
         ok(await mcp.call_tool("browser_navigate", {"url": site.url("/storm")}))
@@ -157,18 +160,25 @@ async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
             counts.append(len(result_of(listed)["tabs"]))
             seen.append(section(listed, "Events"))
         seen.append(section(await click, "Events"))
+        storm_tab = result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["activeTabId"]
+        got = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "() => window.opened", "tabId": storm_tab})
+        )
+        opened = result_of(got)["value"]
         # The browser may still be opening the last windows (a loaded machine): list until all came.
         for _ in range(100):
             final = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
             counts.append(len(result_of(final)["tabs"]))
             seen.append(section(final, "Events"))
-            if "\n".join(seen).count("opened (popup)") >= 30:
+            if "\n".join(seen).count("opened (popup)") >= opened:
                 break
             await asyncio.sleep(0.1)
         assert max(counts) <= 5, counts
         events = "\n".join(seen)
         # Every popup beyond the cap was reported opened, then closed: none went unaccounted.
-        assert events.count("opened (popup)") == 30 and events.count("closed (over the tab limit)") == 26
+        assert opened > 4, opened
+        assert events.count("opened (popup)") == opened
+        assert events.count("closed (over the tab limit)") == opened - 4
 
 
 async def test_a_crashed_tab_says_how_to_get_its_page_back_and_that_way_works(
