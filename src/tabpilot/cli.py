@@ -13,7 +13,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,20 @@ from tabpilot import (
     __version__,
     extension_id,
     extension_path,
-    parse_header,
-    parse_viewport,
 )
 
+from .cli_flags import (
+    BROWSER_FLAGS,
+    directory,
+    extension_ids,
+    file,
+    host_port,
+    json_object,
+    origins,
+    port,
+    positive,
+    seconds,
+)
 from .server.config import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_TOTAL_TABS,
@@ -38,178 +48,6 @@ from .server.http import check_bind
 from .server.logs import LEVELS
 from .server.logs import configure as configure_logs
 from .server.registry import select_tools
-
-
-def _host_port(text: str) -> tuple[str, int]:
-    """`PORT`, `HOST:PORT` or `[V6]:PORT`."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "127.0.0.1", text
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931)")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def _origins(text: str) -> tuple[str, ...]:
-    return tuple(o.strip() for o in text.replace(";", ",").split(",") if o.strip())
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
-    return int(text)
-
-
-def _extension_ids(text: str) -> tuple[str, ...]:
-    ids = tuple(i.strip() for i in text.split(",") if i.strip())
-    for value in ids:
-        if len(value) != 32 or any(not "a" <= c <= "p" for c in value):
-            raise argparse.ArgumentTypeError(f"{value!r} is not a Chrome extension id (32 letters a-p)")
-    return ids
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
-
-
-def _parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
-    return value
-
-
-def _directory(text: str) -> str:
-    path = Path(text).expanduser()
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
-    return str(path.resolve())
-
-
-def _file(text: str) -> str:
-    path = Path(text).expanduser()
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a readable file")
-    return str(path.resolve())
-
-
-# Every BrowserOptions field: its flag and how argparse reads it.
-BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "headless": (
-        "--headed",
-        {"action": "store_false", "help": "show the browser window (default: headless)"},
-    ),
-    "browser_path": (
-        "--browser-path",
-        {"metavar": "PATH", "help": "the Chromium executable to launch (default: found automatically)"},
-    ),
-    "user_data_dir": (
-        "--user-data-dir",
-        {
-            "metavar": "DIR",
-            "help": "a persistent profile directory (absolute path): logins and cookies survive restarts. Default: a fresh temporary profile, deleted at exit",
-        },
-    ),
-    "storage_state": (
-        "--storage-state",
-        {
-            "metavar": "FILE",
-            "type": _file,
-            "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)",
-        },
-    ),
-    "viewport": (
-        "--viewport-size",
-        {
-            "metavar": "WxH",
-            "type": _parsed(parse_viewport),
-            "help": "viewport of every page in CSS pixels, e.g. 1280x720 (default 1280x720)",
-        },
-    ),
-    "user_agent": ("--user-agent", {"metavar": "UA", "help": "the User-Agent every page sends and sees"}),
-    "ignore_https_errors": (
-        "--ignore-https-errors",
-        {
-            "action": "store_true",
-            "help": "load HTTPS pages whose certificates do not verify (self-signed, expired)",
-        },
-    ),
-    "proxy_server": (
-        "--proxy-server",
-        {
-            "metavar": "URL",
-            "help": "send traffic through this proxy, e.g. http://proxy:3128 or socks5://127.0.0.1:1080",
-        },
-    ),
-    "proxy_bypass": (
-        "--proxy-bypass",
-        {"metavar": "LIST", "help": "comma-separated hosts that skip the proxy, e.g. 'localhost,.internal'"},
-    ),
-    "init_scripts": (
-        "--init-script",
-        {
-            "metavar": "FILE",
-            "action": "append",
-            "type": _file,
-            "help": "JavaScript file run in every page (popups too) before its own scripts; repeatable",
-        },
-    ),
-    "browser_args": (
-        "--browser-arg",
-        {"metavar": "ARG", "action": "append", "help": "extra Chromium command-line argument; repeatable"},
-    ),
-    "cdp_headers": (
-        "--cdp-header",
-        {
-            "metavar": "K:V",
-            "action": "append",
-            "type": _parsed(parse_header),
-            "help": "HTTP header for connecting to a remote endpoint (authentication); repeatable",
-        },
-    ),
-    "timeout_action": (
-        "--timeout-action",
-        {
-            "metavar": "SECONDS",
-            "type": _seconds,
-            "help": "how long a click, type or other element action may take (default 5)",
-        },
-    ),
-    "timeout_navigation": (
-        "--timeout-navigation",
-        {"metavar": "SECONDS", "type": _seconds, "help": "how long a page may take to load (default 30)"},
-    ),
-}
-
 
 SERVE_OPTIONS: dict[str, dict[str, Any]] = {}
 """Every `serve` option by flag name without dashes, with how argparse reads it (for --config)."""
@@ -238,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--config",
         metavar="FILE",
-        type=_file,
+        type=file,
         help="read options from this JSON file, keyed by flag name without dashes "
         '(e.g. {"viewport-size": "1280x720", "max-tabs": 10}); the command line wins',
     )
@@ -247,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         transport,
         "--http",
         metavar="HOST:PORT",
-        type=_host_port,
+        type=host_port,
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a bare PORT binds "
         "127.0.0.1). Each client session gets its own isolated browser context. Host and Origin "
         "headers are checked against the bind address.",
@@ -263,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         transport,
         "--session-idle-timeout",
         metavar="SECONDS",
-        type=_seconds,
+        type=seconds,
         help="close an HTTP session (and its browser context) after this long without requests "
         f"(default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",
     )
@@ -271,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         transport,
         "--max-sessions",
         metavar="N",
-        type=_positive,
+        type=positive,
         help=f"most HTTP sessions at once; a client beyond it is refused (default {DEFAULT_MAX_SESSIONS})",
     )
     _option(
@@ -309,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         browser,
         "--grid-capabilities",
         metavar="JSON",
-        type=_json_object,
+        type=json_object,
         help="WebDriver capabilities for --selenium-grid sessions, on top of Chrome's (e.g. '{\"platformName\": "
         '"linux", "goog:chromeOptions": {"args": ["--lang=de"]}}\')',
     )
@@ -339,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         own,
         "--extension-port",
         metavar="PORT",
-        type=_port,
+        type=port,
         help=f"the port the extension connects to (default {DEFAULT_EXTENSION_PORT})",
     )
     _option(
@@ -360,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         own,
         "--extension-id",
         metavar="IDS",
-        type=_extension_ids,
+        type=extension_ids,
         dest="extension_ids",
         help="accept only these extension ids (comma-separated) instead of the shipped extension's "
         "(a copy loaded from another folder with another key)",
@@ -368,13 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     tabs = serve.add_argument_group("tabs")
     _option(
-        tabs, "--max-tabs", metavar="N", type=_positive, help="most tabs per browser instance (default 20)"
+        tabs, "--max-tabs", metavar="N", type=positive, help="most tabs per browser instance (default 20)"
     )
     _option(
         tabs,
         "--max-total-tabs",
         metavar="N",
-        type=_positive,
+        type=positive,
         help="most tabs of all instances and HTTP sessions together; beyond it a page-opened tab closes "
         "at once and a new tab is refused, never another session's tab closed "
         f"(default {DEFAULT_MAX_TOTAL_TABS})",
@@ -399,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         policy,
         "--allowed-origins",
         metavar="LIST",
-        type=_origins,
+        type=origins,
         help="comma-separated origins tabs may navigate to (e.g. 'https://example.com,*.test,file:'); "
         "all others are refused. Default: any http(s) origin. file: URLs are refused unless listed.",
     )
@@ -407,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         policy,
         "--blocked-origins",
         metavar="LIST",
-        type=_origins,
+        type=origins,
         help="comma-separated origins tabs may never navigate to; wins over --allowed-origins",
     )
 
@@ -440,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--allowed-file-root",
         metavar="DIR",
         action="append",
-        type=_directory,
+        type=directory,
         help="a folder tools may read uploads from and write files to; repeatable (default: the "
         "working directory)",
     )
@@ -448,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         tools,
         "--secrets",
         metavar="FILE",
-        type=_file,
+        type=file,
         help="a dotenv file of NAME=value secrets: the agent types {{NAME}} and the server puts the value "
         "in; the value is masked as {{NAME}} in every response and log",
     )
@@ -458,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         telemetry,
         "--buffer-size",
         metavar="N",
-        type=_positive,
+        type=positive,
         help="entries kept per telemetry buffer (console, network, ...) before the oldest are dropped",
     )
     _option(

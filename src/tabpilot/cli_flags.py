@@ -1,0 +1,183 @@
+"""The `tabpilot serve` flags' value types (argparse converters that say what a good value
+looks like) and `BROWSER_FLAGS`: the one flag of every `BrowserOptions` field."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tabpilot import parse_header, parse_viewport
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """`PORT`, `HOST:PORT` or `[V6]:PORT`."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def origins(text: str) -> tuple[str, ...]:
+    return tuple(o.strip() for o in text.replace(";", ",").split(",") if o.strip())
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def extension_ids(text: str) -> tuple[str, ...]:
+    ids = tuple(i.strip() for i in text.split(",") if i.strip())
+    for value in ids:
+        if len(value) != 32 or any(not "a" <= c <= "p" for c in value):
+            raise argparse.ArgumentTypeError(f"{value!r} is not a Chrome extension id (32 letters a-p)")
+    return ids
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
+    return value
+
+
+def directory(text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return str(path.resolve())
+
+
+def file(text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a readable file")
+    return str(path.resolve())
+
+
+# Every BrowserOptions field: its flag and how argparse reads it.
+BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "headless": (
+        "--headed",
+        {"action": "store_false", "help": "show the browser window (default: headless)"},
+    ),
+    "browser_path": (
+        "--browser-path",
+        {"metavar": "PATH", "help": "the Chromium executable to launch (default: found automatically)"},
+    ),
+    "user_data_dir": (
+        "--user-data-dir",
+        {
+            "metavar": "DIR",
+            "help": "a persistent profile directory (absolute path): logins and cookies survive restarts. Default: a fresh temporary profile, deleted at exit",
+        },
+    ),
+    "storage_state": (
+        "--storage-state",
+        {
+            "metavar": "FILE",
+            "type": file,
+            "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)",
+        },
+    ),
+    "viewport": (
+        "--viewport-size",
+        {
+            "metavar": "WxH",
+            "type": parsed(parse_viewport),
+            "help": "viewport of every page in CSS pixels, e.g. 1280x720 (default 1280x720)",
+        },
+    ),
+    "user_agent": ("--user-agent", {"metavar": "UA", "help": "the User-Agent every page sends and sees"}),
+    "ignore_https_errors": (
+        "--ignore-https-errors",
+        {
+            "action": "store_true",
+            "help": "load HTTPS pages whose certificates do not verify (self-signed, expired)",
+        },
+    ),
+    "proxy_server": (
+        "--proxy-server",
+        {
+            "metavar": "URL",
+            "help": "send traffic through this proxy, e.g. http://proxy:3128 or socks5://127.0.0.1:1080",
+        },
+    ),
+    "proxy_bypass": (
+        "--proxy-bypass",
+        {"metavar": "LIST", "help": "comma-separated hosts that skip the proxy, e.g. 'localhost,.internal'"},
+    ),
+    "init_scripts": (
+        "--init-script",
+        {
+            "metavar": "FILE",
+            "action": "append",
+            "type": file,
+            "help": "JavaScript file run in every page (popups too) before its own scripts; repeatable",
+        },
+    ),
+    "browser_args": (
+        "--browser-arg",
+        {"metavar": "ARG", "action": "append", "help": "extra Chromium command-line argument; repeatable"},
+    ),
+    "cdp_headers": (
+        "--cdp-header",
+        {
+            "metavar": "K:V",
+            "action": "append",
+            "type": parsed(parse_header),
+            "help": "HTTP header for connecting to a remote endpoint (authentication); repeatable",
+        },
+    ),
+    "timeout_action": (
+        "--timeout-action",
+        {
+            "metavar": "SECONDS",
+            "type": seconds,
+            "help": "how long a click, type or other element action may take (default 5)",
+        },
+    ),
+    "timeout_navigation": (
+        "--timeout-navigation",
+        {"metavar": "SECONDS", "type": seconds, "help": "how long a page may take to load (default 30)"},
+    ),
+}
