@@ -149,6 +149,18 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
+def devtools_port(proc: subprocess.Popen[bytes], profile: str, what: str, timeout: float = 20) -> int:
+    """The DevTools port a Chromium started with --remote-debugging-port=0 writes to its profile."""
+    port_file = Path(profile) / "DevToolsActivePort"
+    deadline = time.monotonic() + timeout
+    while True:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError(f"{what} did not open its DevTools port")
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            return int(port_file.read_text().split()[0])
+        time.sleep(0.02)
+
+
 @dataclass
 class RemoteChromium:
     """A Chromium started with --remote-debugging-port, as a user or a grid would start it."""
@@ -210,15 +222,7 @@ def remote_chromium(browser_path: str) -> Iterator[RemoteChromium]:
         start_new_session=True,
     )
     try:
-        port_file = Path(profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 20
-        port = 0
-        while not port:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the remote Chromium did not open its DevTools port")
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                port = int(port_file.read_text().split()[0])
-            time.sleep(0.02)
+        port = devtools_port(proc, profile, "the remote Chromium")
         yield RemoteChromium(proc, port, profile)
     finally:
         _stop(proc)
@@ -619,15 +623,8 @@ def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionC
         start_new_session=True,
     )
     try:
-        port_file = Path(profile) / "DevToolsActivePort"
+        port = devtools_port(proc, profile, "the Chromium with the extension")
         deadline = time.monotonic() + 20
-        port = 0
-        while not port:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the Chromium with the extension did not open its DevTools port")
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                port = int(port_file.read_text().split()[0])
-            time.sleep(0.02)
         chromium = ExtensionChromium(proc, port)
         while not any(t["type"] == "service_worker" for t in chromium._json("/json/list")):
             if time.monotonic() > deadline:
