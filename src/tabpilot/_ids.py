@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 
 
@@ -18,3 +19,18 @@ class TabIds:
 
     def __iter__(self) -> Iterator[int]:
         return self
+
+
+_DECIMAL = re.compile(r"[0-9]+")
+
+
+def decimal_id(text: str) -> int | None:
+    """A tab id written as a decimal string (`" 3 "` -> 3), else None."""
+    stripped = text.strip()
+    return int(stripped) if _DECIMAL.fullmatch(stripped) else None
+
+
+def id_text_advice(text: str) -> str:
+    """Why a short text with digits in it is no tab id: `"١"` and `"¹"` are not 1."""
+    digits = any(ch.isdigit() for ch in text) and len(text) < 20
+    return "Tab ids are written with the digits 0-9." if digits else ""

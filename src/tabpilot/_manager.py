@@ -6,35 +6,26 @@ import asyncio
 import itertools
 import logging
 import os
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ._bridge import ExtensionBridge
 from ._endpoints import check_profile_dir, check_scheme, running_chrome_endpoint, stale_port_error
 from ._errors import ConnectError, ExtensionNotConnectedError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
+from ._extension_watch import ExtensionWatch
 from ._grid import create_session
-from ._ids import TabIds
+from ._ids import TabIds, decimal_id, id_text_advice
 from ._instance import BrowserLink, Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
 from ._services import InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
-from ._types import InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
+from ._types import CloseResult, InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
 from ._watch import NEW_TAB_GRACE
 
 logger = logging.getLogger("tabpilot")
-
-_DECIMAL = re.compile(r"[0-9]+")
-
-
-@dataclass(frozen=True, slots=True)
-class CloseResult:
-    closed_tab_id: int
-    active_tab_id: int | None
 
 
 class TabManager:
@@ -84,8 +75,14 @@ class TabManager:
         self._driver = driver or Driver()
         self._owns_driver = driver is None
         self._target_hooks: list[TargetHook] = []
-        self._watched: dict[ExtensionBridge, Callable[[], None]] = {}
-        self._extension_connects: set[asyncio.Task[Instance | None]] = set()
+        self._extensions = ExtensionWatch(
+            lambda bridge: self.connect_extension(bridge, timeout=5),
+            lambda bridge: any(
+                i.kind == "extension" and i.endpoint == bridge.address and i.state == "open"
+                for i in self._instances.values()
+            ),
+            lambda: self._closed,
+        )
         self._closed = False
 
     # The tab rules, readable and settable here; instances see a change at once.
@@ -136,10 +133,7 @@ class TabManager:
         self._closed = True
         if self._leave_budget is not None:
             self._leave_budget()
-        for dispose in self._watched.values():
-            dispose()
-        for task in list(self._extension_connects):
-            task.cancel()
+        self._extensions.close()
         # Newest first: a context instance closes before the browser it lives in.
         for instance in reversed(list(self._instances.values())):
             await instance.close()
@@ -167,7 +161,7 @@ class TabManager:
         if instance_id is None:
             inst = self.default_instance
             if inst is None:
-                bridge = next(iter(self._watched), None)
+                bridge = self._extensions.first
                 if bridge is not None and not bridge.connected:
                     raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
                 raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
@@ -398,34 +392,11 @@ class TabManager:
         """Keep an instance on the browser behind `bridge`: one is connected whenever the extension
         connects and no open instance uses it (now, if it is connected). Until then, asking for the
         default instance says how to connect the extension."""
-        if bridge in self._watched:
-            return
-
-        def connected() -> None:
-            using = [
-                i for i in self._instances.values() if i.kind == "extension" and i.endpoint == bridge.address
-            ]
-            if self._closed or any(i.state == "open" for i in using) or self._extension_connects:
-                return
-            task = asyncio.get_running_loop().create_task(self._connect_watched(bridge))
-            self._extension_connects.add(task)
-            task.add_done_callback(self._extension_connects.discard)
-
-        self._watched[bridge] = bridge.on_connect(connected)
-        if bridge.connected:
-            connected()
-
-    async def _connect_watched(self, bridge: ExtensionBridge) -> Instance | None:
-        try:
-            return await self.connect_extension(bridge, timeout=5)
-        except Exception:
-            logger.exception("connecting the browser of the tabpilot extension failed")
-            return None
+        self._extensions.watch(bridge)
 
     async def extension_connected(self, timeout: float) -> None:
         """Wait (up to `timeout` seconds) for a watched extension's instance that is on its way."""
-        if self._extension_connects:
-            await asyncio.wait(set(self._extension_connects), timeout=timeout)
+        await self._extensions.arrived(timeout)
 
     async def attach_isolated(self, of: Instance, *, instance_id: str | None = None) -> Instance:
         """A new isolated browser context of `of`'s browser (any manager's), as an instance of its
@@ -522,17 +493,14 @@ class TabManager:
             raise TabNotFoundError(repr(tab_id), self._open_tabs(), reason="Tab ids are integers.")
         key = tab_id
         if isinstance(tab_id, str):
-            text = tab_id.strip()
-            if _DECIMAL.fullmatch(text):
-                key = int(text)
-            else:
+            number = decimal_id(tab_id)
+            if number is None:  # a CDP target id, or nothing
                 for instance in self._instances.values():
-                    found = instance.tab_for_target(text)
+                    found = instance.tab_for_target(tab_id.strip())
                     if found is not None:
                         return found
-                digits = any(ch.isdigit() for ch in text) and len(text) < 20  # "١", "¹": not 1
-                reason = "Tab ids are written with the digits 0-9." if digits else ""
-                raise TabNotFoundError(tab_id, self._open_tabs(), reason=reason)
+                raise TabNotFoundError(tab_id, self._open_tabs(), reason=id_text_advice(tab_id))
+            key = number
         assert isinstance(key, int)
         for instance in self._instances.values():
             found = instance.get_tab(key)

@@ -128,3 +128,11 @@ class TabEvent:
             "instanceId": self.instance_id,
             **self.data,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class CloseResult:
+    """What closing a tab did: the tab closed and the active tab now."""
+
+    closed_tab_id: int
+    active_tab_id: int | None
