@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from support import SeleniumGrid, grid_pieces, selenium_grid
+from support import (
+    PlaywrightServer,
+    RemoteChromium,
+    SeleniumGrid,
+    grid_pieces,
+    playwright_server,
+    remote_chromium,
+    selenium_grid,
+)
 from tabpilot import Instance, TabManager, find_browser
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
@@ -56,6 +64,21 @@ def grid(browser_path: str) -> Iterator[SeleniumGrid]:
         yield running
         left = running.sessions_end()
     assert not left, f"tests left grid sessions running: {left}"
+
+
+# -- remote browsers (one per test module that asks) -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def remote(browser_path: str) -> Iterator[RemoteChromium]:
+    with remote_chromium(browser_path) as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="module")
+def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
+    with playwright_server(browser_path) as server:
+        yield server
 
 
 # -- library fixtures (tests/browser) -------------------------------------------------------------

@@ -7,7 +7,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +36,6 @@ from tabpilot import (
 )
 from tabpilot.demo.site import LocalSite
 from tabpilot.server.advice import event_line
-
-
-@pytest.fixture(scope="module")
-def remote(browser_path: str) -> Iterator[RemoteChromium]:
-    with remote_chromium(browser_path) as chromium:
-        yield chromium
-
-
-@pytest.fixture(scope="module")
-def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
-    with playwright_server(browser_path) as server:
-        yield server
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from playwright.async_api import async_playwright
@@ -20,7 +18,6 @@ from support import (
     PlaywrightServer,
     RemoteChromium,
     free_port,
-    playwright_server,
     remote_chromium,
     result_of,
     section,
@@ -29,18 +26,6 @@ from support import (
 from tabpilot import BrowserOptions, Instance
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
-
-
-@pytest.fixture(scope="module")
-def remote(browser_path: str) -> Iterator[RemoteChromium]:
-    with remote_chromium(browser_path) as chromium:
-        yield chromium
-
-
-@pytest.fixture(scope="module")
-def pw_server(browser_path: str) -> Iterator[PlaywrightServer]:
-    with playwright_server(browser_path) as server:
-        yield server
 
 
 def own_browser_server(browser_path: str, **options: Any) -> TabpilotServer:
