@@ -330,17 +330,24 @@ async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | N
     return result
 
 
+def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, doing: str) -> Path:
+    """`path` made absolute (relative to `base`, else the working directory); refused (ValueError
+    naming the roots and what files there are for, `doing`) unless it lies inside one of `roots`."""
+    resolved = (Path(base).expanduser() / path if base else Path(path)).expanduser().resolve()
+    allowed = [Path(r).expanduser().resolve() for r in roots]
+    if not any(root in resolved.parents for root in allowed):
+        shown = ", ".join(str(r) for r in allowed) or "(none)"
+        raise ValueError(f"{path} is outside the folders files may be {doing} ({shown}).")
+    return resolved
+
+
 def check_file_paths(paths: Sequence[str], roots: Sequence[str]) -> list[str]:
     """The absolute form of each path; refuses a path outside every root or that is no file."""
     if not paths:
         raise ValueError("paths must name at least one file.")
-    allowed = [Path(r).expanduser().resolve() for r in roots]
     checked: list[str] = []
     for path in paths:
-        resolved = Path(path).expanduser().resolve()
-        if not any(resolved == root or root in resolved.parents for root in allowed):
-            shown = ", ".join(str(r) for r in allowed) or "(none)"
-            raise ValueError(f"{path} is outside the folders files may be uploaded from ({shown}).")
+        resolved = path_in_roots(path, roots, doing="uploaded from")
         if not resolved.is_file() or not os.access(resolved, os.R_OK):
             raise ValueError(f"{path} is not a readable file.")
         checked.append(str(resolved))
@@ -531,6 +538,7 @@ __all__ = [
     "evaluate",
     "fill_form",
     "hover",
+    "path_in_roots",
     "press_key",
     "resize",
     "screenshot",

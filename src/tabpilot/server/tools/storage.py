@@ -9,6 +9,8 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field, StrictStr
 
+from tabpilot import path_in_roots
+
 from ..config import file_roots
 from .base import Call, ToolSpec
 
@@ -17,12 +19,7 @@ DEFAULT_NAME = "storage-state.json"
 
 def writable_path(path: str | None, roots: list[str]) -> Path:
     """The absolute path to write, refused outside every root (relative paths: in the first root)."""
-    first = Path(roots[0]).expanduser().resolve()
-    target = (first / (path or DEFAULT_NAME)).expanduser().resolve()
-    allowed = [Path(r).expanduser().resolve() for r in roots]
-    if not any(root == target.parent or root in target.parents for root in allowed):
-        shown = ", ".join(str(r) for r in allowed)
-        raise ValueError(f"{path} is outside the folders files may be written to ({shown}).")
+    target = path_in_roots(path or DEFAULT_NAME, roots, base=roots[0], doing="written to")
     if not target.parent.is_dir():
         raise ValueError(f"{target.parent} is not a folder: give a path in an existing folder.")
     return target
