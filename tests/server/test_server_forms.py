@@ -5,6 +5,7 @@ works on a background tab."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -163,8 +164,6 @@ async def test_resize_changes_what_the_page_sees_and_screenshots_take_format_qua
         (jpeg,) = [c for c in small.content if isinstance(c, ImageContent)]
         assert jpeg.mime_type == "image/jpeg"
         assert (result_of(small)["width"], result_of(small)["height"]) == (300, 200)
-        import base64
-
         raw = base64.b64decode(jpeg.data)
         assert raw[:2] == b"\xff\xd8" and image_size(raw) == (300, 200)
 
