@@ -120,4 +120,8 @@ def bare_server() -> McpProcess:
 
 
 def tabpilot_server(*extra: str) -> McpProcess:
-    return McpProcess(["-m", "tabpilot", "serve", *extra], needles=("tabpilot", "serve"))
+    """`tabpilot serve` with structured content on: these benches read ids from it (the peer
+    comparison runs the defaults and reads the text)."""
+    return McpProcess(
+        ["-m", "tabpilot", "serve", "--structured-content", *extra], needles=("tabpilot", "serve")
+    )

@@ -48,7 +48,7 @@ from typing import Any
 import procmem
 from harness import Progress, Results, p90
 from mcp.types import CallToolResult
-from mcp_procs import BenchError, McpProcess, structured_of, text_of
+from mcp_procs import BenchError, McpProcess, text_of
 from server_bench import install_pages
 
 from tabpilot import find_browser
@@ -210,9 +210,14 @@ class Server(ABC):
 
 
 class Tabpilot(Server):
+    """tabpilot with its defaults (text content only), read from the text as a model reads it."""
+
     key = "tabpilot"
     name = "tabpilot"
     ref_pattern = re.compile(r"\[ref=([0-9A-Za-z]+)\]")
+    _tab_line = re.compile(r"^- tab (\d+): .*$", re.MULTILINE)
+    _opened_tab = re.compile(r"^Opened tab (\d+)", re.MULTILINE)
+    _opened_event = re.compile(r"^- tab (\d+) opened \([^)]*\) by tab (\d+)", re.MULTILINE)
 
     def __init__(self, version: str) -> None:
         super().__init__()
@@ -227,10 +232,18 @@ class Tabpilot(Server):
     async def list_tabs(self) -> CallToolResult:
         return await self.call("browser_tabs", action="list")
 
+    def _listed(self, result: CallToolResult) -> list[tuple[int, str]]:
+        """(id, line) of every tab in the response's ### Tabs section."""
+        tabs = text_of(result).split("### Tabs", 1)[-1].split("\n### ", 1)[0]
+        return [(int(m.group(1)), m.group(0)) for m in self._tab_line.finditer(tabs)]
+
     async def start(self) -> None:
-        result = structured_of(await self.list_tabs())["result"]
-        self.home = int(result["activeTabId"])
-        self._tabs = [int(t["id"]) for t in result["tabs"]]
+        listed = self._listed(await self.list_tabs())
+        active = [tab for tab, line in listed if line.endswith("[active]")]
+        if len(active) != 1:
+            raise BenchError(f"tabpilot: no active tab in {listed}")
+        self.home = active[0]
+        self._tabs = [tab for tab, _ in listed]
 
     async def navigate(self, tab: int, url: str) -> CallToolResult:
         return await self.call("browser_navigate", url=url, tabId=tab)
@@ -243,7 +256,10 @@ class Tabpilot(Server):
     async def new_tab(self, url: str, *, background: bool = False) -> tuple[int, CallToolResult]:
         args: dict[str, Any] = {"background": True} if background else {}
         result = await self.call("browser_tabs", action="new", url=url, **args)
-        tab = int(structured_of(result)["result"]["tabId"])
+        match = self._opened_tab.search(text_of(result))
+        if match is None:
+            raise BenchError(f"tabpilot: no opened tab in:\n{text_of(result)[:1500]}")
+        tab = int(match.group(1))
         self._tabs.append(tab)
         return tab, result
 
@@ -261,18 +277,16 @@ class Tabpilot(Server):
 
     async def click(self, tab: int, ref: str) -> tuple[CallToolResult, int | None]:
         result = await self.call("browser_click", ref=ref)
-        for event in structured_of(result).get("events") or []:
-            if event.get("type") == "tab_opened" and event.get("openerId") == tab:
-                opened = int(event["tabId"])
+        for match in self._opened_event.finditer(text_of(result)):
+            if int(match.group(2)) == tab:
+                opened = int(match.group(1))
                 self._tabs.append(opened)
                 return result, opened
         return result, None
 
     async def opened_tab(self, opener: int) -> int:
-        listing = structured_of(await self.list_tabs())["result"]["tabs"]
-        strays = [
-            int(t["id"]) for t in listing if t.get("openerId") == opener and int(t["id"]) not in self._tabs
-        ]
+        listed = self._listed(await self.list_tabs())
+        strays = [t for t, line in listed if f"[opened by tab {opener}]" in line and t not in self._tabs]
         if not strays:
             raise BenchError("tabpilot: the tab the click opened is not in the tab list")
         self._tabs.append(strays[-1])

@@ -112,9 +112,11 @@ async def shared_browser(browser_path: str) -> AsyncIterator[Instance]:
 
 @pytest.fixture
 def make_server(shared_browser: Instance) -> Callable[..., TabpilotServer]:
-    """`make_server(max_tabs=3, ...)`: a server with these ServerConfig options on the shared browser."""
+    """`make_server(max_tabs=3, ...)`: a server with these ServerConfig options on the shared browser.
+    Structured content is on unless a test says otherwise: the tests read ids from it."""
 
     def make(**options: Any) -> TabpilotServer:
+        options.setdefault("structured_content", True)
         return create_server(ServerConfig(**options), shared=shared_browser)
 
     return make

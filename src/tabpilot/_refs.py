@@ -7,6 +7,7 @@ import re
 _TAB_REF = re.compile(r"^(\d+)((?:f\d+)?e\d+)$")
 _PAGE_REF = re.compile(r"^(?:f\d+)?e\d+$")
 _SNAPSHOT_REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
+_POINTER_BY_ROLE = re.compile(r"^(\s*- (?:link|button)\b[^\n]*?) \[cursor=pointer\]", re.MULTILINE)
 
 
 def parse_ref(ref: str) -> tuple[int | None, str]:
@@ -30,10 +31,14 @@ def tab_ref(tab_id: int, page_ref: str) -> str:
 
 
 def scope_snapshot(tab_id: int, snapshot: str) -> tuple[str, set[str]]:
-    """Prefix every ref in a Playwright aria snapshot with its tab id.
+    """Prefix every ref in a Playwright aria snapshot with its tab id, and drop `[cursor=pointer]`
+    where the role already says the element is clickable (links, buttons: most of a page's
+    pointers). Other elements keep it: it marks a `div` that acts as a button.
 
     Returns the rewritten text and the set of per-page refs it contained.
     """
+    if "[cursor=pointer]" in snapshot:
+        snapshot = _POINTER_BY_ROLE.sub(r"\1", snapshot)
     found = _SNAPSHOT_REF.findall(snapshot)
     if snapshot.count("[ref=") == len(found):
         # Every "[ref=" is a ref (the usual case): one str.replace, several times faster than a

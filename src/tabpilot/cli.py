@@ -275,6 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _option(
         tools,
+        "--structured-content",
+        action="store_true",
+        help="also send each response's facts as MCP structured content (JSON), for clients that parse "
+        "responses. Off by default: hosts that get both show the model the JSON instead of the text, or "
+        "both",
+    )
+    _option(
+        tools,
         "--allowed-file-root",
         metavar="DIR",
         action="append",
@@ -442,6 +450,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         tools=tool_sets,
         caps=caps,
         navigate_returns=values.get("navigate_returns", "snapshot"),
+        structured_content=values.get("structured_content", False),
         allowed_file_roots=tuple(values.get("allowed_file_root") or ()),
         secrets=secrets,
         buffer_size=values.get("buffer_size"),

@@ -300,13 +300,13 @@ async def test_an_action_response_shows_the_lines_that_changed_not_the_whole_sna
         result = ok(await mcp.call_tool("browser_click", {"ref": button}))
 
         shown = section(result, "Snapshot")
-        assert f"Changes on tab {tab} since its previous snapshot" in shown
+        assert f"Changes since the previous snapshot of tab {tab}:" in shown
         assert "Hi from page a" in shown
         assert 'heading "Page a"' not in shown and "This is page a" not in shown
         assert "snapshot" not in data(result)
         assert data(result)["snapshotChanges"]["tabId"] == tab
         assert any("Hi from page a" in line for line in changes(result))
-        assert f"- Tab: {tab}" in section(result, "Page")
+        assert section(result, "Page").startswith(f"tab {tab}: ")
 
         again = ok(await mcp.call_tool("browser_click", {"ref": button}))
         assert "(no changes)" in section(again, "Snapshot")

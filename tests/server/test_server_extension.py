@@ -44,7 +44,10 @@ def chromium(browser_path: str, site: LocalSite) -> Iterator[ExtensionChromium]:
 
 
 def extension_server(port: int, **options: Any) -> TabpilotServer:
-    return create_server(ServerConfig(extension=True, extension_port=port, extension_token=TOKEN, **options))
+    config = ServerConfig(
+        extension=True, extension_port=port, extension_token=TOKEN, structured_content=True, **options
+    )
+    return create_server(config)
 
 
 def connect_url(port: int) -> str:
@@ -166,6 +169,7 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
             str(port),
             "--extension-token",
             TOKEN,
+            "--structured-content",
         ],
     )
     async with Client(params) as mcp:
@@ -192,7 +196,9 @@ async def test_serve_auto_connect_attaches_to_the_running_chrome_or_says_how_to_
     browser_path: str, tmp_path: Path
 ) -> None:
     with remote_chromium(browser_path) as remote:
-        config = ServerConfig(auto_connect=True, browser=BrowserOptions(user_data_dir=remote.profile))
+        config = ServerConfig(
+            auto_connect=True, browser=BrowserOptions(user_data_dir=remote.profile), structured_content=True
+        )
         async with Client(create_server(config)) as mcp:
             (instance,) = result_of(await call(mcp, "browser_instance", action="list"))["instances"]
             assert instance["kind"] == "cdp" and f"127.0.0.1:{remote.port}" in instance["endpoint"]

@@ -41,7 +41,8 @@ async def test_two_grid_sessions_and_the_local_browser_side_by_side_and_a_sessio
     grid: SeleniumGrid, browser_path: str, site: LocalSite
 ) -> None:
     before = set(grid.session_ids())
-    server = create_server(ServerConfig(browser=BrowserOptions(browser_path=browser_path)))
+    config = ServerConfig(browser=BrowserOptions(browser_path=browser_path), structured_content=True)
+    server = create_server(config)
     async with Client(server) as client:
         (local,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
         connected = [
@@ -151,6 +152,7 @@ async def test_serve_with_selenium_grid_starts_in_a_grid_session_and_ends_it_at_
             grid.url,
             "--grid-capabilities",
             '{"platformName": "linux"}',
+            "--structured-content",
         ],
     )
     async with Client(params) as client:

@@ -31,7 +31,7 @@ def contexts(shared: Instance) -> int:
 @asynccontextmanager
 async def serve(shared_browser: Instance, **options: Any) -> AsyncIterator[str]:
     """Serve a tabpilot server over HTTP on a free loopback port; yields the /mcp URL."""
-    config = ServerConfig(http_host="127.0.0.1", http_port=0, **options)
+    config = ServerConfig(http_host="127.0.0.1", http_port=0, structured_content=True, **options)
     server = create_server(config, shared=shared_browser)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -30,6 +30,7 @@ from tabpilot.server import ServerConfig, TabpilotServer, create_server
 
 def own_browser_server(browser_path: str, **options: Any) -> TabpilotServer:
     """A server that launches or connects its own browser, as `tabpilot serve` does."""
+    options.setdefault("structured_content", True)
     return create_server(ServerConfig(browser=BrowserOptions(browser_path=browser_path), **options))
 
 
@@ -194,7 +195,7 @@ async def test_serve_with_an_endpoint_option_drives_that_browser_instead_of_laun
         ("--ws-endpoint", pw_server.ws, "playwright-server"),
     ):
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "tabpilot", "serve", option, endpoint]
+            command=sys.executable, args=["-m", "tabpilot", "serve", option, endpoint, "--structured-content"]
         )
         async with Client(params) as client:
             tools = {t.name for t in (await client.list_tools()).tools}

@@ -28,13 +28,12 @@ async def test_a_background_tab_can_be_snapshotted_without_activating_it(
         result = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": background})
 
         assert not result.is_error, text(result)
-        assert f"- URL: {site.url('/page/a')}" in section(result, "Page")
-        assert "Title: Page a" in section(result, "Page")
+        assert section(result, "Page") == f"tab {background}: Page a ({site.url('/page/a')})"
         snapshot = section(result, "Snapshot")
         assert 'heading "Page a"' in snapshot
         assert f"[ref={background}e" in snapshot
-        assert "active" in tab_line(result, first)
-        assert tab_line(result, background) and "active" not in tab_line(result, background)
+        # The tab list did not change since the new tab's response: its ids only, the active one marked.
+        assert section(result, "Tabs") == f"2 open, as last listed: {first} (active), {background}"
         assert data(result)["activeTabId"] == first
 
 
@@ -85,7 +84,8 @@ async def test_navigating_a_background_tab_shows_its_page_and_keeps_the_active_t
         result = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b"), "tabId": tab})
 
         assert not result.is_error, text(result)
-        assert f"tab {tab} is on {site.url('/page/b')}" in section(result, "Result")
+        assert section(result, "Result") == f"Navigated tab {tab}."
+        assert section(result, "Page") == f"tab {tab}: Page b ({site.url('/page/b')})"
         assert 'heading "Page b"' in section(result, "Snapshot")
         assert data(result)["page"]["tabId"] == tab
         listed = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]
@@ -208,7 +208,9 @@ async def test_navigate_and_new_tab_answer_with_the_snapshot_or_only_the_page_as
         opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
         went = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")})
         for answer in (opened, went):
-            assert "### Snapshot" not in text(answer) and "### Page" in text(answer)
-        assert "Title: Page b" in section(went, "Page")
+            assert "### Snapshot" not in text(answer)
+        # A new tab changes the tab set: its line in ### Tabs names its page, so ### Page is left out.
+        assert "Page a (" in section(opened, "Tabs") and "### Page" not in text(opened)
+        assert "Page b (" in section(went, "Page")
         # The tree was never shown: the next snapshot shows it whole.
         assert 'heading "Page b"' in section(await mcp.call_tool("browser_snapshot", {}), "Snapshot")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -27,9 +28,12 @@ async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
 
         opened = await client.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
         assert not opened.is_error, text(opened)
-        assert opened.structured_content is not None
-        tab_id = opened.structured_content["result"]["tabId"]
-        assert f"tab {tab_id} opened (tool)" in section(opened, "Events")
+        # What the model reads: text only, with the id the next call needs.
+        assert opened.structured_content is None
+        match = re.fullmatch(r"Opened tab (\d+) and activated it\.", section(opened, "Result"))
+        assert match, text(opened)
+        tab_id = int(match.group(1))
+        assert f"- tab {tab_id}: Page a ({site.url('/page/a')}) [active]" in section(opened, "Tabs")
 
         snapshot = await client.call_tool("browser_snapshot", {"full": True, "tabId": tab_id})
         assert 'heading "Page a"' in section(snapshot, "Snapshot")

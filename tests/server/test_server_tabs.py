@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 from mcp import Client
 
 from support import error, ok, ref_of, result_of, section, tab_line, text
+from tabpilot import cli
 from tabpilot.demo.site import LocalSite
 
 
@@ -39,8 +41,12 @@ async def test_new_close_and_activate_follow_the_contract(
         new = opened.structured_content["result"]
         assert new["url"] == site.url("/page/a")
         assert set(new) == {"tabId", "url", "title"}
-        assert f"tab {new['tabId']} opened" in section(opened, "Events")
-        assert "active" in tab_line(opened, new["tabId"])
+        # The result says it all: the tab's own open and activation are not repeated as events.
+        assert section(opened, "Result") == f"Opened tab {new['tabId']} and activated it."
+        assert "### Events" not in text(opened)
+        assert (
+            tab_line(opened, new["tabId"]) == f"- tab {new['tabId']}: Page a ({site.url('/page/a')}) [active]"
+        )
 
         back = await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first})
         assert back.structured_content is not None
@@ -53,7 +59,8 @@ async def test_new_close_and_activate_follow_the_contract(
             "closedTabId": first,
             "activeTabId": new["tabId"],
         }
-        assert f"tab {first} closed" in section(closed, "Events")
+        assert section(closed, "Result") == f"Closed tab {first}. Active tab: {new['tabId']}."
+        assert "### Events" not in text(closed)
 
 
 async def test_an_unknown_tab_id_is_an_error_listing_the_open_tabs(connect: Callable[..., Client]) -> None:
@@ -116,7 +123,8 @@ async def test_close_others_keeps_the_kept_tab_and_pinned_tabs(
             "remainingTabIds": [ids[0], ids[1]],
             "activeTabId": ids[1],
         }
-        assert f"tab {ids[2]} closed" in section(result, "Events")
+        assert re.match(rf"Closed 2 tabs \(\d+, {ids[2]}\)", section(result, "Result"))
+        assert not tab_line(result, ids[2]) and tab_line(result, ids[0])
 
 
 async def test_the_tab_cap_refuses_a_new_tab_with_a_clear_error(connect: Callable[..., Client]) -> None:
@@ -219,3 +227,39 @@ async def test_a_title_a_script_changes_shows_in_the_next_list(
         listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
         assert [t["title"] for t in result_of(listed)["tabs"]] == ["After"]
         assert "After" in section(listed, "Tabs")
+
+
+async def test_by_default_responses_are_text_only_and_the_text_names_every_id(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Hosts that get structured content too show the model the JSON instead of the text (or
+    both): by default there is none, and the text carries every id the next call needs."""
+    async with connect(structured_content=False) as mcp:
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert listed.structured_content is None
+        (home,) = [
+            int(line.split(":")[0].removeprefix("- tab ")) for line in section(listed, "Tabs").splitlines()
+        ]
+        await mcp.call_tool("browser_navigate", {"url": site.url("/"), "tabId": home})
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")})
+        assert opened.structured_content is None
+        new = int(re.match(r"Opened tab (\d+) and activated it\.", section(opened, "Result")).group(1))  # type: ignore[union-attr]
+        snapshot = await mcp.call_tool("browser_snapshot", {"tabId": home, "full": True})
+        clicked = ok(
+            await mcp.call_tool("browser_click", {"ref": ref_of(section(snapshot, "Snapshot"), "Open A")})
+        )
+        assert clicked.structured_content is None
+        event = section(clicked, "Events")
+        popup = int(re.match(rf"- tab (\d+) opened \(link\) by tab {home}: ", event).group(1))  # type: ignore[union-attr]
+        assert popup not in (home, new)
+        assert f"It opened tab {popup} in the background (use tabId={popup})." in section(clicked, "Result")
+        assert f"[opened by tab {home}" in tab_line(clicked, popup)
+        refused = await mcp.call_tool("browser_tabs", {"action": "close", "tabId": 9999})
+        assert refused.is_error and refused.structured_content is None
+        assert str(popup) in error(refused)
+
+
+def test_structured_content_is_a_serve_option_off_by_default() -> None:
+    parser = cli.build_parser()
+    assert not cli.config_from_args(parser.parse_args(["serve"])).structured_content
+    assert cli.config_from_args(parser.parse_args(["serve", "--structured-content"])).structured_content

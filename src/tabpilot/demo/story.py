@@ -393,7 +393,8 @@ class Session:
 def server_command(
     *, browser_path: str | None, headed: bool, extension: tuple[int, str] | None = None
 ) -> list[str]:
-    args = ["-m", "tabpilot", "serve"]
+    # The story checks each step against the facts in structured content (the model reads the text).
+    args = ["-m", "tabpilot", "serve", "--structured-content"]
     if extension is not None:
         port, token = extension
         return [*args, "--extension", "--extension-port", str(port), "--extension-token", token]

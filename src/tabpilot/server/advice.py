@@ -242,7 +242,15 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
     if new_errors:
         marks.append(f"{new_errors} new error{'s' if new_errors != 1 else ''}")
     tail = f" [{', '.join(marks)}]" if marks else ""
-    return f"- tab {info.id}: {short(info.title or '(no title)', 200)} ({short(info.url)}){tail}"
+    return f"- tab {info.id}: {page_line(info.title, info.url)}{tail}"
+
+
+def page_line(title: str, url: str) -> str:
+    """`Title (url)`, or the URL alone when the title says nothing more (a page without one, or
+    still loading: Chromium shows the URL, without its scheme, as the title)."""
+    if not title or title in url:
+        return short(url)
+    return f"{short(title, 200)} ({short(url)})"
 
 
 def event_line(event: TabEvent) -> str:

@@ -121,7 +121,8 @@ class TabpilotServer(MCPServer[ServerState]):
     async def _argument_error(
         self, name: str, context: Context[ServerState, Any] | None, text: str
     ) -> CallToolResult:
-        response = Response(name)
+        state = self.state
+        response = Response(name, structured=state is not None and state.config.structured_content)
         response.error(text)
         session = None
         if context is not None:

@@ -51,6 +51,10 @@ class ServerConfig:
     navigate_returns: Literal["snapshot", "page"] = "snapshot"
     """What browser_navigate and browser_tabs new (with a url) answer with: the loaded page's
     snapshot (saves the read that follows nearly every navigation) or only its URL and title."""
+    structured_content: bool = False
+    """Also send every response's facts as MCP structured content (JSON). Off by default: hosts
+    that get both forms show the model the JSON instead of the text (Claude Code, VS Code) or
+    both (the same facts twice); clients that parse responses turn it on."""
     # Files tools read (uploads) and write (storage state): only inside these folders (): the
     # working directory)
     allowed_file_roots: tuple[str, ...] = ()

@@ -6,12 +6,15 @@ which adds what the client has not heard yet. Sections, in order:
     ### Result      what the tool did (or ### Error: what went wrong and what to do next)
     ### Events      every tab event since this client's previous response, one line each
     ### Tabs        the tab list, whenever the tab set or an active tab changed (or `show_tabs()`)
-    ### Page        url and title of the tab the tool worked on (`set_page(tab)`)
+    ### Page        url and title of the tab the tool worked on (`set_page(tab)`), unless
+                    ### Tabs is in the same response (its line there says the same)
     ### Snapshot    the whole snapshot (`set_snapshot`), or after an action only the lines that
                     changed on that tab (`set_page(tab, changes=True)`)
 
-Structured content carries the same facts under fixed keys: `result`, `error`, `events`, `tabs`,
-`activeTabId`, `page`, `snapshot`, `snapshotChanges`. Images (screenshots) go in as image content.
+With `structured` (the server's --structured-content), MCP structured content carries the same
+facts under fixed keys: `result`, `error`, `events`, `tabs`, `activeTabId`, `page`, `snapshot`,
+`snapshotChanges`. It is off by default: a host that gets both forms shows the model the JSON
+instead of the text, or both. Images (screenshots) go in as image content.
 `render` writes sections as text and `parse_response` reads them back (clients and tests).
 """
 
@@ -28,7 +31,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
 from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabpilotError
 
-from .advice import error_text, event_line, short, tab_line
+from .advice import error_text, event_line, page_line, short, tab_line
 from .state import SessionState
 
 MAX_CHANGED_LINES = 200
@@ -83,20 +86,24 @@ def _yaml(text: str) -> str:
 class Response:
     """What one tool call answers; see the module docstring."""
 
-    def __init__(self, tool: str, *, secrets: Secrets | None = None) -> None:
+    def __init__(self, tool: str, *, secrets: Secrets | None = None, structured: bool = False) -> None:
         self.tool = tool
         self._secrets = secrets
+        self._structured = structured
         self.is_error = False
         self._result_lines: list[str] = []
         self._result_data: dict[str, Any] = {}
         self._error_lines: list[str] = []
         self._force_tabs = False
+        self._brief_tabs = False
+        self._tabs_listed = False
         self._page_tab: Tab | None = None
         self._page_changes = False
         self._snapshot: Snapshot | None = None
         self._images: list[ImageContent] = []
         self._plain: str | None = None
         self._plain_data: Any = None
+        self._told: set[tuple[str, int]] = set()
 
     # -- what tools call ---------------------------------------------------------------------
 
@@ -130,9 +137,16 @@ class Response:
             self.is_error = True
             self._error_lines.append(text)
 
-    def show_tabs(self) -> None:
-        """Include `### Tabs` even if nothing changed."""
+    def told(self, event_type: str, *tab_ids: int) -> None:
+        """The result line already says this (`tab_opened` of a tab the tool opened, ...): leave
+        these events out of `### Events` (structured content keeps every event)."""
+        self._told.update((event_type, tab_id) for tab_id in tab_ids)
+
+    def show_tabs(self, *, brief: bool = False) -> None:
+        """Include `### Tabs` even if nothing changed; with `brief`, an unchanged list is told as
+        its ids only (the client has the titles and URLs from the last list it was shown)."""
         self._force_tabs = True
+        self._brief_tabs = brief
 
     def set_page(self, tab: Tab, *, changes: bool = False) -> None:
         """Report `tab`'s url and title; with `changes`, also what changed on it since its previous
@@ -182,18 +196,24 @@ class Response:
             await manager.settle(grace=0)
             events = session.take_events()
             data["events"] = [e.to_dict() for e in events]
-            if events:
-                sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in events)))
+            untold = [e for e in events if e.tab_id is None or (e.type, e.tab_id) not in self._told]
+            if untold:
+                sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in untold)))
             tabs = self._tabs_section(session, data)
-            sections += [s for s in (tabs, *page) if s is not None]
+            page_section, snapshot_section = page
+            if self._tabs_listed:  # its line in ### Tabs has the same title and URL
+                page_section = None
+            sections += [s for s in (tabs, page_section, snapshot_section) if s is not None]
         return self._result([render(sections)], data)
 
     def _result(self, texts: list[str], data: dict[str, Any]) -> CallToolResult:
         if self._secrets:  # no secret value leaves the server: its placeholder shows instead
-            texts, data = self._secrets.mask_all(texts), self._secrets.mask_all(data)
+            texts = self._secrets.mask_all(texts)
+            data = self._secrets.mask_all(data) if self._structured else data
         content: list[ContentBlock] = [TextContent(type="text", text=t) for t in texts]
         content.extend(self._images)
-        return CallToolResult(content=content, structured_content=_cut_urls(data), is_error=self.is_error)
+        structured = _cut_urls(data) if self._structured else None
+        return CallToolResult(content=content, structured_content=structured, is_error=self.is_error)
 
     def _tabs_section(self, session: SessionState, data: dict[str, Any]) -> Section | None:
         manager = session.manager
@@ -203,11 +223,17 @@ class Response:
         session.last_error_seq = telemetry.last_seq
         # Dialogs are part of the shape: a tab blocked by one is worth telling at once.
         shape = tuple((i.id, i.active, i.dialog is not None) for i in infos)
-        if not (shape != session.shown_tabs or self._force_tabs or errors):
+        changed = shape != session.shown_tabs or bool(errors)
+        if not (changed or self._force_tabs):
             return None
         session.shown_tabs = shape
         default = manager.default_instance
         active = default.active_tab if default is not None else None
+        if not changed and self._brief_tabs and infos:
+            data["activeTabId"] = active.id if active is not None else None
+            ids = ", ".join(f"{i.id}{' (active)' if i.active else ''}" for i in infos)
+            return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
+        self._tabs_listed = True
         listed = self._result_data.get("tabs")
         if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
             # browser_tabs list already carries this list in its result: add the error counts there
@@ -245,10 +271,7 @@ class Response:
                 data.pop("snapshotChanges", None)
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
-        page = Section(
-            "Page",
-            f"- Tab: {tab.id}\n- URL: {short(tab.url)}\n- Title: {short(tab.title, 200) or '(no title)'}",
-        )
+        page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}")
         return page, snapshot
 
     async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:
@@ -271,10 +294,7 @@ class Response:
         cut = max(0, len(added) - MAX_CHANGED_LINES)
         shown = added[:MAX_CHANGED_LINES]
         data["snapshotChanges"] = {"tabId": tab.id, "lines": shown, "removedLines": removed, "cutLines": cut}
-        head = (
-            f"Changes on tab {tab.id} since its previous snapshot "
-            f"(browser_snapshot(tabId={tab.id}) shows the whole page):"
-        )
+        head = f"Changes since the previous snapshot of tab {tab.id}:"
         if not added and not removed:
             return Section("Snapshot", f"{head}\n(no changes)")
         tail = []

@@ -180,7 +180,7 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
 
     async def handle(ctx: Context[ServerState, Any], kwargs: dict[str, Any]) -> CallToolResult:
         state: ServerState = ctx.request_context.lifespan_context
-        response = Response(spec.name, secrets=state.secrets)
+        response = Response(spec.name, secrets=state.secrets, structured=state.config.structured_content)
         try:
             session = await state.session(ctx)
         except TabpilotError as exc:

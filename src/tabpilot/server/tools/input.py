@@ -42,9 +42,7 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     elif opened:
         ids = ", ".join(map(str, opened))
         lines.append(
-            f"It opened tab{'s' if len(opened) > 1 else ''} {ids} in the background (not activated): "
-            f"act on {'them' if len(opened) > 1 else 'it'} with tabId={opened[0]}, or "
-            f"browser_tabs(action='activate', tabId={opened[0]})."
+            f"It opened tab{'s' if len(opened) > 1 else ''} {ids} in the background (use tabId={opened[0]})."
         )
     if result.dialog is not None:
         lines.append(

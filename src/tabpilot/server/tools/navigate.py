@@ -32,8 +32,9 @@ async def browser_navigate(
         total=call.manager.options.timeout_navigation,
         message=f"{going} on tab {tab.id}",
     )
-    verb = {"goto": "Navigated", "back": "Went back", "forward": "Went forward", "reload": "Reloaded"}[action]
-    text = f"{verb}: tab {tab.id} is on {short(result.url)}."
+    # The URL it ended on is in ### Page.
+    done = {"goto": "Navigated", "back": "Went back on", "forward": "Went forward on", "reload": "Reloaded"}
+    text = f"{done[action]} tab {tab.id}."
     if result.note:
         text += f" {result.note}"
     call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})

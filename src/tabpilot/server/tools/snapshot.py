@@ -33,10 +33,9 @@ async def browser_snapshot(
         return
     scope = f" (subtree of {ref})" if ref else ""
     call.response.result(
-        f"Snapshot of tab {tab.id}{scope}. Refs like [ref={tab.id}e1] work only on tab {tab.id}.",
-        {"tabId": tab.id, "url": snap.url, "title": snap.title},
+        f"Snapshot of tab {tab.id}{scope}.", {"tabId": tab.id, "url": snap.url, "title": snap.title}
     )
-    call.response.show_tabs()
+    call.response.show_tabs(brief=True)  # a state read names every tab id, in few words
     call.response.set_snapshot(snap, tab)
 
 

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from tabpilot import TabpilotError, navigate, normalize_url
 
-from ..advice import error_text, short
+from ..advice import error_text
 from .base import Call, TabIdArg, TabIdValue, ToolSpec
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
@@ -66,9 +66,12 @@ async def browser_tabs(
             if not tab.is_gone and tab.dialog is None:
                 await tab.refresh_title()  # the result promises the loaded page's title
         response.result(
-            f"Opened tab {tab.id} {how}: {short(tab.url)}" + (f" {note}" if note else ""),
+            f"Opened tab {tab.id} {how}." + (f" {note}" if note else ""),
             {"tabId": tab.id, "url": tab.url, "title": tab.title},
         )
+        response.told("tab_opened", tab.id)
+        if not background:
+            response.told("tab_activated", tab.id)
         response.set_page(tab, changes=bool(target) and call.session.config.navigate_returns == "snapshot")
     elif action == "close":
         tab = call.tab(tabId)
@@ -77,6 +80,9 @@ async def browser_tabs(
             f"Closed tab {closed.closed_tab_id}. Active tab: {closed.active_tab_id}.",
             {"success": True, "closedTabId": closed.closed_tab_id, "activeTabId": closed.active_tab_id},
         )
+        response.told("tab_closed", closed.closed_tab_id)
+        if closed.active_tab_id is not None:
+            response.told("tab_activated", closed.active_tab_id)
     elif action == "close_others":
         keep = call.tab(keepTabId if keepTabId is not None else tabId)
         closed_ids = await manager.close_others(keep.id)
@@ -92,12 +98,15 @@ async def browser_tabs(
                 "activeTabId": keep.id,
             },
         )
+        response.told("tab_closed", *closed_ids)
+        response.told("tab_activated", keep.id)
     elif action == "activate":
         if tabId is None:
             raise ValueError("activate needs tabId: the tab to make active.")
         tab = call.tab(tabId)
         manager.activate(tab.id)
         response.result(f"Tab {tab.id} is now active.", {"success": True, "activeTabId": tab.id})
+        response.told("tab_activated", tab.id)
         response.set_page(tab)
     else:  # pin / unpin
         if tabId is None:
