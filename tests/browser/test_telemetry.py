@@ -35,8 +35,13 @@ class _Hooks:
 
     def __init__(self) -> None:
         self.by_instance: dict[str, Telemetry] = {}
+        self.late: dict[str, Callable[[TargetSession, Tab], Callable[[], None]]] = {}
+        """Instead of a Telemetry: a hook of the test's own (one that attaches late)."""
 
     def attach_target(self, session: TargetSession, tab: Tab) -> Callable[[], None]:
+        late = self.late.get(tab.instance_id)
+        if late is not None:
+            return late(session, tab)
         telemetry = self.by_instance.get(tab.instance_id)
         return telemetry.attach_target(session, tab) if telemetry else (lambda: None)
 
@@ -138,6 +143,48 @@ async def test_a_popups_very_first_console_line_and_request_are_captured(
     assert first_request.url == site.url("/console?msg=first-popup-line")
     assert first_request.navigation
     assert texts(telemetry, tab_id=opener.id) == []
+
+
+async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_from_its_timing(
+    manager: TabManager, hooks: _Hooks, site: LocalSite
+) -> None:
+    """On a loaded machine Playwright can let a popup load before the feed's Network.enable
+    arrives; attaching half a second late makes that certain. The document request is still
+    in the waterfall, from the page's navigation timing."""
+    telemetry = Telemetry()
+    instance = await manager.attach_isolated(manager.instances[0])
+    opener = await open_tab(manager, instance, site.url("/page/a"))
+    late: list[Callable[[], None]] = []
+
+    def attach_late(session: TargetSession, tab: Tab) -> Callable[[], None]:
+        timer = asyncio.get_running_loop().call_later(
+            0.5, lambda: late.append(telemetry.attach_target(session, tab))
+        )
+
+        def dispose() -> None:
+            timer.cancel()
+            for later in late:
+                later()
+
+        return dispose
+
+    hooks.late[instance.id] = attach_late
+    try:
+        await opener.page.evaluate("window.open('/page/b')")
+        await wait_until(lambda: len(instance.tabs) == 2)
+        popup = next(t for t in instance.tabs if t is not opener)
+        await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries)
+        (row,) = telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries
+        assert isinstance(row, NetworkEntry)
+        assert (row.url, row.status, row.navigation, row.resource_type) == (
+            site.url("/page/b"),
+            200,
+            True,
+            "document",
+        )
+        assert row.duration_ms >= 0 and row.response_body_size
+    finally:
+        await manager.close_instance(instance.id)
 
 
 async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_per_tab(

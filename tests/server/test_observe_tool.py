@@ -272,3 +272,55 @@ async def test_a_console_flood_is_shed_and_every_line_is_kept_or_counted(
         # The other tab never noticed.
         shot = await mcp.call_tool("browser_snapshot", {"tabId": quiet, "full": True})
         assert 'heading "Page a"' in section(shot, "Snapshot")
+
+
+async def test_a_page_that_keeps_logging_is_limited_at_the_source_and_every_line_is_kept_or_counted(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """A page that logs past the rate between its tasks gets the page-side limiter: its lines
+    past the rate never leave the page, the page counts them, and they are counted as dropped."""
+    chunks, per_chunk = 40, 2000
+    total = chunks * per_chunk + 1
+    site.set_content(
+        "/steady-flood",
+        "<h1>Flood</h1><script>(async () => {"
+        f"for (let c = 0; c < {chunks}; c++) {{"
+        f"  for (let i = 0; i < {per_chunk}; i++) console.log('line ' + (c * {per_chunk} + i));"
+        "  await new Promise(r => setTimeout(r, 0));"
+        "}"
+        "console.log('flood over');"
+        "document.querySelector('h1').textContent = 'Done';"
+        "})();</script>",
+    )
+    async with connect() as mcp:
+        flood = await new_tab(mcp, site.url("/steady-flood"), background=True)
+        arguments = {"what": "logs", "tabId": flood, "limit": 1000}
+
+        async def kept_and_dropped() -> tuple[list[dict[str, Any]], int]:
+            entries: list[dict[str, Any]] = []
+            cursor = 0
+            while True:
+                seen = result_of(await mcp.call_tool("browser_observe", {**arguments, "since": cursor}))
+                entries += seen["entries"]
+                cursor = seen["nextCursor"]
+                if not seen["hasMore"]:
+                    return entries, int(seen["dropped"])
+
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            kept, dropped = await kept_and_dropped()
+            if len(kept) + dropped >= total or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert len(kept) + dropped == total, (len(kept), dropped)
+        assert dropped > total // 2, "the lines past the rate were dropped"
+        # Kept lines keep the page's own location (not the limiter's) and their order.
+        assert all(e["location"]["url"] == site.url("/steady-flood") for e in kept), kept[-1]
+        numbers = [int(e["text"].split()[1]) for e in kept if e["text"].startswith("line ")]
+        assert numbers == sorted(numbers)
+        # The limiter is in the flooding page only: a quiet tab's console is the browser's own.
+        quiet = await new_tab(mcp, site.url("/page/a"), background=True)
+        native = "() => String(console.log).includes('[native code]')"
+        for tab, expected in ((flood, False), (quiet, True)):
+            answer = await mcp.call_tool("browser_evaluate", {"tabId": tab, "function": native})
+            assert result_of(answer)["value"] is expected, tab

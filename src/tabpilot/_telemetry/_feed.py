@@ -10,6 +10,12 @@ moment the target exists, so a popup's first request and console line are seen) 
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
+
+A page that logs past that rate is limited at the source as well: the feed puts a small script
+in it (now and in every later document of the tab) that passes console calls at the same rate,
+drops the rest and says how many, at most once a second, in a console line only this feed
+recognizes. Every process between the page and tabpilot (Playwright's driver gets every console
+event of the page) then carries a trickle instead of the flood. Quiet tabs never get the script.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -35,6 +42,7 @@ from ._entries import (
     TelemetryKind,
     cut,
 )
+from ._limits import LIMITER_URL, Bucket, console_limiter
 from ._sockets import TabSockets
 
 MAX_IN_FLIGHT = 2000
@@ -42,6 +50,13 @@ FINISH_GRACE = 2.0
 """Seconds after its tab went within which a tab's session is expected to close."""
 RELEASE_EVERY = 200
 """Console messages after which the feed lets the page free the objects they showed."""
+RECOVER_WITHIN = 10.0
+"""Seconds: a document loaded this recently, before the feed saw it, is recovered from timing."""
+_NAVIGATION_TIMING = """(() => {
+  const n = performance.getEntriesByType("navigation")[0];
+  return n && {url: n.name, status: n.responseStatus, start: performance.timeOrigin + n.startTime,
+               duration: n.duration, size: n.encodedBodySize};
+})()"""
 
 _TEXT_MIME_PARTS = (
     "json",
@@ -147,24 +162,6 @@ class _Request:
         return request, response
 
 
-class _Bucket:
-    """A token bucket: `rate` events a second, bursts up to `burst`."""
-
-    __slots__ = ("burst", "last", "rate", "tokens")
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate, self.burst, self.tokens, self.last = rate, burst, burst, time.monotonic()
-
-    def take(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
-
-
 class Sink(Protocol):
     """Where a feed puts what it reads: the recorder (`Telemetry`)."""
 
@@ -181,7 +178,7 @@ class Sink(Protocol):
 
     def append(self, what: TelemetryKind, entry: Any) -> None: ...
 
-    def shed(self, what: TelemetryKind, tab_id: int) -> None: ...
+    def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None: ...
 
     def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
 
@@ -198,8 +195,13 @@ class TabFeed:
         self._sockets = TabSockets(sink, tab_id)
         self._console_seen = 0
         self._finished = False
-        self._console_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
-        self._network_budget = _Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        self._limited = False
+        self._saw_document = False
+        self._recovering: asyncio.Future[None] | None = None
+        self._marker = f"tabpilot-dropped-{secrets.token_hex(8)}:"
+        """What the page-side limiter's count line starts with (a page cannot guess it)."""
+        self._console_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        self._network_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "Runtime.consoleAPICalled": self._on_console,
             "Runtime.exceptionThrown": self._on_exception,
@@ -216,10 +218,60 @@ class TabFeed:
     def start(self) -> None:
         """Enable the domains (sent at once: the page may be about to load)."""
         limit = self._sink.fetch_limit
-        self._session.send(
+        enabled = self._session.send(
             "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
         )
         self._session.send("Runtime.enable")
+        self._recovering = asyncio.ensure_future(self._recover_navigation(enabled))
+
+    async def _recover_navigation(self, enabled: Awaitable[Any]) -> None:
+        """Record the page's document request if it went before the feed could see it.
+
+        The attach and the domains race Playwright, which holds a new popup only while it sets the
+        page up: on a busy machine a popup's first document can load before Network is on. The
+        page's own navigation timing still has it (URL, status, size, timing; the method and
+        headers are not known: the row says GET). Only a document loaded in the last
+        `RECOVER_WITHIN` seconds counts: an old tab's page was not "just opened"."""
+        try:
+            await enabled
+            if self._saw_document or self._finished:
+                return
+            answer = await self._session.send(
+                "Runtime.evaluate", {"expression": _NAVIGATION_TIMING, "returnByValue": True, "silent": True}
+            )
+        except Exception:
+            return
+        value = answer.get("result", {}).get("value")
+        if not isinstance(value, dict) or self._saw_document or self._finished:
+            return
+        url, started = str(value.get("url") or ""), float(value.get("start") or 0) / 1000
+        if not url or url.startswith("about:") or time.time() - started > RECOVER_WITHIN:
+            return
+        self._saw_document = True
+        sink, status = self._sink, int(value.get("status") or 0)
+        size = value.get("size")
+        sink.append(
+            "network_waterfall",
+            NetworkEntry(
+                sink.next_seq(),
+                time.time(),
+                self.tab_id,
+                "GET",
+                url,
+                "document",
+                status or None,
+                "",
+                None,
+                "",
+                started,
+                float(value.get("duration") or 0),
+                {},
+                None,
+                int(size) if isinstance(size, int | float) and size > 0 else None,
+                True,
+                None,
+            ),
+        )
 
     def stop(self) -> None:
         """The tab is gone. Its session still delivers what the target sent before it went (the
@@ -244,9 +296,15 @@ class TabFeed:
         handler = self._handlers.get(method)
         if handler is None:
             return  # dataReceived, executionContextCreated, ...: not worth parsing
-        if method == "Runtime.consoleAPICalled" and not self._console_budget.take():
-            self._sink.shed("logs", self.tab_id)
-            return
+        if method == "Runtime.consoleAPICalled":
+            if self._marker in raw:
+                self._on_limited(raw)
+                return
+            if not self._console_budget.take():
+                self._sink.shed("logs", self.tab_id)
+                if not self._limited:
+                    self._limit_console()
+                return
         if method == "Network.requestWillBeSent" and not self._network_budget.take():
             self._sink.shed("network_waterfall", self.tab_id)
             return
@@ -257,10 +315,29 @@ class TabFeed:
 
     # -- console and errors --------------------------------------------------------------------
 
+    def _limit_console(self) -> None:
+        """Put the console limiter in the page, now and in the tab's later documents."""
+        self._limited = True
+        source = console_limiter(self._sink.max_event_rate, self._marker)
+        self._session.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+        self._session.send("Runtime.evaluate", {"expression": source, "silent": True})
+
+    def _on_limited(self, raw: str) -> None:
+        """The limiter's line: how many console calls the page dropped since its previous one."""
+        try:
+            (arg,) = json.loads(raw)["params"]["args"]
+            count = int(str(arg["value"]).removeprefix(self._marker))
+        except (KeyError, TypeError, ValueError):
+            self._sink.listener_errors += 1
+            return
+        self._sink.shed("logs", self.tab_id, count)
+
     def _on_console(self, params: dict[str, Any]) -> None:
         level = params.get("type", "log")
         text = cut(" ".join(render_value(arg) for arg in params.get("args", [])), TEXT_CAP)
         frames = (params.get("stackTrace") or {}).get("callFrames") or [{}]
+        if self._limited:  # the page's own call, not the limiter's wrapper
+            frames = [f for f in frames if f.get("url") != LIMITER_URL] or [{}]
         url = frames[0].get("url", "")
         sink, now = self._sink, time.time()
         sink.append(
@@ -322,6 +399,8 @@ class TabFeed:
             self._record(previous, params.get("timestamp", previous.started_ts), None)
             redirected_from = previous.url
         request = _Request(params, redirected_from)
+        if request.navigation:
+            self._saw_document = True
         for field, headers in self._early_extra.pop(request_id, {}).items():
             setattr(request, field, headers)
         self._in_flight[request_id] = request

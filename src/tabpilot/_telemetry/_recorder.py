@@ -141,9 +141,9 @@ class Telemetry:
     def append(self, what: TelemetryKind, entry: Any) -> None:
         self._rings[what].append(entry)
 
-    def shed(self, what: TelemetryKind, tab_id: int) -> None:
-        """An entry a tab produced too fast to keep: dropped before it was built, and counted."""
-        self._rings[what].count_dropped(tab_id)
+    def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None:
+        """Entries a tab produced too fast to keep: dropped before they were built, and counted."""
+        self._rings[what].count_dropped(tab_id, count)
 
     def read_body(self, read: Callable[[], Awaitable[None]]) -> None:
         """Run a body read with a few at a time; past `MAX_BODY_READS` waiting it is not run."""
