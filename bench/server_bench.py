@@ -317,7 +317,7 @@ class ServerBench:
         self.progress.begin(section)
         opened = await self.tabs(action="new", url=self.site.url("/"))
         home = int(structured_of(opened)["result"]["tabId"])
-        snap = text_of(await self.srv.call("browser_snapshot", tabId=home))
+        snap = text_of(await self.srv.call("browser_snapshot", tabId=home, full=True))
         cases = [
             (
                 "link",
@@ -367,7 +367,7 @@ class ServerBench:
             )
 
             async def server_snapshot() -> CallToolResult:
-                return await self.srv.call("browser_snapshot", tabId=tab)  # noqa: B023
+                return await self.srv.call("browser_snapshot", tabId=tab, full=True)  # noqa: B023
 
             # The first calls on a page are slow in both (renderer and injected script warm up).
             for _ in range(warmup):
@@ -413,7 +413,7 @@ class ServerBench:
         self.progress.begin(section)
         opened = await self.tabs(action="new", url=self.site.url("/bench/counter?n=300"), background=True)
         tab = int(structured_of(opened)["result"]["tabId"])
-        snap = await self.srv.call("browser_snapshot", tabId=tab)
+        snap = await self.srv.call("browser_snapshot", tabId=tab, full=True)
         full_chars, _ = response_chars(snap)
         ref = ref_of(text_of(snap), 'button "Button 150"')
         fig = self.results.figure(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +17,25 @@ from .._browser_path import find_browser
 from .._options import BrowserOptions
 from .errors import Doing, launch_error, map_playwright_errors
 from .handles import BrowserHandle, ContextHandle, _context_options, _ms, _prepare_context, _proxy
+
+DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
+"""Node options for Playwright's driver, before any the user set: V8's young generation of 1 MB
+instead of 16 to 32. The driver builds short-lived objects for every request and console event of
+every page; with the default it held about 60 MB more at 20 busy tabs (246 vs 184 MB, memprobe)."""
+
+
+@contextlib.contextmanager
+def _driver_environment() -> Any:
+    """NODE_OPTIONS for the driver while Playwright starts it (it copies os.environ then)."""
+    before = os.environ.get("NODE_OPTIONS")
+    os.environ["NODE_OPTIONS"] = f"{DRIVER_NODE_OPTIONS} {before}" if before else DRIVER_NODE_OPTIONS
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["NODE_OPTIONS"]
+        else:
+            os.environ["NODE_OPTIONS"] = before
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +67,8 @@ class Driver:
             self._starting = asyncio.Lock()
         async with self._starting:
             if self._playwright is None:
-                self._playwright = await async_playwright().start()
+                with _driver_environment():
+                    self._playwright = await async_playwright().start()
 
     async def stop(self) -> None:
         playwright, self._playwright = self._playwright, None

@@ -222,7 +222,11 @@ class TabFeed:
             "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
         )
         self._session.send("Runtime.enable")
-        self._recovering = asyncio.ensure_future(self._recover_navigation(enabled))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a feed driven by hand, outside a loop: no page to ask
+        self._recovering = loop.create_task(self._recover_navigation(enabled))
 
     async def _recover_navigation(self, enabled: Awaitable[Any]) -> None:
         """Record the page's document request if it went before the feed could see it.
