@@ -7,6 +7,8 @@ moment the target exists, so a popup's first request and console line are seen) 
   cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
   (`_sockets`).
+A document that loaded before Network was on (the attach races Playwright's short hold of a new
+popup) is recovered from the page's navigation timing (`_timing`).
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
@@ -44,19 +46,13 @@ from ._entries import (
 )
 from ._limits import LIMITER_URL, Bucket, console_limiter
 from ._sockets import TabSockets
+from ._timing import NAVIGATION_TIMING, document_entry
 
 MAX_IN_FLIGHT = 2000
 FINISH_GRACE = 2.0
 """Seconds after its tab went within which a tab's session is expected to close."""
 RELEASE_EVERY = 200
 """Console messages after which the feed lets the page free the objects they showed."""
-RECOVER_WITHIN = 10.0
-"""Seconds: a document loaded this recently, before the feed saw it, is recovered from timing."""
-_NAVIGATION_TIMING = """(() => {
-  const n = performance.getEntriesByType("navigation")[0];
-  return n && {url: n.name, status: n.responseStatus, start: performance.timeOrigin + n.startTime,
-               duration: n.duration, size: n.encodedBodySize};
-})()"""
 
 _TEXT_MIME_PARTS = (
     "json",
@@ -234,48 +230,22 @@ class TabFeed:
         The attach and the domains race Playwright, which holds a new popup only while it sets the
         page up: on a busy machine a popup's first document can load before Network is on. The
         page's own navigation timing still has it (URL, status, size, timing; the method and
-        headers are not known: the row says GET). Only a document loaded in the last
-        `RECOVER_WITHIN` seconds counts: an old tab's page was not "just opened"."""
+        headers are not known: the row says GET); see `_timing`."""
         try:
             await enabled
             if self._saw_document or self._finished:
                 return
             answer = await self._session.send(
-                "Runtime.evaluate", {"expression": _NAVIGATION_TIMING, "returnByValue": True, "silent": True}
+                "Runtime.evaluate", {"expression": NAVIGATION_TIMING, "returnByValue": True, "silent": True}
             )
         except Exception:
             return
-        value = answer.get("result", {}).get("value")
-        if not isinstance(value, dict) or self._saw_document or self._finished:
+        if self._saw_document or self._finished:
             return
-        url, started = str(value.get("url") or ""), float(value.get("start") or 0) / 1000
-        if not url or url.startswith("about:") or time.time() - started > RECOVER_WITHIN:
-            return
-        self._saw_document = True
-        sink, status = self._sink, int(value.get("status") or 0)
-        size = value.get("size")
-        sink.append(
-            "network_waterfall",
-            NetworkEntry(
-                sink.next_seq(),
-                time.time(),
-                self.tab_id,
-                "GET",
-                url,
-                "document",
-                status or None,
-                "",
-                None,
-                "",
-                started,
-                float(value.get("duration") or 0),
-                {},
-                None,
-                int(size) if isinstance(size, int | float) and size > 0 else None,
-                True,
-                None,
-            ),
-        )
+        entry = document_entry(answer.get("result", {}).get("value"), self._sink.next_seq, self.tab_id)
+        if entry is not None:
+            self._saw_document = True
+            self._sink.append("network_waterfall", entry)
 
     def stop(self) -> None:
         """The tab is gone. Its session still delivers what the target sent before it went (the
