@@ -96,6 +96,7 @@ class TargetSession:
                     future.set_exception(
                         CdpCommandError(str(message["error"].get("message", message["error"])))
                     )
+                    future.exception()  # retrieved: a command sent without waiting must not be logged
                 else:
                     future.set_result(message.get("result", {}))
             if "method" not in message:

@@ -248,7 +248,7 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
 def page_line(title: str, url: str) -> str:
     """`Title (url)`, or the URL alone when the title says nothing more (a page without one, or
     still loading: Chromium shows the URL, without its scheme, as the title)."""
-    if not title or title in url:
+    if not title or title in (url, url.split("://", 1)[-1]):
         return short(url)
     return f"{short(title, 200)} ({short(url)})"
 
