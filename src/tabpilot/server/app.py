@@ -46,9 +46,10 @@ tabpilot drives a real Chromium with many tabs. The rules, said once for every t
   so you need no tabId with it. After navigation, take a new snapshot: old refs are stale.
 - Actions answer with what changed on the page; a snapshot of an unchanged page says so in one
   line (full=true shows it all again).
-- Every response carries ### Events (everything since your previous call) and ### Tabs when
-  the tab set changed, with new error counts per tab (browser_observe what='errors' shows
-  them). An open dialog blocks only its tab: handle it with browser_handle_dialog.
+- Every response carries ### Events (what happened since your previous call, beyond what its
+  result says) and ### Tabs when the tab set changed, with new error counts per tab
+  (browser_observe what='errors' shows them). An open dialog blocks only its tab: handle it with
+  browser_handle_dialog.
 - Text like {{NAME}} in typed text is a secret the server fills in; responses show the name only.
 - Close tabs you no longer need (browser_tabs action=close or close_others).
 """
