@@ -235,6 +235,26 @@ async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
         assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")
 
 
+async def logs_accounted_for(mcp: Client, tab: int, total: int) -> tuple[list[dict[str, Any]], int]:
+    """Every log entry of `tab` (read page by page) and its dropped count, once the two add up to
+    `total` or 30 s have passed."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        entries: list[dict[str, Any]] = []
+        cursor = 0
+        while True:
+            arguments = {"what": "logs", "tabId": tab, "limit": 1000, "since": cursor}
+            seen = result_of(await mcp.call_tool("browser_observe", arguments))
+            entries += seen["entries"]
+            cursor = seen["nextCursor"]
+            if not seen["hasMore"]:
+                break
+        dropped = int(seen["dropped"])
+        if len(entries) + dropped >= total or asyncio.get_running_loop().time() > deadline:
+            return entries, dropped
+        await asyncio.sleep(0.2)
+
+
 async def test_a_console_flood_is_shed_and_every_line_is_kept_or_counted(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -247,26 +267,9 @@ async def test_a_console_flood_is_shed_and_every_line_is_kept_or_counted(
     async with connect() as mcp:
         quiet = await new_tab(mcp, site.url("/page/a"))
         flood = await new_tab(mcp, site.url("/flood"), background=True)
-        arguments = {"what": "logs", "tabId": flood, "limit": 1000}
-
-        async def kept_and_dropped() -> tuple[list[dict[str, Any]], int]:
-            entries: list[dict[str, Any]] = []
-            cursor = 0
-            while True:  # every entry of the tab, page by page
-                seen = result_of(await mcp.call_tool("browser_observe", {**arguments, "since": cursor}))
-                entries += seen["entries"]
-                cursor = seen["nextCursor"]
-                if not seen["hasMore"]:
-                    return entries, int(seen["dropped"])
-
         # Lines beyond the per-tab rate are dropped before they are parsed, and counted (the last
         # line too may be dropped): nothing is lost uncounted, every line is kept or counted.
-        deadline = asyncio.get_running_loop().time() + 30
-        while True:
-            kept, dropped = await kept_and_dropped()
-            if len(kept) + dropped >= lines + 1 or asyncio.get_running_loop().time() > deadline:
-                break
-            await asyncio.sleep(0.2)
+        kept, dropped = await logs_accounted_for(mcp, flood, lines + 1)
         assert dropped > 0 and len(kept) + dropped == lines + 1, (len(kept), dropped)
         assert all(e["location"]["url"] == site.url("/flood") for e in kept[-10:])
         # The other tab never noticed.
@@ -294,24 +297,7 @@ async def test_a_page_that_keeps_logging_is_limited_at_the_source_and_every_line
     )
     async with connect() as mcp:
         flood = await new_tab(mcp, site.url("/steady-flood"), background=True)
-        arguments = {"what": "logs", "tabId": flood, "limit": 1000}
-
-        async def kept_and_dropped() -> tuple[list[dict[str, Any]], int]:
-            entries: list[dict[str, Any]] = []
-            cursor = 0
-            while True:
-                seen = result_of(await mcp.call_tool("browser_observe", {**arguments, "since": cursor}))
-                entries += seen["entries"]
-                cursor = seen["nextCursor"]
-                if not seen["hasMore"]:
-                    return entries, int(seen["dropped"])
-
-        deadline = asyncio.get_running_loop().time() + 30
-        while True:
-            kept, dropped = await kept_and_dropped()
-            if len(kept) + dropped >= total or asyncio.get_running_loop().time() > deadline:
-                break
-            await asyncio.sleep(0.2)
+        kept, dropped = await logs_accounted_for(mcp, flood, total)
         assert len(kept) + dropped == total, (len(kept), dropped)
         assert dropped > total // 2, "the lines past the rate were dropped"
         # Kept lines keep the page's own location (not the limiter's) and their order.
