@@ -29,7 +29,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabpilotError
+from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabInfo, TabpilotError
 
 from .advice import error_text, event_line, page_line, short, tab_line
 from .state import SessionState
@@ -175,7 +175,9 @@ class Response:
                 data["error"] = self._plain
             if session is not None:
                 await session.manager.settle(grace=0)
-                data["events"] = [e.to_dict() for e in session.take_events()]
+                events = session.take_events()
+                if self._structured:  # the JSON forms are built only for clients that get them
+                    data["events"] = [e.to_dict() for e in events]
             return self._result([self._plain], data)
 
         sections: list[Section] = []
@@ -195,7 +197,8 @@ class Response:
             # the events and the tab list below describe the same moment.
             await manager.settle(grace=0)
             events = session.take_events()
-            data["events"] = [e.to_dict() for e in events]
+            if self._structured:
+                data["events"] = [e.to_dict() for e in events]
             untold = [e for e in events if e.tab_id is None or (e.type, e.tab_id) not in self._told]
             if untold:
                 sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in untold)))
@@ -234,14 +237,8 @@ class Response:
             ids = ", ".join(f"{i.id}{' (active)' if i.active else ''}" for i in infos)
             return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
         self._tabs_listed = True
-        listed = self._result_data.get("tabs")
-        if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
-            # browser_tabs list already carries this list in its result: add the error counts there
-            # instead of sending every tab twice (it is most of a long list's bytes).
-            for entry in listed:
-                entry["newErrors"] = errors.get(entry["id"], 0)
-        else:
-            data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
+        if self._structured:
+            self._structured_tabs(infos, errors, data)
         data["activeTabId"] = active.id if active is not None else None
         lines: list[str] = []
         heading: str | None = None
@@ -255,6 +252,18 @@ class Response:
         if errors:
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")
+
+    def _structured_tabs(
+        self, infos: Sequence[TabInfo], errors: dict[int, int], data: dict[str, Any]
+    ) -> None:
+        listed = self._result_data.get("tabs")
+        if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
+            # browser_tabs list already carries this list in its result: add the error counts there
+            # instead of sending every tab twice (it is most of a long list's bytes).
+            for entry in listed:
+                entry["newErrors"] = errors.get(entry["id"], 0)
+        else:
+            data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
 
     async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
