@@ -418,8 +418,10 @@ class Instance:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()
         self.emit("instance_lost", None, reason=reason)
-        if self.kind == "launched":
-            self._remove_profile()  # the browser that used it is gone
+        if self.kind == "launched" and self._temp_profile is not None:
+            # The browser that used it is gone. Its helper processes can still write into it for a
+            # moment after a kill, so close() removes it once more (and forgets it then).
+            shutil.rmtree(self._temp_profile, ignore_errors=True)
         elif self.kind in REMOTE_KINDS and self.browser is not None:
             # Drop the connection to an endpoint that stopped answering: calls still waiting on it
             # (a navigation under way) fail at once instead of at their timeout, and its socket goes.

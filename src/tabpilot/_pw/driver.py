@@ -85,12 +85,13 @@ class Driver:
         """Start a local Chromium over a pipe (no TCP port) with a persistent profile: `user_data_dir`,
         or a fresh temporary one that the caller deletes after the browser is closed."""
         executable = find_browser(options.browser_path)
+        # The driver first: a start cut short (a stop during start-up) must leave no profile behind.
+        chromium = await self._chromium()
         temp = None
         if options.user_data_dir is None:
             temp = profile = tempfile.mkdtemp(prefix="tabpilot-profile-")
         else:
             profile = options.user_data_dir
-        chromium = await self._chromium()
         try:
             context: BrowserContext = await chromium.launch_persistent_context(
                 profile,
@@ -107,7 +108,14 @@ class Driver:
             if isinstance(exc, PlaywrightError):
                 raise launch_error(exc, executable, profile if temp is None else None) from exc
             raise
-        await _prepare_context(context, options, storage=True)
+        try:
+            await _prepare_context(context, options, storage=True)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await context.close()
+            if temp is not None:
+                shutil.rmtree(temp, ignore_errors=True)
+            raise
         assert context.browser is not None
         browser = BrowserHandle(context.browser)
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
