@@ -543,8 +543,9 @@ class ExtensionChromium:
         """Every page target Chromium has, shared or not."""
         return [t for t in self._json("/json/list") if t["type"] == "page"]
 
-    def cdp(self, method: str, params: dict[str, Any] | None = None, *, target_type: str = "") -> Any:
-        """One CDP command on the browser (or, with `target_type`, on the first target of that type)."""
+    @contextlib.contextmanager
+    def _browser_session(self) -> Iterator[Callable[..., Any]]:
+        """A CDP connection to the browser: yields `send(method, params, session=None)`."""
         from websockets.sync.client import connect
 
         with connect(self._json("/json/version")["webSocketDebuggerUrl"], max_size=None) as socket:
@@ -562,6 +563,11 @@ class ExtensionChromium:
                             raise RuntimeError(f"{method}: {reply['error']}")
                         return reply["result"]
 
+            yield send
+
+    def cdp(self, method: str, params: dict[str, Any] | None = None, *, target_type: str = "") -> Any:
+        """One CDP command on the browser (or, with `target_type`, on the first target of that type)."""
+        with self._browser_session() as send:
             if not target_type:
                 return send(method, params or {})
             targets = send("Target.getTargets", {})["targetInfos"]
@@ -587,9 +593,20 @@ class ExtensionChromium:
     def stop_service_worker(self) -> None:
         """Stop the extension's service worker, as Chrome does to an idle one (it starts again on its
         next event; its debugger attachments stay)."""
-        targets = self.cdp("Target.getTargets")["targetInfos"]
-        worker = next(t for t in targets if t["type"] == "service_worker")
-        self.cdp("Target.closeTarget", {"targetId": worker["targetId"]})
+        self.stop_service_worker_and_navigate(None, "")
+
+    def stop_service_worker_and_navigate(self, target_id: str | None, url: str) -> None:
+        """Stop the service worker and at once navigate the page `target_id` to `url` (as the user
+        would, typing it): the page's events come while the worker starts again."""
+        with self._browser_session() as send:
+            targets = send("Target.getTargets", {})["targetInfos"]
+            worker = next(t for t in targets if t["type"] == "service_worker")
+            page = (
+                send("Target.attachToTarget", {"targetId": target_id, "flatten": True}) if target_id else None
+            )
+            send("Target.closeTarget", {"targetId": worker["targetId"]})
+            if page is not None:
+                send("Page.navigate", {"url": url}, page["sessionId"])
 
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)

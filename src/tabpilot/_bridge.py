@@ -322,7 +322,16 @@ class ExtensionBridge:
             await socket.close(1008, "another browser is connected already")
             return
         extension = self._extension = _Extension(socket)
-        extension.post({"type": "welcome", "scope": self.scope, "protocol": PROTOCOL})
+        # `relay` names this relay's state: attachments the worker kept for another relay (its own
+        # restarted meanwhile) have domains on that this one knows nothing of, and start afresh.
+        extension.post(
+            {
+                "type": "welcome",
+                "scope": self.scope,
+                "protocol": PROTOCOL,
+                "relay": self.relay.browser_target_id,
+            }
+        )
         try:
             async with asyncio.timeout(HELLO_TIMEOUT) as deadline:
                 async for raw in socket:

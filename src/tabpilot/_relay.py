@@ -18,6 +18,9 @@ browser: Target and Browser domains, auto-attach, any number of sessions per tar
   CDP clients rely on that order (an answer overtaken by the events after it loses state).
 - A tab a page opens is announced by its target as soon as the extension knows it (the action
   that opened it hears of it), and to Playwright once the extension's debugger is attached.
+- When the extension comes back (its service worker restarted), a tab it kept has its execution
+  contexts announced again: commands under way at the drop failed, and a client that cached such
+  a failure for a context (Playwright does) starts that context afresh.
 - Playwright's defaults that would change how the user's tab looks (fonts, color scheme, reduced
   motion) are answered without being applied: the user's own settings stay.
 
@@ -46,6 +49,7 @@ from ._relay_parts import (
     browser_info,
     browser_version,
     may_reach_opener,
+    renew_contexts,
     send_to,
     window_of,
 )
@@ -108,7 +112,10 @@ class Relay:
             known = self._tabs.get(chrome_id)
             if known is not None and (known.target_id != record["targetId"] or record.get("fresh")):
                 self.tab_removed(chrome_id)
+                known = None
             self.tab_reported(record)
+            if known is not None:
+                renew_contexts(known)
         for chrome_id in [c for c in self._tabs if c not in seen]:
             self.tab_removed(chrome_id)
 

@@ -213,3 +213,20 @@ def browser_version(user_agent: str) -> JsonDict:
         "userAgent": user_agent,
         "jsVersion": "",
     }
+
+
+def renew_contexts(tab: TabRecord) -> None:
+    """A tab kept across a reconnect: the answers to the commands it had under way were lost
+    (they failed), and a CDP client may have cached such a failure for an execution context
+    (Playwright keeps the failed set-up of its helper script: every later call in that
+    context would fail or wait). Each context is announced again, destroyed then created
+    with the same id (the page's objects stay valid), so the clients start it afresh."""
+    sessions = [s for s in tab.sessions if s.id in tab.enabled.get("Runtime", ())]
+    for context in list(tab.contexts.values()):
+        gone = {
+            "executionContextId": context.get("id"),
+            "executionContextUniqueId": context.get("uniqueId"),
+        }
+        for session in sessions:
+            send_to(session, {"method": "Runtime.executionContextDestroyed", "params": gone})
+            send_to(session, {"method": "Runtime.executionContextCreated", "params": {"context": context}})

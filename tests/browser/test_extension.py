@@ -24,6 +24,7 @@ from tabpilot import (
     ExtensionNotConnectedError,
     InstanceUnreachableError,
     TabManager,
+    evaluate,
     extension_id,
     extension_path,
     navigate,
@@ -84,7 +85,8 @@ async def test_the_bridge_refuses_other_origins_a_missing_or_wrong_token_and_dis
     # The right origin and token get the welcome.
     async with ws_connect(f"{base}/extension?token=test-token", origin=good_origin) as socket:  # type: ignore[arg-type]
         welcome = json.loads(await asyncio.wait_for(socket.recv(), 5))
-        assert welcome == {"type": "welcome", "scope": "agent", "protocol": 1}
+        relay = bridge.relay.browser_target_id
+        assert welcome == {"type": "welcome", "scope": "agent", "protocol": 1, "relay": relay}
     assert not bridge.connected  # it never said hello
 
 
@@ -168,6 +170,73 @@ async def test_a_service_worker_restart_keeps_the_instance_and_every_tab_id(
         assert 'heading "Page a"' in (await tab.snapshot()).text
         await navigate(tab, "goto", site.url("/page/b"))
         assert tab.title == "Page b"
+
+
+async def test_what_a_tab_does_while_the_service_worker_restarts_reaches_tabpilot(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/page/a"))
+        # The user takes the tab elsewhere while the worker is away: its debugger events wake the
+        # worker, which hands them on once it is connected again.
+        await asyncio.to_thread(chromium.stop_service_worker_and_navigate, tab.target_id, site.url("/page/b"))
+        assert await bridge.wait_connected(10)
+        await wait_until(lambda: tab.url.endswith("/page/b"), 5)
+        assert 'heading "Page b"' in (await tab.snapshot()).text
+        assert tab.title == "Page b"
+
+
+async def test_attachments_kept_for_another_server_state_are_started_afresh(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/page/a"))
+        # As if the worker had made its attachments for a server that is gone (it restarted
+        # while that server stopped): their CDP domains are in a state this relay never saw.
+        chromium.in_extension("state.relay = 'gone'; chrome.storage.local.set({relay: 'gone'})")
+        await asyncio.to_thread(chromium.stop_service_worker)
+        await wait_until(lambda: not bridge.connected, 5)
+        assert await bridge.wait_connected(10)
+
+        # The tab is attached afresh: reported closed and new (never left half known), and works.
+        def again() -> list[int]:
+            return [t.id for t in manager.tabs() if t.chrome_tab_id == tab.chrome_tab_id]
+
+        await wait_until(lambda: tab.closed and again(), 5)
+        fresh = manager.tab(again()[0])
+        assert fresh.id > tab.id and fresh.target_id == tab.target_id
+        assert 'heading "Page a"' in (await fresh.snapshot()).text
+
+
+async def test_a_call_under_way_when_the_service_worker_stops_leaves_its_tab_working_after_it(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    # The page keeps its main thread busy for a while, so the snapshot's first commands in the new
+    # document are still under way when the worker stops: their answers are lost.
+    site.set_content(
+        "/busy",
+        "<title>Busy</title><h1>Busy page</h1><script>setTimeout(() => {"
+        " const end = Date.now() + 2500; while (Date.now() < end) {} }, 800)</script>",
+    )
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/page/a"))
+        await navigate(tab, "goto", site.url("/busy"))
+        await asyncio.sleep(1.2)
+        under_way = asyncio.ensure_future(tab.snapshot())
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(chromium.stop_service_worker)
+        with pytest.raises((InstanceUnreachableError, ActionError)):
+            await under_way
+        assert await bridge.wait_connected(10)
+        # Once the page is free again, the tab answers as before: nothing of the lost answers stays.
+        assert 'heading "Busy page"' in (await tab.snapshot()).text
+        assert (await evaluate(tab, "() => document.title")).value == "Busy"
 
 
 async def test_a_killed_browser_fails_tools_at_once_and_is_lost_after_the_grace(

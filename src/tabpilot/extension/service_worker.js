@@ -10,7 +10,7 @@
 // Origin and the token.
 //
 // Wire protocol (JSON text frames on ws://127.0.0.1:PORT/extension?token=T):
-//   server -> worker  {type: "welcome", scope: "agent"|"all", protocol}
+//   server -> worker  {type: "welcome", scope: "agent"|"all", protocol, relay}
 //                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab", params}
 //                     {type: "pong"}
 //   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record]}
@@ -23,7 +23,9 @@
 //                     {type: "ping"}                                     (every 20 s)
 //   record: {tabId, targetId, browserContextId, windowId, pinned, url, title, openerTabId, fresh}
 //   (`fresh`: the debugger was attached just now; false when the attachment outlived a restart
-//   of this worker, with every CDP domain the server enabled still on.)
+//   of this worker, with every CDP domain the server enabled still on. `relay` names the server's
+//   state: attachments kept for another one, or whose events did not all reach the server, are
+//   let go and attached afresh.)
 "use strict";
 
 const HOST = "127.0.0.1";
@@ -49,14 +51,21 @@ const state = {
   attaching: new Map(), // tabId -> Promise<record>
   attached: new Set(), // tabs whose debugger this worker holds
   windowOpens: new Map(), // tabId -> [{url, at}]: windows the pages of a tab in scope asked for lately
+  relay: null, // the server state the kept attachments were made for (the welcome's `relay`)
+  early: [], // debugger events that came before the server welcomed this worker (see onEvent)
+  lostEarly: new Set(), // tabs some of whose early events did not fit
 };
+// A restarted worker gets the events of the attachments that outlived the old one at once (they
+// are what wakes it); they are kept, up to this many, and handed on after the hello.
+const EARLY_EVENTS_MAX = 10000;
 const WINDOW_OPEN_MEMORY_MS = 10000;
 
 const ready = load();
 
 async function load() {
-  const stored = await chrome.storage.local.get(["server", "scope", "mode"]);
+  const stored = await chrome.storage.local.get(["server", "scope", "mode", "relay"]);
   state.server = stored.server || null;
+  state.relay = stored.relay || null;
   state.mode = stored.mode === "all" ? "all" : "agent";
   state.status = state.server ? "disconnected" : "unpaired";
   // Tab ids and target ids of a previous browser run name no tab now (or other ones): keep an
@@ -156,8 +165,14 @@ async function welcome(socket, payload) {
     // Shared only because a previous server asked for every tab: not for this one.
     if (state.mode === "agent" && entry && entry.reason === "all") state.scope.delete(tab.id);
   }
+  const kept = payload.relay && payload.relay === state.relay;
+  state.relay = payload.relay || null;
+  await chrome.storage.local.set({ relay: state.relay });
   const records = [];
   for (const tabId of [...state.scope.keys()]) {
+    if (!kept || state.lostEarly.has(tabId)) {
+      await chrome.debugger.detach({ tabId }).catch(() => {}); // attached afresh below
+    }
     try {
       records.push(await attach(tabId));
     } catch (error) {
@@ -166,6 +181,9 @@ async function welcome(socket, payload) {
   }
   await saveScope();
   if (state.socket !== socket) return;
+  const early = kept ? state.early.filter((event) => !state.lostEarly.has(event.source.tabId)) : [];
+  state.early = [];
+  state.lostEarly.clear();
   state.welcomed = true;
   state.status = "connected";
   state.backoff = BACKOFF_MIN_MS;
@@ -176,6 +194,11 @@ async function welcome(socket, payload) {
     userAgent: navigator.userAgent,
     tabs: records,
   });
+  for (const { source, method, params } of early) {
+    if (state.attached.has(source.tabId)) {
+      send({ type: "cdp", tabId: source.tabId, sessionId: source.sessionId, method, params });
+    }
+  }
   await paintAllBadges();
 }
 
@@ -468,7 +491,12 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
     opens.push({ url: params.url, at: now });
     state.windowOpens.set(source.tabId, opens);
   }
-  if (source.tabId !== undefined && state.attached.has(source.tabId)) {
+  if (source.tabId === undefined) return;
+  if (!state.welcomed) {
+    // Not connected (yet): a tab's events while this worker starts again are kept for the server.
+    if (state.early.length < EARLY_EVENTS_MAX) state.early.push({ source, method, params });
+    else state.lostEarly.add(source.tabId);
+  } else if (state.attached.has(source.tabId)) {
     send({ type: "cdp", tabId: source.tabId, sessionId: source.sessionId, method, params });
   }
 });
