@@ -287,6 +287,12 @@ class TabTracker:
         )
         victim = victim or new_tab
         victim.closing_cause = "cap"
+        session = self._target_sessions.get(victim.id)
+        if session is not None:
+            # A popup may still be held at its start for Playwright (it attaches to new targets
+            # waiting for the debugger); held in its opener's renderer, it holds the opener too,
+            # and a close of it would wait. Let it run first: it is closed next, in order.
+            session.send("Runtime.runIfWaitingForDebugger")
         if self.cdp is not None and victim.target_id:
             self.spawn(self.cdp.send("Target.closeTarget", {"targetId": victim.target_id}))
         self.tab_gone(victim, "cap")
