@@ -515,8 +515,6 @@ class Instance:
                 raise LookupError("no page yet")
             await asyncio.wait_for(tab.handle.close(), 10)
         except Exception:
-            cdp = self._tracker.cdp
-            if cdp is not None and tab.target_id:
-                with contextlib.suppress(Exception):
-                    await cdp.send("Target.closeTarget", {"targetId": tab.target_id})
+            with contextlib.suppress(Exception):
+                await self._tracker.close_target(tab)
         self._tracker.tab_gone(tab, cause)

@@ -287,16 +287,23 @@ class TabTracker:
         )
         victim = victim or new_tab
         victim.closing_cause = "cap"
-        session = self._target_sessions.get(victim.id)
-        if session is not None:
-            # A popup may still be held at its start for Playwright (it attaches to new targets
-            # waiting for the debugger); held in its opener's renderer, it holds the opener too,
-            # and a close of it would wait. Let it run first: it is closed next, in order.
-            session.send("Runtime.runIfWaitingForDebugger")
-        if self.cdp is not None and victim.target_id:
-            self.spawn(self.cdp.send("Target.closeTarget", {"targetId": victim.target_id}))
+        self.spawn(self.close_target(victim))
         self.tab_gone(victim, "cap")
         return victim is new_tab
+
+    def close_target(self, tab: Tab) -> Awaitable[Any]:
+        """Close the tab's target through CDP (a tab Playwright has no page for, or a page that
+        would not close), whatever state it is in; await the result to know it was done."""
+        session = self._target_sessions.get(tab.id)
+        if session is not None:
+            # A new popup may still be held at its start for Playwright (it attaches to new
+            # targets waiting for the debugger); held in its opener's renderer, it holds the opener
+            # too, and a close of it would wait on it. Let it run first (now, before the session
+            # goes with the tab): the close follows in order.
+            session.send("Runtime.runIfWaitingForDebugger")
+        if self.cdp is None or not tab.target_id:
+            return asyncio.sleep(0)
+        return self.cdp.send("Target.closeTarget", {"targetId": tab.target_id})
 
     # -- pages: Playwright's side of a tab ----------------------------------------------------------
 
