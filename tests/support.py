@@ -249,6 +249,12 @@ class PlaywrightServer:
         raise RuntimeError("no browser process under the Playwright server")
 
 
+def _temp_in(workdir: str) -> dict[str, str]:
+    """The environment of a Playwright server whose browsers' temp profiles and artifacts go in
+    `workdir` (removed by the fixture, also when a test killed the server and it could not)."""
+    return {**os.environ, "TMPDIR": workdir}
+
+
 @contextlib.contextmanager
 def playwright_server(browser_path: str) -> Iterator[PlaywrightServer]:
     workdir = tempfile.mkdtemp(prefix="tabpilot-test-pwserver-")
@@ -270,6 +276,7 @@ def playwright_server(browser_path: str) -> Iterator[PlaywrightServer]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env=_temp_in(workdir),
     )
     try:
         assert proc.stdout is not None
@@ -456,6 +463,7 @@ def playwright_run_server(*, unsafe: bool = True) -> Iterator[PlaywrightServer]:
 
     driver = Path(playwright.__file__).parent / "driver"
     port = free_port()
+    workdir = tempfile.mkdtemp(prefix="tabpilot-test-runserver-")
     proc = subprocess.Popen(
         [
             str(driver / "node"),
@@ -467,6 +475,7 @@ def playwright_run_server(*, unsafe: bool = True) -> Iterator[PlaywrightServer]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env=_temp_in(workdir),
     )
     try:
         assert proc.stdout is not None
@@ -479,6 +488,7 @@ def playwright_run_server(*, unsafe: bool = True) -> Iterator[PlaywrightServer]:
         _stop(proc, sig=signal.SIGINT)  # it keeps running on SIGTERM while a browser is open
         if proc.stdout is not None:
             proc.stdout.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def launch_options_header(executable: str) -> tuple[str, str]:
