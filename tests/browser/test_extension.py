@@ -5,6 +5,7 @@ through the extension's WebSocket to 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import urllib.error
@@ -22,7 +23,9 @@ from tabpilot import (
     ConnectError,
     ExtensionBridge,
     ExtensionNotConnectedError,
+    Instance,
     InstanceUnreachableError,
+    Tab,
     TabManager,
     evaluate,
     extension_id,
@@ -42,6 +45,17 @@ def chromium(browser_path: str, site: LocalSite) -> Iterator[ExtensionChromium]:
 async def bridge() -> AsyncIterator[ExtensionBridge]:
     async with ExtensionBridge(port=0, token="test-token", reconnect_grace=3) as started:
         yield started
+
+
+@contextlib.asynccontextmanager
+async def agent_tab(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> AsyncIterator[tuple[TabManager, Instance, Tab]]:
+    """Pair the extension, connect to it, and open a tab of the agent's on /page/a."""
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        instance = await manager.connect_extension(bridge, timeout=20)
+        yield manager, instance, await manager.new_tab(site.url("/page/a"))
 
 
 def user_tabs(chromium: ExtensionChromium) -> list[str]:
@@ -152,10 +166,7 @@ async def test_a_tab_the_user_shares_joins_and_leaves_as_the_button_toggles(
 async def test_a_service_worker_restart_keeps_the_instance_and_every_tab_id(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:
-    chromium.open(bridge.connect_url)
-    async with TabManager() as manager:
-        instance = await manager.connect_extension(bridge, timeout=20)
-        tab = await manager.new_tab(site.url("/page/a"))
+    async with agent_tab(chromium, bridge, site) as (manager, instance, tab):
         before = [(t.id, t.target_id, t.chrome_tab_id) for t in manager.tabs()]
         await asyncio.to_thread(chromium.stop_service_worker)
         await wait_until(lambda: not bridge.connected, 5)
@@ -175,10 +186,7 @@ async def test_a_service_worker_restart_keeps_the_instance_and_every_tab_id(
 async def test_what_a_tab_does_while_the_service_worker_restarts_reaches_tabpilot(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:
-    chromium.open(bridge.connect_url)
-    async with TabManager() as manager:
-        await manager.connect_extension(bridge, timeout=20)
-        tab = await manager.new_tab(site.url("/page/a"))
+    async with agent_tab(chromium, bridge, site) as (_, _, tab):
         # The user takes the tab elsewhere while the worker is away: its debugger events wake the
         # worker, which hands them on once it is connected again.
         await asyncio.to_thread(chromium.stop_service_worker_and_navigate, tab.target_id, site.url("/page/b"))
@@ -191,10 +199,7 @@ async def test_what_a_tab_does_while_the_service_worker_restarts_reaches_tabpilo
 async def test_attachments_kept_for_another_server_state_are_started_afresh(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:
-    chromium.open(bridge.connect_url)
-    async with TabManager() as manager:
-        await manager.connect_extension(bridge, timeout=20)
-        tab = await manager.new_tab(site.url("/page/a"))
+    async with agent_tab(chromium, bridge, site) as (manager, _, tab):
         # As if the worker had made its attachments for a server that is gone (it restarted
         # while that server stopped): their CDP domains are in a state this relay never saw.
         chromium.in_extension("state.relay = 'gone'; chrome.storage.local.set({relay: 'gone'})")
@@ -222,10 +227,7 @@ async def test_a_call_under_way_when_the_service_worker_stops_leaves_its_tab_wor
         "<title>Busy</title><h1>Busy page</h1><script>setTimeout(() => {"
         " const end = Date.now() + 2500; while (Date.now() < end) {} }, 800)</script>",
     )
-    chromium.open(bridge.connect_url)
-    async with TabManager() as manager:
-        await manager.connect_extension(bridge, timeout=20)
-        tab = await manager.new_tab(site.url("/page/a"))
+    async with agent_tab(chromium, bridge, site) as (_, _, tab):
         await navigate(tab, "goto", site.url("/busy"))
         await asyncio.sleep(1.2)
         under_way = asyncio.ensure_future(tab.snapshot())
@@ -242,10 +244,7 @@ async def test_a_call_under_way_when_the_service_worker_stops_leaves_its_tab_wor
 async def test_a_killed_browser_fails_tools_at_once_and_is_lost_after_the_grace(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:
-    chromium.open(bridge.connect_url)
-    async with TabManager() as manager:
-        instance = await manager.connect_extension(bridge, timeout=20)
-        tab = await manager.new_tab(site.url("/page/a"))
+    async with agent_tab(chromium, bridge, site) as (manager, instance, tab):
         chromium.kill()
         started = time.monotonic()
         # A call under way when the browser dies fails as the action it was; the next ones at once.
