@@ -10,9 +10,10 @@ browser: Target and Browser domains, auto-attach, any number of sessions per tar
   `getWindowForTarget`, ...); creating and closing targets becomes a request to the extension.
 - Each session a client opens to a tab is a relay session; their commands go to the tab's one
   attachment and the answers come back to the session that asked. Events of the tab reach every
-  session of it. So that one session cannot undo another's work, a domain disabled by one
-  session stays enabled while another uses it, and a second `Runtime.enable` (which Chromium
-  answers without reporting the execution contexts again) gets them replayed from the ones seen.
+  session of it (a binding's calls only the sessions that added it). So that one session cannot
+  undo another's work, a domain disabled by one session stays enabled while another uses it, and
+  a second `Runtime.enable` (which Chromium answers without reporting the execution contexts
+  again) gets them replayed from the ones seen.
 - Child sessions (iframes, workers auto-attached on a tab's session) keep Chromium's own ids.
 - Answers reach the clients the moment the extension's message is read, in order with its events:
   CDP clients rely on that order (an answer overtaken by the events after it loses state).
@@ -220,8 +221,10 @@ class Relay:
                 (str(params.get("url", "")), "noopener" in params.get("windowFeatures", ()))
             )
         event = {"method": method, "params": params}
+        binding = params.get("name") if method == "Runtime.bindingCalled" else None
         for session in list(tab.sessions):
-            send_to(session, event)
+            if binding is None or binding in session.bindings:
+                send_to(session, event)
 
     def _child_event(self, tab: TabRecord, child: str, method: str, params: JsonDict) -> None:
         for client in self._clients:
@@ -497,6 +500,9 @@ class Relay:
             reply.result({})
         elif method == "Target.setAutoAttach":
             session.auto_attach = bool(params.get("autoAttach"))
+            self._forward(tab, None, method, params, reply)
+        elif method == "Runtime.addBinding":
+            session.bindings.add(str(params.get("name", "")))
             self._forward(tab, None, method, params, reply)
         elif verb == "enable":
             tab.enabled.setdefault(domain, set()).add(session.id)

@@ -77,6 +77,8 @@ class Session:
     flat: bool = True
     auto_attach: bool = False
     discover: bool = False
+    bindings: set[str] = field(default_factory=set)
+    """Names it added with Runtime.addBinding: only it hears of their calls, as in Chromium."""
 
 
 class Client:

@@ -132,6 +132,8 @@ class Tab:
         """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
         self._url = url
         self._title = title
+        self._title_href: str | None = None
+        """The URL the page last reported its title with (`_titles`)."""
         self._handle: PageHandle | None = None
         self._bound: asyncio.Event | None = None
         self._dialog: DialogHandle | None = None
@@ -158,6 +160,11 @@ class Tab:
     @property
     def title(self) -> str:
         return self._title
+
+    @property
+    def title_live(self) -> bool:
+        """Whether `title` is the page's own, reported for the tab's current URL (no need to ask)."""
+        return self._title_href is not None and self._title_href == self.url
 
     @property
     def dialog(self) -> DialogInfo | None:
@@ -247,8 +254,14 @@ class Tab:
         """Chromium's own record of the target changed (url; title rarely: it sends few title changes)."""
         if url:
             self._url = url
-        if title and (title != url or not self._title):
+        if title and not self.title_live and (title != url or not self._title):
             self._title = title
+
+    def title_reported(self, title: str, href: str) -> None:
+        """The page's title and URL, as its document reported them (`_titles`); an untitled page
+        is named by its URL, as Chromium's own record and tab strip name it."""
+        self._title = title or href
+        self._title_href = href
 
     def update_from_tab_strip(self, info: dict[str, Any]) -> None:
         """What the user's browser shows of the tab (targets the extension reports carry it): its
@@ -318,8 +331,8 @@ class Tab:
         if self._title_task is not None and not self._title_task.done():
             return
         handle = self._handle
-        if handle is None:
-            return
+        if handle is None or (self.title_live and not check_loaded):
+            return  # the page reported its title (`_titles`): nothing to ask
 
         async def fetch() -> None:
             try:
@@ -331,7 +344,7 @@ class Tab:
                         self.status = "complete"
                     self._title = title or self._title
                 else:
-                    self._title = await asyncio.wait_for(handle.title(), 5)
+                    self._title = await asyncio.wait_for(handle.title(), 5) or self.url
             except Exception:
                 pass  # navigating, closed, or blocked by a dialog: the next load tries again
 
@@ -413,7 +426,7 @@ class Tab:
         """Ask the page for its title (one round trip), for when an answer must be exact now."""
         await self.ready()
         with map_playwright_errors(Doing(f"Reading the title of tab {self.id}", tab_id=self.id)):
-            self._title = await self.handle.title()
+            self._title = await self.handle.title() or self.url  # untitled: named by its URL
         return self._title
 
     async def snapshot(self, *, depth: int | None = None, ref: str | None = None) -> Snapshot:
@@ -426,7 +439,7 @@ class Tab:
         except ActionError as exc:
             await self.raise_if_unresponsive(exc)
             raise
-        self._title = title
+        self._title = title = title or self.url
         text, refs = scope_snapshot(self.id, raw)
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
         if ref is None:
@@ -440,12 +453,15 @@ class Tab:
         self, page: PageHandle, what: str, ref: str | None, depth: int | None, timeout: float
     ) -> tuple[str, str]:
         with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=timeout)):
-            # The title comes in the same round trip time as the tree, not one after it.
             if ref is not None:
                 element = await self.element(ref)
                 reading = element.aria_snapshot(depth=depth)
             else:
                 reading = page.aria_snapshot(depth=depth)
+            if self.title_live:  # the page reported its title: nothing to ask
+                raw = await self.host.guard(self.unless_dialog(asyncio.wait_for(reading, timeout)))
+                return raw, self._title
+            # The title comes in the same round trip time as the tree, not one after it.
             raw, title = await self.host.guard(
                 self.unless_dialog(asyncio.wait_for(asyncio.gather(reading, page.title()), timeout))
             )

@@ -28,6 +28,7 @@ from ._registry import TabRegistry
 from ._services import InstanceServices
 from ._tab import Tab, TabHost
 from ._targets import TargetInfo, TargetScope, identify, open_cause
+from ._titles import watch_titles
 from ._types import CloseCause, InstanceState, OpenCause
 from ._watch import ActionWatch, WindowAsks
 
@@ -264,6 +265,7 @@ class TabTracker:
 
         for hook in list(self._services.target_hooks):
             tab.add_disposer(hook(session, tab))
+        tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
         tab.add_disposer(session.on_message(on_message))

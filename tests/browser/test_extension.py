@@ -196,6 +196,20 @@ async def test_what_a_tab_does_while_the_service_worker_restarts_reaches_tabpilo
         assert tab.title == "Page b"
 
 
+async def test_a_title_the_page_sets_reaches_the_tab_list_through_the_relay(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """The page's title report (a binding call) comes through the tab's one attachment: the relay
+    hands it to tabpilot's session, which added the binding, and not to Playwright's."""
+    async with agent_tab(chromium, bridge, site) as (manager, _, tab):
+        await tab.page.evaluate("document.title = 'Renamed by the page'")
+        await wait_until(
+            lambda: [i.title for i in manager.tabs() if i.id == tab.id] == ["Renamed by the page"]
+        )
+        assert tab.title_live
+        assert (await tab.snapshot()).title == "Renamed by the page"  # Playwright's page still answers
+
+
 async def test_attachments_kept_for_another_server_state_are_started_afresh(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:

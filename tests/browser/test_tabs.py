@@ -16,6 +16,7 @@ from tabpilot import (
     TabLimitError,
     TabManager,
     TabNotFoundError,
+    Telemetry,
 )
 from tabpilot.demo.site import LocalSite
 
@@ -311,6 +312,63 @@ async def test_listing_fifty_tabs_makes_no_browser_round_trip(
         assert [i.index for i in infos] == list(range(50))
     finally:
         manager.max_tabs = 20
+
+
+async def test_titles_pages_change_are_listed_without_asking_the_browser(
+    browser_path: str, site: LocalSite
+) -> None:
+    """Chromium reports no title changes; each page reports its own (`_titles`, through the
+    session telemetry enables Runtime on), so a listing needs no round trip: the proof is a frozen
+    browser, which would make any question hang."""
+    site.set_content(
+        "/retitle", "<title>Before</title><p>page</p><iframe srcdoc='<title>Frame</title>'></iframe>"
+    )
+    site.set_content("/untitled", "<p>no title</p>")
+    telemetry = Telemetry()
+    async with TabManager(browser_path=browser_path) as manager:
+        manager.add_target_hook(telemetry.attach_target)
+        instance = await manager.launch()
+        retitled = await manager.new_tab(site.url("/retitle"), instance_id=instance.id)
+        pushed = await manager.new_tab(site.url("/retitle"), instance_id=instance.id, background=True)
+        untitled = await manager.new_tab(site.url("/untitled"), instance_id=instance.id, background=True)
+        await retitled.page.evaluate("document.title = 'After'")
+        await pushed.page.evaluate("history.pushState({}, '', '/retitle/2'); document.title = 'Step 2'")
+
+        def titles() -> list[tuple[str, str]]:
+            return [(i.title, i.url) for i in manager.tabs(instance.id)]
+
+        expected = [
+            ("about:blank", "about:blank"),
+            ("After", site.url("/retitle")),
+            ("Step 2", site.url("/retitle/2")),
+            (site.url("/untitled"), site.url("/untitled")),  # untitled: named by its URL, as Chromium does
+        ]
+        await wait_until(lambda: titles() == expected)  # reported by the pages: nothing was asked
+        pid = instance.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # refresh() asks the browser only for pages that did not report (5 s cap): none here.
+            await asyncio.wait_for(manager.refresh(), 2)
+            listed = titles()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert listed == expected
+        assert (
+            untitled.title_live
+            and await untitled.page.evaluate("typeof window.__tabpilotTitle") == "undefined"
+        )
+
+
+async def test_without_telemetry_a_listing_asks_the_browser_for_titles_scripts_changed(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    """Pages report titles only where Runtime is enabled on tabpilot's session (telemetry does
+    it); elsewhere refresh() asks the browser, in one round trip."""
+    tab = await manager.new_tab(site.url("/page/a"), instance_id=instance.id)
+    await tab.page.evaluate("document.title = 'Renamed'")
+    await manager.refresh()
+    assert [i.title for i in manager.tabs(instance.id) if i.id == tab.id] == ["Renamed"]
 
 
 async def test_events_reach_callbacks_streams_and_the_bounded_history(
