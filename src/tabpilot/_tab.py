@@ -423,7 +423,10 @@ class Tab:
     # -- snapshots and refs --------------------------------------------------------------------
 
     async def refresh_title(self) -> str:
-        """Ask the page for its title (one round trip), for when an answer must be exact now."""
+        """The page's title, exact now: as the page reported it for its current URL (`_titles`), or
+        else asked of the page (one round trip)."""
+        if self.title_live:
+            return self._title
         await self.ready()
         with map_playwright_errors(Doing(f"Reading the title of tab {self.id}", tab_id=self.id)):
             self._title = await self.handle.title() or self.url  # untitled: named by its URL
