@@ -610,7 +610,8 @@ def analyse(results: Results) -> None:
         chars, json_chars = results.median(f"snapshot.{n}.chars"), results.median(f"snapshot.{n}.json_chars")
         return (
             f"{srv - pw:.1f} ms over Playwright's {pw:.1f} ms: the server sends the snapshot twice "
-            f"({chars:.0f} chars as text and {json_chars:.0f} as structured JSON) and asks the page for its title"
+            f"({chars:.0f} chars as text and {json_chars:.0f} as structured JSON), and its own work on "
+            "the tree (refs scoped to the tab, the copy kept for the next diff)"
         )
 
     results.target(
