@@ -394,10 +394,12 @@ class Instance:
             self._tracker.sessions.close()
         self._tracker.cdp = None
 
-    def _remove_profile(self) -> None:
+    def _remove_profile(self, *, forget: bool = True) -> None:
+        """Remove the temporary profile (`forget=False`: and remove it again at close)."""
         if self._temp_profile is not None:
             shutil.rmtree(self._temp_profile, ignore_errors=True)
-            self._temp_profile = None
+            if forget:
+                self._temp_profile = None
 
     def _gone_reason(self) -> str:
         loss = self._link.loss() if self._link is not None else None
@@ -418,10 +420,10 @@ class Instance:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()
         self.emit("instance_lost", None, reason=reason)
-        if self.kind == "launched" and self._temp_profile is not None:
+        if self.kind == "launched":
             # The browser that used it is gone. Its helper processes can still write into it for a
             # moment after a kill, so close() removes it once more (and forgets it then).
-            shutil.rmtree(self._temp_profile, ignore_errors=True)
+            self._remove_profile(forget=False)
         elif self.kind in REMOTE_KINDS and self.browser is not None:
             # Drop the connection to an endpoint that stopped answering: calls still waiting on it
             # (a navigation under way) fail at once instead of at their timeout, and its socket goes.
