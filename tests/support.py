@@ -119,6 +119,34 @@ def _stop(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _stop_with_browsers(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
+    """Stop a Playwright server (`_stop`) and the browsers it launched: its Node driver starts
+    each Chromium in a process group of its own, which may still run (and write into its temp
+    profile) after the server is gone."""
+    browsers = [pid for driver in [proc.pid, *child_pids(proc.pid)] for pid in child_pids(driver)]
+    _stop(proc, sig=sig)
+    for pid in browsers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _remove_when_unused(workdir: str, timeout: float = 5.0) -> None:
+    """Remove `workdir` once no process names it on its command line: a browser whose profile is
+    in it writes there while it shuts down, after the server that launched it is gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(workdir.encode() in cmdline for cmdline in _cmdlines()):
+        time.sleep(0.05)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _cmdlines() -> list[bytes]:
+    found = []
+    for path in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            found.append(path.read_bytes())
+    return found
+
+
 def child_pids(pid: int) -> list[int]:
     """Direct children of a process (from /proc, no ps needed)."""
     children = []
@@ -286,15 +314,10 @@ def playwright_server(browser_path: str) -> Iterator[PlaywrightServer]:
             raise RuntimeError(f"the Playwright server did not print its ws URL (got {line!r})")
         yield PlaywrightServer(proc, line)
     finally:
-        # Its Node driver starts Chromium in a group of its own and closes it on SIGTERM.
-        browsers = [pid for driver in [proc.pid, *child_pids(proc.pid)] for pid in child_pids(driver)]
-        _stop(proc)
-        for pid in browsers:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        _stop_with_browsers(proc)
         if proc.stdout is not None:
             proc.stdout.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        _remove_when_unused(workdir)
 
 
 # -- Selenium Grid 4: hub + node -----------------------------------------------------------------
@@ -485,10 +508,10 @@ def playwright_run_server(*, unsafe: bool = True) -> Iterator[PlaywrightServer]:
             raise RuntimeError(f"the Playwright run-server did not start (got {line!r})")
         yield PlaywrightServer(proc, f"ws://127.0.0.1:{port}/")
     finally:
-        _stop(proc, sig=signal.SIGINT)  # it keeps running on SIGTERM while a browser is open
+        _stop_with_browsers(proc, sig=signal.SIGINT)  # it keeps running on SIGTERM while a browser is open
         if proc.stdout is not None:
             proc.stdout.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        _remove_when_unused(workdir)
 
 
 def launch_options_header(executable: str) -> tuple[str, str]:
