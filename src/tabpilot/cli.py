@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabpilot import (
     DEFAULT_EXTENSION_PORT,
@@ -45,10 +45,12 @@ from .server.config import (
     DEFAULT_SESSION_IDLE_TIMEOUT,
     ServerConfig,
 )
-from .server.http import check_bind
 from .server.logs import LEVELS
 from .server.logs import configure as configure_logs
-from .server.registry import select_tools
+
+if TYPE_CHECKING:
+    from .server.app import TabpilotServer
+    from .server.state import ServerState
 
 SERVE_OPTIONS: dict[str, dict[str, Any]] = {}
 """Every `serve` option by flag name without dashes, with how argparse reads it (for --config)."""
@@ -424,7 +426,6 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     )
     caps_given = values.get("caps")
     caps = None if caps_given is None else tuple(c.strip() for c in caps_given.split(",") if c.strip())
-    select_tools(tool_sets, caps)  # refuse unknown and clashing sets before anything starts
     secrets_file = values.get("secrets")
     try:
         secrets = Secrets.from_dotenv(secrets_file) if secrets_file else Secrets()
@@ -488,6 +489,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
                 "--extension serves one MCP client (the user's own browser has no isolated contexts to give "
                 "each HTTP session): use it over stdio, without --http"
             )
+        from .server.http import check_bind  # uvicorn: only HTTP needs it
+
         check_bind(config)
     return config
 
@@ -540,24 +543,28 @@ def _main(argv: Sequence[str] | None = None) -> int:
         configure_logs(config.log_level, config.log_file, mask=config.secrets.mask)
     except OSError as exc:
         parser.exit(2, f"tabpilot serve: error: --log-file {config.log_file}: {exc.strerror or exc}\n")
-    from .server.app import create_server
-
-    server = create_server(config)
-    # What is loaded by now (the SDK's models, Playwright, tabpilot) lives as long as the process:
-    # the collector need not walk it again in every full collection (tens of ms each, as pauses
-    # in tool calls, once telemetry holds many entries).
-    gc.freeze()
     if config.http_host is None:
-        from .server.app import SHUTDOWN_TIMEOUT
-        from .server.runner import run_until_stopped
-        from .server.stdin_guard import guard_stdin
+        from .server.runner import serve_stdio
 
-        guard_stdin()  # requests the SDK's stdio transport cannot read still get an answer
-
-        return run_until_stopped(server.run_stdio_async, server.close_state, timeout=SHUTDOWN_TIMEOUT)
+        try:
+            return serve_stdio(config, _build_server)
+        except ValueError as exc:  # tool sets the server cannot offer
+            parser.exit(2, f"tabpilot serve: error: {exc}\n")
+    from .server.app import create_server
     from .server.http import run_http
 
+    try:
+        server = create_server(config)
+    except ValueError as exc:
+        parser.exit(2, f"tabpilot serve: error: {exc}\n")
+    gc.freeze()  # as serve_stdio does: start-up's objects live as long as the process
     try:
         return run_http(server, config)
     except ValueError as exc:  # the address cannot be listened on
         parser.exit(1, f"tabpilot serve: error: {exc}\n")
+
+
+def _build_server(state: ServerState) -> TabpilotServer:
+    from .server.app import create_server  # the MCP SDK: imported while the browser starts
+
+    return create_server(started=state)

@@ -114,3 +114,57 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
         assert not [p for p in served.children if pid_alive(p)], "every browser process is gone"
         assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile is removed"
         assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
+def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: str, how: str) -> None:
+    """The browser starts while the server is still being built (the SDK imported): a stop then
+    closes it too. Stopped as soon as a browser process is seen, before any request."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "TMPDIR": tmp},
+        )
+        assert proc.stdin is not None and proc.stderr is not None
+        try:
+            deadline = time.monotonic() + 30
+            browsers: list[int] = []
+            while not browsers and time.monotonic() < deadline and proc.poll() is None:
+                browsers = [p for p in descendants(proc.pid) if "chrom" in _comm(p)]
+                time.sleep(0.01)
+            assert browsers, "a browser starts without any request"
+            if how == "stdin":
+                proc.stdin.close()
+            else:
+                proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and any(pid_alive(p) for p in browsers):
+            time.sleep(0.05)
+        assert not [p for p in browsers if pid_alive(p)], "every browser process is gone"
+        assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile is removed"
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert "Traceback" not in stderr, stderr
+
+
+def test_the_server_state_and_runner_load_without_the_mcp_sdk() -> None:
+    """What `tabpilot serve` needs to start the browser imports no MCP SDK: the SDK (most of the
+    start-up time) is imported while the browser starts, not before it."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, tabpilot.cli, tabpilot.server.runner, tabpilot.server.state;"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'mcp_types', 'uvicorn', 'starlette'}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]", loaded.stdout

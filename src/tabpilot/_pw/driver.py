@@ -92,8 +92,8 @@ class Driver:
             temp = profile = tempfile.mkdtemp(prefix="tabpilot-profile-")
         else:
             profile = options.user_data_dir
-        try:
-            context: BrowserContext = await chromium.launch_persistent_context(
+        launching = asyncio.ensure_future(
+            chromium.launch_persistent_context(
                 profile,
                 executable_path=executable,
                 headless=options.headless,
@@ -102,7 +102,15 @@ class Driver:
                 timeout=_ms(timeout),
                 **_context_options(options),
             )
+        )
+        try:
+            context: BrowserContext = await asyncio.shield(launching)
         except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                # The driver goes on launching: let it, and close that browser, so that it does
+                # not write into its profile after the profile is removed.
+                with contextlib.suppress(BaseException):
+                    await (await asyncio.wait_for(launching, timeout)).close()
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
             if isinstance(exc, PlaywrightError):

@@ -21,16 +21,13 @@ from pydantic import ValidationError
 import tabpilot
 from tabpilot import Instance
 
-from .config import ServerConfig
+from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .registry import select_tools
 from .response import Response
 from .schema import lean_schema
 from .state import ServerState
 from .stdin_guard import INVALID_ARGUMENTS
 from .tools.base import mcp_function
-
-SHUTDOWN_TIMEOUT = 5.0
-"""Seconds a stopping server gives its browsers to close."""
 
 INSTRUCTIONS = """\
 tabpilot drives a real Chromium with many tabs. The rules, said once for every tool:
@@ -113,12 +110,6 @@ class TabpilotServer(MCPServer[ServerState]):
             for tool in tools
         ]
 
-    async def close_state(self) -> None:
-        """Close every session's browser now (a stop that cannot wait for the transport to end)."""
-        state = self.state
-        if state is not None:
-            await state.close()
-
     async def _argument_error(
         self, name: str, context: Context[ServerState, Any] | None, text: str
     ) -> CallToolResult:
@@ -159,19 +150,26 @@ def _argument_problems(error: ValidationError) -> list[str]:
     return lines
 
 
-def create_server(config: ServerConfig | None = None, *, shared: Instance | None = None) -> TabpilotServer:
-    """The tabpilot MCP server.
+def create_server(
+    config: ServerConfig | None = None, *, shared: Instance | None = None, started: ServerState | None = None
+) -> TabpilotServer:
+    """The tabpilot MCP server. Raises ValueError for tool sets it cannot offer.
 
     `shared` lets a caller (tests) share one browser: each session then gets its own isolated
-    context of it, as over HTTP.
+    context of it, as over HTTP. `started` is a state whose browser is already starting (`tabpilot
+    serve` starts it while this module is imported): its config is the server's, and the server's
+    one run (its lifespan) closes it.
     """
-    config = config or ServerConfig()
+    config = started.config if started is not None else config or ServerConfig()
     tools = select_tools(config.tools, config.caps)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        state = server.state = ServerState(config, shared=shared)
-        state.warm_up()
+        if started is not None:
+            state = server.state = started
+        else:
+            state = server.state = ServerState(config, shared=shared)
+            state.warm_up()
         try:
             await state.start()
             yield state

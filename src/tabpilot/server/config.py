@@ -21,6 +21,8 @@ DEFAULT_MAX_TOTAL_TABS = 64
 """Open tabs of all sessions and instances together."""
 DEFAULT_MAX_SESSIONS = 16
 """HTTP sessions at once; each holds a browser context with its tabs."""
+SHUTDOWN_TIMEOUT = 5.0
+"""Seconds a stopping server gives its browsers to close."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,18 +5,30 @@ on SIGINT (Ctrl-C), SIGTERM or SIGHUP: the SDK reads stdin in a worker thread th
 reaches while the client keeps stdin open, so a signal does not wait for the transport: it closes
 the browsers itself (bounded), then ends the process. Either way no browser process and no
 temporary profile outlive the server. A second signal while stopping exits at once. No traceback.
+
+`serve_stdio` starts the browser first and builds the server (importing the MCP SDK, most of the
+start-up time) in a worker thread meanwhile, so the first tool call finds the browser sooner.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
+import anyio.to_thread
+
+from .config import SHUTDOWN_TIMEOUT, ServerConfig
+from .state import ServerState
+
+if TYPE_CHECKING:
+    from .app import TabpilotServer
 
 logger = logging.getLogger("tabpilot.server")
 
@@ -75,3 +87,45 @@ def run_until_stopped(
     finally:
         sys.stderr.flush()
     return 0
+
+
+def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotServer]) -> int:
+    """Serve one client over stdio until the end of stdin or a stop signal; the exit code.
+
+    The state, and with it the browser, starts at once; `build` makes the server for it in a
+    worker thread meanwhile (it imports the SDK). Raises the ValueError `build` raises for a
+    config it refuses, once the browser it started is closed again.
+    """
+    refused: list[ValueError] = []
+    states: list[ServerState] = []
+
+    async def serve() -> None:
+        state = ServerState(config)
+        states.append(state)
+        state.warm_up()
+        try:
+            server = await anyio.to_thread.run_sync(build, state)
+        except BaseException as exc:
+            with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
+                await state.close()
+            if not isinstance(exc, ValueError):
+                raise
+            refused.append(exc)
+            return
+        # What is loaded by now (the SDK's models, Playwright, tabpilot) lives as long as the
+        # process: the collector need not walk it again in every full collection (tens of ms
+        # each, as pauses in tool calls, once telemetry holds many entries).
+        gc.freeze()
+        from .stdin_guard import guard_stdin  # the SDK is loaded by now
+
+        guard_stdin()  # requests the SDK's stdio transport cannot read still get an answer
+        await server.run_stdio_async()
+
+    async def close() -> None:
+        for state in states:
+            await state.close()
+
+    code = run_until_stopped(serve, close, timeout=SHUTDOWN_TIMEOUT)
+    if refused:
+        raise refused[0]
+    return code

@@ -26,9 +26,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
-
-from mcp.server.mcpserver import Context
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tabpilot import (
     Driver,
@@ -43,6 +41,9 @@ from tabpilot import (
 )
 
 from .config import ServerConfig
+
+if TYPE_CHECKING:  # the SDK is imported by the server, not by its state (see runner.serve_stdio)
+    from mcp.server.mcpserver import Context
 
 logger = logging.getLogger("tabpilot.server")
 
@@ -295,8 +296,12 @@ class ServerState:
         self._closed = True
         if self._reaper is not None:
             self._reaper.cancel()
-        for task in list(self._starting.values()):
+        starting = list(self._starting.values())
+        for task in starting:
             task.cancel()
+        # Their clean-up (a browser cut short in its launch is closed before its profile is
+        # removed) needs the driver: it ends first.
+        await asyncio.gather(*starting, return_exceptions=True)
         for key in list(self._sessions):
             await self.release(key)
         if self._host is not None:
