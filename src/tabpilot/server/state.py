@@ -10,7 +10,9 @@ client's previous response", and the state of the compatible tool sets (`state_f
 
 Which session a request belongs to:
 - stdio (and in-memory test clients): one client per server, so one session, key "local". Its
-  browser is launched (or connected) on first use, so `tools/list` never waits for Chromium.
+  browser starts with the state (`warm_up`; `tabpilot serve` starts it while the SDK is still
+  being imported) in the background, so `tools/list` never waits for Chromium and the first
+  tool call finds it running or on its way.
 - streamable HTTP: the `Mcp-Session-Id` of the request. Each session gets a fresh browser
   context of the shared browser, released when the client ends the session (the HTTP layer sees
   its DELETE and calls `release`) or after `session_idle_timeout` without a request (the SDK
