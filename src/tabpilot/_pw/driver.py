@@ -22,6 +22,8 @@ DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
 """Node options for Playwright's driver, before any the user set: V8's young generation of 1 MB
 instead of 16 to 32. The driver builds short-lived objects for every request and console event of
 every page; with the default it held about 60 MB more at 20 busy tabs (246 vs 184 MB, memprobe)."""
+CANCELLED_LAUNCH_WAIT = 5.0
+"""Seconds a cancelled launch waits for the browser Playwright goes on launching, to close it."""
 
 
 @contextlib.contextmanager
@@ -110,7 +112,7 @@ class Driver:
                 # The driver goes on launching: let it, and close that browser, so that it does
                 # not write into its profile after the profile is removed.
                 with contextlib.suppress(BaseException):
-                    await (await asyncio.wait_for(launching, timeout)).close()
+                    await (await asyncio.wait_for(launching, CANCELLED_LAUNCH_WAIT)).close()
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
             if isinstance(exc, PlaywrightError):
