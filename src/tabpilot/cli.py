@@ -543,20 +543,18 @@ def _main(argv: Sequence[str] | None = None) -> int:
         configure_logs(config.log_level, config.log_file, mask=config.secrets.mask)
     except OSError as exc:
         parser.exit(2, f"tabpilot serve: error: --log-file {config.log_file}: {exc.strerror or exc}\n")
-    if config.http_host is None:
-        from .server.runner import serve_stdio
+    try:
+        if config.http_host is None:
+            from .server.runner import serve_stdio
 
-        try:
             return serve_stdio(config, _build_server)
-        except ValueError as exc:  # tool sets the server cannot offer
-            parser.exit(2, f"tabpilot serve: error: {exc}\n")
-    from .server.app import create_server
+        from .server.app import create_server
+
+        server = create_server(config)
+    except ValueError as exc:  # tool sets the server cannot offer
+        parser.exit(2, f"tabpilot serve: error: {exc}\n")
     from .server.http import run_http
 
-    try:
-        server = create_server(config)
-    except ValueError as exc:
-        parser.exit(2, f"tabpilot serve: error: {exc}\n")
     gc.freeze()  # as serve_stdio does: start-up's objects live as long as the process
     try:
         return run_http(server, config)

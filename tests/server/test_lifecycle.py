@@ -35,18 +35,32 @@ def _read_reply(stdout: IO[bytes], message_id: int, timeout: float = 60) -> dict
     raise AssertionError(f"no reply to request {message_id}")
 
 
+def _serve(browser_path: str, tmp: str) -> subprocess.Popen[bytes]:
+    """`python -m tabpilot serve` over pipes, its temporary profiles in `tmp`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": tmp},
+    )
+
+
+def _assert_left_nothing(browsers: list[int], tmp: str, stderr: str) -> None:
+    """Within 2 s no browser process is left, no temporary profile, and nothing was a traceback."""
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and any(pid_alive(p) for p in browsers):
+        time.sleep(0.05)
+    assert not [p for p in browsers if pid_alive(p)], "every browser process is gone"
+    assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile is removed"
+    assert "Traceback" not in stderr, stderr
+
+
 class Served:
     """`python -m tabpilot serve` with a browser running (a tool call started it)."""
 
     def __init__(self, browser_path: str, tmp: str) -> None:
-        env = {**os.environ, "TMPDIR": tmp}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
+        self.proc = _serve(browser_path, tmp)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         _send(
             self.proc.stdin,
@@ -107,13 +121,8 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
         took, stderr = served.stop(how)
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline and any(pid_alive(p) for p in served.children):
-            time.sleep(0.05)
         assert took < 2, f"stopping by {how} took {took:.1f} s"
-        assert not [p for p in served.children if pid_alive(p)], "every browser process is gone"
-        assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile is removed"
-        assert "Traceback" not in stderr, stderr
+        _assert_left_nothing(served.children, tmp, stderr)
 
 
 @pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
@@ -121,13 +130,7 @@ def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: st
     """The browser starts while the server is still being built (the SDK imported): a stop then
     closes it too. Stopped as soon as a browser process is seen, before any request."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "TMPDIR": tmp},
-        )
+        proc = _serve(browser_path, tmp)
         assert proc.stdin is not None and proc.stderr is not None
         try:
             deadline = time.monotonic() + 30
@@ -144,13 +147,7 @@ def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: st
         finally:
             if proc.poll() is None:
                 proc.kill()
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline and any(pid_alive(p) for p in browsers):
-            time.sleep(0.05)
-        assert not [p for p in browsers if pid_alive(p)], "every browser process is gone"
-        assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile is removed"
-        stderr = proc.stderr.read().decode(errors="replace")
-        assert "Traceback" not in stderr, stderr
+        _assert_left_nothing(browsers, tmp, proc.stderr.read().decode(errors="replace"))
 
 
 def test_the_server_state_and_runner_load_without_the_mcp_sdk() -> None:
