@@ -113,6 +113,26 @@ def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(
     assert "Traceback" not in logged
 
 
+def test_a_node_option_the_driver_refuses_is_named_with_the_fix(browser_path: str) -> None:
+    # Node stops at once on an option it does not allow in NODE_OPTIONS, and Playwright's driver
+    # inherits the variable: the call used to say only "Connection closed while reading from the
+    # driver" and to suggest checking --browser-path.
+    env = {**os.environ, "NODE_OPTIONS": "--no-such-node-option"}
+    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
+    _initialize(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    _, stderr = proc.communicate(timeout=30)
+    call = next(r for r in replies if r.get("id") == 2)["result"]
+    text = call["content"][0]["text"]
+    assert call["isError"], text
+    assert "NODE_OPTIONS is set to '--no-such-node-option'" in text, text
+    assert "Unset NODE_OPTIONS" in text and "--browser-path" not in text, text
+    logged = stderr.decode()
+    assert "--no-such-node-option is not allowed in NODE_OPTIONS" in logged, logged  # Node's own words
+    assert "Traceback" not in logged, logged
+
+
 def test_the_log_goes_to_the_log_file_at_its_level_and_never_to_stdout(
     browser_path: str, tmp_path: Path
 ) -> None:

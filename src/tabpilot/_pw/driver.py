@@ -15,7 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from .._browser_path import find_browser
 from .._options import BrowserOptions
-from .errors import Doing, launch_error, map_playwright_errors
+from .errors import Doing, driver_error, launch_error, map_playwright_errors
 from .handles import BrowserHandle, ContextHandle, _context_options, _ms, _prepare_context, _proxy
 
 DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
@@ -69,8 +69,12 @@ class Driver:
             self._starting = asyncio.Lock()
         async with self._starting:
             if self._playwright is None:
-                with _driver_environment():
-                    self._playwright = await async_playwright().start()
+                users = os.environ.get("NODE_OPTIONS")
+                try:
+                    with _driver_environment():
+                        self._playwright = await async_playwright().start()
+                except Exception as exc:
+                    raise driver_error(exc, users) from exc
 
     async def stop(self) -> None:
         playwright, self._playwright = self._playwright, None

@@ -204,6 +204,24 @@ _LAUNCH_NOISE = ("Failed to connect to the bus", "zygote_linux.cc", "Broken pipe
 _EXIT_CODE = re.compile(r"exitCode=(\d+)")
 
 
+def driver_error(exc: Exception, node_options: str | None) -> ConnectError:
+    """Playwright's driver (a Node.js process) that stopped as it started. Node says why on stderr;
+    the one cause a user sets without knowing is NODE_OPTIONS: Node refuses to start with an
+    option it does not allow there, and the driver inherits the variable."""
+    fact = f"Playwright's driver (its Node.js process) stopped as it started: {first_line(exc)}."
+    if node_options:
+        return ConnectError(
+            f"{fact} NODE_OPTIONS is set to {node_options!r}: Node stops at once on an option it does not "
+            "allow there (its message is on the server's stderr).",
+            "Unset NODE_OPTIONS, or remove that option from it, and start tabpilot again.",
+        )
+    return ConnectError(
+        fact,
+        "Its message is on the server's stderr. Reinstall Playwright for Python (`make install`, or "
+        "`pip install --force-reinstall playwright`) if its driver is damaged.",
+    )
+
+
 def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | None) -> ConnectError:
     """A browser that failed to start, in its own words: the lines it wrote to stderr (Playwright's
     log carries them), without Playwright's bookkeeping and the usual harmless noise."""
