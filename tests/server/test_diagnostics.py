@@ -98,17 +98,20 @@ def _initialize(proc: subprocess.Popen[bytes]) -> None:
         proc.stdin.flush()
 
 
+def _first_call(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any], str]:
+    """Initialize, call browser_tabs list once, close stdin: the call's result and the stderr."""
+    _initialize(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    _, stderr = proc.communicate(timeout=30)
+    return next(r for r in replies if r.get("id") == 2)["result"], stderr.decode()
+
+
 def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(tmp_path: Path) -> None:
     with _broken_browser(tmp_path) as broken:
-        proc = _tabpilot("serve", "--browser-path", broken)
-        _initialize(proc)
-        assert proc.stdin is not None and proc.stdout is not None
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
-        _, stderr = proc.communicate(timeout=30)
-    logged = stderr.decode()
+        call, logged = _first_call(_tabpilot("serve", "--browser-path", broken))
     assert "ERROR tabpilot.server: the browser could not start" in logged, logged
     assert "FATAL: this browser cannot start here" in logged
-    call = next(r for r in replies if r.get("id") == 2)["result"]
     assert call["isError"] and "FATAL: this browser cannot start here" in call["content"][0]["text"]
     assert "Traceback" not in logged
 
@@ -118,17 +121,11 @@ def test_a_node_option_the_driver_refuses_is_named_with_the_fix(browser_path: st
     # inherits the variable: the call used to say only "Connection closed while reading from the
     # driver" and to suggest checking --browser-path.
     env = {**os.environ, "NODE_OPTIONS": "--no-such-node-option"}
-    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
-    _initialize(proc)
-    assert proc.stdin is not None and proc.stdout is not None
-    replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
-    _, stderr = proc.communicate(timeout=30)
-    call = next(r for r in replies if r.get("id") == 2)["result"]
+    call, logged = _first_call(_tabpilot("serve", "--browser-path", browser_path, env=env))
     text = call["content"][0]["text"]
     assert call["isError"], text
     assert "NODE_OPTIONS is set to '--no-such-node-option'" in text, text
     assert "Unset NODE_OPTIONS" in text and "--browser-path" not in text, text
-    logged = stderr.decode()
     assert "--no-such-node-option is not allowed in NODE_OPTIONS" in logged, logged  # Node's own words
     assert "Traceback" not in logged, logged
 
