@@ -22,15 +22,17 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tabpilot import Snapshot
 from tabpilot.server.response import parse_response
+
+T = TypeVar("T")
 
 # -- MCP results ---------------------------------------------------------------------------------
 
@@ -98,6 +100,18 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None
         if loop.time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.02)
+
+
+async def poll(call: Callable[[], Awaitable[T]], done: Callable[[T], bool], timeout: float = 5.0) -> T:
+    """`await call()` every 50 ms until `done(result)`; the last result (asserted on by the caller)
+    when `timeout` seconds pass first. For what a page does on a timer: a slow machine may need longer."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    result = await call()
+    while not done(result) and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        result = await call()
+    return result
 
 
 # -- browsers outside the manager -----------------------------------------------------------------

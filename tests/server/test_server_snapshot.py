@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from support import data, section, tab_line, text
+from support import data, poll, section, tab_line, text
 from tabpilot.demo.site import LocalSite
 
 
@@ -187,8 +187,10 @@ async def test_a_snapshot_of_an_unchanged_page_says_so_in_one_line(
         # A change the client did not see (a timer) brings the whole tree; full=true always does.
         later = next(line for line in whole.splitlines() if 'button "Later"' in line).split("[ref=")[1][:-1]
         await mcp.call_tool("browser_click", {"ref": later})
-        await asyncio.sleep(0.6)
-        changed = await mcp.call_tool("browser_snapshot", {})
+        # Read until the timer has run (unchanged before it): then the whole tree comes.
+        changed = await poll(
+            lambda: mcp.call_tool("browser_snapshot", {}), lambda r: "unchanged" not in section(r, "Result")
+        )
         assert "paragraph [ref=" in section(changed, "Snapshot") and "later" in section(changed, "Snapshot")
         forced = await mcp.call_tool("browser_snapshot", {"full": True})
         assert 'heading "Counter"' in section(forced, "Snapshot")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from support import error, ok, ref_of, result_of, section, tab_line, text
+from support import error, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import cli
 from tabpilot.demo.site import LocalSite
 
@@ -223,8 +223,11 @@ async def test_a_title_a_script_changes_shows_in_the_next_list(
     )
     async with connect() as mcp:
         ok(await mcp.call_tool("browser_navigate", {"url": site.url("/retitle")}))
-        await asyncio.sleep(0.6)
-        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        listed = ok(
+            await poll(
+                lambda: mcp.call_tool("browser_tabs", {"action": "list"}), lambda r: "After" in text(r)
+            )
+        )
         assert [t["title"] for t in result_of(listed)["tabs"]] == ["After"]
         assert "After" in section(listed, "Tabs")
 
