@@ -266,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GROUPS",
         help="offer only these groups of the default set, besides core (tabs, navigate, snapshot, click, "
         "type, keys, select, hover, wait, dialogs): forms, vision, script, observe, instances, storage. "
+        "Without observe, telemetry keeps console messages and errors only (no network recording). "
         "Default: all",
     )
     _option(

@@ -26,6 +26,7 @@ from tabpilot import (
     TargetSession,
     Telemetry,
     WebSocketEntry,
+    navigate,
 )
 from tabpilot.demo.site import LocalSite
 
@@ -121,6 +122,24 @@ async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_w
         (background.id, "fetched /api/text?n=5 200"),
         (active.id, "fetched /api/echo 200"),
     ]
+    assert telemetry.listener_errors == 0
+
+
+async def test_without_network_recording_console_and_errors_are_kept_and_no_request_is(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    telemetry, instance = await record(network=False)
+    tab = await open_tab(manager, instance, site.url("/fetch?path=/api/text?n=5"))
+    await tab.page.get_by_text("Done").wait_for()
+    await navigate(tab, "goto", site.url("/console?msg=hello&error=broken"))
+    await wait_until(lambda: "broken" in texts(telemetry, tab_id=tab.id))
+
+    assert texts(telemetry, tab_id=tab.id) == ["fetched /api/text?n=5 200", "hello", "broken"]
+    assert telemetry.error_counts_since(0) == {tab.id: 1}
+    await telemetry.settle()
+    for kind in ("network_waterfall", "network_bodies", "websocket_events"):
+        assert telemetry.held(kind) == 0, kind
+    assert tab.title_live  # the page still reports its title: Runtime stays on
     assert telemetry.listener_errors == 0
 
 

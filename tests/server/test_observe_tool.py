@@ -9,8 +9,9 @@ from typing import Any
 from mcp import Client
 from mcp.types import CallToolResult
 
-from support import result_of, section, tab_line, text
+from support import poll, result_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
+from tabpilot.server import TabpilotServer
 
 
 async def new_tab(mcp: Client, url: str, *, background: bool = False) -> int:
@@ -310,3 +311,28 @@ async def test_a_page_that_keeps_logging_is_limited_at_the_source_and_every_line
         for tab, expected in ((flood, False), (quiet, True)):
             answer = await mcp.call_tool("browser_evaluate", {"tabId": tab, "function": native})
             assert result_of(answer)["value"] is expected, tab
+
+
+async def test_a_server_without_observe_counts_errors_and_records_no_network(
+    make_server: Callable[..., TabpilotServer], site: LocalSite
+) -> None:
+    server = make_server(caps=("forms",))
+    async with Client(server) as mcp:
+        tab = await new_tab(mcp, site.url("/fetch?path=/api/text?n=5"), background=True)
+        # The error is counted once, by the first response after it: the navigation's or a later list.
+        navigated = await mcp.call_tool(
+            "browser_navigate", {"url": site.url("/console?throw=boom"), "tabId": tab}
+        )
+        counted = navigated
+        if not new_errors(navigated, tab):
+            counted = await poll(
+                lambda: mcp.call_tool("browser_tabs", {"action": "list"}), lambda r: new_errors(r, tab) > 0
+            )
+        assert new_errors(counted, tab) == 1, text(counted)
+        assert "1 new error" in tab_line(counted, tab)
+
+        assert server.state is not None
+        (session,) = server.state.sessions.values()
+        await session.telemetry.settle()
+        assert session.telemetry.held("logs") == 1  # the fetch page's line: recorded as ever
+        assert session.telemetry.held("network_waterfall") == 0

@@ -165,6 +165,7 @@ class Sink(Protocol):
     fetch_limit: int
     max_event_rate: float
     redact: bool
+    network: bool
     body_failures: int
     listener_errors: int
 
@@ -213,6 +214,9 @@ class TabFeed:
 
     def start(self) -> None:
         """Enable the domains (sent at once: the page may be about to load)."""
+        if not self._sink.network:
+            self._session.send("Runtime.enable")
+            return
         limit = self._sink.fetch_limit
         enabled = self._session.send(
             "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}

@@ -60,7 +60,9 @@ class Telemetry:
     `body_cap` is the most kept of one text body (0: keep no bodies); `max_event_rate` is how many
     console messages, and how many requests, one tab may add a second (bursts of twice that).
     With `redact`, values of Authorization, Proxy-Authorization, Cookie and Set-Cookie headers
-    are replaced by "[redacted]".
+    are replaced by "[redacted]". With `network=False` only console messages and page errors are
+    recorded: the tabs' Network domain stays off (no requests, bodies or WebSocket traffic reach
+    tabpilot), for a front end that shows nothing of them.
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class Telemetry:
         body_cap: int = 64 * 1024,
         redact: bool = True,
         max_event_rate: float = 1000.0,
+        network: bool = True,
     ) -> None:
         if body_cap < 0:
             raise ValueError("body_cap must not be negative")
@@ -80,6 +83,7 @@ class Telemetry:
         self.body_cap = body_cap
         self.redact = redact
         self.max_event_rate = max_event_rate
+        self.network = network
         self.fetch_limit = max(body_cap * 16, 1024 * 1024)
         """Bodies larger than this (by Content-Length) are not read at all."""
         self._seq = 0

@@ -84,6 +84,13 @@ class ServerConfig:
         return self.http_host is None or self.allow_instances
 
     @property
+    def shows_network(self) -> bool:
+        """Whether a tool shows the tabs' network traffic: browser_observe, in the default set's
+        observe group. Without it telemetry keeps console messages and errors only (the error
+        counts every response carries), and the tabs' network events never reach the server."""
+        return "default" in self.tools and (self.caps is None or "observe" in self.caps)
+
+    @property
     def shares_browser(self) -> bool:
         """Whether sessions get isolated contexts of one shared browser (HTTP) instead of their own."""
         return self.http_host is not None

@@ -240,10 +240,8 @@ class ServerState:
             raise RuntimeError("the server is shutting down")
         config = self.config
         manager = self.new_manager()
-        if config.buffer_size is not None:
-            telemetry = Telemetry(max_entries=config.buffer_size, redact=config.redact)
-        else:
-            telemetry = Telemetry(redact=config.redact)
+        sizes = {} if config.buffer_size is None else {"max_entries": config.buffer_size}
+        telemetry = Telemetry(**sizes, redact=config.redact, network=config.shows_network)
         manager.add_target_hook(telemetry.attach_target)
         isolated = self._shared is not None or config.shares_browser
         try:
