@@ -24,6 +24,26 @@ from typing import Any, Protocol
 
 RawHandler = Callable[[str], None]
 
+_EVENT_START = '{"method":'
+
+
+def event_method(raw: str) -> str:
+    """The method of a target's raw event message ('' if it has none), read without parsing it:
+    Chromium writes the method first (`{"method":"Page.windowOpen",...`), the extension's relay
+    the same with a space after the colon. Any other shape is parsed."""
+    if raw.startswith(_EVENT_START):
+        start = len(_EVENT_START)
+        if raw.startswith(' "', start):
+            start += 1
+        end = raw.find('"', start + 1)
+        if raw.startswith('"', start) and end > start:
+            return raw[start + 1 : end]
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return ""
+    return str(message.get("method", "")) if isinstance(message, dict) else ""
+
 
 class Session(Protocol):
     """What is needed of a CDP session: `tabpilot._pw.CdpSession` is one."""

@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ._cdp import TargetSession
+from ._cdp import TargetSession, event_method
 
 WORLD = "tabpilot-titles"
 """The isolated world the observer runs in."""
@@ -73,7 +73,7 @@ def watch_titles(session: TargetSession, report: Callable[[str, str], None]) -> 
     )
 
     def on_message(raw: str) -> None:
-        if raw.find('"Runtime.bindingCalled"', 0, 60) < 0 or BINDING not in raw:
+        if event_method(raw) != "Runtime.bindingCalled" or BINDING not in raw:
             return
         params: dict[str, Any] = json.loads(raw).get("params") or {}
         if params.get("name") != BINDING:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from ._cdp import TargetSession, TargetSessions
+from ._cdp import TargetSession, TargetSessions, event_method
 from ._pw import CdpSession, ContextHandle, PageHandle
 from ._registry import TabRegistry
 from ._services import InstanceServices
@@ -257,9 +257,7 @@ class TabTracker:
         session = sessions.attach(target_id)
 
         def on_message(raw: str) -> None:
-            if (
-                raw.find('"Page.windowOpen"', 0, 40) >= 0
-            ):  # the method comes first (with spaces from the relay)
+            if event_method(raw) == "Page.windowOpen":
                 self._asks.asked(target_id)
                 self._changed.set()
 

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from .._cdp import TargetSession
+from .._cdp import TargetSession, event_method
 from ._entries import (
     REDACTED,
     REDACTED_HEADERS,
@@ -71,15 +71,6 @@ _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 def is_text_mime(mime: str) -> bool:
     mime = mime.lower()
     return mime.startswith("text/") or any(part in mime for part in _TEXT_MIME_PARTS)
-
-
-def _method_of(raw: str) -> str:
-    """The event's method, read without parsing the message (Chromium writes it first)."""
-    if raw.startswith('{"method":"'):
-        end = raw.find('"', 11)
-        if end > 0:
-            return raw[11:end]
-    return str(json.loads(raw).get("method", ""))
 
 
 def _redacted(headers: Mapping[str, str], redact: bool) -> tuple[tuple[str, str], ...]:
@@ -270,7 +261,7 @@ class TabFeed:
     # -- dispatch ----------------------------------------------------------------------------
 
     def _on_raw(self, raw: str) -> None:
-        method = _method_of(raw)
+        method = event_method(raw)
         handler = self._handlers.get(method)
         if handler is None:
             return  # dataReceived, executionContextCreated, ...: not worth parsing
