@@ -1,7 +1,8 @@
 """One tab's telemetry: the CDP events of its target session turned into entries.
 
 The feed enables the Network and Runtime domains on the tab's own target session (attached the
-moment the target exists, so a popup's first request and console line are seen) and reads:
+moment the target exists, so a popup's first request and console line are seen; Runtime alone for
+a recorder without `network`) and reads:
 - `Runtime.consoleAPICalled`, `Runtime.exceptionThrown`: console messages and page errors;
 - `Network.requestWillBeSent` ... `loadingFinished`/`loadingFailed` (+ the `ExtraInfo` events for
   cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
