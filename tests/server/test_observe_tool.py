@@ -32,13 +32,9 @@ async def observe_until(
     mcp: Client, arguments: dict[str, Any], done: Callable[[dict[str, Any]], bool], timeout: float = 5.0
 ) -> CallToolResult:
     """Call browser_observe until its result satisfies `done` (console lines arrive after load)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = await mcp.call_tool("browser_observe", arguments)
-        if done(result_of(result)) or loop.time() > deadline:
-            return result
-        await asyncio.sleep(0.05)
+    return await poll(
+        lambda: mcp.call_tool("browser_observe", arguments), lambda r: done(result_of(r)), timeout
+    )
 
 
 async def test_observing_a_background_tab_returns_only_its_entries_tagged_in_text_and_structure(

@@ -18,6 +18,7 @@ from support import (
     PlaywrightServer,
     RemoteChromium,
     free_port,
+    poll,
     remote_chromium,
     result_of,
     section,
@@ -85,13 +86,11 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
 
         # A tab another CDP client opens on the remote browser appears, with an event.
         target_id = remote.open_tab(site.url("/page/d"))
-        deadline = time.monotonic() + 5
-        seen = ""
-        while target_id not in seen and time.monotonic() < deadline:
-            listing = await call(client, "browser_tabs", action="list", instanceId=first["id"])
-            seen = str(result_of(listing)["tabs"])
-            await asyncio.sleep(0.05)
-        assert target_id in seen
+        listing = await poll(
+            lambda: call(client, "browser_tabs", action="list", instanceId=first["id"]),
+            lambda r: target_id in str(result_of(r)["tabs"]),
+        )
+        assert target_id in str(result_of(listing)["tabs"])
         external = next(t for t in result_of(listing)["tabs"] if t["targetId"] == target_id)
 
         listed = result_of(await call(client, "browser_instance", action="list"))
