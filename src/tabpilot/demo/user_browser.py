@@ -84,12 +84,13 @@ def user_browser(user_page: str, *, browser_path: str | None, headed: bool) -> I
             time.sleep(0.05)
         yield UserBrowser(proc, port)
     finally:
+        # SIGINT, as a Ctrl-C would: Chromium then shuts down cleanly and removes the directory
+        # of its singleton socket in /tmp, which it leaves behind on SIGTERM. Then whatever of its
+        # process group is still there (children on their way out, or all of it after 5 s).
+        proc.send_signal(signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
         shutil.rmtree(profile, ignore_errors=True)
