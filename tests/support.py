@@ -133,6 +133,17 @@ def _stop(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _remove_profile(profile: str) -> None:
+    """Remove a stopped Chromium's profile and its singleton socket's directory: Chromium makes
+    that directory in the temp dir (the profile's `SingletonSocket` link names the socket in it)
+    and, stopped by a signal other than SIGINT, leaves it there."""
+    with contextlib.suppress(OSError):
+        socket_dir = os.path.dirname(os.readlink(os.path.join(profile, "SingletonSocket")))
+        if os.path.basename(socket_dir).startswith("org.chromium.Chromium."):
+            shutil.rmtree(socket_dir, ignore_errors=True)
+    shutil.rmtree(profile, ignore_errors=True)
+
+
 def _stop_with_browsers(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
     """Stop a Playwright server (`_stop`) and the browsers it launched: its Node driver starts
     each Chromium in a process group of its own, which may still run (and write into its temp
@@ -268,7 +279,7 @@ def remote_chromium(browser_path: str) -> Iterator[RemoteChromium]:
         yield RemoteChromium(proc, port, profile)
     finally:
         _stop(proc)
-        shutil.rmtree(profile, ignore_errors=True)
+        _remove_profile(profile)
 
 
 @dataclass
@@ -697,4 +708,4 @@ def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionC
         yield chromium
     finally:
         _stop(proc)
-        shutil.rmtree(profile, ignore_errors=True)
+        _remove_profile(profile)
