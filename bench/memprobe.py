@@ -18,7 +18,8 @@ piled up as it would in a long session.
   in arenas) and tracemalloc's top allocation sites.
 
 Prints one JSON object. `rss_mb` is the tabpilot process; in server mode `driver_rss_mb` is
-Playwright's Node driver and `total_rss_mb` the two together (what the server costs).
+Playwright's Node driver and `total_rss_mb` the two together (what the server costs);
+`server_cpu_s` and `driver_cpu_s` are the CPU seconds each has used by then.
 """
 
 from __future__ import annotations
@@ -66,6 +67,22 @@ def driver_rss_mb(server_pid: int) -> float:
     return total
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def driver_cpu_s(server_pid: int) -> float:
+    """CPU seconds of Playwright's Node driver (as `driver_rss_mb` finds it)."""
+    import procmem
+
+    return sum(
+        cpu_s(pid) for pid in procmem.children(server_pid) if "node" in " ".join(procmem.cmdline(pid)[:1])
+    )
+
+
 def _site() -> Any:
     """A started LocalSite with the bench's noise page."""
     from tabpilot.demo.site import LocalSite
@@ -111,6 +128,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
                 full[kind] = {"total": res.get("totalEntriesAllTabs"), "dropped": res.get("dropped")}
             server_rss = rss_mb(srv.pid)
             driver_rss = driver_rss_mb(srv.pid)
+            cpu = {"server_cpu_s": round(cpu_s(srv.pid), 2), "driver_cpu_s": round(driver_cpu_s(srv.pid), 2)}
             return {
                 "mode": "server",
                 "tabs": args.tabs,
@@ -121,6 +139,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
                 "rss_mb": round(server_rss, 1),
                 "driver_rss_mb": round(driver_rss, 1),
                 "total_rss_mb": round(server_rss + driver_rss, 1),
+                **cpu,
                 "buffers": full,
             }
     finally:
