@@ -556,17 +556,17 @@ class TabManager:
         return CloseResult(tab.id, active.id if active else None)
 
     async def close_others(self, keep_tab_id: int | str) -> list[int]:
-        """Close every tab of the kept tab's instance except it and pinned tabs; returns closed ids."""
+        """Close every tab of the kept tab's instance except it and pinned tabs, all at once; returns
+        the closed ids. When a close fails, the others still happen and the first failure is raised."""
         keep = self.tab(keep_tab_id)
         instance = self.instance_of(keep)
         instance.activate(keep)
-        closed: list[int] = []
-        for tab in instance.tabs:
-            if tab is keep or tab.pinned:
-                continue
-            await instance.close_tab(tab)
-            closed.append(tab.id)
-        return closed
+        doomed = [tab for tab in instance.tabs if tab is not keep and not tab.pinned]
+        outcomes = await asyncio.gather(*(instance.close_tab(tab) for tab in doomed), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [tab.id for tab in doomed]
 
     def activate(self, tab_id: int | str) -> Tab:
         tab = self.tab(tab_id)
