@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tabpilot import Snapshot
+from tabpilot._profile import remove_profile
 from tabpilot.server.response import parse_response
 
 T = TypeVar("T")
@@ -131,17 +132,6 @@ def _stop(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
     # Helpers that outlived their parent still belong to its group.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _remove_profile(profile: str) -> None:
-    """Remove a stopped Chromium's profile and its singleton socket's directory: Chromium makes
-    that directory in the temp dir (the profile's `SingletonSocket` link names the socket in it)
-    and, stopped by a signal other than SIGINT, leaves it there."""
-    with contextlib.suppress(OSError):
-        socket_dir = os.path.dirname(os.readlink(os.path.join(profile, "SingletonSocket")))
-        if os.path.basename(socket_dir).startswith("org.chromium.Chromium."):
-            shutil.rmtree(socket_dir, ignore_errors=True)
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 def _stop_with_browsers(proc: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM) -> None:
@@ -279,7 +269,7 @@ def remote_chromium(browser_path: str) -> Iterator[RemoteChromium]:
         yield RemoteChromium(proc, port, profile)
     finally:
         _stop(proc)
-        _remove_profile(profile)
+        remove_profile(profile)
 
 
 @dataclass
@@ -708,4 +698,4 @@ def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionC
         yield chromium
     finally:
         _stop(proc)
-        _remove_profile(profile)
+        remove_profile(profile)

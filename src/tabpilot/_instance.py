@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -23,6 +22,7 @@ from ._cdp import TargetSessions
 from ._errors import InstanceLostError, InstanceUnreachableError, LastTabError, TabLike, TabLimitError
 from ._navigation import navigate
 from ._policy import UrlPolicy
+from ._profile import remove_profile
 from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, map_playwright_errors
 from ._services import InstanceServices
 from ._tab import Tab, Timeouts
@@ -397,7 +397,7 @@ class Instance:
     def _remove_profile(self, *, forget: bool = True) -> None:
         """Remove the temporary profile (`forget=False`: and remove it again at close)."""
         if self._temp_profile is not None:
-            shutil.rmtree(self._temp_profile, ignore_errors=True)
+            remove_profile(self._temp_profile)
             if forget:
                 self._temp_profile = None
 

@@ -1,8 +1,10 @@
 """`tabpilot serve` stops cleanly: end of stdin, SIGINT, SIGTERM and SIGHUP each leave no browser
-process and no temporary profile behind within 2 s, and print no traceback."""
+process and no temporary profile behind within 2 s, and print no traceback; a browser killed under
+the server leaves nothing in the temp dir either."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -165,3 +167,19 @@ def test_the_server_state_and_runner_load_without_the_mcp_sdk() -> None:
         check=True,
     )
     assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
+def test_a_killed_browser_leaves_nothing_in_the_temp_dir_once_the_server_stops(browser_path: str) -> None:
+    """A browser killed under the server (as by the OOM killer) leaves its temporary profile and
+    the directory of its singleton socket: the server removes both, so the temp dir is empty."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = Served(browser_path, tmp)
+        assert list(Path(tmp).glob("org.chromium.Chromium.*")), "Chromium's socket directory is there"
+        for pid in served.children:
+            if "chrom" in _comm(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        took, stderr = served.stop("stdin")
+        assert took < 2, f"stopping took {took:.1f} s"
+        _assert_left_nothing(served.children, tmp, stderr)
+        assert not list(Path(tmp).iterdir()), "nothing is left in the temp dir"
