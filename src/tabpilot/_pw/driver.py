@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,6 +14,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from .._browser_path import find_browser
 from .._options import BrowserOptions
+from .._profile import remove_profile
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
 from .handles import BrowserHandle, ContextHandle, _context_options, _ms, _prepare_context, _proxy
 
@@ -118,7 +118,7 @@ class Driver:
                 with contextlib.suppress(BaseException):
                     await (await asyncio.wait_for(launching, CANCELLED_LAUNCH_WAIT)).close()
             if temp is not None:
-                shutil.rmtree(temp, ignore_errors=True)
+                remove_profile(temp)
             if isinstance(exc, PlaywrightError):
                 raise launch_error(exc, executable, profile if temp is None else None) from exc
             raise
@@ -128,7 +128,7 @@ class Driver:
             with contextlib.suppress(Exception):
                 await context.close()
             if temp is not None:
-                shutil.rmtree(temp, ignore_errors=True)
+                remove_profile(temp)
             raise
         assert context.browser is not None
         browser = BrowserHandle(context.browser)

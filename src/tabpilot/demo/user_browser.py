@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import extension_path, find_browser
+from .._profile import remove_profile
 
 START_TIMEOUT = 20.0
 
@@ -84,13 +84,14 @@ def user_browser(user_page: str, *, browser_path: str | None, headed: bool) -> I
             time.sleep(0.05)
         yield UserBrowser(proc, port)
     finally:
-        # SIGINT, as a Ctrl-C would: Chromium then shuts down cleanly and removes the directory
-        # of its singleton socket in /tmp, which it leaves behind on SIGTERM. Then whatever of its
-        # process group is still there (children on their way out, or all of it after 5 s).
+        # SIGINT, as a Ctrl-C would: Chromium then shuts down cleanly (it leaves the directory of
+        # its singleton socket in /tmp on SIGTERM). Then whatever of its process group is still
+        # there (children on their way out, or all of it after 5 s); `remove_profile` removes that
+        # directory too should the browser have been killed.
         proc.send_signal(signal.SIGINT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(5)
-        shutil.rmtree(profile, ignore_errors=True)
+        remove_profile(profile)
