@@ -47,6 +47,7 @@ from .server.config import (
 )
 from .server.logs import LEVELS
 from .server.logs import configure as configure_logs
+from .server.names import CAPS, CORE, NETWORK_CAP, TOOL_SETS
 
 if TYPE_CHECKING:
     from .server.app import TabpilotServer
@@ -257,16 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
         tools,
         "--tools",
         metavar="SETS",
-        help="comma-separated tool sets to offer (default 'default'); see the README for the "
-        "compatible sets. Sets whose tool names clash are refused.",
+        help=f"comma-separated tool sets to offer: {', '.join(TOOL_SETS)} (default 'default'; the others "
+        "are the tools of other browser servers, see the README). Sets whose tool names clash are refused.",
     )
     _option(
         tools,
         "--caps",
         metavar="GROUPS",
-        help="offer only these groups of the default set, besides core (tabs, navigate, snapshot, click, "
-        "type, keys, select, hover, wait, dialogs): forms, vision, script, observe, instances, storage. "
-        "Without observe, telemetry keeps console messages and errors only (no network recording). "
+        help=f"offer only these groups of the default set, besides core ({CORE}): "
+        + "; ".join(f"{name} ({what})" for name, what in CAPS.items())
+        + f". Without {NETWORK_CAP}, telemetry keeps console messages and errors only (no network recording). "
         "Default: all",
     )
     _option(

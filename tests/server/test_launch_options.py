@@ -171,17 +171,31 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--caps", "forms,telepathy"], "Unknown capability 'telepathy'"),
+        (["--caps", "forms,telepathy"], "Unknown capability 'telepathy'. Known: forms, vision"),
+        (["--tools", "default,playwright"], "Unknown tool set 'playwright'. Known sets: browser-tab"),
         (["--allowed-file-root", "/no/such/folder"], "is not a folder"),
         (["--secrets", "/no/such/file.env"], "is not a readable file"),
     ],
 )
-def test_bad_tool_options_are_refused_at_start(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+def test_bad_tool_options_are_refused_before_a_browser_starts(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tabpilot import cli
+    from tabpilot.server.state import ServerState
 
+    def no_browser(*_: Any) -> None:
+        raise AssertionError("a server state (and its browser) was started for a config that is refused")
+
+    monkeypatch.setattr(ServerState, "warm_up", no_browser)
     with pytest.raises(SystemExit) as exited:
         cli.main(["serve", *argv])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_registry_offers_exactly_the_names_the_config_checks() -> None:
+    from tabpilot.server import names, registry
+
+    assert tuple(registry.TOOLSETS) == names.TOOL_SETS
+    assert [c for c in registry.CAPS if c != "core"] == list(names.CAPS)
+    assert ServerConfig(caps=("core", "forms")).caps == ("core", "forms")  # core: always on anyway

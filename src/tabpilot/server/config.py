@@ -14,6 +14,7 @@ from typing import Any, Literal
 from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, Secrets, TabLimitPolicy
 
 from .logs import LogLevel
+from .names import NETWORK_CAP, check_names
 
 DEFAULT_SESSION_IDLE_TIMEOUT = 5 * 60.0
 """Seconds an HTTP session may stay idle before its browser context is released."""
@@ -73,9 +74,12 @@ class ServerConfig:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     max_total_tabs: int = DEFAULT_MAX_TOTAL_TABS
     allow_instances: bool = False
+    """Over HTTP, whether clients may launch or connect browsers (browser_instance launch/connect)."""
     log_level: LogLevel = "warning"
     log_file: str | None = None
-    """Over HTTP, whether clients may launch or connect browsers (browser_instance launch/connect)."""
+
+    def __post_init__(self) -> None:
+        check_names(self.tools, self.caps)  # a typo is refused before any browser starts
 
     @property
     def instances_allowed(self) -> bool:
@@ -88,7 +92,7 @@ class ServerConfig:
         """Whether a tool shows the tabs' network traffic: browser_observe, in the default set's
         observe group. Without it telemetry keeps console messages and errors only (the error
         counts every response carries), and the tabs' network events never reach the server."""
-        return "default" in self.tools and (self.caps is None or "observe" in self.caps)
+        return "default" in self.tools and (self.caps is None or NETWORK_CAP in self.caps)
 
     @property
     def shares_browser(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .names import check_names
 from .tools import (
     dialogs,
     evaluate,
@@ -30,14 +31,15 @@ CAPS: dict[str, list[ToolSpec]] = {
         *input.TOOLS,
         *dialogs.TOOLS,
     ],
-    "forms": forms.TOOLS,  # fill a form, upload files, drag and drop
-    "vision": screenshot.TOOLS,  # screenshots, viewport size
+    "forms": forms.TOOLS,
+    "vision": screenshot.TOOLS,
     "script": evaluate.TOOLS,
-    "observe": observe.TOOLS,  # console, errors, network, WebSocket, actions
-    "instances": instance.TOOLS,  # several browsers: launch, connect, close
-    "storage": storage.TOOLS,  # save cookies and localStorage
+    "observe": observe.TOOLS,
+    "instances": instance.TOOLS,
+    "storage": storage.TOOLS,
 }
-"""Groups of the default set; `--caps forms,observe` offers core plus those (default: all)."""
+"""Groups of the default set (named and described in `names.CAPS`); `--caps forms,observe` offers
+core plus those (default: all)."""
 
 TOOLSETS: dict[str, list[ToolSpec]] = {
     "default": [spec for group in CAPS.values() for spec in group],
@@ -52,17 +54,7 @@ TOOLSETS: dict[str, list[ToolSpec]] = {
 def select_tools(names: Sequence[str], caps: Sequence[str] | None = None) -> list[ToolSpec]:
     """The tools of the named sets, refusing unknown names and sets whose tool names clash.
     `caps` narrows the default set to core plus these groups (None: every group)."""
-    unknown_caps = [c for c in caps or () if c not in CAPS]
-    if unknown_caps:
-        raise ValueError(
-            f"Unknown capability {', '.join(map(repr, unknown_caps))}. Known: {', '.join(CAPS)} "
-            "(core is always on)."
-        )
-    unknown = [n for n in names if n not in TOOLSETS]
-    if unknown:
-        raise ValueError(
-            f"Unknown tool set {', '.join(map(repr, unknown))}. Known sets: {', '.join(sorted(TOOLSETS))}."
-        )
+    check_names(names, caps)
     chosen: dict[str, tuple[str, ToolSpec]] = {}
     for set_name in dict.fromkeys(names):
         clashes: dict[str, list[str]] = {}  # earlier set -> tool names this set defines again
