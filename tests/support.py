@@ -382,9 +382,11 @@ class SeleniumGrid:
     ready_after: float
     """Seconds from starting the hub to `GET /status` saying ready."""
 
-    def _json(self, path: str, method: str = "GET") -> Any:
+    def _json(self, path: str, method: str = "GET", body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"Content-Type": "application/json"}
         with urllib.request.urlopen(
-            urllib.request.Request(self.url + path, method=method), timeout=10
+            urllib.request.Request(self.url + path, data=data, headers=headers, method=method), timeout=10
         ) as reply:
             return json.loads(reply.read())
 
@@ -400,6 +402,14 @@ class SeleniumGrid:
             for slot in node.get("slots", [])
             if slot.get("session")
         ]
+
+    def queued(self) -> list[Any]:
+        """The session requests waiting in the grid's queue (its GraphQL endpoint)."""
+        query = {"query": "{ sessionsInfo { sessionQueueRequests } }"}
+        requests: list[Any] = self._json("/graphql", "POST", query)["data"]["sessionsInfo"][
+            "sessionQueueRequests"
+        ]
+        return requests
 
     def sessions_end(self, keep: Collection[str] = (), timeout: float = 10.0) -> list[str]:
         """Wait until the grid runs no session but those in `keep` (the hub learns of an ended

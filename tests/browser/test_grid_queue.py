@@ -5,28 +5,13 @@ The grid is real (hub + node on 127.0.0.1, see the `grid` fixture)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import urllib.request
-from typing import Any
 
 import pytest
 
 from support import SeleniumGrid, wait_until
 from tabpilot import ConnectError
 from tabpilot._grid import GridSession, create_session
-
-
-def queued(grid: SeleniumGrid) -> list[Any]:
-    """The session requests the grid holds in its queue (its GraphQL endpoint)."""
-    request = urllib.request.Request(
-        grid.url + "/graphql",
-        data=json.dumps({"query": "{ sessionsInfo { sessionQueueRequests } }"}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as reply:
-        requests: list[Any] = json.loads(reply.read())["data"]["sessionsInfo"]["sessionQueueRequests"]
-    return requests
 
 
 async def test_a_session_request_given_up_on_leaves_the_grid_and_starts_no_session_later(
@@ -41,13 +26,13 @@ async def test_a_session_request_given_up_on_leaves_the_grid_and_starts_no_sessi
         assert len(grid.session_ids()) == slots, "every slot is in use"
 
         asking = asyncio.ensure_future(create_session(grid.url, timeout=3))
-        await wait_until(lambda: len(queued(grid)) == 1, timeout=3)  # the grid queues it
+        await wait_until(lambda: len(grid.queued()) == 1, timeout=3)  # the grid queues it
         started = time.monotonic()
         with pytest.raises(ConnectError, match="did not start a session within 3 s") as refused:
             await asking
         assert time.monotonic() - started < 4
         assert refused.value.reason == "timeout"
-        await wait_until(lambda: not queued(grid), timeout=5)
+        await wait_until(lambda: not grid.queued(), timeout=5)
 
         await held.pop().delete()  # a free slot: a request still queued would start in it now
         kept = before | {s.session_id for s in held}
