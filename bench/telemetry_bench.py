@@ -17,10 +17,11 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tabpilot import Query, Telemetry
+from tabpilot._cdp import event_method
 
 TABS = 10
 
@@ -29,10 +30,17 @@ class _Session:
     """Stands in for a tab's target session: hands the feed the raw messages given to `deliver`."""
 
     def __init__(self) -> None:
-        self.deliver: Callable[[str], None] = lambda raw: None
+        self.methods: frozenset[str] = frozenset()
+        self.handler: Callable[[str, str], None] = lambda method, raw: None
 
-    def on_message(self, handler: Callable[[str], None]) -> Callable[[], None]:
-        self.deliver = handler
+    def deliver(self, raw: str) -> None:
+        """What `TargetSession` does with a target's event: read its method, pass it on if asked for."""
+        method = event_method(raw)
+        if method in self.methods:
+            self.handler(method, raw)
+
+    def on_events(self, methods: Iterable[str], handler: Callable[[str, str], None]) -> Callable[[], None]:
+        self.methods, self.handler = frozenset(methods), handler
         return lambda: None
 
     def on_close(self, handler: Callable[[], None]) -> None:

@@ -19,10 +19,11 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
-RawHandler = Callable[[str], None]
+EventHandler = Callable[[str, str], None]
+"""`handler(method, raw_json)` for one event of a target."""
 
 _EVENT_START = '{"method":'
 
@@ -58,7 +59,7 @@ class CdpCommandError(Exception):
 
 
 class TargetSession:
-    """One page target's session: `send` commands, `on_message` for its events as raw JSON."""
+    """One page target's session: `send` commands, `on_events` for its events as raw JSON."""
 
     def __init__(self, owner: TargetSessions, target_id: str) -> None:
         self._owner = owner
@@ -67,18 +68,23 @@ class TargetSession:
         self.target_id = target_id
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._handlers: list[RawHandler] = []
+        self._handlers: dict[str, list[EventHandler]] = {}
         self._on_close: list[Callable[[], None]] = []
         self.closed = False
         self.handler_errors = 0
 
-    def on_message(self, handler: RawHandler) -> Callable[[], None]:
-        """Call `handler(raw_json)` for every event of the target; returns the disposer."""
-        self._handlers.append(handler)
+    def on_events(self, methods: Iterable[str], handler: EventHandler) -> Callable[[], None]:
+        """Call `handler(method, raw_json)` for each event of the target whose method is one of
+        `methods` (the method is read once per event, the rest is not parsed); returns the disposer."""
+        methods = tuple(dict.fromkeys(methods))
+        for method in methods:
+            self._handlers.setdefault(method, []).append(handler)
 
         def dispose() -> None:
-            if handler in self._handlers:
-                self._handlers.remove(handler)
+            for method in methods:
+                handlers = self._handlers.get(method, [])
+                if handler in handlers:
+                    handlers.remove(handler)
 
         return dispose
 
@@ -121,9 +127,13 @@ class TargetSession:
                     future.set_result(message.get("result", {}))
             if "method" not in message:
                 return
-        for handler in list(self._handlers):
+        method = event_method(raw)
+        handlers = self._handlers.get(method)
+        if not handlers:
+            return  # most events: nobody asked for them
+        for handler in list(handlers):
             try:
-                handler(raw)
+                handler(method, raw)
             except Exception:  # a consumer's bug must not break the browser connection's dispatch
                 self.handler_errors += 1
 

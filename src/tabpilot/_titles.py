@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ._cdp import TargetSession, event_method
+from ._cdp import TargetSession
 
 WORLD = "tabpilot-titles"
 """The isolated world the observer runs in."""
@@ -72,8 +72,8 @@ def watch_titles(session: TargetSession, report: Callable[[str, str], None]) -> 
         {"source": SOURCE, "worldName": WORLD, "runImmediately": True},
     )
 
-    def on_message(raw: str) -> None:
-        if event_method(raw) != "Runtime.bindingCalled" or BINDING not in raw:
+    def on_binding(_method: str, raw: str) -> None:
+        if BINDING not in raw:
             return
         params: dict[str, Any] = json.loads(raw).get("params") or {}
         if params.get("name") != BINDING:
@@ -85,4 +85,4 @@ def watch_titles(session: TargetSession, report: Callable[[str, str], None]) -> 
         if isinstance(title, str) and isinstance(href, str):
             report(title, href)
 
-    return session.on_message(on_message)
+    return session.on_events(("Runtime.bindingCalled",), on_binding)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from ._cdp import TargetSession, TargetSessions, event_method
+from ._cdp import TargetSession, TargetSessions
 from ._pw import CdpSession, ContextHandle, PageHandle
 from ._registry import TabRegistry
 from ._services import InstanceServices
@@ -256,17 +256,16 @@ class TabTracker:
             return
         session = sessions.attach(target_id)
 
-        def on_message(raw: str) -> None:
-            if event_method(raw) == "Page.windowOpen":
-                self._asks.asked(target_id)
-                self._changed.set()
+        def on_window_open(_method: str, _raw: str) -> None:
+            self._asks.asked(target_id)
+            self._changed.set()
 
         for hook in list(self._services.target_hooks):
             tab.add_disposer(hook(session, tab))
         tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
-        tab.add_disposer(session.on_message(on_message))
+        tab.add_disposer(session.on_events(("Page.windowOpen",), on_window_open))
         session.send("Page.enable")
         self._target_sessions[tab.id] = session
 

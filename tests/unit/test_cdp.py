@@ -1,12 +1,16 @@
-"""Reading a raw CDP message's method without parsing it (pure logic)."""
+"""Reading a raw CDP message's method without parsing it, and passing each event of a target to
+the handlers that asked for its method (pure logic)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from tabpilot._cdp import event_method
+from tabpilot._cdp import TargetSessions, event_method
 
 
 @pytest.mark.parametrize(
@@ -31,3 +35,54 @@ def test_the_method_of_a_raw_message(raw: str, method: str) -> None:
 def test_a_method_that_only_starts_with_the_name_is_not_taken_for_it() -> None:
     # The tracker asks for Page.windowOpen exactly: a longer name must not pass for it.
     assert event_method('{"method":"Page.windowOpened","params":{}}') == "Page.windowOpened"
+
+
+class FakeRoot:
+    """A browser-level session that only delivers what the test gives it (pure dispatch logic)."""
+
+    def __init__(self) -> None:
+        self.listeners: dict[str, Callable[[dict[str, Any]], None]] = {}
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"sessionId": "S1"} if method == "Target.attachToTarget" else {}
+
+    def on(self, event: str, handler: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        self.listeners[event] = handler
+        return lambda: None
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        self.listeners["Target.receivedMessageFromTarget"](
+            {"sessionId": "S1", "message": json.dumps(message)}
+        )
+
+
+async def test_a_target_session_passes_each_event_only_to_those_that_asked_for_its_method() -> None:
+    root = FakeRoot()
+    session = TargetSessions(root).attach("T1")
+    for _ in range(10):  # the attach is answered
+        await asyncio.sleep(0)
+    assert session.session_id == "S1"
+    seen: list[tuple[str, str, Any]] = []
+
+    def record(name: str) -> Callable[[str, str], None]:
+        return lambda method, raw: seen.append((name, method, json.loads(raw)["params"]))
+
+    session.on_events(("Page.windowOpen",), record("windows"))
+    dispose = session.on_events(["Network.requestWillBeSent", "Network.loadingFinished"], record("network"))
+
+    def broken(method: str, raw: str) -> None:
+        raise RuntimeError("a consumer's bug")
+
+    session.on_events(["Page.windowOpen"], broken)
+    root.deliver({"method": "Network.dataReceived", "params": {"n": 1}})
+    root.deliver({"method": "Page.windowOpen", "params": {"n": 2}})
+    root.deliver({"method": "Network.loadingFinished", "params": {"n": 3}})
+    dispose()
+    root.deliver({"method": "Network.requestWillBeSent", "params": {"n": 4}})
+    root.deliver({"method": "Page.windowOpen", "params": {"n": 5}})
+    assert seen == [
+        ("windows", "Page.windowOpen", {"n": 2}),
+        ("network", "Network.loadingFinished", {"n": 3}),
+        ("windows", "Page.windowOpen", {"n": 5}),
+    ]
+    assert session.handler_errors == 2  # counted, and the other handlers still ran

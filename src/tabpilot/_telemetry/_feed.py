@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from .._cdp import TargetSession, event_method
+from .._cdp import TargetSession
 from ._entries import (
     REDACTED,
     REDACTED_HEADERS,
@@ -202,7 +202,7 @@ class TabFeed:
             "Network.loadingFailed": self._on_failed,
             **self._sockets.handlers(),
         }
-        self._dispose = session.on_message(self._on_raw)
+        self._dispose = session.on_events(self._handlers, self._on_raw)
 
     def start(self) -> None:
         """Enable the domains (sent at once: the page may be about to load)."""
@@ -261,11 +261,8 @@ class TabFeed:
 
     # -- dispatch ----------------------------------------------------------------------------
 
-    def _on_raw(self, raw: str) -> None:
-        method = event_method(raw)
-        handler = self._handlers.get(method)
-        if handler is None:
-            return  # dataReceived, executionContextCreated, ...: not worth parsing
+    def _on_raw(self, method: str, raw: str) -> None:
+        handler = self._handlers[method]  # on_events passes only these (dataReceived, ...: never parsed)
         if method == "Runtime.consoleAPICalled":
             if self._marker in raw:
                 self._on_limited(raw)
