@@ -10,7 +10,8 @@ world of its own (the page sees neither its binding nor its objects), added for 
 document (`Page.addScriptToEvaluateOnNewDocument`; `runImmediately` for the current one). It
 reports `[title, href]` through a binding (`Runtime.bindingCalled`) at the document's start and
 whenever either changes: the <head> changing (a new <title>, its text), the document element
-being replaced, a same-document navigation.
+being replaced, a same-document navigation; and once the document is parsed and once it is
+loaded (for a <title> the parser put in the body).
 
 A report counts only for the URL it names: `Tab.title_live` holds while the tab's URL is the
 one its page last reported with its title. A page that cannot report (scripts do not run in it,
@@ -57,6 +58,10 @@ SOURCE = (
   if (globalThis.navigation) navigation.addEventListener("currententrychange", report);
   addEventListener("popstate", report);
   addEventListener("hashchange", report);
+  // A <title> the parser puts in the body (after body content) changes no head: the document
+  // being parsed, and loaded, is when it has arrived.
+  document.addEventListener("DOMContentLoaded", report);
+  addEventListener("load", report);
   watch();
 })();
 //# sourceURL=tabpilot://titles.js"""

@@ -6,9 +6,12 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
 
 from support import remote_chromium, wait_until
 from tabpilot import (
@@ -362,6 +365,44 @@ async def test_titles_pages_change_are_listed_without_asking_the_browser(
             untitled.title_live
             and await untitled.page.evaluate("typeof window.__tabpilotTitle") == "undefined"
         )
+
+
+async def test_a_title_the_parser_puts_in_the_body_is_listed_without_asking_the_browser(
+    browser_path: str, site: LocalSite
+) -> None:
+    """A <title> after body content goes into the body, where no head change reports it: the page
+    reports it once it is parsed. The first part arrives alone, so the page reports its (empty)
+    title before the <title> exists."""
+
+    async def late_title(request: Request) -> StreamingResponse:
+        async def parts() -> AsyncIterator[bytes]:
+            yield b"<p>first part</p>" + b" " * 2048
+            await asyncio.sleep(0.3)
+            yield b"<title>Late title</title><p>rest</p>"
+
+        return StreamingResponse(parts(), media_type="text/html")
+
+    site.set_route("/late-title", late_title)
+    telemetry = Telemetry()
+    async with TabManager(browser_path=browser_path) as manager:
+        manager.add_target_hook(telemetry.attach_target)
+        instance = await manager.launch()
+        tab = await manager.new_tab(site.url("/late-title"), instance_id=instance.id)
+        assert await tab.page.evaluate("document.body.querySelector('title') !== null")
+
+        def title() -> str:
+            return next(i.title for i in manager.tabs(instance.id) if i.id == tab.id)
+
+        await wait_until(lambda: title() == "Late title", timeout=5)
+        pid = instance.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # a question to the browser would hang: the page told it
+        try:
+            await asyncio.wait_for(manager.refresh(), 2)
+            listed = title()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert listed == "Late title" and tab.title_live
 
 
 async def test_without_telemetry_a_listing_asks_the_browser_for_titles_scripts_changed(
