@@ -433,7 +433,9 @@ class Tab:
         return self._title
 
     async def snapshot(self, *, depth: int | None = None, ref: str | None = None) -> Snapshot:
-        """Take an accessibility snapshot; its refs replace this tab's valid refs."""
+        """Take an accessibility snapshot. The whole page's refs replace this tab's valid refs; a
+        subtree's (`ref`) or a depth-limited one's are added to them: the refs given before keep
+        working outside the subtree or below the depth."""
         page = await self.usable()
         what = f"Taking a snapshot of tab {self.id}"
         timeout = self.host.timeouts.action
@@ -446,10 +448,20 @@ class Tab:
         text, refs = scope_snapshot(self.id, raw)
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
         if ref is None:
-            self._refs = set(refs)
+            # A depth-limited read still maps every element of the page (Playwright's refs beyond
+            # the depth keep working): the refs the tab gave before stay valid with it.
+            self._refs = set(refs) if depth is None else self._refs | refs
             self._last_snapshot = snap
-        else:
-            self._refs |= refs
+            return snap
+        # Playwright finds a ref only among the elements of the page's latest snapshot, and a
+        # subtree's replaces the whole page's: read the whole page again (its text unused) so the
+        # refs the tab's earlier snapshots gave outside the subtree keep working.
+        try:
+            await self._read_snapshot(page, what, None, None, timeout)
+        except ActionError as exc:
+            await self.raise_if_unresponsive(exc)
+            raise
+        self._refs |= refs
         return snap
 
     async def _read_snapshot(

@@ -50,11 +50,21 @@ async def test_a_snapshot_can_be_limited_to_a_subtree_or_a_depth(
         assert not subtree.is_error, text(subtree)
         assert "combobox" in data(subtree)["snapshot"]
         assert "Subscribe" not in data(subtree)["snapshot"]
+        # The refs the whole snapshot gave outside the subtree still work.
+        subscribe = next(line for line in whole.splitlines() if 'checkbox "Subscribe"' in line)
+        checked = await mcp.call_tool("browser_click", {"ref": subscribe.split("[ref=")[1].split("]")[0]})
+        assert not checked.is_error, text(checked)
+        assert 'checkbox "Subscribe" [checked]' in section(checked, "Snapshot")
 
         shallow = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab, "depth": 1}))[
             "snapshot"
         ]
         assert len(shallow.splitlines()) < len(whole.splitlines())
+        assert "Subscribe" not in shallow
+        # Below the depth, the refs given before still work.
+        unchecked = await mcp.call_tool("browser_click", {"ref": subscribe.split("[ref=")[1].split("]")[0]})
+        assert not unchecked.is_error, text(unchecked)
+        assert 'checkbox "Subscribe" [checked]' not in section(unchecked, "Snapshot")
 
 
 async def test_a_ref_of_another_tab_or_a_stale_ref_fails_at_once_saying_what_to_do(
