@@ -404,6 +404,10 @@ class TabTracker:
 
     def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
         self._announced.discard(tab.id)
+        if self._state() == "closing":
+            # The whole instance is closed on purpose: none of its tabs becomes active, and which
+            # tab is active now is the manager's to say (another instance may be the default).
+            was_active = False
         active = self.registry.active if self._is_open() else None
         new_active = active.id if active is not None else None
         self._host.emit(

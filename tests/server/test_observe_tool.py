@@ -332,3 +332,22 @@ async def test_a_server_without_observe_counts_errors_and_records_no_network(
         await session.telemetry.settle()
         assert session.telemetry.held("logs") == 1  # the fetch page's line: recorded as ever
         assert session.telemetry.held("network_waterfall") == 0
+
+
+async def test_the_actions_log_names_the_tab_of_each_call_and_marks_calls_on_no_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/page/a"))
+        await mcp.call_tool("browser_snapshot", {"tabId": tab})
+        await mcp.call_tool("browser_observe", {"what": "logs"})  # a call on no tab
+
+        actions = await mcp.call_tool("browser_observe", {"what": "actions"})
+        entries = result_of(actions)["entries"]
+        assert [(e["tool"], e["tabId"]) for e in entries][-2:] == [
+            ("browser_snapshot", tab),
+            ("browser_observe", None),
+        ]
+        lines = section(actions, "Result").splitlines()
+        assert lines[-2].startswith(f"[tab {tab}] #") and "browser_snapshot(" in lines[-2]
+        assert lines[-1].startswith("[no tab] #") and "browser_observe(what='logs'" in lines[-1]

@@ -79,7 +79,10 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
             path = f"/page/{'abc'[list(tab_of).index(instance_id)]}"
             went = await call(client, "browser_navigate", url=site.url(path), tabId=tab_id)
             assert result_of(went)["url"] == site.url(path)
-            only = result_of(await call(client, "browser_tabs", action="list", instanceId=instance_id))
+            filtered = await call(client, "browser_tabs", action="list", instanceId=instance_id)
+            only = result_of(filtered)
+            count = len(only["tabs"])
+            assert section(filtered, "Result").startswith(f"{count} open tabs in instance {instance_id}; ")
             assert tab_id in [t["id"] for t in only["tabs"]]
             assert {t["instanceId"] for t in only["tabs"]} == {instance_id}
             assert next(t for t in only["tabs"] if t["id"] == tab_id)["url"] == site.url(path)
@@ -101,6 +104,8 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         for instance_id in (first["id"], over_pw["instanceId"]):
             closed = await call(client, "browser_instance", action="close", instanceId=instance_id)
             assert "disconnected; the remote browser keeps running" in section(closed, "Result")
+            # Its tabs closed with it; the tab now active (in the default instance) is not denied.
+            assert "no tab is active" not in section(closed, "Events")
             if instance_id == first["id"]:
                 assert external["id"] in result_of(closed)["closedTabIds"]
         assert remote.version()["Browser"]
@@ -118,8 +123,10 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
     server = own_browser_server(browser_path)
     async with Client(server) as client:
         first_tab = result_of(await call(client, "browser_tabs", action="list"))["activeTabId"]
-        (local,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        listing = await call(client, "browser_instance", action="list")
+        (local,) = result_of(listing)["instances"]
         assert local["kind"] == "launched" and local["default"]
+        assert f"- {local['id']}: launched, 1 tab, open, default" in section(listing, "Result")
 
         with remote_chromium(browser_path) as doomed:
             connected = result_of(

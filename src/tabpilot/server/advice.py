@@ -298,7 +298,8 @@ def instance_line(info: InstanceInfo) -> str:
     default = ", default" if info.default else ""
     pid = f", pid {info.pid}" if info.pid else ""
     replaced = f", replaced by {info.replaced_by}" if info.replaced_by else ""
-    return f"{info.id}: {info.kind}{where}, {info.tab_count} tabs, {health}{default}{pid}{replaced}"
+    tabs = f"{info.tab_count} tab{'s' if info.tab_count != 1 else ''}"
+    return f"{info.id}: {info.kind}{where}, {tabs}, {health}{default}{pid}{replaced}"
 
 
 # -- telemetry entries -----------------------------------------------------------------------------
@@ -310,7 +311,7 @@ def _cut(text: str, cap: int = PREVIEW_CHARS) -> str:
 
 def entry_line(entry: Any) -> str:
     """One line (or a few) of `browser_observe` text for a recorded entry or tab event."""
-    head = f"[tab {entry.tab_id}]"
+    head = f"[tab {entry.tab_id}]" if entry.tab_id is not None else "[no tab]"
     if isinstance(entry, TabEvent):
         return f"{head} #{entry.seq} {event_line(entry)}"
     if isinstance(entry, PendingRequest):

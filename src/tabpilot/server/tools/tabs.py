@@ -44,8 +44,11 @@ async def browser_tabs(
         listed = manager.instance(instanceId) if infos else None
         active_tab = listed.active_tab if listed is not None and listed.state == "open" else None
         active = active_tab.id if active_tab else None
+        where = f" in instance {listed.id if listed else instanceId}" if instanceId else ""
+        whose = "its active tab" if instanceId else "active tab"
         response.result(
-            f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}; active tab: {active}.",
+            f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
+            + (f"{whose}: {active}." if active is not None else "no tab is active."),
             {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)},
         )
         response.show_tabs()
