@@ -377,7 +377,8 @@ async def wait_for(
     time: float | None = None,
     timeout: float = WAIT_FOR_TIMEOUT,
 ) -> ActionResult:
-    """Wait for `text` to appear, `text_gone` to disappear, or `time` seconds (at most 30)."""
+    """Wait `time` seconds (at most 30), then for `text_gone` to disappear and `text` to appear
+    (each for up to `timeout` seconds)."""
     if text is None and text_gone is None and time is None:
         raise ValueError("wait_for needs text, textGone or time: what to wait for.")
     if time is not None and time < 0:
@@ -392,26 +393,41 @@ async def wait_for(
         if text is not None:
             await handle.text(text).wait_for("visible", timeout=timeout)
 
-    parts = (
-        f"{min(time, MAX_WAIT_TIME):g} s" if time else "",  # a 0 s pause is not worth naming
-        f"text {_short(text_gone)} to disappear" if text_gone is not None else "",
-        f"text {_short(text)} to appear" if text is not None else "",
-    )
-    what = " and ".join(p for p in parts if p) or "0 s"
+    what = describe_wait(text=text, text_gone=text_gone, time=time)
     try:
         _, result = await _act(
             tab, f"Waiting for {what} on tab {tab.id}", job(), ref=None, timeout=timeout, watch_tabs=False
         )
     except ActionError as exc:
         if exc.reason == "timeout":
+            pause = describe_wait(time=time) if time else ""
+            waited = f"{pause}, then {timeout:g} s" if pause else f"{timeout:g} s"
             raise ActionError(
-                f"Waited {timeout:g} s for {what} on tab {tab.id}; it did not happen.",
+                f"Waited {waited} for {describe_wait(text=text, text_gone=text_gone)} on tab {tab.id}; "
+                "it did not happen.",
                 f"Take a snapshot of tab {tab.id} to see the page as it is.",
                 tab_id=tab.id,
                 reason="timeout",
             ) from exc.__cause__
         raise
     return result
+
+
+def describe_wait(*, text: str | None = None, text_gone: str | None = None, time: float | None = None) -> str:
+    """What `wait_for` waits for, in words: "2 s", "text 'Done' to appear", or "2 s, then for text
+    'Done' to appear"."""
+    pause = f"{min(time, MAX_WAIT_TIME):g} s" if time else ""  # a 0 s pause is not worth naming
+    conditions = " and ".join(
+        part
+        for part in (
+            f"text {_short(text_gone)} to disappear" if text_gone is not None else "",
+            f"text {_short(text)} to appear" if text is not None else "",
+        )
+        if part
+    )
+    if pause and conditions:
+        return f"{pause}, then for {conditions}"
+    return pause or conditions or "0 s"
 
 
 def _short(text: str | None, cap: int = 200) -> str:
@@ -534,6 +550,7 @@ __all__ = [
     "KeyModifier",
     "check_file_paths",
     "click",
+    "describe_wait",
     "drag",
     "evaluate",
     "fill_form",

@@ -50,6 +50,13 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
     assert await form.page.get_by_text("Hovered").count() == 1
     assert manager.active_tab(instance.id) is front
 
+    # A pause then text that never comes: the error says what was waited for, and how long.
+    with pytest.raises(ActionError) as waited:
+        await wait_for(form, time=0.2, text="Never there", timeout=0.3)
+    assert str(waited.value).startswith(
+        f"Waited 0.2 s, then 0.3 s for text 'Never there' to appear on tab {form.id}; it did not happen."
+    )
+
 
 async def test_a_screenshot_of_a_tab_behind_another_is_that_tab_and_activates_nothing(
     manager: TabManager, instance: Instance, site: LocalSite

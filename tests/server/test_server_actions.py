@@ -494,15 +494,18 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
     async with connect() as mcp:
         form = await open_tab(mcp, site.url("/form"))
         appeared = ok(await mcp.call_tool("browser_wait_for", {"text": "Ready", "tabId": form}))
-        assert f"Waited for 'Ready' to appear on tab {form}." in section(appeared, "Result")
+        assert f"Waited for text 'Ready' to appear on tab {form}." in section(appeared, "Result")
 
         loading = await open_tab(mcp, site.url("/loading"))
         gone = ok(await mcp.call_tool("browser_wait_for", {"textGone": "Loading data", "tabId": loading}))
-        assert f"Waited for 'Loading data' to disappear on tab {loading}." in section(gone, "Result")
+        assert f"Waited for text 'Loading data' to disappear on tab {loading}." in section(gone, "Result")
         assert "Loading data" not in await snapshot(mcp, loading)
 
         slept = ok(await mcp.call_tool("browser_wait_for", {"time": 0.1, "tabId": form}))
         assert f"Waited for 0.1 s on tab {form}." in section(slept, "Result")
+
+        both = ok(await mcp.call_tool("browser_wait_for", {"time": 0.1, "text": "Ready", "tabId": form}))
+        assert f"Waited for 0.1 s, then for text 'Ready' to appear on tab {form}." in section(both, "Result")
 
         nothing = error(await mcp.call_tool("browser_wait_for", {"tabId": form}))
         assert "'text', 'textGone' or 'time'" in nothing

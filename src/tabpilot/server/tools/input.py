@@ -15,6 +15,7 @@ from tabpilot import (
     ActionResult,
     Tab,
     click,
+    describe_wait,
     hover,
     press_key,
     select_option,
@@ -153,10 +154,7 @@ async def browser_wait_for(
 ) -> None:
     if text is None and textGone is None and time is None:
         raise ValueError("browser_wait_for needs 'text', 'textGone' or 'time': what to wait for.")
-    parts = [f"{time:g} s" if time else ""]
-    parts += [f"{quoted(textGone)} to disappear" if textGone is not None else ""]
-    parts += [f"{quoted(text)} to appear" if text is not None else ""]
-    waited = " and ".join(p for p in parts if p) or "0 s"
+    waited = describe_wait(text=text, text_gone=textGone, time=time)
     result = await call.with_progress(
         wait_for(tab, text=text, text_gone=textGone, time=time),
         total=time if text is None and textGone is None else None,
