@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -229,6 +230,16 @@ async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_
         field = next(e for e in state["interactive_elements"] if e["tag"] == "input")
         typed = await call(mcp, "browser_type", {"index": field["index"], "text": "ada"})
         assert typed == f"Typed 'ada' into element {field['index']}"
+        # Not a text field: said with the element's index (the ref behind it is never shown).
+        button = next(e for e in state["interactive_elements"] if e["tag"] == "button")
+        refused = await fail(mcp, "browser_type", {"index": button["index"], "text": "ada"})
+        assert refused.startswith(
+            f"Error: could not type into element {button['index']}: Typing into element "
+        )
+        assert "Is it a text field?" in refused and not re.search(r"\b\d+e\d+\b", refused)
+        # No such index: only that is said.
+        missing = await fail(mcp, "browser_type", {"index": 999, "text": "ada"})
+        assert missing.startswith("Error: Element with index 999 not found") and "text field" not in missing
         assert await call(mcp, "browser_scroll", {"direction": "down"}) == "Scrolled down"
         await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
         assert await call(mcp, "browser_go_back") == "Navigated back"

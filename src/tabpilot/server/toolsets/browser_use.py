@@ -36,6 +36,7 @@ and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -271,6 +272,12 @@ async def browser_navigate(
         call.response.plain(f"Error: {error_text(exc)}", error=True)
 
 
+def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = None) -> str:
+    """An error's text, the element named by its index (this set never shows the ref behind it)."""
+    said = error_text(exc)
+    return re.sub(rf"\b{re.escape(element.ref)}\b", f"element {index}", said) if element else said
+
+
 async def browser_click(
     call: Call,
     index: Annotated[int, Field(description="The index of the element to click (from browser_get_state)")],
@@ -279,6 +286,7 @@ async def browser_click(
     ] = False,
 ) -> None:
     manager = call.manager
+    element: SnapshotElement | None = None
     try:
         tab, note = await _active(call)
         element = _element(call, tab, index)
@@ -296,7 +304,7 @@ async def browser_click(
         call.response.plain(_stale(index), error=True)
         return
     except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {_failed(exc, index, element)}", error=True)
         return
     text = f"Clicked element {index}"
     if new_tab:
@@ -314,14 +322,19 @@ async def browser_type(
 ) -> None:
     try:
         tab, note = await _active(call)
-        await type_text(tab, _element(call, tab, index).ref, text, dialogs="accept")
+        element = _element(call, tab, index)
+    except TabpilotError as exc:  # no such index (or no tab): the index is the thing to fix
+        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        return
+    try:
+        await type_text(tab, element.ref, text, dialogs="accept")
     except StaleRefError:
         call.response.plain(_stale(index), error=True)
         return
     except TabpilotError as exc:
         call.response.plain(
-            f"Error: could not type into element {index}: {error_text(exc)} Is it a text field? "
-            "Call browser_get_state to check.",
+            f"Error: could not type into element {index}: {_failed(exc, index, element)} Is it a text "
+            "field? Call browser_get_state to check.",
             error=True,
         )
         return
