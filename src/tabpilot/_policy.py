@@ -143,7 +143,10 @@ class UrlPolicy:
         text = url.strip()
         if text in _ALWAYS_ALLOWED or text.lower().startswith("data:"):
             return
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError as exc:  # e.g. an unclosed IPv6 bracket: 'http://[::1'
+            raise ValueError(f"{url!r} is not a valid URL ({exc}). Check it and call again.") from exc
         scheme = parts.scheme.lower()
         host = (parts.hostname or "").lower()
         if ":" in host:

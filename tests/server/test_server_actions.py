@@ -311,6 +311,12 @@ async def test_an_action_response_shows_the_lines_that_changed_not_the_whole_sna
         again = ok(await mcp.call_tool("browser_click", {"ref": button}))
         assert "(no changes)" in section(again, "Snapshot")
 
+        removal = {"function": "() => document.querySelector('p').remove()", "tabId": tab}
+        removed = ok(await mcp.call_tool("browser_evaluate", removal))
+        assert section(removed, "Snapshot") == (
+            f"Changes since the previous snapshot of tab {tab}:\n(1 line removed)"
+        )
+
 
 # -- dialogs -------------------------------------------------------------------------------------------
 

@@ -138,6 +138,12 @@ async def test_file_urls_and_origins_outside_the_policy_are_refused(
         result = await mcp.call_tool("browser_navigate", {"url": "file:///etc/passwd"})
         assert result.is_error
         assert "file: URLs are refused" in section(result, "Error")
+        broken = await mcp.call_tool("browser_navigate", {"url": "http://[::1"})
+        assert broken.is_error
+        assert section(broken, "Error").startswith("'http://[::1' is not a valid URL (Invalid IPv6 URL).")
+        # A page with nothing to read says so, in place of an empty tree.
+        blank = await mcp.call_tool("browser_navigate", {"url": "about:blank"})
+        assert section(blank, "Snapshot") == "(the page is empty: nothing in its accessibility tree)"
 
     other = f"http://localhost:{site.port}"
     site.set_content("/jump", f"<title>Jump</title><script>location.href = '{other}/page/c'</script>")

@@ -80,6 +80,8 @@ def changed_lines(before: str, after: str) -> tuple[list[str], int]:
 
 
 def _yaml(text: str) -> str:
+    if not text.strip():  # about:blank, a page still empty
+        return "(the page is empty: nothing in its accessibility tree)"
     return f"```yaml\n{text}\n```"
 
 
@@ -311,7 +313,8 @@ class Response:
             tail.append(f"({removed} line{'s' if removed != 1 else ''} removed)")
         if cut:
             tail.append(f"({cut} more changed lines cut; take a snapshot to see them)")
-        return Section("Snapshot", "\n".join([head, _yaml("\n".join(shown)), *tail]))
+        lines = [_yaml("\n".join(shown))] if shown else []  # only removals: no empty block
+        return Section("Snapshot", "\n".join([head, *lines, *tail]))
 
 
 STRUCTURED_URL_CHARS = 4096
