@@ -6,6 +6,8 @@ The active tab is the most recently used one (headless Chromium has no focus to 
 
 from __future__ import annotations
 
+import itertools
+
 from ._tab import Tab
 from ._types import TabInfo
 
@@ -16,7 +18,11 @@ class TabRegistry:
         self._tabs: dict[int, Tab] = {}
         self._by_target: dict[str, Tab] = {}
         self._mru: list[int] = []
-        """Tab ids, least recently used first; the last one is the active tab."""
+        """Tab ids in the order they were made active (a background tab first of all); the last
+        one is the active tab, and closing it promotes the one before."""
+        self._clock = itertools.count()
+        self._used: dict[int, int] = {}
+        """When each tab was last used: opened or made active (a tick of `_clock`)."""
 
     def __len__(self) -> int:
         return len(self._tabs)
@@ -38,6 +44,7 @@ class TabRegistry:
 
     def add(self, tab: Tab) -> None:
         self._tabs[tab.id] = tab
+        self._used[tab.id] = next(self._clock)
         if tab.target_id:
             self._by_target[tab.target_id] = tab
 
@@ -46,6 +53,7 @@ class TabRegistry:
         active; if no tab was ever used, the newest one."""
         if self._tabs.pop(tab.id, None) is None:
             return False
+        self._used.pop(tab.id, None)
         if tab.target_id:
             self._by_target.pop(tab.target_id, None)
         was_active = bool(self._mru) and self._mru[-1] == tab.id
@@ -61,6 +69,7 @@ class TabRegistry:
         if tab.id in self._mru:
             self._mru.remove(tab.id)
         self._mru.append(tab.id)
+        self._used[tab.id] = next(self._clock)
         return previous
 
     def track_in_background(self, tab: Tab) -> None:
@@ -74,10 +83,10 @@ class TabRegistry:
             self._mru.append(next(iter(self._tabs)))
 
     def cap_victim(self, *, exclude: Tab | None) -> Tab | None:
-        """The least recently used tab that is neither pinned, nor active, nor `exclude`."""
+        """The least recently used tab (opened or made active longest ago) that is neither pinned,
+        nor active, nor `exclude`. A tab a page opened a moment ago is not the oldest one."""
         active = self._mru[-1] if self._mru else None
-        rank = {tab_id: i for i, tab_id in enumerate(self._mru)}
-        for tab in sorted(self._tabs.values(), key=lambda t: rank.get(t.id, -1)):
+        for tab in sorted(self._tabs.values(), key=lambda t: self._used.get(t.id, -1)):
             if not (tab.pinned or tab.id == active or tab is exclude):
                 return tab
         return None

@@ -369,6 +369,7 @@ class TabTracker:
         """Forget a tab at once; promote the previously active tab if it was active."""
         if tab.closed:
             return
+        self._follow.discard(tab.id)  # a tab that goes is not made active on its way out
         self._announce(tab)  # a tab is announced before it is reported closed
         tab.mark_closed()
         was_active = self.registry.remove(tab)

@@ -270,6 +270,31 @@ async def test_the_close_oldest_cap_closes_the_least_recently_used_unpinned_inac
         manager.max_tabs, manager.tab_limit_policy = 20, "reject"
 
 
+async def test_a_burst_of_popups_over_the_close_oldest_cap_closes_the_oldest_popup_not_a_new_one(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    site.set_content(
+        "/burst",
+        "<title>Burst</title><button onclick=\"for (let i = 0; i < 3; i++) window.open('/page/a?' + i)\">"
+        "Burst</button>",
+    )
+    manager.max_tabs, manager.tab_limit_policy = 3, "close-oldest"
+    try:
+        home = await manager.new_tab(site.url("/burst"), instance_id=instance.id)
+        since = manager.events.last_seq
+        await home.page.get_by_text("Burst").click()
+        await wait_until(lambda: len(events_of(manager, instance, since, "tab_opened")) == 3)
+        await manager.settle()
+
+        opened = sorted(e.tab_id for e in events_of(manager, instance, since, "tab_opened"))
+        closed = events_of(manager, instance, since, "tab_closed")
+        # The popup opened first is the one unused longest; the active home tab stays.
+        assert [(e.tab_id, e.data["by"]) for e in closed] == [(opened[0], "cap")]
+        assert [t.id for t in instance.tabs] == [home.id, *opened[1:]]
+    finally:
+        manager.max_tabs, manager.tab_limit_policy = 20, "reject"
+
+
 async def test_a_dialog_on_a_background_tab_does_not_block_the_active_tab(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:

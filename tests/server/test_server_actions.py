@@ -107,6 +107,26 @@ async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
         assert await active_tab(mcp) == second
 
 
+async def test_with_follow_new_tabs_a_click_that_opens_two_tabs_names_the_one_now_active(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/pair",
+        "<title>Pair</title><button onclick=\"window.open('/page/a'); window.open('/page/b')\">Two</button>",
+    )
+    async with connect(follow_new_tabs=True) as mcp:
+        home = await start_on(mcp, site.url("/pair"))
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, home), "Two")}))
+
+        first, second = sorted(e["tabId"] for e in opened_events(clicked))
+        active = data(clicked)["result"]["activeTabId"]
+        assert active in (first, second) and active == await active_tab(mcp)
+        assert section(clicked, "Result").endswith(
+            f"It opened tabs {first}, {second}; tab {active} is now the active tab."
+        )
+        assert "in the background" not in section(clicked, "Result")
+
+
 async def test_signing_in_through_a_background_popup_reports_it_closing_itself(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

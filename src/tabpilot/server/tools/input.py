@@ -38,21 +38,26 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     if result.closed_itself:
         lines.append(f"Tab {tab.id} closed itself afterwards.")
     opened = list(result.opened_tab_ids)
-    if result.followed_tab_id is not None:
-        lines.append(f"It opened tab {result.followed_tab_id}, which is now the active tab.")
+    followed = result.followed_tab_id
+    if followed is None and opened and call.session.config.follow_new_tabs:
+        active = call.manager.tabs(tab.instance_id)
+        followed = next((i.id for i in active if i.active and i.id in opened), None)
+    ids = ", ".join(map(str, opened))
+    tabs = f"tab{'s' if len(opened) > 1 else ''} {ids}"
+    if followed is not None and set(opened) <= {followed}:
+        lines.append(f"It opened tab {followed}, which is now the active tab.")
+    elif followed is not None:
+        lines.append(f"It opened {tabs}; tab {followed} is now the active tab.")
     elif opened:
-        ids = ", ".join(map(str, opened))
-        lines.append(
-            f"It opened tab{'s' if len(opened) > 1 else ''} {ids} in the background (use tabId={opened[0]})."
-        )
+        lines.append(f"It opened {tabs} in the background (use tabId={opened[0]}).")
     if result.dialog is not None:
         lines.append(
             f"It opened {dialog_noun(result.dialog.type)} on tab {tab.id}: {quoted(result.dialog.message)}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
         )
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
-    if result.followed_tab_id is not None:
-        data["activeTabId"] = result.followed_tab_id
+    if followed is not None:
+        data["activeTabId"] = followed
     if result.dialog is not None:
         data["dialog"] = result.dialog.to_dict()
     call.response.result(" ".join(lines), data)
