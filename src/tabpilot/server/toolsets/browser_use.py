@@ -323,7 +323,7 @@ async def browser_type(
     try:
         tab, note = await _active(call)
         element = _element(call, tab, index)
-    except TabpilotError as exc:  # no such index (or no tab): the index is the thing to fix
+    except TabpilotError as exc:  # no such index, or no tab: its own message says what to do
         call.response.plain(f"Error: {error_text(exc)}", error=True)
         return
     try:
