@@ -56,7 +56,8 @@ class ActionResult:
     value: Any = None
     """`evaluate`: the script's result. `select_option`: the values now selected."""
     followed_tab_id: int | None = None
-    """`click(follow_new_tab=True)`: the opened tab that was activated."""
+    """The opened tab that is now the active one: `click(follow_new_tab=True)` activated it, or the
+    manager follows the tabs pages open (`follow_new_tabs`)."""
     accepted_dialogs: tuple[DialogInfo, ...] = ()
     """With `dialogs="accept"`: the dialogs the action raised and accepted."""
     closed_itself: bool = False
@@ -112,8 +113,14 @@ async def _act(
                 raise
             value, closed_itself = None, True
         opened = await watch.opened_tabs() if watch_tabs else ()
+    active = tab.host.active_tab
     return value, ActionResult(
-        tab.id, opened, watch.dialog, accepted_dialogs=tuple(watch.accepted), closed_itself=closed_itself
+        tab.id,
+        opened,
+        watch.dialog,
+        followed_tab_id=active.id if active is not None and active.id in opened else None,
+        accepted_dialogs=tuple(watch.accepted),
+        closed_itself=closed_itself,
     )
 
 

@@ -97,6 +97,11 @@ class TabHost(Protocol):
         """Make the tab with this id (of the same instance) active; False if it is not open."""
         ...
 
+    @property
+    def active_tab(self) -> Tab | None:
+        """The instance's active tab."""
+        ...
+
     def watch(self, tab: Tab) -> AbstractContextManager[ActionWatch]:
         """Watch an action on `tab`: the dialog it raises and the tabs it opens."""
         ...

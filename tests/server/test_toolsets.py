@@ -199,6 +199,22 @@ async def test_browser_use_get_state_gives_the_tab_ids_that_switch_and_close_tak
         assert closed == f"Closed tab # {child['tab_id']}, now on {site.url('/')}"
 
 
+async def test_browser_use_says_a_new_tab_is_active_when_the_server_follows_new_tabs(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use",), follow_new_tabs=True) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/")})
+        home_id = state_of(await call(mcp, "browser_get_state"))["tabs"][0]["tab_id"]
+        clicked = await call(mcp, "browser_click", {"index": 1})
+        state = state_of(await call(mcp, "browser_get_state"))
+        child = next(t for t in state["tabs"] if t["parent_tab_id"] == home_id)
+        assert clicked.splitlines() == [
+            "Clicked element 1",
+            f'New tab: tab_id "{child["tab_id"]}" (parent_tab_id "{home_id}") {site.url("/page/a")}, now active.',
+        ]
+        assert state["url"] == site.url("/page/a")
+
+
 async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -39,10 +39,6 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
         lines.append(f"Tab {tab.id} closed itself afterwards.")
     opened = list(result.opened_tab_ids)
     followed = result.followed_tab_id
-    if followed is None and opened and call.session.config.follow_new_tabs:
-        # --follow-new-tabs made the last of them active as it was announced
-        infos = call.manager.tabs(tab.instance_id)
-        followed = next((i.id for i in infos if i.active and i.id in opened), None)
     ids = ", ".join(map(str, opened))
     tabs = f"tab{'s' if len(opened) > 1 else ''} {ids}"
     if followed is not None and set(opened) <= {followed}:

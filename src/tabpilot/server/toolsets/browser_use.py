@@ -112,7 +112,7 @@ def typed_text(index: int, text: str) -> str:
     return f"Typed '{text}' into element {index}"
 
 
-def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active: bool) -> str:
+def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active_id: int | None) -> str:
     infos = {t.id: t for t in manager.tabs()}
     lines = []
     for tab_id in tab_ids:
@@ -122,7 +122,7 @@ def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active: bool) 
         parent = f' (parent_tab_id "{info.opener_id}")' if info.opener_id is not None else ""
         tail = (
             "now active."
-            if active
+            if info.id == active_id
             else f'not active: call browser_switch_tab with tab_id "{info.id}" to use it.'
         )
         lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {short(info.url)}, {tail}')
@@ -311,7 +311,9 @@ async def browser_click(
         text += " (new tab not supported for non-link elements)"
     dialogs = [dialog_note(d) for d in result.accepted_dialogs]
     call.response.plain(
-        text + new_tab_lines(manager, result.opened_tab_ids, active=False) + _lines(note, *dialogs)
+        text
+        + new_tab_lines(manager, result.opened_tab_ids, active_id=result.followed_tab_id)
+        + _lines(note, *dialogs)
     )
 
 
