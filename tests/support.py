@@ -467,12 +467,12 @@ def selenium_grid(
         "hub": ["hub", "--host", "127.0.0.1", "--port", str(hub_port), *bus],
         "node": ["node", "--host", "127.0.0.1", "--port", str(node_port), *bus, *node_options],
     }
-    logs = Path(tempfile.mkdtemp(prefix="tabpilot-test-grid-"))
+    scratch = Path(tempfile.mkdtemp(prefix="tabpilot-test-grid-"))  # logs and the node's temp files
     started = time.monotonic()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for role, args in roles.items():
-            with open(logs / f"{role}.log", "wb") as log:
+            with open(scratch / f"{role}.log", "wb") as log:
                 procs.append(
                     subprocess.Popen(
                         [*java, *args],
@@ -480,6 +480,10 @@ def selenium_grid(
                         stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL,
                         start_new_session=True,
+                        # The node's ChromeDrivers and browsers keep their temp files here, removed
+                        # below: ChromeDriver ends a browser without letting it remove the directory
+                        # of its singleton socket.
+                        env={**os.environ, "TMPDIR": str(scratch)},
                     )
                 )
         hub, node = procs
@@ -491,7 +495,7 @@ def selenium_grid(
                         break
             if time.monotonic() > deadline or hub.poll() is not None or node.poll() is not None:
                 tail = "".join(
-                    f"\n--- {role}.log ---\n" + (logs / f"{role}.log").read_text(errors="replace")[-1500:]
+                    f"\n--- {role}.log ---\n" + (scratch / f"{role}.log").read_text(errors="replace")[-1500:]
                     for role in roles
                 )
                 raise RuntimeError(f"the Selenium Grid did not get ready within {timeout:g} s{tail}")
@@ -500,7 +504,7 @@ def selenium_grid(
     finally:
         for proc in reversed(procs):  # the node first: it ends its sessions and their browsers
             _stop(proc)
-        shutil.rmtree(logs, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @contextlib.contextmanager
