@@ -78,6 +78,7 @@ async def navigate(
         policy.check(target)
     handle = await tab.usable()
     what = _what(action, target, tab.id)
+    was_at = handle.url
     try:
         with tab.host.watch(tab) as watch, map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)):
             status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
@@ -93,7 +94,9 @@ async def navigate(
             dialog=True,
         )
     note = ""
-    if status is None and action in ("back", "forward"):
+    # Playwright answers None both when there is no history entry to go to and when the entry has
+    # no response of its own (a pushState or #hash entry, about:blank): only the URL tells them apart.
+    if status is None and action in ("back", "forward") and handle.url == was_at:
         note = f"There is no page to go {action} to in tab {tab.id}'s history; it stays on {handle.url}."
     elif status is not None and status >= 400:
         note = f"The server answered HTTP {status}."

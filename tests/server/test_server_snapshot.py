@@ -116,6 +116,28 @@ async def test_going_back_without_history_says_so(connect: Callable[..., Client]
         assert "no page to go back to" in section(result, "Result")
 
 
+async def test_going_back_over_entries_without_a_response_is_not_called_a_missing_history(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A single-page app's history entries (pushState) and #hash entries load no document: going
+    # back to them has no HTTP response, yet it goes back.
+    site.set_content("/spa", "<title>App</title><script>history.pushState({}, '', '/spa/one')</script>")
+    async with connect() as mcp:
+        await mcp.call_tool("browser_navigate", {"url": site.url("/spa")})
+        await mcp.call_tool("browser_evaluate", {"function": "() => { location.hash = 'two' }"})
+
+        back = await mcp.call_tool("browser_navigate", {"action": "back"})
+        assert not back.is_error, text(back)
+        assert "no page to go back" not in section(back, "Result")
+        assert f"({site.url('/spa/one')})" in section(back, "Page")
+        again = await mcp.call_tool("browser_navigate", {"action": "back"})
+        assert "no page to go back" not in section(again, "Result")
+        assert f"({site.url('/spa')})" in section(again, "Page")
+        forward = await mcp.call_tool("browser_navigate", {"action": "forward"})
+        assert "no page to go forward" not in section(forward, "Result")
+        assert f"({site.url('/spa/one')})" in section(forward, "Page")
+
+
 async def test_a_tab_opened_by_a_page_is_reported_in_the_response_that_caused_it(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
