@@ -266,3 +266,37 @@ def test_structured_content_is_a_serve_option_off_by_default() -> None:
     parser = cli.build_parser()
     assert not cli.config_from_args(parser.parse_args(["serve"])).structured_content
     assert cli.config_from_args(parser.parse_args(["serve", "--structured-content"])).structured_content
+
+
+async def test_an_argument_the_action_does_not_use_is_refused_and_nothing_happens(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        first = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+        assert "Navigated tab 1." in section(first, "Result")
+
+        # A tab id given to `new` (perhaps meant as "load it there") opens nothing.
+        refused = await mcp.call_tool(
+            "browser_tabs", {"action": "new", "tabId": 1, "url": site.url("/page/b")}
+        )
+        assert error(refused) == (
+            "browser_tabs action='new' does not use tabId (tabId is for actions 'close', 'close_others', "
+            "'activate', 'pin', 'unpin'). Call again without tabId."
+        )
+        back = await mcp.call_tool("browser_navigate", {"action": "back", "url": site.url("/page/b")})
+        assert "url is for action 'goto'" in error(back)
+        launch = await mcp.call_tool(
+            "browser_instance", {"action": "launch", "cdpEndpoint": "http://127.0.0.1:9"}
+        )
+        assert "does not use cdpEndpoint (cdpEndpoint is for action 'connect')" in error(launch)
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert section(listed, "Result") == "1 open tab; active tab: 1."
+        assert f"({site.url('/page/a')})" in section(listed, "Tabs")
+        instances = ok(await mcp.call_tool("browser_instance", {"action": "list"}))
+        assert section(instances, "Result").startswith("1 instance:")
+
+        # Empty values, as clients that fill every field send them, ask for nothing.
+        filled = {"tabId": None, "keepTabId": None, "url": "", "background": False, "instanceId": None}
+        assert section(ok(await mcp.call_tool("browser_tabs", {"action": "list", **filled})), "Result") == (
+            "1 open tab; active tab: 1."
+        )

@@ -31,7 +31,7 @@ import inspect
 import logging
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
@@ -83,11 +83,28 @@ class ToolSpec:
     secret_args: tuple[str, ...] = ()
     """Arguments whose `{{NAME}}` placeholders are replaced by secrets (`--secrets`) before the
     tool runs; the response, telemetry and log show the placeholders."""
+    action_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """For a tool with an `action` argument: the arguments only some actions use, each with those
+    actions. Another action given one of them is refused, never run as if it were not there."""
 
     def arguments(self) -> list[inspect.Parameter]:
         """The MCP arguments: the function's parameters but `call` and `tab`."""
         parameters = list(inspect.signature(self.fn, eval_str=True).parameters.values())[1:]
         return [p for p in parameters if p.name != "tab"]
+
+    def misplaced(self, arguments: dict[str, Any], defaults: Mapping[str, Any]) -> str | None:
+        """Why `arguments` do not fit their action (an argument another action uses), or None."""
+        action = arguments.get("action")
+        unused = [
+            name
+            for name, actions in self.action_args.items()
+            if action not in actions and not _left_out(arguments.get(name), defaults.get(name))
+        ]
+        if not unused:
+            return None
+        uses = "; ".join(f"{name} is for {_actions(self.action_args[name])}" for name in unused)
+        which = " or ".join(unused)
+        return f"{self.name} action={action!r} does not use {which} ({uses}). Call again without {which}."
 
 
 @dataclass(slots=True)
@@ -162,6 +179,7 @@ class Call:
 def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     """The function registered with the SDK for `spec`: the tool's own arguments plus the SDK's Context."""
     arguments = spec.arguments()
+    defaults = {p.name: p.default for p in arguments}
 
     async def run(ctx: Context[ServerState, Any], **kwargs: Any) -> CallToolResult:
         with logs.during_call() as records:
@@ -181,6 +199,10 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     async def handle(ctx: Context[ServerState, Any], kwargs: dict[str, Any]) -> CallToolResult:
         state: ServerState = ctx.request_context.lifespan_context
         response = Response(spec.name, secrets=state.secrets, structured=state.config.structured_content)
+        misplaced = spec.misplaced(kwargs, defaults)
+        if misplaced is not None:  # refused before any browser work, as the SDK refuses a bad type
+            response.error(misplaced)
+            return await response.build(None)
         try:
             session = await state.session(ctx)
         except TabpilotError as exc:
@@ -247,6 +269,21 @@ async def _send_logs(ctx: Context[ServerState, Any], records: list[logging.LogRe
         with contextlib.suppress(Exception), warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # SEP-2577: still what clients read
             await ctx.log(level, data, logger_name=name)
+
+
+def _actions(names: tuple[str, ...]) -> str:
+    quoted = [repr(n) for n in names]
+    return f"action {quoted[0]}" if len(quoted) == 1 else f"actions {', '.join(quoted)}"
+
+
+def _left_out(value: Any, default: Any) -> bool:
+    """An argument a client sent as good as empty (some fill every field): it asks for nothing."""
+    return (
+        value is None
+        or value is False
+        or value == default
+        or (isinstance(value, str | dict | list) and not value)
+    )
 
 
 def _expand(secrets: Secrets, value: Any) -> Any:

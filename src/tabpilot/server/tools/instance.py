@@ -137,8 +137,6 @@ async def browser_instance(
             "own. The operator can allow it with --allow-instances. Use the tabs of your session's browser."
         )
     elif action == "launch":
-        if cdpEndpoint or wsEndpoint or seleniumGrid:
-            raise ValueError("launch starts a local browser; to use an endpoint, call action='connect'.")
         chosen = launch_options(manager.options, options, file_roots(call.session.config))
         instance = await manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen)
         _opened(call, instance, "Launched")
@@ -224,5 +222,12 @@ TOOLS = [
         "List, launch, connect or close browser instances (one of cdpEndpoint, wsEndpoint, seleniumGrid, "
         "extension). Tab ids are unique across instances.",
         ToolAnnotations(title="Manage browser instances", destructive_hint=True, open_world_hint=True),
+        action_args={
+            "instanceId": ("list", "close"),
+            **dict.fromkeys(
+                ("cdpEndpoint", "wsEndpoint", "seleniumGrid", "capabilities", "extension"), ("connect",)
+            ),
+            **dict.fromkeys(("headless", "userDataDir", "options"), ("launch",)),
+        },
     )
 ]

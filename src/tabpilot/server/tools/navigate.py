@@ -51,5 +51,6 @@ TOOLS = [
         "Load a URL in a tab, or go back, forward or reload.",
         ToolAnnotations(title="Navigate a tab", destructive_hint=False, open_world_hint=True),
         tab=True,
+        action_args={"url": ("goto",)},
     )
 ]

@@ -130,5 +130,12 @@ TOOLS = [
         browser_tabs,
         "List, open, close, activate or pin tabs.",
         ToolAnnotations(title="Manage tabs", destructive_hint=True, open_world_hint=True),
+        action_args={
+            "tabId": ("close", "close_others", "activate", "pin", "unpin"),
+            "keepTabId": ("close_others",),
+            "url": ("new",),
+            "background": ("new",),
+            "instanceId": ("list", "new"),
+        },
     )
 ]
