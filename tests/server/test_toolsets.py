@@ -517,3 +517,27 @@ async def test_ids_agree_across_every_tool_set_of_one_server(
         assert (await call(mcp, "get_snapshot")).splitlines()[1].startswith(f"Tab {other} (current)")
         await call(mcp, "close_tab", {"tabId": str(tab_id)})
         assert json.loads(await call(mcp, "browser_tab", {"action": "list"}))["count"] == 1
+
+
+async def test_each_sets_errors_name_its_own_tools_for_the_next_call(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    said: list[str] = []
+    async with connect(tools=("browser-use",)) as mcp:
+        said.append(await fail(mcp, "browser_close_tab", {"tab_id": 1}))
+        assert said[-1].endswith("Open another tab first (browser_navigate(url=..., new_tab=true)).")
+    async with connect(tools=("foxmcp",)) as mcp:
+        said.append(await fail(mcp, "tabs_close", {"tab_id": 1}))
+        assert said[-1].endswith("Open another tab first (tabs_create(url=...)).")
+    async with connect(tools=("pilo",)) as mcp:  # only pages open tabs in this set
+        said.append(await fail(mcp, "close_tab", {"tabId": "1"}))
+        assert said[-1].endswith("Keep it open: a browser needs one tab.")
+        await call(mcp, "goto", {"url": site.url("/page/a")})
+        said.append(await fail(mcp, "click", {"ref": "1e99"}))
+        assert said[-1].endswith("Call get_snapshot and use a ref from it.")
+    default_tools = ("browser_tabs", "browser_snapshot", "browser_instance", "browser_handle_dialog")
+    for text_ in said:
+        assert not any(tool in text_ for tool in default_tools), text_
+    async with connect() as mcp:  # the default set names its own
+        last = await fail(mcp, "browser_tabs", {"action": "close", "tabId": 1})
+        assert "Open another tab first (browser_tabs(action='new', url=...)), or close the instance." in last

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tabpilot import (
@@ -61,34 +62,72 @@ def dialog_noun(dialog_type: str) -> str:
     return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
 
 
-def snapshot_call(tab_id: int | None) -> str:
-    return f"browser_snapshot(tabId={tab_id})" if tab_id is not None else "browser_snapshot"
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """The calls an error's advice names, in one tool set's words: a set with no such tool has
+    None there, and its advice says what to do without naming one."""
+
+    read: Callable[[int | str | None], str] | None
+    """Reads a tab's page and gives its element handles (`browser_snapshot(tabId=3)`)."""
+    list_tabs: str
+    close_tab: Callable[[int | str | None], str]
+    close_tabs: str
+    """Closes tabs, said in general."""
+    open_tab: str | None
+    """Opens a tab on a URL."""
+    handle_dialog: Callable[[int | str | None], str] | None
+    element: str = "a ref"
+    """What names an element in the set: 'a ref', 'an index'."""
+    instances: bool = False
+    """The set has browser_instance."""
+
+
+DEFAULT_CALLS = ToolCalls(
+    read=lambda tab: f"browser_snapshot(tabId={tab})" if tab is not None else "browser_snapshot",
+    list_tabs="browser_tabs(action='list')",
+    close_tab=lambda tab: f"browser_tabs(action='close', tabId={tab})",
+    close_tabs="browser_tabs action=close or close_others",
+    open_tab="browser_tabs(action='new', url=...)",
+    handle_dialog=lambda tab: f"browser_handle_dialog(tabId={tab}, accept=true|false)",
+    instances=True,
+)
 
 
 # -- errors ------------------------------------------------------------------------------------------
 
 
-def _action_advice(exc: ActionError) -> str:
-    snap = snapshot_call(exc.tab_id)
+def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
+    snap = calls.read(exc.tab_id) if calls.read is not None else None
     advice = {
-        "covered": f"Close or dismiss what covers it (a dialog, banner or menu; take a new {snap} to find it), then retry.",
+        "covered": (
+            f"Close or dismiss what covers it (a dialog, banner or menu; take a new {snap} to find it), then retry."
+            if snap
+            else "Close or dismiss what covers it (a dialog, banner or menu), then retry."
+        ),
         "no_option": "Options match by value or label; use one of them.",
-        "timeout": f"The page may be busy or still loading: take a new {snap} and retry.",
-        "busy": f"The page may be busy: take a new {snap} and retry.",
+        "timeout": f"The page may be busy or still loading: {f'take a new {snap} and ' if snap else ''}retry.",
+        "busy": f"The page may be busy: {f'take a new {snap} and ' if snap else ''}retry.",
         "unresponsive": (
-            f"Close it with browser_tabs(action='close', tabId={exc.tab_id}); other tabs keep working. "
+            f"Close it with {calls.close_tab(exc.tab_id)}; other tabs keep working. "
             "Reloading it may not help while the script runs."
         ),
-        "tab_closed": "List tabs with browser_tabs(action='list') to see what is open.",
-        "navigated": f"Take a new {snap} and retry.",
-        "dialog": f"Handle it with browser_handle_dialog(tabId={exc.tab_id}), then retry.",
+        "tab_closed": f"List tabs with {calls.list_tabs} to see what is open.",
+        "navigated": f"Take a new {snap} and retry." if snap else "Retry.",
+        "dialog": (
+            f"Handle it with {calls.handle_dialog(exc.tab_id)}, then retry."
+            if calls.handle_dialog is not None
+            else "Retry."
+        ),
     }
-    if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached"):
-        return f"Take a new {snap} and use a ref of an element you can act on (open the menu or section that holds it first)."
+    if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached") and snap:
+        return (
+            f"Take a new {snap} and use {calls.element} of an element you can act on (open the menu or section "
+            "that holds it first)."
+        )
     return advice.get(exc.reason, exc.advice)
 
 
-def _connect_advice(exc: ConnectError) -> str:
+def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:
     if exc.reason == "use_cdp":
         return "It looks like a Chrome DevTools endpoint: connect it with cdpEndpoint instead (browser_instance action=connect)."
     if exc.reason == "no_debugging":
@@ -101,6 +140,41 @@ def _connect_advice(exc: ConnectError) -> str:
     return exc.advice
 
 
+def _stale_advice(exc: StaleRefError, calls: ToolCalls) -> str:
+    if calls.read is None:
+        return exc.advice
+    return f"Call {calls.read(exc.tab_id)} and use {calls.element} from it."
+
+
+def _foreign_advice(exc: ForeignRefError, calls: ToolCalls) -> str:
+    if calls.read is None:
+        return exc.advice
+    return f"Leave tabId out to act on tab {exc.ref_tab_id}, or take a {calls.read(exc.tab_id)} and use one of its refs."
+
+
+def _dialog_advice(exc: DialogOpenError, calls: ToolCalls) -> str:
+    if calls.handle_dialog is None:
+        return exc.advice
+    return f"Handle it first with {calls.handle_dialog(exc.tab_id)}; other tabs keep working."
+
+
+def _last_tab_advice(exc: LastTabError, calls: ToolCalls) -> str:
+    if calls.open_tab is None:
+        return "Keep it open: a browser needs one tab."
+    instance = ", or close the instance" if calls.instances else ""
+    return f"Open another tab first ({calls.open_tab}){instance}."
+
+
+def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:
+    again = f" and open {short(exc.url)} again with {calls.open_tab}" if calls.open_tab else ""
+    return f"Close it with {calls.close_tab(exc.tab_id)}{again}."
+
+
+def _instance_advice(advice: str) -> Callable[[Any, ToolCalls], str]:
+    """Advice that names browser_instance: a set without it gets the library's own words."""
+    return lambda e, calls: advice if calls.instances else e.advice
+
+
 _BLOCKED = {
     "blocked": lambda e: (
         f"Navigation to {short(e.url)} is blocked: {short(e.origin)} is in --blocked-origins. Choose another URL."
@@ -111,65 +185,55 @@ _BLOCKED = {
     ),
 }
 
-_ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
-    (StaleRefError, lambda e: f"Call {snapshot_call(e.tab_id)} and use a ref from it."),
-    (
-        ForeignRefError,
-        lambda e: (
-            f"Leave tabId out to act on tab {e.ref_tab_id}, or take a {snapshot_call(e.tab_id)} and use one of its refs."
-        ),
-    ),
-    (
-        DialogOpenError,
-        lambda e: (
-            f"Handle it first with browser_handle_dialog(tabId={e.tab_id}, accept=true|false); other tabs keep working."
-        ),
-    ),
+_ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
+    (StaleRefError, _stale_advice),
+    (ForeignRefError, _foreign_advice),
+    (DialogOpenError, _dialog_advice),
     # Called only once no tab has one (browser_handle_dialog names the tabs that do).
-    (NoDialogError, lambda e: "No tab has an open dialog; continue with your next step."),
+    (NoDialogError, lambda e, calls: "No tab has an open dialog; continue with your next step."),
     (
         TabNotFoundError,
-        lambda e: "Use one of these ids, or list tabs again with browser_tabs(action='list').",
+        lambda e, calls: f"Use one of these ids, or list tabs again with {calls.list_tabs}.",
     ),
-    (LastTabError, lambda e: "Open another tab first (browser_tabs action=new), or close the instance."),
-    (
-        TabCrashedError,
-        lambda e: (
-            f"Close it with browser_tabs(action='close', tabId={e.tab_id}) and open {short(e.url)} again with "
-            "browser_tabs(action='new', url=...)."
-        ),
-    ),
+    (LastTabError, _last_tab_advice),
+    (TabCrashedError, _crashed_advice),
     (
         TabLimitError,
-        lambda e: "Close tabs you no longer need (browser_tabs action=close or close_others), then retry.",
+        lambda e, calls: f"Close tabs you no longer need ({calls.close_tabs}), then retry.",
     ),
     (
         InstanceLostError,
-        lambda e: (
+        _instance_advice(
             "Launch or connect another instance with browser_instance, or use a tab of another instance."
         ),
     ),
     (
         ExtensionNotConnectedError,
-        lambda e: (
+        lambda e, calls: (
             f"Ask the user to open the tabpilot extension's connect page (chrome-extension://{e.extension_id}/"
-            "connect.html?port=...&token=..., as the server printed it at start, or as "
-            "browser_instance(action='connect', extension=true) returns it) in the browser where the extension "
-            "is loaded (`tabpilot extension path` prints the folder to load unpacked at chrome://extensions). "
-            "It connects by itself from then on; then retry."
+            "connect.html?port=...&token=..., as the server printed it at start"
+            + (
+                ", or as browser_instance(action='connect', extension=true) returns it"
+                if calls.instances
+                else ""
+            )
+            + ") in the browser where the extension is loaded (`tabpilot extension path` prints the folder to "
+            "load unpacked at chrome://extensions). It connects by itself from then on; then retry."
         ),
     ),
     (
         InstanceUnreachableError,
-        lambda e: (
-            "Retry in a few seconds: browser_tabs(action='list') shows whether its tabs are back. Tabs of other "
+        lambda e, calls: (
+            f"Retry in a few seconds: {calls.list_tabs} shows whether its tabs are back. Tabs of other "
             "instances keep working."
         ),
     ),
     (
         InstanceNotFoundError,
-        lambda e: (
-            "Use browser_instance(action='list') to see them."
+        lambda e, calls: (
+            e.advice
+            if not calls.instances
+            else "Use browser_instance(action='list') to see them."
             if e.instance_id
             else "Launch one (browser_instance action=launch) or connect one."
         ),
@@ -179,16 +243,17 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any], str]]] = [
 ]
 
 
-def error_text(exc: BaseException) -> str:
-    """An exception as the text of an `### Error` section: what happened, then the next call.
-    A long word in it (a URL, a value the caller sent) is cut: an error repeats, it never echoes."""
-    return _LONG_WORD.sub(lambda m: short(m.group()), _error_text(exc))
+def error_text(exc: BaseException, calls: ToolCalls = DEFAULT_CALLS) -> str:
+    """An exception as the text of an `### Error` section: what happened, then the next call, in
+    the words of the tool set `calls` describes. A long word in it (a URL, a value the caller sent)
+    is cut: an error repeats, it never echoes."""
+    return _LONG_WORD.sub(lambda m: short(m.group()), _error_text(exc, calls))
 
 
 _LONG_WORD = re.compile(rf"\S{{{URL_CHARS + 1},}}")
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, calls: ToolCalls) -> str:
     if isinstance(exc, NavigationBlockedError):
         if exc.reason in _BLOCKED:
             return _BLOCKED[exc.reason](exc)
@@ -202,24 +267,24 @@ def _error_text(exc: BaseException) -> str:
         if exc.total:
             return (
                 f"Cannot open a new tab: {exc.count} tabs are open in all sessions and instances together, "
-                f"the limit (--max-total-tabs {exc.limit}). {_advice_for(exc)}"
+                f"the limit (--max-total-tabs {exc.limit}). {_advice_for(exc, calls)}"
             )
         return (
             f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
-            f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc)}"
+            f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc, calls)}"
         )
     if isinstance(exc, BrowserNotFoundError):
         return str(exc).replace("the browser path option", "--browser-path")
     if isinstance(exc, TabpilotError):
-        advice = _advice_for(exc)
+        advice = _advice_for(exc, calls)
         return exc.worded(exc.fact, advice).strip()
     return str(exc)
 
 
-def _advice_for(exc: TabpilotError) -> str:
+def _advice_for(exc: TabpilotError, calls: ToolCalls) -> str:
     for kind, advise in _ADVICE:
         if isinstance(exc, kind):
-            return str(advise(exc))
+            return str(advise(exc, calls))
     return exc.advice
 
 

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
 from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabInfo, TabpilotError
 
-from .advice import error_text, event_line, page_line, short, tab_line
+from .advice import DEFAULT_CALLS, ToolCalls, error_text, event_line, page_line, short, tab_line
 from .state import SessionState
 
 MAX_CHANGED_LINES = 200
@@ -88,8 +88,16 @@ def _yaml(text: str) -> str:
 class Response:
     """What one tool call answers; see the module docstring."""
 
-    def __init__(self, tool: str, *, secrets: Secrets | None = None, structured: bool = False) -> None:
+    def __init__(
+        self,
+        tool: str,
+        *,
+        secrets: Secrets | None = None,
+        structured: bool = False,
+        calls: ToolCalls = DEFAULT_CALLS,
+    ) -> None:
         self.tool = tool
+        self.calls = calls
         self._secrets = secrets
         self._structured = structured
         self.is_error = False
@@ -122,7 +130,7 @@ class Response:
 
     def fail(self, exc: BaseException) -> None:
         """Make this an error response for `exc`, in words that name the next call."""
-        self.error(error_text(exc))
+        self.error(error_text(exc, self.calls))
 
     @property
     def summary(self) -> str:

@@ -43,6 +43,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr
 from tabpilot import Secrets, Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
 
 from .. import logs
+from ..advice import DEFAULT_CALLS, ToolCalls
 from ..response import Response
 from ..state import ServerState, SessionState
 
@@ -83,6 +84,8 @@ class ToolSpec:
     secret_args: tuple[str, ...] = ()
     """Arguments whose `{{NAME}}` placeholders are replaced by secrets (`--secrets`) before the
     tool runs; the response, telemetry and log show the placeholders."""
+    calls: ToolCalls = DEFAULT_CALLS
+    """The tool set's own calls, as an error's advice names them."""
     action_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """For a tool with an `action` argument: the arguments only some actions use, each with those
     actions. Another action given one of them is refused, never run as if it were not there."""
@@ -198,7 +201,9 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
 
     async def handle(ctx: Context[ServerState, Any], kwargs: dict[str, Any]) -> CallToolResult:
         state: ServerState = ctx.request_context.lifespan_context
-        response = Response(spec.name, secrets=state.secrets, structured=state.config.structured_content)
+        response = Response(
+            spec.name, secrets=state.secrets, structured=state.config.structured_content, calls=spec.calls
+        )
         misplaced = spec.misplaced(kwargs, defaults)
         if misplaced is not None:  # refused before any browser work, as the SDK refuses a bad type
             response.error(misplaced)
@@ -236,9 +241,10 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
             response.fail(exc)
         except Exception as exc:
             logger.exception("tool %s failed", spec.name)
+            read = f"take a new {spec.calls.read(None)} and " if spec.calls.read is not None else ""
             response.error(
-                f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}. If the page changed, take a new "
-                "browser_snapshot and retry; if it happens again, it is a bug in tabpilot."
+                f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}. If the page changed, {read}retry; "
+                "if it happens again, it is a bug in tabpilot."
             )
         _record_action(call, kwargs)
         return await response.build(session)

@@ -26,10 +26,21 @@ from pydantic import Field
 
 from tabpilot import LastTabError, TabManager, TabNotFoundError, TabpilotError
 
-from ..advice import error_text
+from ..advice import ToolCalls, error_text
 from ..tools.base import Call, TabIdValue, ToolSpec
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
+
+
+CALLS = ToolCalls(
+    read=None,
+    list_tabs="browser_tab(action='list')",
+    close_tab=lambda tab: f"browser_tab(action='close', tabId={tab})",
+    close_tabs="browser_tab action=close or close_others",
+    open_tab="browser_tab(action='new', url=...)",
+    handle_dialog=None,
+)
+"""This set's calls, as an error's advice names them."""
 
 
 def list_result(manager: TabManager, instance_id: str | None) -> dict[str, Any]:
@@ -82,7 +93,7 @@ async def browser_tab(
         call.response.plain(_last_tab(exc.tab_id), error=True)
         return
     except (TabpilotError, ValueError) as exc:
-        call.response.plain(error_text(exc), error=True)
+        call.response.plain(error_text(exc, CALLS), error=True)
         return
     call.response.plain(json.dumps(result, indent=2), result)
 
@@ -129,5 +140,6 @@ TOOLS: list[ToolSpec] = [
         "Tab IDs are integers, unique and stable until the tab is closed. New tabs are focused "
         "(made active). When you don't specify a tabId in other tools, the active tab is used.",
         ToolAnnotations(destructive_hint=True, open_world_hint=True),
+        calls=CALLS,
     )
 ]

@@ -59,9 +59,20 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import error_text, short
+from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec
 from ._common import SnapshotElement, accept_dialog, describe_elements, dialog_note, interactive_elements
+
+CALLS = ToolCalls(
+    read=lambda tab: "browser_get_state",
+    list_tabs="browser_list_tabs",
+    close_tab=lambda tab: f"browser_close_tab(tab_id={tab})",
+    close_tabs="browser_close_tab",
+    open_tab="browser_navigate(url=..., new_tab=true)",
+    handle_dialog=None,  # dialogs are accepted by themselves
+    element="an index",
+)
+"""This set's calls, as an error's advice names them."""
 
 
 @dataclass(slots=True)
@@ -193,7 +204,7 @@ async def browser_get_state(
         await manager.settle(grace=0)
         snap = await tab.snapshot()
     except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
         return
     elements = interactive_elements(snap.text)
     details = await describe_elements(tab, elements)
@@ -243,7 +254,7 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
     try:
         closed = await manager.close_tab(tab.id)
     except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
         return
     now = manager.tab(closed.active_tab_id).url if closed.active_tab_id is not None else "about:blank"
     call.response.plain(f"Closed tab # {closed.closed_tab_id}, now on {now}")
@@ -269,12 +280,12 @@ async def browser_navigate(
             await navigate(tab, "goto", url)
             call.response.plain(f"Navigated to: {short(url)}" + _lines(note))
     except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
 
 
 def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = None) -> str:
     """An error's text, the element named by its index (this set never shows the ref behind it)."""
-    said = error_text(exc)
+    said = error_text(exc, CALLS)
     return re.sub(rf"\b{re.escape(element.ref)}\b", f"element {index}", said) if element else said
 
 
@@ -326,7 +337,7 @@ async def browser_type(
         tab, note = await _active(call)
         element = _element(call, tab, index)
     except TabpilotError as exc:  # no such index, or no tab: its own message says what to do
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
         return
     try:
         await type_text(tab, element.ref, text, dialogs="accept")
@@ -348,7 +359,7 @@ async def browser_go_back(call: Call) -> None:
         tab, note = await _active(call)
         result = await navigate(tab, "back")
     except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
         return
     call.response.plain("Navigated back" + (f" ({result.note})" if result.note else "") + _lines(note))
 
@@ -361,7 +372,7 @@ async def browser_scroll(
         tab, note = await _active(call)
         await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
     except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc)}", error=True)
+        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
         return
     call.response.plain(f"Scrolled {direction}" + _lines(note))
 
@@ -372,12 +383,14 @@ TOOLS: list[ToolSpec] = [
         browser_navigate,
         "Navigate to a URL in the browser",
         ToolAnnotations(open_world_hint=True),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_click",
         browser_click,
         "Click an element by index. Use index for elements from browser_get_state.",
         ToolAnnotations(open_world_hint=True),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_type",
@@ -385,6 +398,7 @@ TOOLS: list[ToolSpec] = [
         "Type text into an input field",
         ToolAnnotations(open_world_hint=True),
         secret_args=("text",),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_get_state",
@@ -392,35 +406,41 @@ TOOLS: list[ToolSpec] = [
         "Get the current state of the page including all interactive elements and all open tabs "
         "(each with its tab_id and parent_tab_id)",
         ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_scroll",
         browser_scroll,
         "Scroll the page",
         ToolAnnotations(open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_go_back",
         browser_go_back,
         "Go back to the previous page",
         ToolAnnotations(open_world_hint=True),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_list_tabs",
         browser_list_tabs,
         "List all open tabs",
         ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_switch_tab",
         browser_switch_tab,
         "Switch to a different tab",
         ToolAnnotations(open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "browser_close_tab",
         browser_close_tab,
         "Close a tab",
         ToolAnnotations(destructive_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
 ]

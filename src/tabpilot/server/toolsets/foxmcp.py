@@ -31,7 +31,7 @@ from pydantic import Field
 
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
-from ..advice import error_text, short
+from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec
 
 TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
@@ -89,7 +89,18 @@ def _problem(manager: TabManager, exc: TabpilotError) -> str:
     if isinstance(exc, TabNotFoundError):
         ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
         return f"No tab with ID {exc.tab_id}. Open tab IDs: {ids}. Call tabs_list to see them."
-    return " ".join(error_text(exc).split())
+    return " ".join(error_text(exc, CALLS).split())
+
+
+CALLS = ToolCalls(
+    read=None,
+    list_tabs="tabs_list",
+    close_tab=lambda tab: f"tabs_close(tab_id={tab})",
+    close_tabs="tabs_close",
+    open_tab="tabs_create(url=...)",
+    handle_dialog=None,
+)
+"""This set's calls, as an error's advice names them."""
 
 
 async def tabs_list(call: Call) -> None:
@@ -157,6 +168,7 @@ TOOLS: list[ToolSpec] = [
         '    - ID {tab_id}: {title} - {url}{status_indicators}"\n\n'
         "Status indicators: (active) for the active tab, (pinned) for pinned tabs.",
         _READ,
+        calls=CALLS,
     ),
     ToolSpec(
         "tabs_create",
@@ -165,18 +177,21 @@ TOOLS: list[ToolSpec] = [
         "    active: Whether the tab should be active (default: True)\n"
         "    pinned: Whether the tab should be pinned (default: False)",
         ToolAnnotations(open_world_hint=True),
+        calls=CALLS,
     ),
     ToolSpec(
         "tabs_close",
         tabs_close,
         "Close a browser tab.\n\nArgs:\n    tab_id: ID of the tab to close",
         ToolAnnotations(destructive_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "tabs_switch",
         tabs_switch,
         "Switch to a specific browser tab.\n\nArgs:\n    tab_id: ID of the tab to switch to",
         ToolAnnotations(open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "windows_list",
@@ -184,5 +199,6 @@ TOOLS: list[ToolSpec] = [
         "List all browser windows with their tab counts.\n\nArgs:\n"
         "    populate: Whether to include tab information for each window",
         _READ,
+        calls=CALLS,
     ),
 ]

@@ -38,7 +38,7 @@ from pydantic import Field
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
 from tabpilot import click as click_ref
 
-from ..advice import error_text, short
+from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec
 from ._common import accept_dialog, dialog_note, host_of
 
@@ -87,6 +87,17 @@ def list_tabs_result(tabs: Sequence[TabInfo], current_id: int | None) -> dict[st
     }
 
 
+CALLS = ToolCalls(
+    read=lambda tab: "get_snapshot",  # of the current tab, the only one this set acts on
+    list_tabs="list_tabs",
+    close_tab=lambda tab: f"close_tab(tabId={tab})",
+    close_tabs="close_tab",
+    open_tab=None,  # tabs are opened by pages only
+    handle_dialog=None,  # dialogs are accepted by themselves
+)
+"""This set's calls, as an error's advice names them."""
+
+
 async def _current(call: Call) -> tuple[Tab, str]:
     """The current tab, with a dialog that blocks it accepted (this set has no dialog tool)."""
     tab = call.tab(None)
@@ -116,7 +127,7 @@ def _opened_text(manager: TabManager, events: Sequence[TabEvent]) -> str:
 
 
 async def _fail(call: Call, exc: Exception) -> None:
-    call.response.plain(f"Error: {error_text(exc)}", error=True)
+    call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
 
 
 async def list_tabs(call: Call) -> None:
@@ -227,6 +238,7 @@ TOOLS: list[ToolSpec] = [
         "List the open browser tabs: {activeTabId, tabs: [{id, url, title, isActive}]}. The same tabs head "
         "every snapshot (Available tabs).",
         ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "switch_tab",
@@ -235,12 +247,14 @@ TOOLS: list[ToolSpec] = [
         "Use list_tabs() to see available tabs (or check the available_tabs section "
         "in your page snapshot).",
         ToolAnnotations(open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "close_tab",
         close_tab,
         "Close a browser tab. If closing the active tab, the previously-active tab becomes active.",
         ToolAnnotations(destructive_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "get_snapshot",
@@ -250,6 +264,7 @@ TOOLS: list[ToolSpec] = [
         "scoped to the current tab. When you click a link that opens a new tab, the new tab appears "
         "here; use switch_tab() to go to it, and close tabs you no longer need with close_tab().",
         ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        calls=CALLS,
     ),
     ToolSpec(
         "click",
@@ -257,6 +272,7 @@ TOOLS: list[ToolSpec] = [
         "Click an element of the current tab by its ref from the latest snapshot. A click that opens a "
         "new tab names it (BROWSER_TAB_OPENED); the new tab is not switched to.",
         ToolAnnotations(open_world_hint=True),
+        calls=CALLS,
     ),
     ToolSpec(
         "fill",
@@ -264,11 +280,13 @@ TOOLS: list[ToolSpec] = [
         "Fill a text field of the current tab (by its ref from the latest snapshot) with a value.",
         ToolAnnotations(open_world_hint=True),
         secret_args=("value",),
+        calls=CALLS,
     ),
     ToolSpec(
         "goto",
         goto,
         "Open a URL in the current tab.",
         ToolAnnotations(open_world_hint=True),
+        calls=CALLS,
     ),
 ]
