@@ -27,6 +27,7 @@ from ._errors import ActionError, ActionReason
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._tab import Tab
 from ._types import DialogInfo
+from ._values import json_value
 from ._watch import DialogPolicy
 
 KeyModifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
@@ -518,8 +519,10 @@ async def evaluate(
     """Run JavaScript in the tab: `() => document.title`, or with `ref` `(element) => element.value`.
     A promise is awaited, up to `timeout` (default: the action timeout).
 
-    `result.value` is the script's JSON-like result. If the script opens a dialog, the result
-    comes only once the dialog is handled: `result.dialog` says so and `value` is None.
+    `result.value` is the script's result in JSON values only (`_values.json_value`: a Date as its
+    ISO string, a RegExp as `/x/i`, NaN as "NaN", a self-reference as "[Circular]"). If the script
+    opens a dialog, the result comes only once the dialog is handled: `result.dialog` says so and
+    `value` is None.
     """
     if not function.strip():
         raise ValueError("function must be JavaScript, e.g. '() => document.title'.")
@@ -532,7 +535,7 @@ async def evaluate(
         job = asyncio.wait_for((await tab.usable()).evaluate(function), timeout)
         what = f"Evaluating on tab {tab.id}"
     value, result = await _act(tab, what, job, ref=ref, timeout=timeout)
-    return _with(result, value=value)
+    return _with(result, value=json_value(value))
 
 
 async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:

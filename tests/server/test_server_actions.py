@@ -570,6 +570,27 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
         assert "value" not in result and result["truncated"] is True and result["valueChars"] == 50002
         assert len(result["valueJson"]) == 20_000 and "more characters cut" in section(huge, "Result")
 
+        # What JSON has no words for comes back as JavaScript would print it, never as Python, and
+        # an object that holds itself is answered (it was an internal server error).
+        odd = ok(
+            await mcp.call_tool(
+                "browser_evaluate",
+                {
+                    "function": "() => { const o = {d: new Date(0), r: /a.b/i, n: NaN, z: -0, e: new Error('no')}; o.self = o; return [o, o.d] }"
+                },
+            )
+        )
+        expected = {
+            "d": "1970-01-01T00:00:00.000Z",
+            "r": "/a.b/i",
+            "n": "NaN",
+            "z": 0,
+            "e": "Error: no",
+            "self": "[Circular]",
+        }
+        assert data(odd)["result"]["value"] == [expected, "1970-01-01T00:00:00.000Z"]
+        assert '"self": "[Circular]"' in section(odd, "Result") and "re.compile" not in section(odd, "Result")
+
 
 async def test_a_javascript_error_in_evaluate_is_a_clear_error(
     connect: Callable[..., Client], site: LocalSite

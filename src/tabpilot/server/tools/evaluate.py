@@ -31,7 +31,7 @@ async def browser_evaluate(
     if result.dialog is not None:
         report(call, tab, f"The script started on tab {tab.id}; its result comes after the dialog.", result)
         return
-    text = json.dumps(result.value, ensure_ascii=False, default=str)
+    text = json.dumps(result.value, ensure_ascii=False)
     cut = len(text) > MAX_RESULT_CHARS
     shown = text[:MAX_RESULT_CHARS] + (
         f"... ({len(text) - MAX_RESULT_CHARS} more characters cut)" if cut else ""
