@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import ActionError, ActionReason
+from ._errors import ActionError
+from ._fields import FieldUse, check_field
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._tab import Tab
 from ._types import DialogInfo
@@ -125,45 +126,6 @@ async def _act(
     )
 
 
-async def _check_input(
-    tab: Tab, element: ElementHandle, what: str, ref: str, *, values: Sequence[str] | None = None
-) -> dict[str, Any] | None:
-    """Fail at once, with the reason, where waiting could not help: a disabled or read-only field,
-    a select with no option for a value. (An element not on the page is left to the action.)
-    Returns the element's state (`ElementHandle.input_state`)."""
-    state = await element.input_state()
-    if state is None:
-        return None
-    problem, options = "", state["options"]
-    reason: ActionReason = "failed"
-    if state["disabled"]:
-        problem, reason = "is disabled", "disabled"
-    elif state["readOnly"]:
-        problem, reason = "is read-only (not editable)", "not_editable"
-    elif values is not None and options is not None:
-        known = {text for pair in options for text in pair}
-        missing = [v for v in values if v not in known]
-        if missing:
-            shown = ", ".join(repr(label) for _, label in options[:20]) + (" …" if len(options) > 20 else "")
-            raise ActionError(
-                f"{what} failed: element {ref} has no option {', '.join(map(repr, missing))} "
-                f"(its options: {shown or 'none'}).",
-                "Options match by value or label.",
-                tab_id=tab.id,
-                ref=ref,
-                reason="no_option",
-            )
-    if problem:
-        raise ActionError(
-            f"{what} failed: element {ref} {problem}.",
-            f"Take a new snapshot of tab {tab.id} and use a ref of an element you can act on.",
-            tab_id=tab.id,
-            ref=ref,
-            reason=reason,
-        )
-    return state
-
-
 def _with(result: ActionResult, **changes: Any) -> ActionResult:
     return ActionResult(
         **{name: changes.get(name, getattr(result, name)) for name in ActionResult.__dataclass_fields__}
@@ -226,7 +188,7 @@ async def type_text(
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
     what = f"Typing into {ref} on tab {tab.id}"
-    await _check_input(tab, element, what, ref)
+    await check_field(tab, element, what, ref, uses=("text",))
     # Typing key by key takes time in proportion to the text; the timeout covers each key too.
     limit = timeout + (0.05 * len(text) if slowly else 0)
 
@@ -271,7 +233,7 @@ async def select_option(
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
     what = f"Selecting {list(values)} in {ref} on tab {tab.id}"
-    await _check_input(tab, element, what, ref, values=values)
+    await check_field(tab, element, what, ref, uses=("options",), values=values)
     selected, result = await _act(
         tab,
         what,
@@ -304,7 +266,16 @@ async def fill_form(
     selects: dict[str, bool] = {}
     for ref, element, value in elements:  # every field, before anything is filled
         values = None if isinstance(value, bool) else [value] if isinstance(value, str) else list(value)
-        state = await _check_input(tab, element, f"Filling {ref} on tab {tab.id}", ref, values=values)
+        uses: tuple[FieldUse, ...] = (
+            ("toggle",)
+            if isinstance(value, bool)
+            else ("text", "options")
+            if isinstance(value, str)
+            else ("options",)
+        )
+        state = await check_field(
+            tab, element, f"Filling {ref} on tab {tab.id}", ref, uses=uses, values=values
+        )
         selects[ref] = state is not None and state["options"] is not None
 
     async def job() -> None:

@@ -86,6 +86,49 @@ async def test_fill_form_fills_every_kind_of_field_of_a_background_tab(
         assert await page_value(mcp, form, "() => document.getElementById('name').value") == "Ada"
 
 
+async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_field_takes(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        form = await background_tab(mcp, site.url("/form"))
+        snap = await snapshot(mcp, form)
+        name, color, subscribe, submit = (
+            ref_of(snap, 'textbox "Name"'),
+            ref_of(snap, 'combobox "Color"'),
+            ref_of(snap, 'checkbox "Subscribe"'),
+            ref_of(snap, 'button "Submit"'),
+        )
+
+        async def refused(tool: str, arguments: dict[str, Any]) -> str:
+            return error(await mcp.call_tool(tool, {**arguments, "tabId": form}))
+
+        typed = await refused("browser_type", {"ref": subscribe, "text": "yes"})
+        assert f"element {subscribe} is a checkbox, not a text field. Click it to change it" in typed
+        assert f"element {submit} is a button, not a text field." in await refused(
+            "browser_type", {"ref": submit, "text": "yes"}
+        )
+        assert (
+            f"element {name} is a text field, not a drop-down list. Type text into it instead."
+            in await refused("browser_select_option", {"ref": name, "values": ["red"]})
+        )
+        both = await refused("browser_select_option", {"ref": color, "values": ["red", "blue"]})
+        assert (
+            f"element {color} takes one option (it is not a multiple-choice list); 2 were given. Give one value."
+            in both
+        )
+        fields = [{"ref": name, "value": "Bob"}, {"ref": subscribe, "value": "maybe"}]
+        assert f"element {subscribe} is a checkbox, not a text field." in await refused(
+            "browser_fill_form", {"fields": fields}
+        )
+        fields = [{"ref": name, "value": True}]
+        assert f"element {name} is a text field: it takes text, not true or false." in await refused(
+            "browser_fill_form", {"fields": fields}
+        )
+        # Nothing was filled, ticked or selected.
+        state = "() => { const f = (id) => document.getElementById(id); return [f('name').value, f('color').value, f('subscribe').checked] }"
+        assert await page_value(mcp, form, state) == ["", "red", False]
+
+
 async def test_file_upload_takes_files_inside_the_allowed_roots_only(
     connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:

@@ -100,11 +100,23 @@ class DialogHandle:
         await self._dialog.dismiss()
 
 
-_INPUT_STATE = """el => ({
-  disabled: el.matches(':disabled'),
-  readOnly: ['INPUT', 'TEXTAREA'].includes(el.tagName) && el.readOnly,
-  options: el.tagName === 'SELECT' ? Array.from(el.options, o => [o.value, o.label]) : null,
-})"""
+_INPUT_STATE = """el => {
+  const tag = el.tagName, type = tag === 'INPUT' ? (el.type || 'text').toLowerCase() : '';
+  const role = (el.getAttribute('role') || '').toLowerCase();
+  let kind = 'other';
+  if (tag === 'SELECT') kind = el.multiple ? 'listbox' : 'select';
+  else if (type === 'checkbox' || type === 'radio') kind = type;
+  else if (['checkbox', 'radio', 'switch'].includes(role)) kind = role;
+  else if (type === 'file') kind = 'file';
+  else if (['submit', 'button', 'reset', 'image'].includes(type) || tag === 'BUTTON') kind = 'button';
+  else if (tag === 'TEXTAREA' || el.isContentEditable || (tag === 'INPUT' && type !== 'hidden')) kind = 'text';
+  return {
+    disabled: el.matches(':disabled'),
+    readOnly: ['INPUT', 'TEXTAREA'].includes(tag) && el.readOnly,
+    options: tag === 'SELECT' ? Array.from(el.options, o => [o.value, o.label]) : null,
+    kind,
+  };
+}"""
 
 
 class ElementHandle:
@@ -119,8 +131,9 @@ class ElementHandle:
         return await self._locator.count()
 
     async def input_state(self) -> dict[str, Any] | None:
-        """At once, without waiting: whether the element is disabled or read-only, and a select's
-        options as [value, label] pairs; None if the element is not on the page now."""
+        """At once, without waiting: whether the element is disabled or read-only, a select's
+        options as [value, label] pairs, and its `kind` (text, checkbox, radio, switch, select,
+        listbox, file, button or other); None if the element is not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
         # returns at once, and gives up quickly on one that is not.
         try:

@@ -1,0 +1,117 @@
+"""Checks an action makes on a form field before it acts, where waiting could not help.
+
+A disabled or read-only field, a select with no option for a value, and a value of the wrong kind
+for the field (text for a checkbox, true/false for a text field, several options for a list that
+takes one, an option for a text field) fail at once, with what the field is and what it takes,
+instead of Playwright's words after a timeout or about the DOM ("Input of type "checkbox" cannot be
+filled"). An element that is no form field, or is not on the page now, is left to the action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any, Literal, NoReturn
+
+from ._errors import ActionError, ActionReason
+from ._pw import ElementHandle
+from ._tab import Tab
+
+FieldUse = Literal["text", "toggle", "options"]
+"""What an action puts into a field: text, a checked state, or option values."""
+
+_WORDS = {
+    "text": "a text field",
+    "checkbox": "a checkbox",
+    "radio": "a radio button",
+    "switch": "a switch",
+    "select": "a drop-down list",
+    "listbox": "a multiple-choice list",
+    "file": "a file input",
+    "button": "a button",
+}
+_USE_OF = {
+    "text": "text",
+    "checkbox": "toggle",
+    "radio": "toggle",
+    "switch": "toggle",
+    "select": "options",
+    "listbox": "options",
+}
+_INSTEAD = {
+    "text": "Type text into it instead.",
+    "toggle": "Click it to change it (a form fill takes true or false for it).",
+    "options": "Select one of its options instead, by value or label.",
+    "file": "Upload files to it instead.",
+    "button": "Click it, or use the ref of the field you meant (take a new snapshot to find it).",
+}
+_TAKES = {"text": "text", "toggle": "true or false", "options": "an option's value or label", "file": "files"}
+
+
+async def check_field(
+    tab: Tab,
+    element: ElementHandle,
+    what: str,
+    ref: str,
+    *,
+    uses: Collection[str] = (),
+    values: Sequence[str] | None = None,
+) -> dict[str, Any] | None:
+    """Fail at once where waiting could not help (see the module docstring). `uses`: what the
+    action can put into the field (empty: any); `values`: options it will select. Returns the
+    element's state (`ElementHandle.input_state`), or None if it is not on the page now."""
+    state = await element.input_state()
+    if state is None:
+        return None
+    kind = str(state.get("kind", "other"))
+    if state["disabled"]:
+        _fail(tab, what, ref, "is disabled", "disabled")
+    if state["readOnly"]:
+        _fail(tab, what, ref, "is read-only (not editable)", "not_editable")
+    use = _USE_OF.get(kind)
+    if uses and kind in _WORDS and use not in uses:
+        wanted = next(iter(uses))
+        problem = (
+            f"is {_WORDS[kind]}, not a text field"
+            if wanted == "text"
+            else f"is {_WORDS[kind]}, not a drop-down list"
+            if wanted == "options"
+            else f"is {_WORDS[kind]}: it takes {_TAKES.get(use or kind, 'no value')}, not true or false"
+        )
+        _fail(tab, what, ref, problem, "failed", _INSTEAD.get(use or kind, ""))
+    options = state["options"]
+    if values is not None and options is not None:
+        known = {text for pair in options for text in pair}
+        missing = [v for v in values if v not in known]
+        if missing:
+            shown = ", ".join(repr(label) for _, label in options[:20]) + (" …" if len(options) > 20 else "")
+            _fail(
+                tab,
+                what,
+                ref,
+                f"has no option {', '.join(map(repr, missing))} (its options: {shown or 'none'})",
+                "no_option",
+                "Options match by value or label.",
+            )
+        if kind == "select" and len(values) > 1:
+            _fail(
+                tab,
+                what,
+                ref,
+                f"takes one option (it is not a multiple-choice list); {len(values)} were given",
+                "failed",
+                "Give one value.",
+            )
+    return state
+
+
+def _fail(tab: Tab, what: str, ref: str, problem: str, reason: ActionReason, advice: str = "") -> NoReturn:
+    raise ActionError(
+        f"{what} failed: element {ref} {problem}.",
+        advice or f"Take a new snapshot of tab {tab.id} and use a ref of an element you can act on.",
+        tab_id=tab.id,
+        ref=ref,
+        reason=reason,
+    )
+
+
+__all__ = ["FieldUse", "check_field"]
