@@ -116,7 +116,7 @@ async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_
             f"element {color} takes one option (it is not a multiple-choice list); 2 were given. Give one value."
             in both
         )
-        fields = [{"ref": name, "value": "Bob"}, {"ref": subscribe, "value": "maybe"}]
+        fields: list[dict[str, Any]] = [{"ref": name, "value": "Bob"}, {"ref": subscribe, "value": "maybe"}]
         assert f"element {subscribe} is a checkbox, not a text field." in await refused(
             "browser_fill_form", {"fields": fields}
         )
