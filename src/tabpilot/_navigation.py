@@ -86,11 +86,15 @@ async def navigate(
         await tab.raise_if_unresponsive(exc)
         raise _navigation_error(exc, what, target, handle.url, policy, timeout) from exc.__cause__
     if not finished:
+        leaving = tab.dialog is not None and tab.dialog.type == "beforeunload"
         return NavigationResult(
             tab.id,
             handle.url,
             None,
-            f"A dialog opened on tab {tab.id} while the page loaded; handle it and the page will finish loading.",
+            f"Tab {tab.id} has not left its page: the page asks first (a beforeunload dialog). Accept the "
+            "dialog to go on to the new page, or dismiss it to stay."
+            if leaving
+            else f"A dialog opened on tab {tab.id} while the page loaded; handle it and the page will finish loading.",
             dialog=True,
         )
     note = ""

@@ -856,3 +856,33 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
         other = await open_tab(mcp, site.url("/page/a"))
         assert "Page a" in await snapshot(mcp, other)
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
+
+
+async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/beforeunload"))
+        snap = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})))["snapshot"]
+        # Chromium asks only once the user did something on the page.
+        ok(await mcp.call_tool("browser_type", {"ref": ref_of(snap, "textbox"), "text": "draft"}))
+
+        held = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab}))
+        assert section(held, "Result") == (
+            f"Tab {tab} has not left its page: the page asks first (a beforeunload dialog). Accept the dialog "
+            "to go on to the new page, or dismiss it to stay."
+        )
+        assert tab_line(held, tab).endswith("[beforeunload dialog open (the page asks before it is left)]")
+        assert "### Events" not in text(held)  # the result says it
+
+        stayed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": False, "tabId": tab}))
+        assert section(stayed, "Result") == (
+            f"Dismissed the beforeunload dialog (the page asks before it is left) on tab {tab}."
+        )
+        assert site.url("/beforeunload") in tab_line(stayed, tab) or site.url("/beforeunload") in section(
+            stayed, "Page"
+        )
+
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab}))
+        left = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert site.url("/page/a") in text(left)

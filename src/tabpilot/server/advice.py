@@ -57,6 +57,14 @@ def quoted(text: str | None, cap: int = 200) -> str:
     return shown if len(shown) <= cap else shown[:cap] + f"…[{len(text or '')} characters]"
 
 
+def dialog_said(dialog_type: str, message: str | None) -> str:
+    """What a dialog says, to follow its name in a line: `: 'Sure?'`, or what a dialog without
+    words is about (a beforeunload dialog has none: the page asks before it is left)."""
+    if message:
+        return f": {quoted(message)}"
+    return " (the page asks before it is left)" if dialog_type == "beforeunload" else " (no message)"
+
+
 def dialog_noun(dialog_type: str) -> str:
     """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
     return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
@@ -303,7 +311,7 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
     if info.status != "complete":
         marks.append(info.status)
     if info.dialog is not None:
-        marks.append(f"{info.dialog.type} dialog open: {quoted(info.dialog.message)}")
+        marks.append(f"{info.dialog.type} dialog open{dialog_said(info.dialog.type, info.dialog.message)}")
     if new_errors:
         marks.append(f"{new_errors} new error{'s' if new_errors != 1 else ''}")
     tail = f" [{', '.join(marks)}]" if marks else ""
@@ -340,7 +348,8 @@ def event_line(event: TabEvent) -> str:
         )
     if event.type == "dialog_opened":
         return (
-            f"tab {tab} shows {dialog_noun(str(d.get('dialogType')))}: {quoted(d.get('message'))}; "
+            f"tab {tab} shows {dialog_noun(str(d.get('dialogType')))}"
+            f"{dialog_said(str(d.get('dialogType')), d.get('message'))}; "
             "handle it with browser_handle_dialog"
         )
     if event.type == "dialog_closed":

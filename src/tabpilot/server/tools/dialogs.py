@@ -13,6 +13,7 @@ from pydantic import Field
 
 from tabpilot import NoDialogError, Tab
 
+from ..advice import dialog_said, quoted
 from .base import Call, TabIdValue, ToolSpec
 
 
@@ -39,8 +40,9 @@ async def browser_handle_dialog(
     answer = (
         f" answering {promptText!r}" if accept and promptText is not None and info.type == "prompt" else ""
     )
+    said = f" {quoted(info.message)}" if info.message else dialog_said(info.type, info.message)
     call.response.result(
-        f"{verb} the {info.type} dialog {info.message!r} on tab {tab.id}{answer}.",
+        f"{verb} the {info.type} dialog{said} on tab {tab.id}{answer}.",
         {"tabId": tab.id, "accepted": accept, "dialog": info.to_dict()},
     )
     call.response.set_page(tab, changes=True)

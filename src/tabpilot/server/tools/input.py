@@ -23,7 +23,7 @@ from tabpilot import (
     wait_for,
 )
 
-from ..advice import dialog_noun, quoted
+from ..advice import dialog_noun, dialog_said, quoted
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
@@ -49,7 +49,8 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
         lines.append(f"It opened {tabs} in the background (use tabId={opened[0]}).")
     if result.dialog is not None:
         lines.append(
-            f"It opened {dialog_noun(result.dialog.type)} on tab {tab.id}: {quoted(result.dialog.message)}. The page "
+            f"It opened {dialog_noun(result.dialog.type)} on tab {tab.id}"
+            f"{dialog_said(result.dialog.type, result.dialog.message)}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
         )
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}

@@ -34,10 +34,15 @@ async def browser_navigate(
     )
     # The URL it ended on is in ### Page.
     done = {"goto": "Navigated", "back": "Went back on", "forward": "Went forward on", "reload": "Reloaded"}
-    text = f"{done[action]} tab {tab.id}."
-    if result.note:
-        text += f" {result.note}"
+    # A dialog holds the navigation up: the note says so, and nothing is done yet.
+    text = (
+        result.note
+        if result.dialog
+        else f"{done[action]} tab {tab.id}." + (f" {result.note}" if result.note else "")
+    )
     call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})
+    if result.dialog:
+        call.response.told("dialog_opened", tab.id)
     with_snapshot = call.session.config.navigate_returns == "snapshot"
     if not with_snapshot and not tab.is_gone and tab.dialog is None:
         await tab.refresh_title()  # the snapshot would have read it

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from tabpilot import DialogInfo, Tab, parse_ref
 
-from ..advice import dialog_noun
+from ..advice import dialog_noun, dialog_said
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -146,4 +146,4 @@ async def accept_dialog(tab: Tab) -> str:
 
 
 def dialog_note(info: DialogInfo) -> str:
-    return f"Accepted {dialog_noun(info.type)}: {info.message!r}"
+    return f"Accepted {dialog_noun(info.type)}{dialog_said(info.type, info.message)}"

@@ -286,7 +286,9 @@ async def browser_navigate(
 def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = None) -> str:
     """An error's text, the element named by its index (this set never shows the ref behind it)."""
     said = error_text(exc, CALLS)
-    return re.sub(rf"\b(?:element )?{re.escape(element.ref)}\b", f"element {index}", said) if element else said
+    return (
+        re.sub(rf"\b(?:element )?{re.escape(element.ref)}\b", f"element {index}", said) if element else said
+    )
 
 
 async def browser_click(
