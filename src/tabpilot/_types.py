@@ -11,6 +11,14 @@ from typing import Any, Literal
 TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
 CloseCause = Literal["tool", "page", "external", "crash", "cap"]
+CLOSED_BY: dict[str, str] = {
+    "tool": "It was closed by a tool call.",
+    "page": "Its page closed it.",
+    "external": "It was closed outside tabpilot (by the user or another client).",
+    "crash": "It crashed and was closed.",
+    "cap": "It was closed to keep the tab limit.",
+}
+"""Why a tab is gone, by its close cause, in a sentence for an error."""
 TabLimitPolicy = Literal["reject", "close-oldest"]
 InstanceKind = Literal["launched", "cdp", "playwright-server", "context", "grid", "extension"]
 InstanceState = Literal["open", "closing", "closed", "lost"]

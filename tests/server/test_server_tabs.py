@@ -300,3 +300,27 @@ async def test_an_argument_the_action_does_not_use_is_refused_and_nothing_happen
         assert section(ok(await mcp.call_tool("browser_tabs", {"action": "list", **filled})), "Result") == (
             "1 open tab; active tab: 1."
         )
+
+
+async def test_a_closed_tab_id_says_why_the_tab_is_gone_and_close_others_takes_one_tab_to_keep(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
+        ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")}))
+
+        both = error(
+            await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": 1, "tabId": 2})
+        )
+        assert both.startswith("close_others keeps one tab, but keepTabId=1 and tabId=2 name different tabs.")
+        assert section(ok(await mcp.call_tool("browser_tabs", {"action": "list"})), "Result").startswith(
+            "3 open tabs"
+        )
+
+        ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": 1, "tabId": "1"}))
+        gone = error(await mcp.call_tool("browser_snapshot", {"tabId": 2}))
+        assert gone.startswith("Tab 2 not found. It was closed by a tool call. Open tabs:")
+        ref = error(await mcp.call_tool("browser_click", {"ref": "3e1"}))
+        assert ref.startswith("Tab 3 not found. It was closed by a tool call. Ref 3e1 came from it;")
+        never = error(await mcp.call_tool("browser_snapshot", {"tabId": 9}))
+        assert never.startswith("Tab 9 not found. Open tabs:")

@@ -160,12 +160,10 @@ class Call:
             try:
                 tab = self.manager.tab(ref_tab)
             except TabNotFoundError as exc:
-                closed = any(e.type == "tab_closed" for e in self.manager.events.history(tab_id=ref_tab))
-                gone = "It was closed. " if closed else ""
                 raise TabNotFoundError(
                     ref_tab,
                     exc.open_tabs,
-                    reason=f"{gone}Ref {ref} came from it; take a snapshot of an open tab.",
+                    reason=f"{exc.reason} Ref {ref} came from it; take a snapshot of an open tab.".strip(),
                 ) from exc
         else:
             tab = self.manager.resolve(tab_id)
