@@ -873,7 +873,9 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
             "to go on to the new page, or dismiss it to stay."
         )
         assert tab_line(held, tab).endswith("[beforeunload dialog open (the page asks before it is left)]")
-        assert "### Events" not in text(held)  # the result says it
+        assert f"tab {tab} shows a beforeunload dialog (the page asks before it is left)" in section(
+            held, "Events"
+        )
 
         stayed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": False, "tabId": tab}))
         assert section(stayed, "Result") == (

@@ -41,8 +41,6 @@ async def browser_navigate(
         else f"{done[action]} tab {tab.id}." + (f" {result.note}" if result.note else "")
     )
     call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})
-    if result.dialog:
-        call.response.told("dialog_opened", tab.id)
     with_snapshot = call.session.config.navigate_returns == "snapshot"
     if not with_snapshot and not tab.is_gone and tab.dialog is None:
         await tab.refresh_title()  # the snapshot would have read it
