@@ -12,6 +12,7 @@ input schema from them). It fills `call.response` and returns nothing::
     TOOLS = [ToolSpec("browser_frobnicate", browser_frobnicate, "...", tab=True)]
 
 The wrapper (`mcp_function`) turns it into the function the SDK registers. Per call it:
+0. refuses an argument the chosen action does not use (`ToolSpec.action_args`),
 1. gets the client's `SessionState` (starting its browser on first use),
 2. for a page tool (`tab=True`), resolves the tab once from `tabId` and the ref argument and
    enforces the dialog rule (a tab with an open dialog is refused unless `allows_dialog`); the
