@@ -69,14 +69,12 @@ async def check_field(
         _fail(tab, what, ref, "is read-only (not editable)", "not_editable")
     use = _USE_OF.get(kind)
     if uses and kind in _WORDS and use not in uses:
-        wanted = next(iter(uses))
-        problem = (
-            f"is {_WORDS[kind]}, not a text field"
-            if wanted == "text"
-            else f"is {_WORDS[kind]}, not a drop-down list"
-            if wanted == "options"
-            else f"is {_WORDS[kind]}: it takes {_TAKES.get(use or kind, 'no value')}, not true or false"
-        )
+        if "text" in uses:
+            problem = f"is {_WORDS[kind]}, not a text field"
+        elif "options" in uses:
+            problem = f"is {_WORDS[kind]}, not a drop-down list"
+        else:
+            problem = f"is {_WORDS[kind]}: it takes {_TAKES.get(use or kind, 'no value')}, not true or false"
         _fail(tab, what, ref, problem, "failed", _INSTEAD.get(use or kind, ""))
     options = state["options"]
     if values is not None and options is not None:
