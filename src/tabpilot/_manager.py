@@ -22,7 +22,7 @@ from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
 from ._services import InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
-from ._types import CLOSED_BY, CloseResult, InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy
+from ._types import CloseResult, InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy, closed_reason
 from ._watch import NEW_TAB_GRACE
 
 logger = logging.getLogger("tabpilot")
@@ -512,7 +512,7 @@ class TabManager:
         )
         closed = [e for e in self.events.history(tab_id=key) if e.type == "tab_closed"]
         if closed:
-            reason = f"{CLOSED_BY.get(str(closed[-1].data.get('by')), 'It was closed.')} {reason}"
+            reason = f"{closed_reason(closed[-1].data.get('by'))} {reason}"
         raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip())
 
     def instance_of(self, tab: Tab) -> Instance:

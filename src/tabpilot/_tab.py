@@ -28,7 +28,7 @@ from ._errors import (
 from ._policy import UrlPolicy
 from ._pw import DialogHandle, Disposer, Doing, ElementHandle, Page, PageHandle, map_playwright_errors
 from ._refs import parse_ref, scope_snapshot, tab_ref
-from ._types import CLOSED_BY, CloseCause, DialogInfo, EventType, OpenCause, TabStatus
+from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, closed_reason
 from ._watch import ActionWatch
 
 T = TypeVar("T")
@@ -359,8 +359,7 @@ class Tab:
 
     def ensure_open(self) -> None:
         if self.closed:
-            why = CLOSED_BY.get(self.closing_cause or "", "It was closed.")
-            raise TabNotFoundError(self.id, self.host.open_tabs(), reason=why)
+            raise TabNotFoundError(self.id, self.host.open_tabs(), reason=closed_reason(self.closing_cause))
 
     def ensure_no_dialog(self) -> None:
         """Refuse page work while a dialog blocks this tab (it would hang until the dialog goes)."""

@@ -19,6 +19,13 @@ CLOSED_BY: dict[str, str] = {
     "cap": "It was closed to keep the tab limit.",
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
+
+
+def closed_reason(cause: str | None) -> str:
+    """Why a tab is gone, in a sentence for an error (`CLOSED_BY`; "It was closed." if unknown)."""
+    return CLOSED_BY.get(cause or "", "It was closed.")
+
+
 TabLimitPolicy = Literal["reject", "close-oldest"]
 InstanceKind = Literal["launched", "cdp", "playwright-server", "context", "grid", "extension"]
 InstanceState = Literal["open", "closing", "closed", "lost"]
