@@ -87,12 +87,12 @@ async def browser_tabs(
         if closed.active_tab_id is not None:
             response.told("tab_activated", closed.active_tab_id)
     elif action == "close_others":
-        if keepTabId is not None and tabId is not None and str(keepTabId).strip() != str(tabId).strip():
+        keep = call.tab(keepTabId if keepTabId is not None else tabId)
+        if keepTabId is not None and tabId is not None and manager.tab(tabId) is not keep:
             raise ValueError(
                 f"close_others keeps one tab, but keepTabId={keepTabId!r} and tabId={tabId!r} name different tabs. "
                 "Call again with keepTabId only."
             )
-        keep = call.tab(keepTabId if keepTabId is not None else tabId)
         closed_ids = await manager.close_others(keep.id)
         remaining = [i.id for i in manager.tabs(keep.instance_id)]
         response.result(
