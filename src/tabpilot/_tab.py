@@ -420,10 +420,43 @@ class Tab:
             raise NoDialogError(self.id)
         info = DialogInfo(dialog.type, dialog.message, dialog.default_value)
         self._dialog = None
-        with map_playwright_errors(Doing(f"Handling the dialog of tab {self.id}", tab_id=self.id)):
-            await (dialog.accept(prompt_text) if accept else dialog.dismiss())
-        self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
+        # Accepting a beforeunload dialog lets the page go: the answer waits until the next page
+        # has loaded (or the tab closed, or a download took the navigation's place), as a navigation
+        # would, so what the caller reads next is the page it let through.
+        left = self._page_left() if accept and info.type == "beforeunload" else None
+        try:
+            with map_playwright_errors(Doing(f"Handling the dialog of tab {self.id}", tab_id=self.id)):
+                await (dialog.accept(prompt_text) if accept else dialog.dismiss())
+            self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
+            if left is not None:
+                await asyncio.wait([left[0]], timeout=self.host.timeouts.navigation)
+        finally:
+            if left is not None:
+                left[1]()
         return info
+
+    def _page_left(self) -> tuple[asyncio.Future[None], Disposer]:
+        """A future that is done when the tab's next page has loaded, the tab closed or crashed,
+        or a download began; and the disposer of what it listens to."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def finish(*_: object) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        handle = self.handle
+        disposers = [
+            handle.on_load(finish),
+            handle.on_close(finish),
+            handle.on_crash(finish),
+            handle.on_download(finish),
+        ]
+
+        def dispose() -> None:
+            for dispose_one in disposers:
+                dispose_one()
+
+        return done, dispose
 
     # -- snapshots and refs --------------------------------------------------------------------
 

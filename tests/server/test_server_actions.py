@@ -885,6 +885,9 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
             stayed, "Page"
         )
 
-        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab}))
+        # Accepting lets the page go: the answer comes once the next page (a slow one) has loaded.
+        slow = site.url("/api/slow?ms=400")
+        ok(await mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}))
         left = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
-        assert site.url("/page/a") in text(left)
+        assert slow in tab_line(left, tab) or slow in section(left, "Page"), text(left)
+        assert "slow 400" in section(left, "Snapshot"), text(left)
