@@ -69,6 +69,7 @@ class TabManager:
         self._leave_budget = budget.join(lambda: len(self._open_tabs())) if budget else None
         self.events = EventBus(history_size=event_history)
         self._tab_ids = tab_ids or TabIds()
+        self._given: set[int] = set()
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
         self._default_id: str | None = None
@@ -176,9 +177,14 @@ class TabManager:
             )
         return inst
 
+    def _give_tab_id(self) -> int:
+        tab_id = next(self._tab_ids)
+        self._given.add(tab_id)
+        return tab_id
+
     def _services(self) -> InstanceServices:
         return InstanceServices(
-            next_tab_id=lambda: next(self._tab_ids),
+            next_tab_id=self._give_tab_id,
             emit=self.events.emit,
             activated=self._note_activation,
             is_default=lambda instance_id: instance_id == self._default_id,
@@ -514,6 +520,10 @@ class TabManager:
         if closed:
             reason = f"{closed_reason(closed[-1].data.get('by'))} {reason}"
         raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip())
+
+    def ever_opened(self, tab_id: int) -> bool:
+        """Whether a tab of this manager ever had this id: open now, or closed since."""
+        return tab_id in self._given
 
     def instance_of(self, tab: Tab) -> Instance:
         return self.instance(tab.instance_id)

@@ -146,7 +146,11 @@ async def test_a_cursor_returns_only_new_entries_and_a_closed_tab_stays_observab
         assert not closed.is_error, text(closed)
         after = await mcp.call_tool("browser_observe", {"what": "logs", "tabId": tab})
         assert [e["text"] for e in result_of(after)["entries"]] == ["one", "two"]
-        assert f"Tab {tab} is not open" in section(after, "Result")
+        assert f"Tab {tab} is closed; these are its recorded entries." in section(after, "Result")
+        # An id no tab ever had is a mistake, not a closed tab with no entries.
+        never = await mcp.call_tool("browser_observe", {"what": "logs", "tabId": tab + 50})
+        assert never.is_error, text(never)
+        assert f"Tab {tab + 50} not found" in text(never) and "Open tabs:" in text(never)
 
         events = result_of(await mcp.call_tool("browser_observe", {"what": "tab_events", "tabId": tab}))
         assert events["entries"][0]["type"] == "tab_opened"

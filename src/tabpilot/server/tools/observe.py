@@ -87,7 +87,7 @@ async def browser_observe(
         f"{result.total_entries_all_tabs}, dropped: {result.dropped}, nextCursor: {result.next_cursor})."
     )
     if tab_id is not None and not _is_open(call, tab_id):
-        head += f" Tab {tab_id} is not open (closed, or never existed); these are its recorded entries."
+        head += f" Tab {tab_id} is closed; these are its recorded entries."
     if result.has_more:
         head += f" More entries match: call again with since={result.next_cursor}."
     elif not lines:
@@ -108,14 +108,17 @@ def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
         return None
     if isinstance(tab_id, bool):
         raise ValueError("tabId must be a tab id (an integer), not a boolean.")
-    if isinstance(tab_id, int):
-        if tab_id < 1:
-            raise ValueError(f"tabId must be a positive integer, got {tab_id}.")
-        return tab_id
-    text = tab_id.strip()
-    if text.isascii() and text.isdigit():
-        return int(text)
-    return call.manager.tab(text).id
+    if isinstance(tab_id, str):
+        text = tab_id.strip()
+        if not (text.isascii() and text.isdigit()):
+            return call.manager.tab(text).id
+        tab_id = int(text)
+    if tab_id < 1:
+        raise ValueError(f"tabId must be a positive integer, got {tab_id}.")
+    if not call.manager.ever_opened(tab_id):
+        # No tab ever had it: a mistake, not a closed tab whose entries are kept.
+        return call.manager.tab(tab_id).id  # raises TabNotFoundError, listing the open tabs
+    return tab_id
 
 
 def _is_open(call: Call, tab_id: int) -> bool:
