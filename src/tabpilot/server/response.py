@@ -67,7 +67,8 @@ def parse_response(text: str) -> dict[str, str]:
 
 
 def changed_lines(before: str, after: str) -> tuple[list[str], int]:
-    """Lines of `after` that are new or changed compared with `before`, and how many were removed."""
+    """Lines of `after` that are new or changed compared with `before`, and how many lines of
+    `before` are gone (a changed line is shown in its new form, not counted as removed)."""
     old, new = before.splitlines(), after.splitlines()
     added: list[str] = []
     removed = 0
@@ -75,7 +76,7 @@ def changed_lines(before: str, after: str) -> tuple[list[str], int]:
         if op in ("replace", "insert"):
             added.extend(new[j1:j2])
         if op in ("replace", "delete"):
-            removed += i2 - i1
+            removed += max(0, (i2 - i1) - (j2 - j1))
     return added, removed
 
 

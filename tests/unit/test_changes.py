@@ -1,0 +1,33 @@
+"""What an action's response says changed on the page (`changed_lines`)."""
+
+from __future__ import annotations
+
+from tabpilot.server.response import changed_lines
+
+PAGE = """- generic [active] [ref=e1]:
+  - heading "Form" [level=1] [ref=e2]
+  - textbox "Name" [ref=e3]
+  - button "Send" [ref=e4]"""
+
+
+def test_a_changed_line_is_shown_in_its_new_form_and_not_counted_as_removed() -> None:
+    focused = PAGE.replace("- generic [active] [ref=e1]", "- generic [ref=e1]").replace(
+        'textbox "Name" [ref=e3]', 'textbox "Name" [active] [ref=e3]'
+    )
+    assert changed_lines(PAGE, focused) == (
+        ["- generic [ref=e1]:", '  - textbox "Name" [active] [ref=e3]'],
+        0,
+    )
+
+
+def test_lines_that_are_gone_are_counted() -> None:
+    without_button = "\n".join(PAGE.splitlines()[:-1])
+    assert changed_lines(PAGE, without_button) == ([], 1)
+    # Three lines become one: one is shown as changed, two are gone.
+    collapsed = "- generic [active] [ref=e1]:\n  - status: Sent"
+    added, removed = changed_lines(PAGE, collapsed)
+    assert added == ["  - status: Sent"] and removed == 2
+
+
+def test_an_unchanged_page_has_no_changes() -> None:
+    assert changed_lines(PAGE, PAGE) == ([], 0)
