@@ -168,6 +168,9 @@ class TabManager:
                 raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
             return inst
         inst = self._instances.get(instance_id)
+        number = decimal_id(instance_id) if inst is None else None
+        if number is not None:  # "2" names inst_2 as well: what a model writes after tab ids
+            inst = self._instances.get(f"inst_{number}")
         if inst is None:
             known = ", ".join(f"{i.id} ({i.kind})" for i in self._instances.values()) or "none"
             raise InstanceNotFoundError(

@@ -63,6 +63,10 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         assert over_pw["kind"] == "playwright-server" and not over_pw["default"]
         launched = result_of(await call(client, "browser_instance", action="launch"))
         assert launched["kind"] == "launched"
+        # The number alone names an instance too ("3" for inst_3), as a model writes after tab ids.
+        number = launched["instanceId"].removeprefix("inst_")
+        by_number = result_of(await call(client, "browser_tabs", action="list", instanceId=number))
+        assert by_number["tabs"] and {t["instanceId"] for t in by_number["tabs"]} == {launched["instanceId"]}
 
         # One tab in each, by instance; after that, tab ids alone are enough.
         tab_of: dict[str, int] = {}
