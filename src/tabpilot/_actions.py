@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import ActionError
+from ._errors import ActionError, PathNotAllowedError
 from ._fields import FieldUse, check_field
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._tab import Tab
@@ -310,13 +310,13 @@ async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | N
 
 
 def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, doing: str) -> Path:
-    """`path` made absolute (relative to `base`, else the working directory); refused (ValueError
-    naming the roots and what files there are for, `doing`) unless it lies inside one of `roots`."""
+    """`path` made absolute (relative to `base`, else the working directory); refused
+    (PathNotAllowedError naming the roots and what files there are for, `doing`) unless it lies
+    inside one of `roots`."""
     resolved = (Path(base).expanduser() / path if base else Path(path)).expanduser().resolve()
     allowed = [Path(r).expanduser().resolve() for r in roots]
     if not any(root in resolved.parents for root in allowed):
-        shown = ", ".join(str(r) for r in allowed) or "(none)"
-        raise ValueError(f"{path} is outside the folders files may be {doing} ({shown}).")
+        raise PathNotAllowedError(path, [str(r) for r in allowed], doing)
     return resolved
 
 

@@ -88,6 +88,19 @@ class BrowserNotFoundError(TabpilotError):
     """No Chromium could be found or installed."""
 
 
+class PathNotAllowedError(TabpilotError, ValueError):
+    """A file path outside the folders files may be read from or written to (`roots`)."""
+
+    def __init__(self, path: str, roots: Sequence[str], doing: str) -> None:
+        shown = ", ".join(roots) or "(none)"
+        super().__init__(
+            f"{path} is outside the folders files may be {doing} ({shown}).",
+            "Use a path inside one of them." if len(roots) > 1 else "Use a path inside it.",
+        )
+        self.path = path
+        self.roots = tuple(roots)
+
+
 class InstanceError(TabpilotError):
     def __init__(self, fact: str, advice: str = "", *, instance_id: str | None = None) -> None:
         super().__init__(fact, advice)

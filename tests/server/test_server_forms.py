@@ -154,6 +154,8 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         for path in (str(outside), str(inside / ".." / "secret.txt")):
             refused = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [path]}))
             assert "outside the folders files may be uploaded from" in refused and str(inside) in refused
+            # What to do next: a path inside, or a server started with another root.
+            assert "Use a path inside it." in refused and "--allowed-file-root DIR" in refused
         missing = error(
             await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [str(inside / "nope.txt")]})
         )

@@ -32,6 +32,7 @@ from tabpilot import (
     NavigationBlockedError,
     NetworkEntry,
     NoDialogError,
+    PathNotAllowedError,
     PendingRequest,
     StaleRefError,
     TabCrashedError,
@@ -280,6 +281,11 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
         return (
             f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
             f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc, calls)}"
+        )
+    if isinstance(exc, PathNotAllowedError):
+        return (
+            f"{exc.fact} {exc.advice} Other folders are allowed only by starting the server with "
+            "--allowed-file-root DIR (ask whoever runs it)."
         )
     if isinstance(exc, BrowserNotFoundError):
         return str(exc).replace("the browser path option", "--browser-path")
