@@ -545,3 +545,17 @@ async def test_each_sets_errors_name_its_own_tools_for_the_next_call(
     async with connect() as mcp:  # the default set names its own
         last = await fail(mcp, "browser_tabs", {"action": "close", "tabId": 1})
         assert "Open another tab first (browser_tabs(action='new', url=...)), or close the instance." in last
+
+
+async def test_a_tool_or_argument_the_set_does_not_have_is_refused_naming_what_it_has(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect(tools=("browser-use",)) as mcp:
+        unknown = await fail(mcp, "navigate", {"url": "http://127.0.0.1:9/"})
+        assert "This server has no tool 'navigate'. Did you mean browser_navigate?" in unknown
+        assert "browser_get_state, browser_go_back" in unknown and "browser_tabs" not in unknown
+        wrong = await fail(mcp, "browser_navigate", {"url": "http://127.0.0.1:9/", "tabId": 1})
+        assert "Unknown argument 'tabId' for browser_navigate. Its arguments are: new_tab, url." in wrong
+    async with connect() as mcp:
+        nothing_near = await fail(mcp, "zzz", {})
+        assert "This server has no tool 'zzz'. Its tools: browser_click, " in nothing_near

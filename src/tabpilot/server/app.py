@@ -7,6 +7,7 @@ reads which argument to fix.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -74,6 +75,8 @@ class TabpilotServer(MCPServer[ServerState]):
                 "Send them as valid JSON (UTF-8 text, nested at most a few dozen levels) and call again.",
             )
         known = self.tool_arguments.get(name)
+        if known is None and self.tool_arguments:
+            return await self._argument_error(name, context, self._unknown_tool(name))
         if known is not None:
             extra = sorted(set(arguments) - known)
             if extra:
@@ -94,6 +97,13 @@ class TabpilotServer(MCPServer[ServerState]):
                 context,
                 f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again.",
             )
+
+    def _unknown_tool(self, name: str) -> str:
+        """A name this server has no tool for: the likeliest meant, and every name it has."""
+        names = sorted(self.tool_arguments)
+        near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+        guess = f" Did you mean {near[0]}?" if near else ""
+        return f"This server has no tool {name!r}.{guess} Its tools: {', '.join(names)}."
 
     async def list_tools(self) -> list[MCPTool]:
         """The tools, with lean input schemas and the title said once (not again in annotations)."""
