@@ -307,6 +307,7 @@ ActionReason = Literal[
     "unresponsive",
     "tab_closed",
     "navigated",
+    "download",
     "unknown_key",
     "dialog",
     "failed",

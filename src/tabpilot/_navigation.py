@@ -36,6 +36,9 @@ class NavigationResult:
     """What the agent should know: no history to go back to, a dialog opened, an error status."""
     dialog: bool = False
     """A dialog opened while the page loaded: the load finishes once it is handled."""
+    stayed: bool = False
+    """Nothing was loaded (yet): a dialog holds the navigation up, or the URL is a download; the
+    note says which."""
 
 
 def normalize_url(url: str) -> str:
@@ -84,6 +87,15 @@ async def navigate(
             status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
         await tab.raise_if_unresponsive(exc)
+        if exc.reason == "download":
+            return NavigationResult(
+                tab.id,
+                handle.url,
+                None,
+                f"{target or handle.url} is a file, not a page: the browser downloads it (see ### Events) "
+                f"and tab {tab.id} stays on {handle.url}.",
+                stayed=True,
+            )
         raise _navigation_error(exc, what, target, handle.url, policy, timeout) from exc.__cause__
     if not finished:
         leaving = tab.dialog is not None and tab.dialog.type == "beforeunload"
@@ -96,6 +108,7 @@ async def navigate(
             if leaving
             else f"A dialog opened on tab {tab.id} while the page loaded; handle it and the page will finish loading.",
             dialog=True,
+            stayed=True,
         )
     note = ""
     # Playwright answers None both when there is no history entry to go to and when the entry has

@@ -138,6 +138,32 @@ async def test_going_back_over_entries_without_a_response_is_not_called_a_missin
         assert f"({site.url('/spa/one')})" in section(forward, "Page")
 
 
+async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is_no_failure(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        # Twice: the second failure starts on the error page of the first.
+        for _ in range(2):
+            failed = await mcp.call_tool("browser_navigate", {"url": "http://127.0.0.1:1/"})
+            assert failed.is_error and "net::ERR_UNSAFE_PORT" in text(failed), text(failed)
+            assert "the tab shows the browser's error page" in text(failed)
+        # Each navigation after it loads its own page (Playwright called each one interrupted
+        # by the one before, starting with the late error page).
+        for name in ("a", "b"):
+            went = await mcp.call_tool("browser_navigate", {"url": site.url(f"/page/{name}")})
+            assert not went.is_error, text(went)
+            assert f'heading "Page {name}"' in section(went, "Snapshot")
+
+        binary = site.url("/api/binary")
+        fetched = await mcp.call_tool("browser_navigate", {"url": binary})
+        assert not fetched.is_error, text(fetched)
+        said = section(fetched, "Result")
+        assert said.startswith(f"{binary} is a file, not a page: the browser downloads it (see ### Events)")
+        assert said.endswith(f"stays on {site.url('/page/b')}.") and "Navigated" not in said
+        after = await mcp.call_tool("browser_navigate", {"url": site.url("/page/c")})
+        assert 'heading "Page c"' in section(after, "Snapshot"), text(after)
+
+
 async def test_a_tab_opened_by_a_page_is_reported_in_the_response_that_caused_it(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

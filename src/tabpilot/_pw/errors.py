@@ -135,6 +135,13 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             reason="busy",
         )
     message = first_line(exc)
+    if message.startswith("Download is starting"):
+        return ActionError(
+            f"{what} started a download instead of loading a page.",
+            "The file is downloaded; the tab stays where it was.",
+            tab_id=tab,
+            reason="download",
+        )
     if "Execution context was destroyed" in message or "Frame was detached" in message:
         return ActionError(
             f"{what} was interrupted: tab {tab} navigated to another page meanwhile.",

@@ -4,6 +4,7 @@ and CDP sessions. Each method is one Playwright call; errors are translated by t
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import inspect
@@ -26,6 +27,8 @@ MouseButton = Literal["left", "middle", "right"]
 # arguments as it takes; for a bound method that costs about 0.1 ms an event, which a browser
 # session relaying 20 busy tabs' network events pays thousands of times a second. A listener
 # that states its signature (`__signature__`, PEP 362) is read at once.
+ERROR_PAGE_TIMEOUT = 2.0
+"""Seconds a navigation that failed on the network waits for the browser's error page."""
 _ONE_ARGUMENT = inspect.Signature([inspect.Parameter("argument", inspect.Parameter.POSITIONAL_ONLY)])
 
 
@@ -315,16 +318,36 @@ class PageHandle:
     async def navigate(
         self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float
     ) -> int | None:
-        """Navigate and wait for the load; the HTTP status of the document (None: no response)."""
+        """Navigate and wait for the load; the HTTP status of the document (None: no response).
+
+        A navigation that fails on the network returns once the browser's error page has replaced
+        the document (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the failure,
+        and Playwright reports the tab's next navigation as interrupted by it, and each one after
+        that by the one before (microsoft/playwright#35944)."""
         ms = _ms(timeout)
-        if action == "goto":
-            response = await self.page.goto(url, timeout=ms)
-        elif action == "back":
-            response = await self.page.go_back(timeout=ms)
-        elif action == "forward":
-            response = await self.page.go_forward(timeout=ms)
-        else:
-            response = await self.page.reload(timeout=ms)
+        error_page = asyncio.Event()
+
+        def committed(frame: Frame) -> None:
+            if frame == self.page.main_frame and frame.url.startswith("chrome-error:"):
+                error_page.set()
+
+        dispose = _listen(self.page, "framenavigated", committed)
+        try:
+            if action == "goto":
+                response = await self.page.goto(url, timeout=ms)
+            elif action == "back":
+                response = await self.page.go_back(timeout=ms)
+            elif action == "forward":
+                response = await self.page.go_forward(timeout=ms)
+            else:
+                response = await self.page.reload(timeout=ms)
+        except PlaywrightError as exc:
+            if "net::ERR_" in str(exc) and "net::ERR_ABORTED" not in str(exc):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(error_page.wait(), ERROR_PAGE_TIMEOUT)
+            raise
+        finally:
+            dispose()
         return response.status if response is not None else None
 
     async def set_viewport(self, width: int, height: int) -> None:

@@ -34,10 +34,10 @@ async def browser_navigate(
     )
     # The URL it ended on is in ### Page.
     done = {"goto": "Navigated", "back": "Went back on", "forward": "Went forward on", "reload": "Reloaded"}
-    # A dialog holds the navigation up: the note says so, and nothing is done yet.
+    # A dialog holds the navigation up, or the URL was a download: the note says so.
     text = (
         result.note
-        if result.dialog
+        if result.stayed
         else f"{done[action]} tab {tab.id}." + (f" {result.note}" if result.note else "")
     )
     call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})
