@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
 from ._errors import ActionError, NavigationBlockedError
 from ._policy import UrlPolicy
@@ -42,11 +43,22 @@ class NavigationResult:
 
 
 def normalize_url(url: str) -> str:
-    """Add the scheme a user would mean: `example.com` -> https://, `localhost:8000` -> http://."""
+    """Add the scheme a user would mean: `example.com` -> https://, `localhost:8000` -> http://.
+    Text that cannot name a web host (`not a url`) is refused (ValueError) rather than looked up."""
     text = url.strip()
-    if _HAS_SCHEME.match(text) and not _HOST_PORT.match(text):
-        return text
-    return ("http://" if _LOCAL_HOST.match(text) else "https://") + text
+    if not _HAS_SCHEME.match(text) or _HOST_PORT.match(text):
+        text = ("http://" if _LOCAL_HOST.match(text) else "https://") + text
+    if text.startswith(("http://", "https://")):
+        try:
+            host = urlsplit(text).hostname
+        except ValueError:  # an unclosed [IPv6 address
+            host = None
+        wrong = "it names no host" if not host else f"{host!r} cannot be a host name"
+        if not host or any(ch.isspace() for ch in host):
+            raise ValueError(
+                f"{url.strip()!r} is not a URL: {wrong}. Pass a URL such as https://example.com/page."
+            )
+    return text
 
 
 def _what(action: NavigateAction, target: str, tab_id: int) -> str:

@@ -54,6 +54,19 @@ def test_a_url_without_scheme_gets_the_one_a_user_means() -> None:
     assert normalize_url("127.0.0.1:9/") == "http://127.0.0.1:9/"
     assert normalize_url("about:blank") == "about:blank"
     assert normalize_url("http://a.test") == "http://a.test"
+    assert normalize_url("https://a.test/a b") == "https://a.test/a b"  # the browser encodes the space
+
+
+def test_text_that_names_no_web_host_is_refused_instead_of_looked_up() -> None:
+    for text, why in (
+        ("not a url", "'not a url' cannot be a host name"),
+        ("https://a b/", "'a b' cannot be a host name"),
+        ("http://", "it names no host"),
+        ("http://[::1", "it names no host"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            normalize_url(text)
+        assert str(refused.value) == f"{text!r} is not a URL: {why}. Pass a URL such as https://example.com/page."
 
 
 def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
