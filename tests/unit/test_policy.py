@@ -66,7 +66,10 @@ def test_text_that_names_no_web_host_is_refused_instead_of_looked_up() -> None:
     ):
         with pytest.raises(ValueError) as refused:
             normalize_url(text)
-        assert str(refused.value) == f"{text!r} is not a URL: {why}. Pass a URL such as https://example.com/page."
+        assert (
+            str(refused.value)
+            == f"{text!r} is not a URL: {why}. Pass a URL such as https://example.com/page."
+        )
 
 
 def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
