@@ -383,6 +383,16 @@ async def test_a_confirm_on_a_background_tab_blocks_only_that_tab_until_handled(
         assert f"Dismissed the confirm dialog 'sure?' on tab {tab}." in section(dismissed, "Result")
         assert "confirm: false" in section(dismissed, "Snapshot")
 
+        # Text for a dialog that takes none is not dropped silently.
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Confirm"')}))
+        confirmed = ok(
+            await mcp.call_tool("browser_handle_dialog", {"accept": True, "promptText": "yes", "tabId": tab})
+        )
+        assert section(confirmed, "Result") == (
+            f"Accepted the confirm dialog 'sure?' on tab {tab}. promptText was not used: a confirm dialog "
+            "takes no text."
+        )
+
         none_left = error(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert f"Tab {tab} has no open dialog" in none_left and "No tab has an open dialog" in none_left
 

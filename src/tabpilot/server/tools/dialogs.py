@@ -41,8 +41,15 @@ async def browser_handle_dialog(
         f" answering {promptText!r}" if accept and promptText is not None and info.type == "prompt" else ""
     )
     said = f" {quoted(info.message)}" if info.message else dialog_said(info.type, info.message)
+    unused = ""
+    if promptText is not None and not answer:
+        unused = (
+            f" promptText was not used: a {info.type} dialog takes no text."
+            if info.type != "prompt"
+            else " promptText was not used: a dismissed prompt answers nothing."
+        )
     call.response.result(
-        f"{verb} the {info.type} dialog{said} on tab {tab.id}{answer}.",
+        f"{verb} the {info.type} dialog{said} on tab {tab.id}{answer}.{unused}",
         {"tabId": tab.id, "accepted": accept, "dialog": info.to_dict()},
     )
     call.response.set_page(tab, changes=True)
