@@ -51,8 +51,8 @@ def normalize_url(url: str) -> str:
     if text.startswith(("http://", "https://")):
         try:
             host = urlsplit(text).hostname
-        except ValueError:  # an unclosed [IPv6 address
-            host = None
+        except ValueError:  # an unclosed [IPv6 address: the policy check says so
+            return text
         wrong = "it names no host" if not host else f"{host!r} cannot be a host name"
         if not host or any(ch.isspace() for ch in host):
             raise ValueError(

@@ -21,14 +21,14 @@ from .._options import BrowserOptions
 
 Disposer = Callable[[], None]
 MouseButton = Literal["left", "middle", "right"]
+ERROR_PAGE_TIMEOUT = 2.0
+"""Seconds a navigation that failed on the network waits for the browser's error page."""
 
 
 # Playwright reads a listener's signature on every event it delivers, to pass it as many
 # arguments as it takes; for a bound method that costs about 0.1 ms an event, which a browser
 # session relaying 20 busy tabs' network events pays thousands of times a second. A listener
 # that states its signature (`__signature__`, PEP 362) is read at once.
-ERROR_PAGE_TIMEOUT = 2.0
-"""Seconds a navigation that failed on the network waits for the browser's error page."""
 _ONE_ARGUMENT = inspect.Signature([inspect.Parameter("argument", inspect.Parameter.POSITIONAL_ONLY)])
 
 
