@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Query, query_tab_events
+from tabpilot import Query, TabNotFoundError, query_tab_events
 
 from ..advice import entry_line
 from .base import Call, TabIdValue, ToolSpec
@@ -117,7 +117,7 @@ def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
         raise ValueError(f"tabId must be a positive integer, got {tab_id}.")
     if not call.manager.ever_opened(tab_id):
         # No tab ever had it: a mistake, not a closed tab whose entries are kept.
-        return call.manager.tab(tab_id).id  # raises TabNotFoundError, listing the open tabs
+        raise TabNotFoundError(tab_id, call.manager.tabs())
     return tab_id
 
 
