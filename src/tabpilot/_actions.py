@@ -64,6 +64,9 @@ class ActionResult:
     """With `dialogs="accept"`: the dialogs the action raised and accepted."""
     closed_itself: bool = False
     """The action made its own tab close (a sign-in popup's submit that ends in window.close())."""
+    file_picker: bool = False
+    """A click opened a file picker; tabpilot held it back (`upload_files` on the same ref
+    clicks again and gives the picker its files)."""
 
 
 async def _bring_to_front(tab: Tab) -> None:
@@ -157,7 +160,10 @@ async def click(
     element = await _element_in_front(tab, ref)
     what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
     job = element.click(button=button, modifiers=modifiers, double=double_click, timeout=timeout)
-    _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs)
+    with tab.handle.holding_file_pickers() as pickers:  # nobody could answer one on the screen
+        _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs)
+    if pickers:
+        result = _with(result, file_picker=True)
     if follow_new_tab:
         for tab_id in reversed(result.opened_tab_ids):
             if tab.host.activate_tab(tab_id):  # not if it closed at once (tab cap, closed itself)
@@ -336,13 +342,45 @@ def check_file_paths(paths: Sequence[str], roots: Sequence[str]) -> list[str]:
 async def upload_files(
     tab: Tab, ref: str, paths: Sequence[str], *, roots: Sequence[str] = (), timeout: float | None = None
 ) -> ActionResult:
-    """Put files into a file input (by ref). With `roots`, every path must lie inside one of them."""
+    """Put files into a file input (by ref), or into the file picker an element opens when clicked
+    (a button or drop zone in front of a hidden input). With `roots`, every path must lie inside
+    one of them."""
     files = check_file_paths(paths, roots) if roots else [str(Path(p).expanduser().resolve()) for p in paths]
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
     what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"
-    _, result = await _act(tab, what, element.set_files(files, timeout=timeout), ref=ref, timeout=timeout)
+    state = await element.input_state()
+    if state is None or state["kind"] == "file":  # gone meanwhile: set_files says so
+        job: Awaitable[None] = element.set_files(files, timeout=timeout)
+    else:
+        await _bring_to_front(tab)  # the click waits for animation frames
+        job = _upload_through_picker(tab, element, ref, files, what, timeout)
+    _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return result
+
+
+async def _upload_through_picker(
+    tab: Tab, element: ElementHandle, ref: str, files: Sequence[str], what: str, timeout: float
+) -> None:
+    picker = await element.click_for_file_picker(timeout=timeout)
+    if picker is None:
+        raise ActionError(
+            f"{what} failed: {ref} is not a file input, and clicking it opened no file picker.",
+            f"Pass the ref of a file input (a snapshot shows it as a button named by its label) or of "
+            f"the button that opens the file picker; take a new snapshot of tab {tab.id} to find it.",
+            tab_id=tab.id,
+            ref=ref,
+            reason="no_file_input",
+        )
+    if len(files) > 1 and not picker.multiple:
+        raise ActionError(
+            f"{what} failed: the file picker {ref} opens takes one file.",
+            "Pass one path.",
+            tab_id=tab.id,
+            ref=ref,
+            reason="one_file",
+        )
+    await picker.set_files(files, timeout=timeout)
 
 
 # -- page actions ------------------------------------------------------------------------------

@@ -310,6 +310,8 @@ ActionReason = Literal[
     "download",
     "unknown_key",
     "dialog",
+    "no_file_input",
+    "one_file",
     "failed",
 ]
 

@@ -163,6 +163,54 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
 
 
+async def test_file_upload_through_a_button_that_opens_the_file_picker(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    # The usual styled upload: a button clicks a hidden file input, which no snapshot shows.
+    site.set_content(
+        "/picker",
+        "<button onclick=\"document.getElementById('hidden').click()\">Choose file</button>"
+        '<input type="file" id="hidden" style="display:none" '
+        "onchange=\"document.title = [...this.files].map(f => f.name).join(',')\">"
+        '<input type="file" aria-label="Single"><p>Drop zone</p>',
+    )
+    (tmp_path / "a.txt").write_text("hello")
+    (tmp_path / "b.txt").write_text("hi")
+    two = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    async with connect(allowed_file_roots=(str(tmp_path),)) as mcp:
+        tab = await background_tab(mcp, site.url("/picker"))
+        snap = await snapshot(mcp, tab)
+        button, single, zone = (
+            ref_of(snap, 'button "Choose file"'),
+            ref_of(snap, 'button "Single"'),
+            ref_of(snap, "paragraph"),
+        )
+
+        # A plain click says the picker opened, and how to answer it (nothing is chosen yet).
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": button}))
+        assert (
+            f'It opened a file picker, which tabpilot held back: choose files with browser_file_upload(ref="{button}"'
+            in section(clicked, "Result")
+        )
+        assert result_of(clicked)["filePicker"] is True
+        assert await page_value(mcp, tab, "() => document.getElementById('hidden').files.length") == 0
+
+        refused = error(await mcp.call_tool("browser_file_upload", {"ref": button, "paths": two}))
+        assert f"the file picker {button} opens takes one file. Pass one path." in refused
+        uploaded = ok(await mcp.call_tool("browser_file_upload", {"ref": button, "paths": two[:1]}))
+        assert f"Put a.txt into {button} on tab {tab}." in section(uploaded, "Result")
+        assert await page_value(mcp, tab, "() => document.title") == "a.txt"
+
+        refused = error(await mcp.call_tool("browser_file_upload", {"ref": single, "paths": two}))
+        assert f"element {single} takes one file (it is no multiple-file input). Pass one path." in refused
+        refused = error(await mcp.call_tool("browser_file_upload", {"ref": zone, "paths": two[:1]}))
+        assert f"{zone} is not a file input, and clicking it opened no file picker." in refused
+        assert "or of the button that opens the file picker" in refused
+        # An ordinary click opens no picker and says nothing of one.
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": zone}))
+        assert "file picker" not in text(clicked) and "filePicker" not in result_of(clicked)
+
+
 async def test_drag_moves_an_element_onto_another_on_a_background_tab(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -157,6 +157,14 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             ref=ref or "",
             tab_id=tab,
         )
+    if "Non-multiple file input can only accept single file" in message:
+        return ActionError(
+            f"{what} failed: {element} takes one file (it is no multiple-file input).",
+            "Pass one path.",
+            tab_id=tab,
+            ref=ref,
+            reason="one_file",
+        )
     if message.startswith("Unknown key"):
         return ActionError(
             f"{what} failed: {message}.",

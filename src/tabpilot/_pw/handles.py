@@ -10,10 +10,19 @@ import contextlib
 import inspect
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Literal
 
-from playwright.async_api import Browser, BrowserContext, CDPSession, Dialog, Download, Frame, Locator
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    Dialog,
+    Download,
+    FileChooser,
+    Frame,
+    Locator,
+)
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page as Page
 
@@ -23,6 +32,8 @@ Disposer = Callable[[], None]
 MouseButton = Literal["left", "middle", "right"]
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
+FILE_PICKER_WAIT = 2.0
+"""Seconds a click that should open a file picker waits for it once the click is done."""
 
 
 # Playwright reads a listener's signature on every event it delivers, to pass it as many
@@ -103,6 +114,22 @@ class DialogHandle:
         await self._dialog.dismiss()
 
 
+class FilePicker:
+    """A file picker a page opened, held back from the screen until it is given files."""
+
+    __slots__ = ("_chooser",)
+
+    def __init__(self, chooser: FileChooser) -> None:
+        self._chooser = chooser
+
+    @property
+    def multiple(self) -> bool:
+        return self._chooser.is_multiple()
+
+    async def set_files(self, paths: Sequence[str], *, timeout: float) -> None:
+        await self._chooser.set_files(list(paths), timeout=_ms(timeout))
+
+
 _INPUT_STATE = """el => {
   const tag = el.tagName, type = tag === 'INPUT' ? (el.type || 'text').toLowerCase() : '';
   const role = (el.getAttribute('role') || '').toLowerCase();
@@ -175,6 +202,25 @@ class ElementHandle:
 
     async def set_files(self, paths: Sequence[str], *, timeout: float) -> None:
         await self._locator.set_input_files(list(paths), timeout=_ms(timeout))
+
+    async def click_for_file_picker(self, *, timeout: float) -> FilePicker | None:
+        """Click the element and catch the file picker the click opens (Playwright holds a picker
+        back from the screen while the page has a listener for it); None if none opened within
+        FILE_PICKER_WAIT seconds of the click."""
+        opened: asyncio.Future[FileChooser] = asyncio.get_running_loop().create_future()
+
+        def on_picker(chooser: FileChooser) -> None:
+            if not opened.done():
+                opened.set_result(chooser)
+
+        dispose = _listen(self._locator.page, "filechooser", on_picker)
+        try:
+            await self._locator.click(timeout=_ms(timeout))
+            return FilePicker(await asyncio.wait_for(opened, FILE_PICKER_WAIT))
+        except TimeoutError:
+            return None
+        finally:
+            dispose()
 
     async def drag_to(self, target: ElementHandle, *, timeout: float) -> None:
         await self._locator.drag_to(target._locator, timeout=_ms(timeout))
@@ -355,6 +401,17 @@ class PageHandle:
 
     async def bring_to_front(self) -> None:
         await self.page.bring_to_front()
+
+    @contextlib.contextmanager
+    def holding_file_pickers(self) -> Iterator[list[FilePicker]]:
+        """While open, the file pickers the page opens are held back from the screen and collected
+        (unanswered, each is dropped when the block ends)."""
+        pickers: list[FilePicker] = []
+        dispose = _listen(self.page, "filechooser", lambda chooser: pickers.append(FilePicker(chooser)))
+        try:
+            yield pickers
+        finally:
+            dispose()
 
     async def close(self) -> None:
         await self.page.close()

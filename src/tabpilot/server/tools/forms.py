@@ -47,7 +47,7 @@ async def browser_fill_form(
 async def browser_file_upload(
     call: Call,
     tab: Tab,
-    ref: Annotated[StrictStr, Field(description="The file input.")],
+    ref: Annotated[StrictStr, Field(description="A file input, or the button that opens the file picker.")],
     paths: Annotated[
         list[StrictStr],
         Field(min_length=1, description="Absolute file paths."),

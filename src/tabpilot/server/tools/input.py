@@ -53,7 +53,14 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
             f"{dialog_said(result.dialog.type, result.dialog.message)}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
         )
+    if result.file_picker:
+        lines.append(
+            "It opened a file picker, which tabpilot held back: choose files with "
+            f'browser_file_upload(ref="{facts.get("ref")}", paths=[...]).'
+        )
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
+    if result.file_picker:
+        data["filePicker"] = True
     if followed is not None:
         data["activeTabId"] = followed
     if result.dialog is not None:
