@@ -31,6 +31,7 @@ class _Session:
 
     def __init__(self) -> None:
         self.methods: frozenset[str] = frozenset()
+        self.parent = None  # a page's own session, not a cross-site iframe's
         self.handler: Callable[[str, str], None] = lambda method, raw: None
 
     def deliver(self, raw: str) -> None:

@@ -9,6 +9,11 @@ the route telemetry takes. `attach` returns at once and commands sent before Chr
 session go by target id, so the attach and the first commands leave together: the page, which
 Playwright holds only while it sets it up, has not started loading when they arrive.
 
+A cross-site iframe runs in a target of its own (site isolation), whose console and network
+the page's session never hears of. `TargetSession.attach_children` has the page's session attach
+to each such target as it starts (`Target.setAutoAttach`, not flattened): the child's messages
+travel inside the page session's, as the page session's travel inside the browser session's.
+
 Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
 cannot keep before paying for parsing it.
 """
@@ -61,11 +66,13 @@ class CdpCommandError(Exception):
 class TargetSession:
     """One page target's session: `send` commands, `on_events` for its events as raw JSON."""
 
-    def __init__(self, owner: TargetSessions, target_id: str) -> None:
+    def __init__(self, owner: TargetSessions, target_id: str, *, parent: TargetSession | None = None) -> None:
         self._owner = owner
         self.session_id: str | None = None
         """Chromium's id of the session, once the attach is answered."""
         self.target_id = target_id
+        self.parent = parent
+        """The session of the page whose cross-site iframe this target is (None: a page's own)."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: dict[str, list[EventHandler]] = {}
@@ -157,12 +164,48 @@ class TargetSession:
     async def detach(self) -> None:
         await self._owner.detach(self)
 
+    def attach_children(self, on_child: Callable[[TargetSession], None]) -> None:
+        """Attach to every cross-site iframe of this target as it starts, and to theirs in turn:
+        `on_child(session)` for each (its `parent` is the session of the target holding it). A
+        child's session closes when its iframe goes, and with this one."""
+        children = TargetSessions(_Through(self), on_child=on_child)
+        self.on_close(children.close)
+        # Only iframes: the page's workers are left alone. Playwright holds a new iframe at its
+        # start while it sets it up, so the child's first commands land before its page runs.
+        self.send(
+            "Target.setAutoAttach",
+            {
+                "autoAttach": True,
+                "waitForDebuggerOnStart": False,
+                "flatten": False,
+                "filter": [{"type": "iframe"}],
+            },
+        )
+
+
+class _Through:
+    """A target session seen as the root of its children's sessions (`Session`)."""
+
+    def __init__(self, session: TargetSession) -> None:
+        self.session = session
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.session.send(method, params)
+
+    def on(self, event: str, handler: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        def parsed(_method: str, raw: str) -> None:
+            handler(json.loads(raw).get("params") or {})
+
+        return self.session.on_events((event,), parsed)
+
 
 class TargetSessions:
     """The target sessions of one browser-level CDP session."""
 
-    def __init__(self, root: Session) -> None:
+    def __init__(self, root: Session, *, on_child: Callable[[TargetSession], None] | None = None) -> None:
         self._root = root
+        self._on_child = on_child
+        """For the sessions of a target's children (`TargetSession.attach_children`)."""
         self._sessions: dict[str, TargetSession] = {}
         self._by_target: dict[str, TargetSession] = {}
         self._disposers = [
@@ -230,9 +273,24 @@ class TargetSessions:
 
     def _on_attached(self, event: dict[str, Any]) -> None:
         # Comes before the attach's answer: from here on the session's messages can be routed.
-        session = self._by_target.get((event.get("targetInfo") or {}).get("targetId", ""))
+        info = event.get("targetInfo") or {}
+        session = self._by_target.get(info.get("targetId", ""))
         if session is not None and not event.get("waitingForDebugger"):
             self._named(session, event.get("sessionId", ""))
+        elif session is None and self._on_child is not None and info.get("type") == "iframe":
+            self._adopt(info["targetId"], str(event.get("sessionId", "")))
+
+    def _adopt(self, target_id: str, session_id: str) -> None:
+        """A child target the parent session was attached to by Chromium (auto-attach)."""
+        assert self._on_child is not None and isinstance(self._root, _Through)
+        child = TargetSession(self, target_id, parent=self._root.session)
+        self._by_target[target_id] = child
+        self._named(child, session_id)
+        child.attach_children(self._on_child)  # an iframe of another site inside it
+        try:
+            self._on_child(child)
+        except Exception:
+            child.handler_errors += 1
 
     def _on_message(self, event: dict[str, Any]) -> None:
         session = self._sessions.get(event.get("sessionId", "")) or self._by_target.get(

@@ -142,9 +142,10 @@ class TabManager:
             await self._driver.stop()
 
     def add_target_hook(self, hook: TargetHook) -> None:
-        """Call `hook(target_session, tab_id)` for every new tab, the moment its target exists
-        (telemetry attaches here: `Telemetry.attach_target`). Returns nothing; the hook's own
-        return value is its disposer, run when the tab goes."""
+        """Call `hook(target_session, tab)` for every new tab, the moment its target exists, and
+        for each cross-site iframe of it (a target of its own; `target_session.parent` is set)
+        as it starts (telemetry attaches here: `Telemetry.attach_target`). The hook's return
+        value is its disposer, run when the tab goes (an iframe's: when the iframe goes)."""
         self._target_hooks.append(hook)
 
     # -- instances -------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from ._tab import Tab, Timeouts
 from ._types import TabLimitPolicy
 
 TargetHook = Callable[[TargetSession, Tab], Disposer]
-"""Called with the session of each new tab's target and the tab; returns its disposer."""
+"""Called with the session of each new tab's target (and of each cross-site iframe in it) and the
+tab; returns its disposer."""
 
 
 class TabBudget:

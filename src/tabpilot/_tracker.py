@@ -56,6 +56,9 @@ class TabTracker:
         self.cdp: CdpSession | None = None
         """The instance's browser-level CDP session (set when it starts)."""
         self.sessions: TargetSessions | None = None
+        self.iframe_sessions = True
+        """Attach to the tabs' cross-site iframes too (not through the extension's relay, which
+        serves children to Playwright's flat sessions only)."""
         self._host = host
         self._services = services
         self._context = context
@@ -262,6 +265,19 @@ class TabTracker:
 
         for hook in list(self._services.target_hooks):
             tab.add_disposer(hook(session, tab))
+
+        def on_iframe(child: TargetSession) -> None:
+            # A cross-site iframe runs in a target of its own: the hooks see it as part of the tab.
+            disposers = [hook(child, tab) for hook in list(self._services.target_hooks)]
+
+            def release() -> None:
+                for dispose in disposers:
+                    dispose()
+
+            child.on_close(release)
+
+        if self._services.target_hooks and self.iframe_sessions:
+            session.attach_children(on_iframe)
         tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.

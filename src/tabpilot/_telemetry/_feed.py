@@ -171,6 +171,9 @@ class Sink(Protocol):
 
     def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
 
+    def hand_over(self, tab_id: int, request_id: str, to: TabFeed) -> _Request | None:
+        """A request in flight in another feed of the tab, taken from it for `to`."""
+
 
 class TabFeed:
     """Reads one tab's target session into its recorder; see the module docstring."""
@@ -214,6 +217,8 @@ class TabFeed:
             "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
         )
         self._session.send("Runtime.enable")
+        if self._session.parent is not None:
+            return  # an iframe's document request is its parent's: the parent's feed has it
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -255,8 +260,9 @@ class TabFeed:
             return
         self._finished = True
         self._dispose()
+        gone = "the tab closed" if self._session.parent is None else "its iframe went away"
         for request_id in list(self._in_flight):
-            self._record_unfinished(request_id, "the tab closed before the request finished")
+            self._record_unfinished(request_id, f"{gone} before the request finished")
         self._sockets.finish()
 
     # -- dispatch ----------------------------------------------------------------------------
@@ -376,8 +382,22 @@ class TabFeed:
             oldest = next(iter(self._in_flight))
             self._record_unfinished(oldest, f"still unfinished after {MAX_IN_FLIGHT} later requests")
 
+    def _find(self, request_id: str) -> _Request | None:
+        """The request in flight with this id: this feed's, or another feed's of the tab (a
+        cross-site iframe's document request starts in its parent's target and ends in its own)."""
+        request = self._in_flight.get(request_id)
+        if request is None:
+            request = self._sink.hand_over(self.tab_id, request_id, self)
+            if request is not None:
+                self._in_flight[request_id] = request
+        return request
+
+    def give_up(self, request_id: str) -> _Request | None:
+        """This feed's request in flight with this id, no longer this feed's (`_find`)."""
+        return self._in_flight.pop(request_id, None)
+
     def _extra(self, params: dict[str, Any], field: str) -> None:
-        request = self._in_flight.get(params["requestId"])
+        request = self._find(params["requestId"])
         if request is not None:
             setattr(request, field, params.get("headers", {}))
             return
@@ -393,7 +413,7 @@ class TabFeed:
         self._extra(params, "extra_response_headers")
 
     def _on_response(self, params: dict[str, Any]) -> None:
-        request = self._in_flight.get(params["requestId"])
+        request = self._find(params["requestId"])
         if request is None:
             return
         request.response = params.get("response")
@@ -406,17 +426,19 @@ class TabFeed:
 
     def _on_finished(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
-        request = self._in_flight.pop(request_id, None)
+        request = self._find(request_id)
         if request is None:
             return
+        del self._in_flight[request_id]
         self._record(request, params.get("timestamp", request.started_ts), None)
         if request.response is not None and self._wants_body(request):
             self._body(request_id, request)
 
     def _on_failed(self, params: dict[str, Any]) -> None:
-        request = self._in_flight.pop(params["requestId"], None)
+        request = self._find(params["requestId"])
         if request is None:
             return
+        del self._in_flight[params["requestId"]]
         failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")
         blocked = params.get("blockedReason")
         self._record(

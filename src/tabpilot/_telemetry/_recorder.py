@@ -92,7 +92,8 @@ class Telemetry:
             kind: Ring(max_entries) for kind in TELEMETRY_KINDS if kind != "network_bodies"
         }
         self._rings["network_bodies"] = Ring(max_entries, max_bytes=max_body_bytes, size_of=_body_size)
-        self._feeds: dict[int, TabFeed] = {}
+        self._feeds: dict[int, list[TabFeed]] = {}
+        """Per tab: its page's feed and one per cross-site iframe in it."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._reads: asyncio.Semaphore | None = None
         self.body_failures = 0
@@ -129,18 +130,30 @@ class Telemetry:
     # -- feeding -------------------------------------------------------------------------------
 
     def attach_target(self, session: TargetSession, tab: Tab) -> Callable[[], None]:
-        """Record one tab from its target session (`TabManager.add_target_hook(telemetry.attach_target)`).
-        Returns the disposer, which records the tab's unfinished requests as cut short."""
+        """Record one tab from its target session, or from a cross-site iframe's in it
+        (`TabManager.add_target_hook(telemetry.attach_target)`). Returns the disposer, which
+        records the unfinished requests of the tab (or iframe) as cut short."""
         feed = TabFeed(self, session, tab.id)
-        self._feeds[tab.id] = feed
+        self._feeds.setdefault(tab.id, []).append(feed)
         feed.start()
 
         def dispose() -> None:
-            if self._feeds.get(tab.id) is feed:
-                del self._feeds[tab.id]
+            feeds = self._feeds.get(tab.id, [])
+            if feed in feeds:
+                feeds.remove(feed)
+                if not feeds:
+                    del self._feeds[tab.id]
             feed.stop()
 
         return dispose
+
+    def hand_over(self, tab_id: int, request_id: str, to: TabFeed) -> Any:
+        for feed in self._feeds.get(tab_id, ()):
+            if feed is not to:
+                request = feed.give_up(request_id)
+                if request is not None:
+                    return request
+        return None
 
     def append(self, what: TelemetryKind, entry: Any) -> None:
         self._rings[what].append(entry)
@@ -223,7 +236,7 @@ class Telemetry:
 
     def _pending(self, tab: int | AllTabs, match: Callable[[Any], bool] | None) -> tuple[PendingRequest, ...]:
         feeds = (
-            self._feeds.values() if tab is ALL_TABS else [f for f in (self._feeds.get(tab),) if f is not None]
+            [f for fs in self._feeds.values() for f in fs] if tab is ALL_TABS else self._feeds.get(tab, [])
         )
         return tuple(p for feed in feeds for p in feed.pending() if match is None or match(p))
 
