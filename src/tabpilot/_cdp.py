@@ -13,6 +13,9 @@ A cross-site iframe runs in a target of its own (site isolation), whose console 
 the page's session never hears of. `TargetSession.attach_children` has the page's session attach
 to each such target as it starts (`Target.setAutoAttach`, not flattened): the child's messages
 travel inside the page session's, as the page session's travel inside the browser session's.
+Only a page's own iframes: an iframe inside a cross-site iframe is not attached (a session nested
+two deep stalled that iframe's load now and then, measured), nor are workers (their network
+events were not reliably delivered to such a session).
 
 Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
 cannot keep before paying for parsing it.
@@ -165,18 +168,18 @@ class TargetSession:
         await self._owner.detach(self)
 
     def attach_children(self, on_child: Callable[[TargetSession], None]) -> None:
-        """Attach to every cross-site iframe of this target as it starts, and to theirs in turn:
-        `on_child(session)` for each (its `parent` is the session of the target holding it). A
-        child's session closes when its iframe goes, and with this one."""
+        """Attach to every cross-site iframe of this page as it starts: `on_child(session)` for
+        each (its `parent` is this session). A child's session closes when its iframe goes, and
+        with this one."""
         children = TargetSessions(_Through(self), on_child=on_child)
         self.on_close(children.close)
-        # Only iframes: the page's workers are left alone. Playwright holds a new iframe at its
-        # start while it sets it up, so the child's first commands land before its page runs.
+        # The iframe waits at its start until on_child has sent its commands (as it waits for
+        # Playwright's), so its first request and console line are seen.
         self.send(
             "Target.setAutoAttach",
             {
                 "autoAttach": True,
-                "waitForDebuggerOnStart": False,
+                "waitForDebuggerOnStart": True,
                 "flatten": False,
                 "filter": [{"type": "iframe"}],
             },
@@ -286,11 +289,12 @@ class TargetSessions:
         child = TargetSession(self, target_id, parent=self._root.session)
         self._by_target[target_id] = child
         self._named(child, session_id)
-        child.attach_children(self._on_child)  # an iframe of another site inside it
         try:
             self._on_child(child)
         except Exception:
             child.handler_errors += 1
+        finally:  # never left waiting
+            child.send("Runtime.runIfWaitingForDebugger")
 
     def _on_message(self, event: dict[str, Any]) -> None:
         session = self._sessions.get(event.get("sessionId", "")) or self._by_target.get(

@@ -143,9 +143,9 @@ class TabManager:
 
     def add_target_hook(self, hook: TargetHook) -> None:
         """Call `hook(target_session, tab)` for every new tab, the moment its target exists, and
-        for each cross-site iframe of it (a target of its own; `target_session.parent` is set)
-        as it starts (telemetry attaches here: `Telemetry.attach_target`). The hook's return
-        value is its disposer, run when the tab goes (an iframe's: when the iframe goes)."""
+        for each cross-site iframe of it as it starts (a target of its own:
+        `target_session.parent` is set). Telemetry attaches here (`Telemetry.attach_target`). The
+        hook returns its disposer, run when the tab goes (an iframe's: when the iframe goes)."""
         self._target_hooks.append(hook)
 
     # -- instances -------------------------------------------------------------------------------

@@ -266,7 +266,7 @@ class TabTracker:
         for hook in list(self._services.target_hooks):
             tab.add_disposer(hook(session, tab))
 
-        def on_iframe(child: TargetSession) -> None:
+        def on_child(child: TargetSession) -> None:
             # A cross-site iframe runs in a target of its own: the hooks see it as part of the tab.
             disposers = [hook(child, tab) for hook in list(self._services.target_hooks)]
 
@@ -277,7 +277,7 @@ class TabTracker:
             child.on_close(release)
 
         if self._services.target_hooks and self.iframe_sessions:
-            session.attach_children(on_iframe)
+            session.attach_children(on_child)
         tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.

@@ -218,7 +218,7 @@ class TabFeed:
         )
         self._session.send("Runtime.enable")
         if self._session.parent is not None:
-            return  # an iframe's document request is its parent's: the parent's feed has it
+            return  # an iframe's document is requested by its parent's target: handed over
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
