@@ -9,7 +9,9 @@ a recorder without `network`) and reads:
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
   (`_sockets`).
 A document that loaded before Network was on (the attach races Playwright's short hold of a new
-popup) is recovered from the page's navigation timing (`_timing`).
+popup) is recovered from the page's navigation timing (`_timing`). A cross-site iframe of the tab
+has a feed of its own on its own target's session; a request that starts in one feed and ends in
+another (the iframe's document) is handed over between them (`Sink.hand_over`).
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
