@@ -237,13 +237,17 @@ class Response:
         session.last_error_seq = telemetry.last_seq
         # Dialogs are part of the shape: a tab blocked by one is worth telling at once.
         shape = tuple((i.id, i.active, i.dialog is not None) for i in infos)
-        changed = shape != session.shown_tabs or bool(errors)
+        shown = session.shown_tabs
+        changed = shape != shown or bool(errors)
         if not (changed or self._force_tabs):
             return None
         session.shown_tabs = shape
         default = manager.default_instance
         active = default.active_tab if default is not None else None
-        if not changed and self._brief_tabs and infos:
+        # The client has every line from the last list when the same tabs are open and only the
+        # active one moved: their ids say it (a list asked for is always given whole).
+        same_tabs = shown is not None and not errors and _set_of(shape) == _set_of(shown)
+        if same_tabs and infos and (self._brief_tabs or not self._force_tabs):
             data["activeTabId"] = active.id if active is not None else None
             ids = ", ".join(f"{i.id}{' (active)' if i.active else ''}" for i in infos)
             return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
@@ -324,6 +328,11 @@ class Response:
             tail.append(f"({cut} more changed lines cut; take a snapshot to see them)")
         lines = [_yaml("\n".join(shown))] if shown else []  # only removals: no empty block
         return Section("Snapshot", "\n".join([head, *lines, *tail]))
+
+
+def _set_of(shape: Sequence[tuple[int, bool, bool]]) -> list[tuple[int, bool]]:
+    """A shown tab list without its active marks: the ids in order and which have a dialog."""
+    return [(tab_id, dialog) for tab_id, _, dialog in shape]
 
 
 STRUCTURED_URL_CHARS = 4096
