@@ -88,7 +88,7 @@ lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
 typecheck: install
-	$(VENV)/bin/mypy src tests
+	$(VENV)/bin/mypy $(LINT_PATHS)
 
 test: install browser grid lint typecheck
 	$(VENV)/bin/pytest -q
