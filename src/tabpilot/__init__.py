@@ -53,6 +53,7 @@ from ._errors import (
     TabNotFoundError,
     TabpilotError,
     TabSummary,
+    quoted,
 )
 from ._events import EventBus
 from ._ids import TabIds
@@ -183,6 +184,7 @@ __all__ = [
     "path_in_roots",
     "press_key",
     "query_tab_events",
+    "quoted",
     "resize",
     "scope_snapshot",
     "screenshot",

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import ActionError, PathNotAllowedError
-from ._fields import FieldUse, check_field
+from ._errors import ActionError, PathNotAllowedError, quoted
+from ._fields import check_field, field_uses, toggle_text
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._tab import Tab
 from ._types import DialogInfo
@@ -194,7 +194,7 @@ async def type_text(
     timeout = timeout or tab.host.timeouts.action
     element = await tab.element(ref)
     what = f"Typing into {ref} on tab {tab.id}"
-    await check_field(tab, element, what, ref, uses=("text",))
+    await check_field(tab, element, what, ref, uses=("text",), text=text)
     # Typing key by key takes time in proportion to the text; the timeout covers each key too.
     limit = timeout + (0.05 * len(text) if slowly else 0)
 
@@ -263,25 +263,29 @@ async def hover(tab: Tab, ref: str, *, timeout: float | None = None) -> ActionRe
 async def fill_form(
     tab: Tab, fields: Sequence[tuple[str, FieldValue]], *, timeout: float | None = None
 ) -> ActionResult:
-    """Fill several fields in one call: text for text fields, True/False for checkboxes and
-    radio buttons, a value (or values) for selects. Every ref is checked before anything is filled."""
+    """Fill several fields in one call: text for text fields, True/False (or the text 'true' or
+    'false') for checkboxes and radio buttons, a value (or values) for selects. Every ref is
+    checked before anything is filled."""
     if not fields:
         raise ValueError("fields must name at least one field: [(ref, value), ...].")
     timeout = timeout or tab.host.timeouts.action
-    elements = [(ref, await tab.element(ref), value) for ref, value in fields]
+    elements: list[tuple[str, ElementHandle, FieldValue]] = []
     selects: dict[str, bool] = {}
-    for ref, element, value in elements:  # every field, before anything is filled
+    for ref, value in fields:  # every field, before anything is filled
+        element = await tab.element(ref)
+        text = value if isinstance(value, str) else None
         values = None if isinstance(value, bool) else [value] if isinstance(value, str) else list(value)
-        uses: tuple[FieldUse, ...] = (
-            ("toggle",)
-            if isinstance(value, bool)
-            else ("text", "options")
-            if isinstance(value, str)
-            else ("options",)
-        )
         state = await check_field(
-            tab, element, f"Filling {ref} on tab {tab.id}", ref, uses=uses, values=values
+            tab,
+            element,
+            f"Filling {ref} on tab {tab.id}",
+            ref,
+            uses=field_uses(value),
+            values=values,
+            text=text,
         )
+        checked = toggle_text(text, state) if text is not None else None
+        elements.append((ref, element, value if checked is None else checked))
         selects[ref] = state is not None and state["options"] is not None
 
     async def job() -> None:
@@ -437,20 +441,14 @@ def describe_wait(*, text: str | None = None, text_gone: str | None = None, time
     conditions = " and ".join(
         part
         for part in (
-            f"text {_short(text_gone)} to disappear" if text_gone is not None else "",
-            f"text {_short(text)} to appear" if text is not None else "",
+            f"text {quoted(text_gone)} to disappear" if text_gone is not None else "",
+            f"text {quoted(text)} to appear" if text is not None else "",
         )
         if part
     )
     if pause and conditions:
         return f"{pause}, then for {conditions}"
     return pause or conditions or "0 s"
-
-
-def _short(text: str | None, cap: int = 200) -> str:
-    """A quoted piece of text for a message, cut if long (so a huge input is not echoed back)."""
-    shown = repr(text)
-    return shown if len(shown) <= cap else shown[:cap] + f"… ({len(text or '')} characters)"
 
 
 async def screenshot(

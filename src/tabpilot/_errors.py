@@ -62,6 +62,12 @@ def summarize(tabs: Iterable[TabLike]) -> tuple[TabSummary, ...]:
     return tuple(TabSummary(t.id, t.title, t.url) for t in tabs)
 
 
+def quoted(text: str | None, cap: int = 200) -> str:
+    """A quoted piece of text for a message, cut if long (so a huge input is not echoed back)."""
+    shown = repr(text)
+    return shown if len(shown) <= cap else shown[:cap] + f"… ({len(text or '')} characters)"
+
+
 def describe_tabs(tabs: Iterable[TabLike]) -> str:
     """One line per tab, as error messages list them."""
     lines = [f"  - tab {t.id}: {t.title or '(no title)'} ({t.url})" for t in tabs]
@@ -312,6 +318,7 @@ ActionReason = Literal[
     "dialog",
     "no_file_input",
     "one_file",
+    "bad_value",
     "failed",
 ]
 

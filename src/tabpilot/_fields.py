@@ -2,9 +2,11 @@
 
 A disabled or read-only field, a select with no option for a value, and a value of the wrong kind
 for the field (text for a checkbox, true/false for a text field, several options for a list that
-takes one, an option for a text field) fail at once, with what the field is and what it takes,
-instead of Playwright's words after a timeout or about the DOM ("Input of type "checkbox" cannot be
-filled"). An element that is no form field, or is not on the page now, is left to the action.
+takes one, an option for a text field, text a date, time or number field would not keep) fail at
+once, with what the field is and what it takes, instead of Playwright's words after a timeout or
+about the DOM ("Input of type "checkbox" cannot be filled"), or a field silently left empty (a date
+field given 'tomorrow'). An element that is no form field, or is not on the page now, is left to
+the action.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Literal, NoReturn
 
-from ._errors import ActionError, ActionReason
+from ._errors import ActionError, ActionReason, quoted
 from ._pw import ElementHandle
 from ._tab import Tab
 
@@ -45,6 +47,19 @@ _INSTEAD = {
     "button": "Click it, or use the ref of the field you meant (take a new snapshot to find it).",
 }
 _TAKES = {"text": "text", "toggle": "true or false", "options": "an option's value or label", "file": "files"}
+_FORMATS = {
+    "date": ("a date field", "a date as YYYY-MM-DD (e.g. 2026-11-24)"),
+    "time": ("a time field", "a time as HH:MM, 24-hour (e.g. 13:05)"),
+    "datetime-local": (
+        "a date and time field",
+        "a date and time as YYYY-MM-DDTHH:MM (e.g. 2026-11-24T13:05)",
+    ),
+    "month": ("a month field", "a month as YYYY-MM (e.g. 2026-11)"),
+    "week": ("a week field", "a week as YYYY-Www (e.g. 2026-W48)"),
+    "number": ("a number field", "a number (e.g. 42 or -3.5)"),
+}
+"""What an input type keeps: the browser empties the field for text in any other form."""
+_TOGGLE_WORDS = {"true": True, "false": False}
 
 
 async def check_field(
@@ -55,11 +70,13 @@ async def check_field(
     *,
     uses: Collection[str] = (),
     values: Sequence[str] | None = None,
+    text: str | None = None,
 ) -> dict[str, Any] | None:
     """Fail at once where waiting could not help (see the module docstring). `uses`: what the
-    action can put into the field (empty: any); `values`: options it will select. Returns the
-    element's state (`ElementHandle.input_state`), or None if it is not on the page now."""
-    state = await element.input_state()
+    action can put into the field (empty: any); `values`: options it will select; `text`: what it
+    will type. Returns the element's state (`ElementHandle.input_state`), or None if it is not on
+    the page now."""
+    state = await element.input_state(text)
     if state is None:
         return None
     kind = str(state.get("kind", "other"))
@@ -99,7 +116,38 @@ async def check_field(
                 "failed",
                 "Give one value.",
             )
+    if text is not None and state.get("accepts") is False:
+        field, takes = _FORMATS[state["inputType"]]
+        _fail(
+            tab,
+            what,
+            ref,
+            f"is {field}, which takes {takes}, not {quoted(text)}",
+            "bad_value",
+            "Give the value in that form (the field was left as it was).",
+        )
     return state
+
+
+def field_uses(value: str | bool | Sequence[str]) -> tuple[FieldUse, ...]:
+    """What a form fill's value can go into: True/False a checkbox, radio button or switch; text a
+    text field or a select's option, and, if it is 'true' or 'false', a checkbox too; a list of
+    values a select's options."""
+    if isinstance(value, bool):
+        return ("toggle",)
+    if isinstance(value, str):
+        return (
+            ("text", "options", "toggle") if value.strip().lower() in _TOGGLE_WORDS else ("text", "options")
+        )
+    return ("options",)
+
+
+def toggle_text(value: str, state: dict[str, Any] | None) -> bool | None:
+    """The checked state that text 'true' or 'false' asks of a checkbox, radio button or switch
+    (`state`: its `input_state`); None for other text or other elements."""
+    if state is None or _USE_OF.get(str(state.get("kind"))) != "toggle":
+        return None
+    return _TOGGLE_WORDS.get(value.strip().lower())
 
 
 def _fail(tab: Tab, what: str, ref: str, problem: str, reason: ActionReason, advice: str = "") -> NoReturn:
@@ -112,4 +160,4 @@ def _fail(tab: Tab, what: str, ref: str, problem: str, reason: ActionReason, adv
     )
 
 
-__all__ = ["FieldUse", "check_field"]
+__all__ = ["FieldUse", "check_field", "field_uses", "toggle_text"]

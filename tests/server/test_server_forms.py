@@ -129,6 +129,62 @@ async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_
         assert await page_value(mcp, form, state) == ["", "red", False]
 
 
+ODD_FIELDS = """<!doctype html><title>Odd fields</title>
+<label>Due <input type=date id=due value=2026-01-02></label>
+<label>Count <input type=number id=count></label>
+<label>Agree <input type=checkbox id=agree></label>
+<a href="#top">Top</a>"""
+
+
+async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_text_ticks_a_checkbox(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/odd-fields", ODD_FIELDS)
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/odd-fields"))
+        snap = await snapshot(mcp, tab)
+        due, count, agree, top = (
+            ref_of(snap, 'textbox "Due"'),
+            ref_of(snap, 'spinbutton "Count"'),
+            ref_of(snap, 'checkbox "Agree"'),
+            ref_of(snap, 'link "Top"'),
+        )
+        values = "() => [due.value, count.value, agree.checked]"
+
+        # The browser empties a date field given 'tomorrow' (Playwright says nothing): refused first.
+        refused = error(await mcp.call_tool("browser_type", {"ref": due, "text": "tomorrow"}))
+        assert (
+            f"element {due} is a date field, which takes a date as YYYY-MM-DD (e.g. 2026-11-24), not 'tomorrow'. "
+            "Give the value in that form (the field was left as it was)." in refused
+        )
+        fields: list[dict[str, Any]] = [{"ref": due, "value": "2026-03-04"}, {"ref": count, "value": "12abc"}]
+        refused = error(await mcp.call_tool("browser_fill_form", {"fields": fields}))
+        assert (
+            f"element {count} is a number field, which takes a number (e.g. 42 or -3.5), not '12abc'."
+            in refused
+        )
+        assert await page_value(mcp, tab, values) == ["2026-01-02", "", False]
+
+        # 'true' and 'false' as text tick and clear a checkbox, as true and false do.
+        fields = [
+            {"ref": due, "value": "2026-03-04"},
+            {"ref": count, "value": "12.5"},
+            {"ref": agree, "value": "True"},
+        ]
+        ok(await mcp.call_tool("browser_fill_form", {"fields": fields}))
+        assert await page_value(mcp, tab, values) == ["2026-03-04", "12.5", True]
+        ok(await mcp.call_tool("browser_fill_form", {"fields": [{"ref": agree, "value": "false"}]}))
+        assert await page_value(mcp, tab, values) == ["2026-03-04", "12.5", False]
+
+        # An element that is no field at all: said in tabpilot's words, not Playwright's.
+        assert f"element {top} is not a text field (an input, text area or editable area)." in error(
+            await mcp.call_tool("browser_type", {"ref": top, "text": "x"})
+        )
+        assert f"element {top} is not a drop-down list (a <select>)." in error(
+            await mcp.call_tool("browser_select_option", {"ref": top, "values": ["x"]})
+        )
+
+
 async def test_file_upload_takes_files_inside_the_allowed_roots_only(
     connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:

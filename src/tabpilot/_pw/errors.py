@@ -157,6 +157,22 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             ref=ref or "",
             tab_id=tab,
         )
+    if "Element is not an <input>, <textarea>" in message:
+        return ActionError(
+            f"{what} failed: {element} is not a text field (an input, text area or editable area).",
+            f"{snap} and use the ref of a textbox, searchbox or combobox.",
+            tab_id=tab,
+            ref=ref,
+            reason="failed",
+        )
+    if "Element is not a <select> element" in message:
+        return ActionError(
+            f"{what} failed: {element} is not a drop-down list (a <select>).",
+            "A list a page draws itself opens with a click on it; then click the option.",
+            tab_id=tab,
+            ref=ref,
+            reason="failed",
+        )
     if "Non-multiple file input can only accept single file" in message:
         return ActionError(
             f"{what} failed: {element} takes one file (it is no multiple-file input).",

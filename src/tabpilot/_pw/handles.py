@@ -130,7 +130,7 @@ class FilePicker:
         await self._chooser.set_files(list(paths), timeout=_ms(timeout))
 
 
-_INPUT_STATE = """el => {
+_INPUT_STATE = """(el, value) => {
   const tag = el.tagName, type = tag === 'INPUT' ? (el.type || 'text').toLowerCase() : '';
   const role = (el.getAttribute('role') || '').toLowerCase();
   let kind = 'other';
@@ -140,11 +140,22 @@ _INPUT_STATE = """el => {
   else if (type === 'file') kind = 'file';
   else if (['submit', 'button', 'reset', 'image'].includes(type) || tag === 'BUTTON') kind = 'button';
   else if (tag === 'TEXTAREA' || el.isContentEditable || (tag === 'INPUT' && type !== 'hidden')) kind = 'text';
+  // Whether the field keeps `value`: a date, time or number field empties itself for a value
+  // not in its format ('tomorrow'), where filling it would silently clear it. Asked of a copy.
+  let accepts = null;
+  if (value !== null && ['date', 'time', 'datetime-local', 'month', 'week', 'number'].includes(type)) {
+    const copy = document.createElement('input');
+    copy.type = type;
+    copy.value = value.trim();
+    accepts = copy.value !== '' || value.trim() === '';
+  }
   return {
     disabled: el.matches(':disabled'),
     readOnly: ['INPUT', 'TEXTAREA'].includes(tag) && el.readOnly,
     options: tag === 'SELECT' ? Array.from(el.options, o => [o.value, o.label]) : null,
     kind,
+    inputType: type,
+    accepts,
   };
 }"""
 
@@ -160,14 +171,16 @@ class ElementHandle:
     async def count(self) -> int:
         return await self._locator.count()
 
-    async def input_state(self) -> dict[str, Any] | None:
+    async def input_state(self, value: str | None = None) -> dict[str, Any] | None:
         """At once, without waiting: whether the element is disabled or read-only, a select's
-        options as [value, label] pairs, and its `kind` (text, checkbox, radio, switch, select,
-        listbox, file, button or other); None if the element is not on the page now."""
+        options as [value, label] pairs, its `kind` (text, checkbox, radio, switch, select,
+        listbox, file, button or other) and `inputType` (an input's type, else ''); with `value`,
+        `accepts`: whether a date, time or number input would keep that text (None for other
+        elements). None if the element is not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
         # returns at once, and gives up quickly on one that is not.
         try:
-            state: dict[str, Any] = await self._locator.evaluate(_INPUT_STATE, timeout=500)
+            state: dict[str, Any] = await self._locator.evaluate(_INPUT_STATE, value, timeout=500)
         except PlaywrightError:
             return None
         return state

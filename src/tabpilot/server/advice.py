@@ -42,6 +42,7 @@ from tabpilot import (
     TabNotFoundError,
     TabpilotError,
     WebSocketEntry,
+    quoted,
 )
 
 PREVIEW_CHARS = 256
@@ -51,11 +52,6 @@ URL_CHARS = 300
 
 def short(text: str, cap: int = URL_CHARS) -> str:
     return text if len(text) <= cap else text[:cap] + f"…[{len(text) - cap} more]"
-
-
-def quoted(text: str | None, cap: int = 200) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= cap else shown[:cap] + f"…[{len(text or '')} characters]"
 
 
 def dialog_said(dialog_type: str, message: str | None) -> str:

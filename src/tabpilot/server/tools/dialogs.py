@@ -11,9 +11,9 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import NoDialogError, Tab
+from tabpilot import NoDialogError, Tab, quoted
 
-from ..advice import dialog_said, quoted
+from ..advice import dialog_said
 from .base import Call, TabIdValue, ToolSpec
 
 

@@ -7,9 +7,8 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, StrictBool, StrictStr
 
-from tabpilot import Tab, drag, fill_form, upload_files
+from tabpilot import Tab, drag, fill_form, quoted, upload_files
 
-from ..advice import quoted
 from ..config import file_roots
 from .base import Call, RefArg, TabIdArg, ToolSpec
 from .input import report

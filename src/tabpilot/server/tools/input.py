@@ -18,12 +18,13 @@ from tabpilot import (
     describe_wait,
     hover,
     press_key,
+    quoted,
     select_option,
     type_text,
     wait_for,
 )
 
-from ..advice import dialog_noun, dialog_said, quoted
+from ..advice import dialog_noun, dialog_said
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
