@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -48,6 +49,9 @@ HEARTBEAT_TIMEOUT = 2.5
 HEARTBEAT_MISSES = 2
 """Checks in a row without an answer after which a remote browser is declared lost (within 10 s)."""
 REMOTE_KINDS: tuple[InstanceKind, ...] = ("cdp", "playwright-server", "grid", "extension")
+BROWSER_EXIT_WAIT = 1.5
+"""Seconds a closing instance waits for its launched browser's process to end before killing it
+(a closed browser has ended already; one whose driver died stops by itself, writing its profile)."""
 
 Cleanup = Callable[[], Awaitable[None]]
 T = TypeVar("T")
@@ -82,6 +86,25 @@ def _pid_alive(pid: int) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+async def _ended(pid: int, profile: str | None, timeout: float) -> None:
+    """Wait until a launched browser's process has ended; after `timeout`, kill it if it is still
+    the browser of `profile` (its pid not reused), and wait a little more."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _pid_alive(pid):
+        if loop.time() >= deadline:
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    ours = profile is not None and f"--user-data-dir={profile}".encode() in f.read()
+                if ours:
+                    os.kill(pid, signal.SIGKILL)
+            deadline = loop.time() + BROWSER_EXIT_WAIT
+            while _pid_alive(pid) and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+            return
+        await asyncio.sleep(0.02)
 
 
 class Instance:
@@ -376,6 +399,10 @@ class Instance:
                     await asyncio.wait_for(self.browser.close(), 10)
         elif self._disconnecting is not None:
             await asyncio.gather(self._disconnecting, return_exceptions=True)
+        if self.kind == "launched" and self.pid is not None:
+            # A browser whose driver died is left to stop by itself: it writes into its profile
+            # until it has.
+            await _ended(self.pid, self._temp_profile or self.user_data_dir, BROWSER_EXIT_WAIT)
         self._remove_profile()
         cleanup, self._cleanup = self._cleanup, []
         for step in cleanup:

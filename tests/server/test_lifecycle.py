@@ -183,3 +183,49 @@ def test_a_killed_browser_leaves_nothing_in_the_temp_dir_once_the_server_stops(b
         assert took < 2, f"stopping took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
         assert not list(Path(tmp).iterdir()), "nothing is left in the temp dir"
+
+
+def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(browser_path: str) -> None:
+    """Playwright's driver killed under the server (as by the OOM killer) takes its browser with it:
+    the next call launches a browser through a new driver, and the old browser, which stops by
+    itself and writes its profile as it does, leaves nothing in the temp dir once the server stops."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = Served(browser_path, tmp)
+        assert served.proc.stdin is not None and served.proc.stdout is not None
+        drivers = [pid for pid in served.children if _comm(pid).startswith("node")]
+        assert len(drivers) == 1, [_comm(pid) for pid in served.children]
+        os.kill(drivers[0], signal.SIGKILL)
+        time.sleep(0.5)
+        _send(
+            served.proc.stdin,
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "browser_tabs", "arguments": {"action": "list"}},
+            },
+        )
+        reply = _read_reply(served.proc.stdout, 3)
+        said = reply["result"]["content"][0]["text"]
+        assert not reply["result"].get("isError"), said
+        assert "was launched in place of lost instance inst_1" in said, said
+        children = served.children + descendants(served.proc.pid)
+        assert any("chrom" in _comm(pid) for pid in descendants(served.proc.pid)), "a new browser runs"
+        took, stderr = served.stop("stdin")
+        assert took < 3, f"stopping took {took:.1f} s"
+        _assert_left_nothing(children, tmp, stderr)
+
+
+def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser_path: str) -> None:
+    """A browser whose driver died goes on a moment, writing into its profile as it stops: a stop
+    right then waits for it (bounded), so the profile is removed after the last write."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = Served(browser_path, tmp)
+        drivers = [pid for pid in served.children if _comm(pid).startswith("node")]
+        assert len(drivers) == 1, [_comm(pid) for pid in served.children]
+        os.kill(drivers[0], signal.SIGKILL)
+        took, stderr = served.stop("stdin")
+        assert took < 3, f"stopping took {took:.1f} s"
+        _assert_left_nothing(served.children, tmp, stderr)
+        time.sleep(1)  # a browser still stopping would write its profile again by now
+        assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile stays removed"

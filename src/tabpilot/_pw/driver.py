@@ -13,6 +13,7 @@ from playwright.async_api import Browser, BrowserContext, Playwright, async_play
 from playwright.async_api import Error as PlaywrightError
 
 from .._browser_path import find_browser
+from .._errors import ConnectError
 from .._options import BrowserOptions
 from .._profile import remove_profile
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
@@ -22,6 +23,8 @@ DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
 """Node options for Playwright's driver, before any the user set: V8's young generation of 1 MB
 instead of 16 to 32. The driver builds short-lived objects for every request and console event of
 every page; with the default it held about 60 MB more at 20 busy tabs (246 vs 184 MB, memprobe)."""
+DRIVER_CHECK_WAIT = 5.0
+"""Seconds to wait for the driver to answer, or to stop, when it may have died."""
 CANCELLED_LAUNCH_WAIT = 5.0
 """Seconds a cancelled launch waits for the browser Playwright goes on launching, to close it."""
 
@@ -87,9 +90,38 @@ class Driver:
         assert self._playwright is not None
         return self._playwright.chromium
 
+    async def _restarted(self) -> bool:
+        """After a launch or connect failed: if the driver no longer answers (killed, or out of
+        memory: every browser it drove went with it), start a new one. True if it did, and the
+        call is worth making again."""
+        playwright = self._playwright
+        if playwright is None:
+            return False
+        try:  # the cheapest call that goes to the driver and back
+            request = await asyncio.wait_for(playwright.request.new_context(), DRIVER_CHECK_WAIT)
+        except Exception:
+            pass
+        else:
+            with contextlib.suppress(Exception):
+                await request.dispose()
+            return False
+        self._playwright = None
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(playwright.stop(), DRIVER_CHECK_WAIT)
+        await self.start()
+        return True
+
     async def launch(self, options: BrowserOptions, *, timeout: float = 30.0) -> Launched:
         """Start a local Chromium over a pipe (no TCP port) with a persistent profile: `user_data_dir`,
         or a fresh temporary one that the caller deletes after the browser is closed."""
+        try:
+            return await self._launch(options, timeout)
+        except (ConnectError, PlaywrightError):
+            if not await self._restarted():
+                raise
+        return await self._launch(options, timeout)
+
+    async def _launch(self, options: BrowserOptions, timeout: float) -> Launched:
         executable = find_browser(options.browser_path)
         # The driver first: a start cut short (a stop during start-up) must leave no profile behind.
         chromium = await self._chromium()
@@ -135,6 +167,16 @@ class Driver:
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
 
     async def _connect(
+        self, endpoint: str, protocol: Literal["cdp", "playwright"], options: BrowserOptions, timeout: float
+    ) -> BrowserHandle:
+        try:
+            return await self._connect_once(endpoint, protocol, options, timeout)
+        except (ConnectError, PlaywrightError):
+            if not await self._restarted():
+                raise
+        return await self._connect_once(endpoint, protocol, options, timeout)
+
+    async def _connect_once(
         self, endpoint: str, protocol: Literal["cdp", "playwright"], options: BrowserOptions, timeout: float
     ) -> BrowserHandle:
         chromium = await self._chromium()
