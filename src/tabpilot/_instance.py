@@ -139,6 +139,8 @@ class Instance:
         self.replaced_by: str | None = None
         """The instance launched in place of this one after it was lost."""
         self.pid: int | None = None
+        """The browser's process, when it runs on this machine: a launched one, or the launched
+        browser a context instance lives in."""
         self._services = services
         self._owns_context = owns_context
         self._temp_profile = temp_profile
@@ -290,13 +292,9 @@ class Instance:
         return self._tracker.watch(tab)
 
     def check_alive(self) -> bool:
-        """Notice at once that a launched browser's process has gone, without a browser round trip."""
-        if (
-            self.state == "open"
-            and self.kind == "launched"
-            and self.pid is not None
-            and not _pid_alive(self.pid)
-        ):
+        """Notice at once that a launched browser's process has gone (that of a context of one,
+        too), without a browser round trip: a browser whose driver died tells nothing else."""
+        if self.state == "open" and self.pid is not None and not _pid_alive(self.pid):
             self._lost(self._gone_reason())
         return self.state == "open"
 
@@ -433,7 +431,7 @@ class Instance:
         loss = self._link.loss() if self._link is not None else None
         if loss is not None:
             return loss
-        if self.kind == "launched" and self.pid is not None and not _pid_alive(self.pid):
+        if self.pid is not None and not _pid_alive(self.pid):
             return f"the browser process (pid {self.pid}) ended: it was killed or crashed"
         return "the browser disconnected"
 

@@ -415,7 +415,7 @@ class TabManager:
             of.ensure_usable()
             raise ConnectError(f"Instance {of.id} has no browser to open a context in.")
         context = await of.browser.new_context(self.options)
-        return await self._adopt(
+        isolated = await self._adopt(
             kind="context",
             endpoint=of.endpoint,
             browser=of.browser,
@@ -425,6 +425,8 @@ class TabManager:
             instance_id=instance_id,
             headless=of.headless,
         )
+        isolated.pid = of.pid  # it goes with that browser's process
+        return isolated
 
     async def close_instance(self, instance_id: str) -> None:
         """Close an instance: a launched browser exits; a connected one is only disconnected."""

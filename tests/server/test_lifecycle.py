@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,8 +17,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from mcp import Client
 
-from support import descendants, pid_alive
+from support import descendants, free_port, pid_alive, wait_until
 
 
 def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
@@ -109,6 +111,11 @@ class Served:
                 self.proc.kill()
         took = time.monotonic() - started
         return took, self.proc.stderr.read().decode(errors="replace")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _comm(pid: int) -> str:
@@ -229,3 +236,59 @@ def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser
         _assert_left_nothing(served.children, tmp, stderr)
         time.sleep(1)  # a browser still stopping would write its profile again by now
         assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile stays removed"
+
+
+async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_carry_on(
+    browser_path: str,
+) -> None:
+    """Over HTTP the sessions live in contexts of one shared browser. When the driver dies, a
+    session's next call says its browser was lost and gives it a context of a new shared browser
+    (through a new driver); a new session gets one too."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        port = free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "tabpilot",
+            "serve",
+            "--browser-path",
+            browser_path,
+            "--http",
+            str(port),
+        ]
+        proc = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": tmp}
+        )
+        url = f"http://127.0.0.1:{port}/mcp"
+        try:
+            await wait_until(lambda: _listening(port), 30)
+            async with Client(url) as first:
+                assert not (await first.call_tool("browser_tabs", {"action": "list"})).is_error
+                children = descendants(proc.pid)
+                drivers = [pid for pid in children if _comm(pid).startswith("node")]
+                browsers = [pid for pid in children if "chrom" in _comm(pid)]
+                assert len(drivers) == 1 and browsers, [_comm(pid) for pid in children]
+                os.kill(drivers[0], signal.SIGKILL)
+                # The browser stops by itself once its driver is gone.
+                await wait_until(lambda: not any(pid_alive(p) for p in browsers), 10)
+                listed = await first.call_tool("browser_tabs", {"action": "list"})
+                said = listed.content[0].text  # type: ignore[union-attr]
+                assert not listed.is_error, said
+                assert "instance inst_1 was lost: the browser process" in said, said
+                assert "was launched in place of lost instance inst_1" in said, said
+                opened = await first.call_tool("browser_tabs", {"action": "new"})
+                assert not opened.is_error, opened.content
+            async with Client(url) as second:
+                listed = await second.call_tool("browser_tabs", {"action": "list"})
+                assert not listed.is_error, listed.content
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert "Traceback" not in stderr, stderr
+        assert not list(Path(tmp).glob("tabpilot-profile-*")), "every temporary profile is removed"

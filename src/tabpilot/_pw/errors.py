@@ -75,8 +75,9 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
     waited = f" (waited {doing.timeout:g} s)" if doing.timeout is not None else ""
     snap = f"Take a new snapshot of tab {tab}"
     if is_closed_error(exc):
+        gone = f"tab {tab} closed (or its browser went away)" if tab is not None else "its browser went away"
         return ActionError(
-            f"{what} failed: tab {tab} closed (or its browser went away) during the action.",
+            f"{what} failed: {gone} during the action.",
             "List the tabs to see what is open.",
             tab_id=tab,
             ref=ref,

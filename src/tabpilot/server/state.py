@@ -283,7 +283,7 @@ class ServerState:
     async def _shared_instance(self) -> Instance:
         async with self._lock:
             shared = self._shared
-            if shared is not None and shared.state == "open":
+            if shared is not None and shared.check_alive():
                 return shared
             if self._host is not None:
                 await self._host.close()
