@@ -326,7 +326,12 @@ async def test_an_action_response_shows_the_lines_that_changed_not_the_whole_sna
         assert "snapshot" not in data(result)
         assert data(result)["snapshotChanges"]["tabId"] == tab
         assert any("Hi from page a" in line for line in changes(result))
-        assert section(result, "Page").startswith(f"tab {tab}: ")
+        # The client saw this tab's URL and title with its snapshot: ### Page is not sent again.
+        assert "### Page" not in text(result) and data(result)["page"]["tabId"] == tab
+        moved = {"function": "() => history.pushState({}, '', '?step=2')", "tabId": tab}
+        assert section(ok(await mcp.call_tool("browser_evaluate", moved)), "Page") == (
+            f"tab {tab}: Page a ({site.url('/page/a?step=2')})"
+        )
 
         again = ok(await mcp.call_tool("browser_click", {"ref": button}))
         assert "(no changes)" in section(again, "Snapshot")

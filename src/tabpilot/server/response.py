@@ -215,10 +215,20 @@ class Response:
                 sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in untold)))
             tabs = self._tabs_section(session, data)
             page_section, snapshot_section = page
-            if self._tabs_listed:  # its line in ### Tabs has the same title and URL
+            if page_section is not None and not self._page_news(session, data["page"]):
                 page_section = None
             sections += [s for s in (tabs, page_section, snapshot_section) if s is not None]
         return self._result([render(sections)], data)
+
+    def _page_news(self, session: SessionState, page: dict[str, Any]) -> bool:
+        """Whether `### Page` tells this client something: not when `### Tabs` in this response
+        has the tab's line, nor, beside an action's changes, when the client last saw the tab with
+        this URL and title (a whole snapshot keeps it, as the tree's heading)."""
+        seen = (page["url"], page["title"])
+        if self._tabs_listed or (self._snapshot is None and session.seen_pages.get(page["tabId"]) == seen):
+            return False
+        session.seen_pages[page["tabId"]] = seen
+        return True
 
     def _result(self, texts: list[str], data: dict[str, Any]) -> CallToolResult:
         if self._secrets:  # no secret value leaves the server: its placeholder shows instead
@@ -252,6 +262,7 @@ class Response:
             ids = ", ".join(f"{i.id}{' (active)' if i.active else ''}" for i in infos)
             return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
         self._tabs_listed = True
+        session.seen_pages = {i.id: (i.url, i.title) for i in infos}
         if self._structured:
             self._structured_tabs(infos, errors, data)
         data["activeTabId"] = active.id if active is not None else None

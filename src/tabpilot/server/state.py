@@ -83,6 +83,9 @@ class SessionState:
         """Telemetry entries up to this sequence number were counted in a `### Tabs` section."""
         self.shown_tabs: tuple[tuple[int, bool, bool], ...] | None = None
         """The tab set and active tabs as of the last `### Tabs` section, to tell when it changed."""
+        self.seen_pages: dict[int, tuple[str, str]] = {}
+        """Each tab's URL and title as this client last saw them (a `### Page` line, a tab list),
+        to leave out a `### Page` that would say the same again."""
         self._extras: dict[type[Any], Any] = {}
 
     @property
