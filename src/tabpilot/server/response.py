@@ -215,17 +215,18 @@ class Response:
                 sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in untold)))
             tabs = self._tabs_section(session, data)
             page_section, snapshot_section = page
-            if page_section is not None and not self._page_news(session, data["page"]):
+            if page_section is not None and not self._page_news(session, data):
                 page_section = None
             sections += [s for s in (tabs, page_section, snapshot_section) if s is not None]
         return self._result([render(sections)], data)
 
-    def _page_news(self, session: SessionState, page: dict[str, Any]) -> bool:
+    def _page_news(self, session: SessionState, data: dict[str, Any]) -> bool:
         """Whether `### Page` tells this client something: not when `### Tabs` in this response
         has the tab's line, nor, beside an action's changes, when the client last saw the tab with
-        this URL and title (a whole snapshot keeps it, as the tree's heading)."""
+        this URL and title (a whole tree keeps it, as its heading: a snapshot, a reload)."""
+        page = data["page"]
         seen = (page["url"], page["title"])
-        if self._tabs_listed or (self._snapshot is None and session.seen_pages.get(page["tabId"]) == seen):
+        if self._tabs_listed or ("snapshot" not in data and session.seen_pages.get(page["tabId"]) == seen):
             return False
         session.seen_pages[page["tabId"]] = seen
         return True
