@@ -341,6 +341,10 @@ async def test_an_action_response_shows_the_lines_that_changed_not_the_whole_sna
         assert section(removed, "Snapshot") == (
             f"Changes since the previous snapshot of tab {tab}:\n(1 line removed)"
         )
+        # A reload shows the new document's whole tree: ### Page is its heading, URL unchanged or not.
+        reloaded = ok(await mcp.call_tool("browser_navigate", {"action": "reload", "tabId": tab}))
+        assert section(reloaded, "Page") == f"tab {tab}: Page a ({site.url('/page/a?step=2')})"
+        assert 'heading "Page a"' in section(reloaded, "Snapshot")
 
 
 # -- dialogs -------------------------------------------------------------------------------------------
