@@ -164,6 +164,9 @@ async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_
             in refused
         )
         assert await page_value(mcp, tab, values) == ["2026-01-02", "", False]
+        # Keys typed one by one go through the field's own editor, as a person types a date.
+        ok(await mcp.call_tool("browser_type", {"ref": due, "text": "12312025", "slowly": True}))
+        assert await page_value(mcp, tab, values) == ["2025-12-31", "", False]
 
         # 'true' and 'false' as text tick and clear a checkbox, as true and false do.
         fields = [
