@@ -90,34 +90,37 @@ class Driver:
         assert self._playwright is not None
         return self._playwright.chromium
 
-    async def _restarted(self) -> bool:
-        """After a launch or connect failed: if the driver no longer answers (killed, or out of
-        memory: every browser it drove went with it), start a new one. True if it did, and the
-        call is worth making again."""
-        playwright = self._playwright
-        if playwright is None:
+    async def _restarted(self, used: Playwright | None) -> bool:
+        """After a launch or connect through `used` failed: if that driver no longer answers
+        (killed, or out of memory: every browser it drove went with it), start a new one. True if
+        a new one runs now (another call may have started it), and the call is worth making again."""
+        if used is None:
             return False
+        if self._playwright is not used:
+            return self._playwright is not None
         try:  # the cheapest call that goes to the driver and back
-            request = await asyncio.wait_for(playwright.request.new_context(), DRIVER_CHECK_WAIT)
+            request = await asyncio.wait_for(used.request.new_context(), DRIVER_CHECK_WAIT)
         except Exception:
             pass
         else:
             with contextlib.suppress(Exception):
                 await request.dispose()
             return False
-        self._playwright = None
+        if self._playwright is used:
+            self._playwright = None
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(playwright.stop(), DRIVER_CHECK_WAIT)
+            await asyncio.wait_for(used.stop(), DRIVER_CHECK_WAIT)
         await self.start()
         return True
 
     async def launch(self, options: BrowserOptions, *, timeout: float = 30.0) -> Launched:
         """Start a local Chromium over a pipe (no TCP port) with a persistent profile: `user_data_dir`,
         or a fresh temporary one that the caller deletes after the browser is closed."""
+        used = self._playwright
         try:
             return await self._launch(options, timeout)
         except (ConnectError, PlaywrightError):
-            if not await self._restarted():
+            if not await self._restarted(used):
                 raise
         return await self._launch(options, timeout)
 
@@ -169,10 +172,11 @@ class Driver:
     async def _connect(
         self, endpoint: str, protocol: Literal["cdp", "playwright"], options: BrowserOptions, timeout: float
     ) -> BrowserHandle:
+        used = self._playwright
         try:
             return await self._connect_once(endpoint, protocol, options, timeout)
         except (ConnectError, PlaywrightError):
-            if not await self._restarted():
+            if not await self._restarted(used):
                 raise
         return await self._connect_once(endpoint, protocol, options, timeout)
 
