@@ -216,6 +216,9 @@ def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(brows
         said = reply["result"]["content"][0]["text"]
         assert not reply["result"].get("isError"), said
         assert "was launched in place of lost instance inst_1" in said, said
+        assert (
+            "- tab 2: about:blank [active]" in said and "instance inst_2" not in said.split("### Tabs")[1]
+        ), said
         children = served.children + descendants(served.proc.pid)
         assert any("chrom" in _comm(pid) for pid in descendants(served.proc.pid)), "a new browser runs"
         took, stderr = served.stop("stdin")

@@ -269,9 +269,11 @@ class Response:
         data["activeTabId"] = active.id if active is not None else None
         lines: list[str] = []
         heading: str | None = None
+        # With several browsers, each has its own active tab: say which tabs are whose. A lost
+        # browser that was replaced has no tabs left to tell apart.
+        browsers = {i.instance_id for i in infos} | {i.id for i in manager.instances if i.state == "open"}
         for info in infos:
-            # With several browsers, each has its own active tab: say which tabs are whose.
-            if len(manager.instances) > 1 and info.instance_id != heading:
+            if len(browsers) > 1 and info.instance_id != heading:
                 heading = info.instance_id
                 is_default = default is not None and default.id == heading
                 lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
