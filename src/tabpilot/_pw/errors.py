@@ -25,6 +25,29 @@ _SYMPTOMS = (
     ("element is not attached", "detached", "was removed from the page"),
 )
 
+_WRONG_ELEMENT = (
+    (
+        "Element is not an <input>, <textarea>",
+        "is not a text field (an input, text area or editable area)",
+        "{snap} and use the ref of a textbox, searchbox or combobox.",
+        "failed",
+    ),
+    (
+        "Element is not a <select> element",
+        "is not a drop-down list (a <select>)",
+        "A list a page draws itself opens with a click on it; then click the option.",
+        "failed",
+    ),
+    (
+        "Non-multiple file input can only accept single file",
+        "takes one file (it is no multiple-file input)",
+        "Pass one path.",
+        "one_file",
+    ),
+)
+"""Playwright's words for an element that cannot take the action: what tabpilot says instead,
+what to do ({snap}: take a new snapshot of the tab) and the reason."""
+
 
 def first_line(exc: BaseException) -> str:
     """What happened, without Playwright's call log and method prefix."""
@@ -158,30 +181,15 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             ref=ref or "",
             tab_id=tab,
         )
-    if "Element is not an <input>, <textarea>" in message:
-        return ActionError(
-            f"{what} failed: {element} is not a text field (an input, text area or editable area).",
-            f"{snap} and use the ref of a textbox, searchbox or combobox.",
-            tab_id=tab,
-            ref=ref,
-            reason="failed",
-        )
-    if "Element is not a <select> element" in message:
-        return ActionError(
-            f"{what} failed: {element} is not a drop-down list (a <select>).",
-            "A list a page draws itself opens with a click on it; then click the option.",
-            tab_id=tab,
-            ref=ref,
-            reason="failed",
-        )
-    if "Non-multiple file input can only accept single file" in message:
-        return ActionError(
-            f"{what} failed: {element} takes one file (it is no multiple-file input).",
-            "Pass one path.",
-            tab_id=tab,
-            ref=ref,
-            reason="one_file",
-        )
+    for symptom, says, advice, reason in _WRONG_ELEMENT:
+        if symptom in message:
+            return ActionError(
+                f"{what} failed: {element} {says}.",
+                advice.format(snap=snap),
+                tab_id=tab,
+                ref=ref,
+                reason=reason,  # type: ignore[arg-type]
+            )
     if message.startswith("Unknown key"):
         return ActionError(
             f"{what} failed: {message}.",
