@@ -81,20 +81,28 @@ class Served:
         )
         _read_reply(self.proc.stdout, 1)
         _send(self.proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self._next_id = 2
+        result = self.list_tabs()
+        assert not result.get("isError"), result
+        self.children = descendants(self.proc.pid)
+        assert any("chrom" in _comm(pid) for pid in self.children), "a browser runs"
+        self.tmp = tmp
+
+    def list_tabs(self) -> dict[str, Any]:
+        """Call browser_tabs(action="list"); the call's result."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        request_id, self._next_id = self._next_id, self._next_id + 1
         _send(
             self.proc.stdin,
             {
                 "jsonrpc": "2.0",
-                "id": 2,
+                "id": request_id,
                 "method": "tools/call",
                 "params": {"name": "browser_tabs", "arguments": {"action": "list"}},
             },
         )
-        reply = _read_reply(self.proc.stdout, 2)
-        assert not reply["result"].get("isError"), reply
-        self.children = descendants(self.proc.pid)
-        assert any("chrom" in _comm(pid) for pid in self.children), "a browser runs"
-        self.tmp = tmp
+        result: dict[str, Any] = _read_reply(self.proc.stdout, request_id)["result"]
+        return result
 
     def stop(self, how: str) -> tuple[float, str]:
         """Stop the server one way; how long it took to exit, and what it wrote on stderr."""
@@ -116,6 +124,13 @@ class Served:
 def _listening(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _kill_driver(children: list[int]) -> None:
+    """SIGKILL Playwright's driver, the one Node process among a server's `children`."""
+    drivers = [pid for pid in children if _comm(pid).startswith("node")]
+    assert len(drivers) == 1, [_comm(pid) for pid in children]
+    os.kill(drivers[0], signal.SIGKILL)
 
 
 def _comm(pid: int) -> str:
@@ -198,23 +213,11 @@ def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(brows
     itself and writes its profile as it does, leaves nothing in the temp dir once the server stops."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
-        assert served.proc.stdin is not None and served.proc.stdout is not None
-        drivers = [pid for pid in served.children if _comm(pid).startswith("node")]
-        assert len(drivers) == 1, [_comm(pid) for pid in served.children]
-        os.kill(drivers[0], signal.SIGKILL)
+        _kill_driver(served.children)
         time.sleep(0.5)
-        _send(
-            served.proc.stdin,
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "browser_tabs", "arguments": {"action": "list"}},
-            },
-        )
-        reply = _read_reply(served.proc.stdout, 3)
-        said = reply["result"]["content"][0]["text"]
-        assert not reply["result"].get("isError"), said
+        result = served.list_tabs()
+        said = result["content"][0]["text"]
+        assert not result.get("isError"), said
         assert "was launched in place of lost instance inst_1" in said, said
         assert (
             "- tab 2: about:blank [active]" in said and "instance inst_2" not in said.split("### Tabs")[1]
@@ -231,9 +234,7 @@ def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser
     right then waits for it (bounded), so the profile is removed after the last write."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
-        drivers = [pid for pid in served.children if _comm(pid).startswith("node")]
-        assert len(drivers) == 1, [_comm(pid) for pid in served.children]
-        os.kill(drivers[0], signal.SIGKILL)
+        _kill_driver(served.children)
         took, stderr = served.stop("stdin")
         assert took < 3, f"stopping took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
@@ -268,10 +269,9 @@ async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_c
             async with Client(url) as first:
                 assert not (await first.call_tool("browser_tabs", {"action": "list"})).is_error
                 children = descendants(proc.pid)
-                drivers = [pid for pid in children if _comm(pid).startswith("node")]
                 browsers = [pid for pid in children if "chrom" in _comm(pid)]
-                assert len(drivers) == 1 and browsers, [_comm(pid) for pid in children]
-                os.kill(drivers[0], signal.SIGKILL)
+                assert browsers, [_comm(pid) for pid in children]
+                _kill_driver(children)
                 # The browser stops by itself once its driver is gone.
                 await wait_until(lambda: not any(pid_alive(p) for p in browsers), 10)
                 listed = await first.call_tool("browser_tabs", {"action": "list"})
