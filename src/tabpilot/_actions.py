@@ -103,7 +103,10 @@ async def _act(
     timeout: float,
     watch_tabs: bool = True,
     dialogs: DialogPolicy = "report",
+    pickers: bool = False,
 ) -> tuple[Any, ActionResult]:
+    """Run an action's `job` under a watch; `pickers`: report a file picker it opened (a click;
+    an upload answers the picker its own click opens)."""
     closed_itself = False
     with tab.host.watch(tab) as watch:
         try:
@@ -126,6 +129,7 @@ async def _act(
         followed_tab_id=active.id if active is not None and active.id in opened else None,
         accepted_dialogs=tuple(watch.accepted),
         closed_itself=closed_itself,
+        file_picker=pickers and watch.file_pickers > 0,
     )
 
 
@@ -160,10 +164,7 @@ async def click(
     element = await _element_in_front(tab, ref)
     what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
     job = element.click(button=button, modifiers=modifiers, double=double_click, timeout=timeout)
-    with tab.handle.holding_file_pickers() as pickers:  # nobody could answer one on the screen
-        _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs)
-    if pickers:
-        result = _with(result, file_picker=True)
+    _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True)
     if follow_new_tab:
         for tab_id in reversed(result.opened_tab_ids):
             if tab.host.activate_tab(tab_id):  # not if it closed at once (tab cap, closed itself)

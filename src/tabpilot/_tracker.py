@@ -140,11 +140,25 @@ class TabTracker:
             guard=self._host.guard,
             window_opens=lambda: self._asks.count(tab.target_id) if tab.target_id else None,
         )
+        # File pickers the action opens are held back on the tab's own session (no native dialog
+        # nobody could answer) and counted: its Page.fileChooserOpened arrives before the action's
+        # click returns, where Playwright's `filechooser` event can come many ms after it.
+        session = self._target_sessions.get(tab.id)
+        first = not any(w.tab is tab for w in self._watches)
+        stop = None
+        if session is not None and not session.closed:
+            stop = session.on_events(("Page.fileChooserOpened",), lambda _m, _raw: watch.file_picker_opened())
+            if first:
+                session.send("Page.setInterceptFileChooserDialog", {"enabled": True})
         self._watches.append(watch)
         try:
             yield watch
         finally:
             self._watches.remove(watch)
+            if stop is not None:
+                stop()
+            if session is not None and not session.closed and not any(w.tab is tab for w in self._watches):
+                session.send("Page.setInterceptFileChooserDialog", {"enabled": False})
 
     def dialog_opened(self, tab: Tab) -> None:
         for watch in self._watches:

@@ -10,6 +10,8 @@
   a tab a click opens around the time the click returns; an action that saw none waits
   `NEW_TAB_GRACE` for one (up to `NEW_TAB_TIMEOUT` when its page asked for a window meanwhile),
   then waits until the tabs it saw are ready and announced.
+- File pickers the action opens (a click on an upload button): held back while it runs, and
+  counted (`file_pickers`).
 
 The windows pages ask for (`Page.windowOpen`, which the opener's renderer sends before the browser
 creates the new tab's target: a moment before, or hundreds of ms under load or through the
@@ -123,6 +125,8 @@ class ActionWatch:
         """Dialogs the action raised and accepted (policy "accept")."""
         self._dialog_opened = asyncio.Event()
         self._tab_created = asyncio.Event()
+        self.file_pickers = 0
+        """File pickers the action opened (held back: no native dialog showed)."""
 
     # -- what the instance reports ---------------------------------------------------------------
 
@@ -132,6 +136,9 @@ class ActionWatch:
 
     def dialog_opened(self) -> None:
         self._dialog_opened.set()
+
+    def file_picker_opened(self) -> None:
+        self.file_pickers += 1
 
     # -- the race ------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import contextlib
 import inspect
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from playwright.async_api import (
@@ -414,17 +414,6 @@ class PageHandle:
 
     async def bring_to_front(self) -> None:
         await self.page.bring_to_front()
-
-    @contextlib.contextmanager
-    def holding_file_pickers(self) -> Iterator[list[FilePicker]]:
-        """While open, the file pickers the page opens are held back from the screen and collected
-        (unanswered, each is dropped when the block ends)."""
-        pickers: list[FilePicker] = []
-        dispose = _listen(self.page, "filechooser", lambda chooser: pickers.append(FilePicker(chooser)))
-        try:
-            yield pickers
-        finally:
-            dispose()
 
     async def close(self) -> None:
         await self.page.close()
