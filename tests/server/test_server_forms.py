@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,11 @@ async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_
         assert f"element {submit} is a button, not a text field." in await refused(
             "browser_type", {"ref": submit, "text": "yes"}
         )
+        # The label around the checkbox: Playwright would act on the checkbox, so it is judged as one.
+        label = re.search(r'- generic \[ref=(\w+)\]:\n\s+- checkbox "Subscribe"', snap)
+        assert label is not None
+        typed = await refused("browser_type", {"ref": label[1], "text": ""})
+        assert f"element {label[1]} is a checkbox, not a text field. Click it to change it" in typed
         assert (
             f"element {name} is a text field, not a drop-down list. Type text into it instead."
             in await refused("browser_select_option", {"ref": name, "values": ["red"]})

@@ -260,9 +260,15 @@ async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_
         # No such index: only that is said.
         missing = await fail(mcp, "browser_type", {"index": 999, "text": "ada"})
         assert missing.startswith("Error: Element with index 999 not found") and "text field" not in missing
+        assert "has indexes 1 to " in missing
         assert await call(mcp, "browser_scroll", {"direction": "down"}) == "Scrolled down"
         await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
         assert await call(mcp, "browser_go_back") == "Navigated back"
+        await call(mcp, "browser_navigate", {"url": "about:blank"})
+        assert state_of(await call(mcp, "browser_get_state"))["interactive_elements"] == []
+        none = await fail(mcp, "browser_click", {"index": 1})
+        assert "the latest browser_get_state listed no interactive elements" in none
+        await call(mcp, "browser_go_back")
 
         result: CallToolResult = await mcp.call_tool("browser_get_state", {"include_screenshot": True})
         assert state_of(text(result))["url"] == site.url("/oauth/authorize")

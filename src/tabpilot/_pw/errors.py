@@ -33,6 +33,12 @@ _WRONG_ELEMENT = (
         "failed",
     ),
     (
+        "cannot be filled",  # Input of type "hidden" cannot be filled
+        "is not a text field (an input that takes typed text)",
+        "{snap} and use the ref of a textbox, searchbox or combobox.",
+        "failed",
+    ),
+    (
         "Element is not a <select> element",
         "is not a drop-down list (a <select>)",
         "A list a page draws itself opens with a click on it; then click the option.",

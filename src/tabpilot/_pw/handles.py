@@ -131,6 +131,15 @@ class FilePicker:
 
 
 _INPUT_STATE = """(el, value) => {
+  // The element Playwright's fill, select and check act on: a label's control for a label (or
+  // an element inside one), a control's enclosing button or checkbox for a part of it.
+  if (!el.matches('input, textarea, select') && !el.isContentEditable)
+    el = el.closest('button, [role=button], [role=checkbox], [role=radio]') || el;
+  if (!el.matches('a, input, textarea, button, select, [role=link], [role=button], [role=checkbox], '
+      + '[role=switch], [role=radio]') && !el.isContentEditable) {
+    const label = el.closest('label');
+    if (label && label.control) el = label.control;
+  }
   const tag = el.tagName, type = tag === 'INPUT' ? (el.type || 'text').toLowerCase() : '';
   const role = (el.getAttribute('role') || '').toLowerCase();
   let kind = 'other';
@@ -172,11 +181,12 @@ class ElementHandle:
         return await self._locator.count()
 
     async def input_state(self, value: str | None = None) -> dict[str, Any] | None:
-        """At once, without waiting: whether the element is disabled or read-only, a select's
-        options as [value, label] pairs, its `kind` (text, checkbox, radio, switch, select,
-        listbox, file, button or other) and `inputType` (an input's type, else ''); with `value`,
-        `accepts`: whether a date, time or number input would keep that text (None for other
-        elements). None if the element is not on the page now."""
+        """At once, without waiting, of the element a fill, select or check acts on (for a label,
+        its control): whether it is disabled or read-only, a select's options as [value, label]
+        pairs, its `kind` (text, checkbox, radio, switch, select, listbox, file, button or other)
+        and `inputType` (an input's type, else ''); with `value`, `accepts`: whether a date, time
+        or number input would keep that text (None for other elements). None if the element is
+        not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
         # returns at once, and gives up quickly on one that is not.
         try:

@@ -165,9 +165,10 @@ def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
         )
     element = elements.get(index)
     if element is None:
+        listed = f"has indexes 1 to {len(elements)}" if elements else "listed no interactive elements"
         raise _UnknownIndex(
-            f"Element with index {index} not found: the latest browser_get_state has indexes 1 to "
-            f"{len(elements)}. Call browser_get_state again if the page changed."
+            f"Element with index {index} not found: the latest browser_get_state {listed}. "
+            "Call browser_get_state again if the page changed."
         )
     return element
 
