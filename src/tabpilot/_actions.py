@@ -54,7 +54,10 @@ class ActionResult:
     opened_tab_ids: tuple[int, ...] = ()
     """Tabs the action opened (registered and announced)."""
     dialog: DialogInfo | None = None
-    """A dialog the action opened on its tab: the page waits until it is handled."""
+    """A dialog the action opened: the page waits until it is handled."""
+    dialog_tab_id: int | None = None
+    """The tab that shows `dialog`: the action's own, or the opener or popup of the same site whose
+    dialog holds the action's tab up too (`Tab.blocked_by`)."""
     value: Any = None
     """`evaluate`: the script's result. `select_option`: the values now selected."""
     followed_tab_id: int | None = None
@@ -126,6 +129,7 @@ async def _act(
         tab.id,
         opened,
         watch.dialog,
+        dialog_tab_id=watch.dialog_tab_id,
         followed_tab_id=active.id if active is not None and active.id in opened else None,
         accepted_dialogs=tuple(watch.accepted),
         closed_itself=closed_itself,

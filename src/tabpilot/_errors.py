@@ -242,13 +242,20 @@ class TabLimitError(TabError):
 
 
 class DialogOpenError(TabError):
-    def __init__(self, tab_id: int, dialog: DialogInfo) -> None:
-        super().__init__(
-            f"Tab {tab_id} has an open {dialog.type} dialog ({dialog.message!r}).",
-            "Accept or dismiss it first; other tabs keep working.",
-            tab_id=tab_id,
-        )
+    """A dialog blocks the page work: tab `tab_id` shows it. `waiting_tab_id`: the tab the work was
+    for, when that is another tab, whose page the dialog holds up too (see `Tab.ensure_no_dialog`)."""
+
+    def __init__(self, tab_id: int, dialog: DialogInfo, *, waiting_tab_id: int | None = None) -> None:
+        fact = f"Tab {tab_id} has an open {dialog.type} dialog ({dialog.message!r})."
+        if waiting_tab_id is not None:
+            fact = (
+                f"Tab {waiting_tab_id} waits for the {dialog.type} dialog open on tab {tab_id} "
+                f"({dialog.message!r}): a page and the popups it opened share one script thread, which "
+                "the dialog holds."
+            )
+        super().__init__(fact, "Accept or dismiss it first; other tabs keep working.", tab_id=tab_id)
         self.dialog = dialog
+        self.waiting_tab_id = waiting_tab_id
 
 
 class NoDialogError(TabError):

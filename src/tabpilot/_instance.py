@@ -372,6 +372,11 @@ class Instance:
         """Write this instance's cookies and localStorage to `path` (JSON, what
         `BrowserOptions(storage_state=...)` starts with); returns how many cookies and origins."""
         self.ensure_usable()
+        for tab in self.tabs:
+            # Playwright reads localStorage in the open pages. It skips one that shows a dialog, but
+            # not one the dialog holds up too (a popup of it): that read would hang.
+            if tab.dialog is None:
+                tab.ensure_no_dialog()
         with map_playwright_errors(Doing(f"Saving the storage state of instance {self.id}", timeout=30)):
             state = await asyncio.wait_for(self.context.save_storage_state(os.fspath(path)), 30)
         return {"cookies": len(state.get("cookies", [])), "origins": len(state.get("origins", []))}

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from ._errors import (
     ActionError,
@@ -84,6 +85,11 @@ class TabHost(Protocol):
     def open_tabs(self) -> Sequence[TabLike]: ...
 
     def check_alive(self) -> bool: ...
+
+    @property
+    def tabs(self) -> Sequence[Tab]:
+        """The instance's open tabs."""
+        ...
 
     def ensure_usable(self) -> None:
         """Raise if the instance cannot do page work now (lost, closed, its browser unreachable)."""
@@ -362,17 +368,54 @@ class Tab:
             raise TabNotFoundError(self.id, self.host.open_tabs(), reason=closed_reason(self.closing_cause))
 
     def ensure_no_dialog(self) -> None:
-        """Refuse page work while a dialog blocks this tab (it would hang until the dialog goes)."""
+        """Refuse page work while a dialog blocks this tab (it would hang until the dialog goes):
+        its own, or one open on a tab of the same site it opened or was opened by as a popup."""
         self.ensure_open()
-        info = self.dialog
-        if info is not None:
-            raise DialogOpenError(self.id, info)
+        holder = self.blocked_by()
+        info = holder.dialog if holder is not None else None
+        if holder is not None and info is not None:
+            raise DialogOpenError(holder.id, info, waiting_tab_id=None if holder is self else self.id)
+
+    def blocked_by(self) -> Tab | None:
+        """The tab whose open dialog blocks this tab's page now: this tab, or a tab of the same
+        site it opened or was opened by as a popup (`_held_by`). None if nothing blocks it."""
+        return self if self._dialog is not None else self._held_by(same_site=True)
+
+    def _held_by(self, *, same_site: bool) -> Tab | None:
+        """Another tab whose open dialog holds this tab's page up. Chromium runs the pages of one
+        site that opened one another as popups (keeping a handle on their opener: one browsing
+        context group) on one thread, and a dialog stops them all; a tab a link opened (noopener)
+        or another site's popup runs on its own. `same_site` False: any popup relative (a
+        subdomain may share the thread; the host alone cannot tell)."""
+        tabs = self.host.tabs
+        if not any(t._dialog is not None and t is not self for t in tabs):
+            return None
+        by_id = {t.id: t for t in tabs}
+        parent = {t.id: t.opener_id for t in tabs if t.cause == "popup" and t.opener_id in by_id}
+
+        def root(tab_id: int) -> int:
+            seen: set[int] = set()
+            while tab_id in parent and tab_id not in seen:
+                seen.add(tab_id)
+                tab_id = parent[tab_id]
+            return tab_id
+
+        mine, site = root(self.id), _site(self.url)
+        for tab in tabs:
+            if tab is self or tab._dialog is None or root(tab.id) != mine:
+                continue
+            if not same_site or (site and _site(tab.url) == site):
+                return tab
+        return None
 
     async def raise_if_unresponsive(self, exc: ActionError) -> None:
         """After page work timed out (`exc`): when the page does not answer at all (a script stuck
         in a loop), raise an error that says so; otherwise return, for `exc` to be raised."""
         if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
             return
+        holder = self._held_by(same_site=False)
+        if holder is not None and holder.dialog is not None:
+            raise DialogOpenError(holder.id, holder.dialog, waiting_tab_id=self.id) from exc
         try:
             await asyncio.wait_for(self._handle.evaluate("1"), RESPONSIVE_TIMEOUT)
             return
@@ -560,3 +603,9 @@ def _consume(task: asyncio.Future[Any]) -> None:
     """Retrieve a dropped task's outcome so asyncio does not log it as never retrieved."""
     if not task.cancelled():
         task.exception()
+
+
+def _site(url: str) -> str:
+    """A page's scheme and host, as far as same-site goes here ('' for about:blank and the like)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}" if parts.hostname else ""

@@ -161,9 +161,11 @@ class TabTracker:
                 session.send("Page.setInterceptFileChooserDialog", {"enabled": False})
 
     def dialog_opened(self, tab: Tab) -> None:
+        """`tab` shows a dialog: it ends the wait of actions on that tab, and on the tabs it holds
+        up (popups of one site share a thread: `Tab.blocked_by`)."""
         for watch in self._watches:
-            if watch.tab is tab:
-                watch.dialog_opened()
+            if watch.tab is tab or watch.tab.blocked_by() is tab:
+                watch.dialog_opened(tab)
 
     @contextlib.contextmanager
     def creating(self) -> Iterator[None]:

@@ -96,6 +96,8 @@ class Watched(Protocol):
 
     async def handle_dialog(self, *, accept: bool, prompt_text: str | None = None) -> DialogInfo: ...
 
+    def blocked_by(self) -> Watched | None: ...
+
 
 class ActionWatch:
     """One action on `tab`: see the module docstring. Created by the tab's instance (`watch`)."""
@@ -121,6 +123,9 @@ class ActionWatch:
         """Tabs created during the action and attributed to it, in order."""
         self.dialog: DialogInfo | None = None
         """A dialog the action raised and left open (policy "report")."""
+        self.dialog_tab_id: int | None = None
+        """The tab that shows `dialog`: the action's, or one whose dialog holds the action's tab up."""
+        self._dialog_tab: Watched | None = None
         self.accepted: list[DialogInfo] = []
         """Dialogs the action raised and accepted (policy "accept")."""
         self._dialog_opened = asyncio.Event()
@@ -134,7 +139,8 @@ class ActionWatch:
         self.opened.append(tab_id)
         self._tab_created.set()
 
-    def dialog_opened(self) -> None:
+    def dialog_opened(self, tab: Watched) -> None:
+        self._dialog_tab = tab
         self._dialog_opened.set()
 
     def file_picker_opened(self) -> None:
@@ -159,12 +165,13 @@ class ActionWatch:
                 if task.done():
                     return task.result(), True
                 self._dialog_opened.clear()
-                if self.tab.dialog is None:
+                holder = self._dialog_tab or self.tab
+                if holder.dialog is None:
                     continue  # handled meanwhile by another call
                 if dialogs == "accept":
-                    self.accepted.append(await self.tab.handle_dialog(accept=True))
+                    self.accepted.append(await holder.handle_dialog(accept=True))
                     continue
-                self.dialog = self.tab.dialog
+                self.dialog, self.dialog_tab_id = holder.dialog, holder.id
                 # The page is blocked until the dialog is handled; then the job ends by itself.
                 # Nobody awaits it any more: keep its outcome from being logged.
                 task.add_done_callback(lambda t: t.cancelled() or t.exception())

@@ -440,6 +440,49 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         assert data(after)["result"]["value"] == 4
 
 
+POKE = """<!doctype html><title>Popup</title>
+<button onclick="opener.alert('from the popup')">Poke opener</button>"""
+
+
+async def test_a_dialog_on_an_opener_holds_up_its_same_site_popup_and_says_which_tab_to_handle(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Chromium runs a page and the popups it opened on the same site on one thread, which a dialog
+    # stops: work on the popup would hang until the action timeout, and "close the tab" is no cure.
+    site.set_content("/poke", POKE)
+    async with connect() as mcp:
+        opener = await start_on(mcp, site.url("/page/a"))
+        opening = (
+            "() => { window.open('/poke'); window.open(location.href.replace('127.0.0.1', 'localhost')); }"
+        )
+        popup, other_site = data(
+            ok(await mcp.call_tool("browser_evaluate", {"function": opening, "tabId": opener}))
+        )["result"]["openedTabIds"]
+        independent = await open_tab(mcp, site.url("/page/b"))  # same site, opened by the tool
+        poke = ref_of(await snapshot(mcp, popup), 'button "Poke opener"')
+
+        started = asyncio.get_running_loop().time()
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": poke}))
+        assert asyncio.get_running_loop().time() - started < 3  # not the 5 s action timeout
+        assert (
+            f"It opened an alert dialog on tab {opener}: 'from the popup', which tab {popup} waits for too. "
+            f"The page waits until you handle it with browser_handle_dialog(tabId={opener}"
+        ) in section(clicked, "Result")
+        assert data(clicked)["result"]["dialog"]["tabId"] == opener
+        assert f"tab {popup} waits for the dialog on tab {opener}" in section(clicked, "Snapshot")
+
+        held = error(await mcp.call_tool("browser_snapshot", {"tabId": popup}))
+        assert held.startswith(
+            f"Tab {popup} waits for the alert dialog open on tab {opener} ('from the popup')"
+        )
+        assert f"browser_handle_dialog(tabId={opener}, accept=true|false), then retry on tab {popup}." in held
+        for free in (independent, other_site):  # a tab of its own, a popup of another site: not held
+            ok(await mcp.call_tool("browser_snapshot", {"tabId": free}))
+
+        ok(await mcp.call_tool("browser_handle_dialog", {"tabId": opener, "accept": True}))
+        assert 'button "Poke opener"' in await snapshot(mcp, popup)
+
+
 # -- each tool -----------------------------------------------------------------------------------------
 
 SEARCH = """<!doctype html><title>Search</title>

@@ -349,6 +349,20 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
         assert [(c["name"], c["value"]) for c in state["cookies"]] == [("login", "kept-login")]
         refused = error(await mcp.call_tool("browser_storage_state", {"path": "/etc/state.json"}))
         assert "outside the folders files may be written to" in refused
+        # Playwright reads localStorage in the open pages, and skips one that shows a dialog, not
+        # its popup on the same site, which the dialog holds up too: refused at once, not after 30 s.
+        ok(await mcp.call_tool("browser_navigate", {"url": "about:blank", "tabId": tab}))
+        asking = await background_tab(mcp, site.url("/page/a"))
+        opening = "() => { window.open('/page/b'); setTimeout(() => alert('wait'), 100); }"
+        popup = data(ok(await mcp.call_tool("browser_evaluate", {"function": opening, "tabId": asking})))[
+            "result"
+        ]["openedTabIds"][0]
+        ok(await mcp.call_tool("browser_wait_for", {"time": 0.5}))
+        blocked = error(await mcp.call_tool("browser_storage_state", {"path": "blocked.json"}))
+        assert f"Tab {popup} waits for the alert dialog open on tab {asking}" in blocked
+        assert f"browser_handle_dialog(tabId={asking}" in blocked and not (tmp_path / "blocked.json").exists()
+        ok(await mcp.call_tool("browser_handle_dialog", {"tabId": asking, "accept": True}))
+        ok(await mcp.call_tool("browser_storage_state", {"path": "blocked.json"}))
 
         launched = result_of(
             ok(

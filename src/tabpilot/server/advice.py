@@ -160,6 +160,10 @@ def _foreign_advice(exc: ForeignRefError, calls: ToolCalls) -> str:
 def _dialog_advice(exc: DialogOpenError, calls: ToolCalls) -> str:
     if calls.handle_dialog is None:
         return exc.advice
+    if exc.waiting_tab_id is not None:
+        return (
+            f"Handle it first with {calls.handle_dialog(exc.tab_id)}, then retry on tab {exc.waiting_tab_id}."
+        )
     return f"Handle it first with {calls.handle_dialog(exc.tab_id)}; other tabs keep working."
 
 

@@ -316,10 +316,11 @@ class Response:
         previous = tab.last_snapshot
         try:
             fresh = await tab.snapshot()
-        except DialogOpenError:
+        except DialogOpenError as exc:
+            held = "shows a dialog" if exc.tab_id == tab.id else f"waits for the dialog on tab {exc.tab_id}"
             return Section(
                 "Snapshot",
-                f"(tab {tab.id} shows a dialog; handle it with browser_handle_dialog(tabId={tab.id}) before "
+                f"(tab {tab.id} {held}; handle it with browser_handle_dialog(tabId={exc.tab_id}) before "
                 "reading the page)",
             )
         except TabpilotError as exc:

@@ -49,10 +49,12 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     elif opened:
         lines.append(f"It opened {tabs} in the background (use tabId={opened[0]}).")
     if result.dialog is not None:
+        shown = result.dialog_tab_id or tab.id
+        held = "" if shown == tab.id else f", which tab {tab.id} waits for too"
         lines.append(
-            f"It opened {dialog_noun(result.dialog.type)} on tab {tab.id}"
-            f"{dialog_said(result.dialog.type, result.dialog.message)}. The page "
-            f"waits until you handle it with browser_handle_dialog(tabId={tab.id}, accept=true|false)."
+            f"It opened {dialog_noun(result.dialog.type)} on tab {shown}"
+            f"{dialog_said(result.dialog.type, result.dialog.message)}{held}. The page "
+            f"waits until you handle it with browser_handle_dialog(tabId={shown}, accept=true|false)."
         )
     if result.file_picker:
         lines.append(
@@ -65,7 +67,7 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     if followed is not None:
         data["activeTabId"] = followed
     if result.dialog is not None:
-        data["dialog"] = result.dialog.to_dict()
+        data["dialog"] = {**result.dialog.to_dict(), "tabId": result.dialog_tab_id or tab.id}
     call.response.result(" ".join(lines), data)
     if not tab.is_gone:
         call.response.set_page(tab, changes=True)

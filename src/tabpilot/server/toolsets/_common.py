@@ -138,11 +138,14 @@ async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[d
 async def accept_dialog(tab: Tab) -> str:
     """Accept a dialog that blocks `tab`, as browser-use does; return a note for the response ('' if none).
 
-    The browser-use and Pilo sets have no dialog tool, so a dialog left open would block their tab.
+    The browser-use and Pilo sets have no dialog tool, so a dialog left open would block their tab
+    (its own, or its opener's or popup's: `Tab.blocked_by`).
     """
-    if tab.dialog is None:
+    holder = tab.blocked_by()
+    if holder is None:
         return ""
-    return dialog_note(await tab.handle_dialog(accept=True))
+    note = dialog_note(await holder.handle_dialog(accept=True))
+    return note if holder is tab else f"{note} on tab {holder.id}"
 
 
 def dialog_note(info: DialogInfo) -> str:
