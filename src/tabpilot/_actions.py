@@ -330,6 +330,8 @@ def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, d
     """`path` made absolute (relative to `base`, else the working directory); refused
     (PathNotAllowedError naming the roots and what files there are for, `doing`) unless it lies
     inside one of `roots`."""
+    if not path.strip():
+        raise ValueError("An empty path names no file: give the file's path.")
     resolved = (Path(base).expanduser() / path if base else Path(path)).expanduser().resolve()
     allowed = [Path(r).expanduser().resolve() for r in roots]
     if not any(root in resolved.parents for root in allowed):
@@ -345,7 +347,7 @@ def check_file_paths(paths: Sequence[str], roots: Sequence[str]) -> list[str]:
     for path in paths:
         resolved = path_in_roots(path, roots, doing="uploaded from")
         if not resolved.is_file() or not os.access(resolved, os.R_OK):
-            raise ValueError(f"{path} is not a readable file.")
+            raise ValueError(f"{path!r} is not a readable file: no such file, a folder, or not readable.")
         checked.append(str(resolved))
     return checked
 

@@ -88,7 +88,7 @@ async def navigate(
     target = ""
     if action == "goto":
         if not url:
-            raise ValueError("goto needs url: the address to load.")
+            raise ValueError("goto needs url: the address to load (or go back, forward or reload).")
         target = normalize_url(url)
         policy.check(target)
     handle = await tab.usable()

@@ -225,6 +225,8 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
             await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [str(inside / "nope.txt")]})
         )
         assert "not a readable file" in missing
+        empty = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [""]}))
+        assert "An empty path names no file" in empty and "outside" not in empty
         assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
 
 
