@@ -225,7 +225,11 @@ class ExtensionBridge:
     @property
     def connect_url(self) -> str:
         """The extension's page that pairs it with this bridge (it holds the token)."""
-        return f"chrome-extension://{self.extension_ids[0]}/connect.html?port={self.port}&token={self.token}"
+        return self.connect_url_with(self.token)
+
+    def connect_url_with(self, token: str) -> str:
+        """The pairing page with `token` in place of the bridge's (a placeholder, to show it)."""
+        return f"chrome-extension://{self.extension_ids[0]}/connect.html?port={self.port}&token={token}"
 
     async def wait_connected(self, timeout: float | None = None) -> bool:
         """Wait until the extension is connected; False if it was not within `timeout` seconds."""

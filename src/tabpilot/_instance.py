@@ -20,7 +20,14 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 from ._cdp import TargetSessions
-from ._errors import InstanceLostError, InstanceUnreachableError, LastTabError, TabLike, TabLimitError
+from ._errors import (
+    InstanceError,
+    InstanceLostError,
+    InstanceUnreachableError,
+    LastTabError,
+    TabLike,
+    TabLimitError,
+)
 from ._navigation import navigate
 from ._policy import UrlPolicy
 from ._profile import remove_profile
@@ -372,6 +379,13 @@ class Instance:
         """Write this instance's cookies and localStorage to `path` (JSON, what
         `BrowserOptions(storage_state=...)` starts with); returns how many cookies and origins."""
         self.ensure_usable()
+        if self.kind == "extension":  # the extension's relay refuses the cookie commands
+            raise InstanceError(
+                f"Instance {self.id} is the user's own browser, reached through the tabpilot extension: "
+                "tabpilot does not copy its cookies and logins.",
+                "Save the storage state of a browser tabpilot launched or connected to instead.",
+                instance_id=self.id,
+            )
         for tab in self.tabs:
             # Playwright reads localStorage in the open pages. It skips one that shows a dialog, but
             # not one the dialog holds up too (a popup of it): that read would hang.

@@ -30,7 +30,7 @@ from support import (
     section,
     text,
 )
-from tabpilot import BrowserOptions, cli, extension_id
+from tabpilot import BrowserOptions, ExtensionBridge, cli, extension_id
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
 
@@ -106,6 +106,11 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
             await call(mcp, "browser_snapshot", full=True, tabId=link_tab), "Snapshot"
         )
 
+        # The user's cookies and logins are not copied.
+        kept = error(await mcp.call_tool("browser_storage_state", {"path": "state.json"}))
+        assert "is the user's own browser, reached through the tabpilot extension" in kept
+        assert "launched or connected to instead" in kept
+
         # The console of a background tab.
         logs = result_of(await call(mcp, "browser_observe", what="logs", tabId=start["id"]))
         assert [e["text"] for e in logs["entries"]] == ["hello-from-background"]
@@ -139,6 +144,14 @@ async def test_a_service_worker_restart_reconnects_with_the_same_tab_ids(
         assert 'heading "Page a"' in section(result, "Snapshot")
         after = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
         assert [(t["id"], t["chromeTabId"]) for t in after] == [(t["id"], t["chromeTabId"]) for t in before]
+
+
+def test_the_pairing_banner_hides_a_token_given_on_the_command_line_and_nothing_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tabpilot.server.state.announce_bridge(ExtensionBridge(port=9999, token="tok"))  # part of "token="
+    banner = capsys.readouterr().err
+    assert f"chrome-extension://{extension_id()}/connect.html?port=9999&token=<your token>" in banner
 
 
 async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch: pytest.MonkeyPatch) -> None:

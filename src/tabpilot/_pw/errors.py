@@ -164,7 +164,7 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             ref=ref,
             reason="busy",
         )
-    message = first_line(exc)
+    message = first_line(exc).rstrip(".")
     if message.startswith("Download is starting"):
         return ActionError(
             f"{what} started a download instead of loading a page.",

@@ -334,11 +334,7 @@ def dump_tasks() -> None:
 
 def announce_bridge(bridge: ExtensionBridge) -> None:
     """Tell the user on stderr where the extension connects and how to pair it."""
-    url = (
-        bridge.connect_url
-        if bridge.token_generated
-        else bridge.connect_url.replace(bridge.token, "<your token>")
-    )
+    url = bridge.connect_url if bridge.token_generated else bridge.connect_url_with("<your token>")
     print(
         f"tabpilot: waiting for the tabpilot browser extension on {bridge.address} (scope: {bridge.scope}). "
         f"Pair it once by opening this page in the browser that has the extension:\n  {url}",
