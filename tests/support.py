@@ -184,6 +184,29 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def comm(pid: int) -> str:
+    """A process's command name ('' once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line, its arguments joined by spaces ('' once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def kill_driver(children: list[int]) -> None:
+    """SIGKILL Playwright's driver, the one Node process among a server's `children`."""
+    drivers = [pid for pid in children if comm(pid).startswith("node")]
+    assert len(drivers) == 1, [comm(pid) for pid in children]
+    os.kill(drivers[0], signal.SIGKILL)
+
+
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

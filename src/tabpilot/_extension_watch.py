@@ -49,6 +49,10 @@ class ExtensionWatch:
         if bridge.connected:
             connected()
 
+    def bridge_at(self, address: str) -> ExtensionBridge | None:
+        """The watched bridge listening at `address` (an extension instance's endpoint), if any."""
+        return next((b for b in self._watched if b.address == address), None)
+
     async def _connect_now(self, bridge: ExtensionBridge) -> None:
         try:
             await self._connect(bridge)

@@ -31,7 +31,7 @@ from ._errors import (
 from ._navigation import navigate
 from ._policy import UrlPolicy
 from ._profile import remove_profile
-from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, map_playwright_errors
+from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, is_closed_error, map_playwright_errors
 from ._services import InstanceServices
 from ._tab import Tab, Timeouts
 from ._tracker import TabTracker
@@ -278,7 +278,24 @@ class Instance:
     async def guard(self, job: Awaitable[T]) -> T:
         """Await page work; with a link that drops (the extension), fail it with
         InstanceUnreachableError the moment the link drops instead of waiting for its timeout (the
-        commands it sent may never be answered)."""
+        commands it sent may never be answered). Work that finds its page closed checks that
+        Playwright's driver still answers: a browser the driver connected to (the extension, CDP, a
+        grid) outlives a killed driver and tells nothing, so the instance is declared lost then
+        (the next connect goes through a new driver)."""
+        try:
+            return await self._linked(job)
+        except Exception as exc:
+            if (
+                is_closed_error(exc)
+                and self.state == "open"
+                and self.browser is not None
+                and not await self.browser.driver_answers()
+            ):
+                self._lost("Playwright's driver stopped: it was killed or ran out of memory")
+                self.ensure_usable()
+            raise
+
+    async def _linked(self, job: Awaitable[T]) -> T:
         if self._link is None:
             return await job
         task = asyncio.ensure_future(job)
@@ -530,7 +547,7 @@ class Instance:
             await self.close_tab(victim, cause="cap")
         with self._tracker.creating():
             with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
-                page = await self.context.new_page()
+                page = await self.guard(self.context.new_page())
             tab = await self._tracker.bind_task(page)
         if tab is None:
             self.ensure_usable()

@@ -456,8 +456,10 @@ class TabManager:
         Call it before work that needs the default instance (a call without a tab id). A lost
         launched browser is relaunched; a lost isolated context (`attach_isolated`) is opened again
         in the browser `isolate_in()` returns (the one it lived in, started again by its owner), when
-        given. The replacement gets a new id, becomes the default, and an `instance_relaunched` event
-        says so. A lost connected (remote) default is not reconnected.
+        given. A lost extension instance whose watched bridge still has the extension (Playwright's
+        driver died, not the browser) is connected again through it. The replacement gets a new id,
+        becomes the default, and an `instance_relaunched` event says so. A lost connected (remote)
+        default is not reconnected.
         """
         self.check_health()
         await self.extension_connected(15)
@@ -469,6 +471,12 @@ class TabManager:
         elif lost.kind == "context" and isolate_in is not None:
             replacement = await self.attach_isolated(await isolate_in())
             await replacement.new_tab()
+        elif (
+            lost.kind == "extension"
+            and (bridge := self._extensions.bridge_at(lost.endpoint or "")) is not None
+            and bridge.connected
+        ):
+            replacement = await self.connect_extension(bridge, timeout=5)
         else:
             return None
         lost.replaced_by = replacement.id
@@ -480,6 +488,7 @@ class TabManager:
             None,
             replacement.id,
             replaces=lost.id,
+            kind=lost.kind,
             reason=lost.lost_reason,
             activeTabId=active.id if active else None,
         )

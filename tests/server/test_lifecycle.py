@@ -19,7 +19,7 @@ from typing import IO, Any
 import pytest
 from mcp import Client
 
-from support import descendants, free_port, pid_alive, wait_until
+from support import comm, descendants, free_port, kill_driver, pid_alive, wait_until
 
 
 def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
@@ -85,7 +85,7 @@ class Served:
         result = self.list_tabs()
         assert not result.get("isError"), result
         self.children = descendants(self.proc.pid)
-        assert any("chrom" in _comm(pid) for pid in self.children), "a browser runs"
+        assert any("chrom" in comm(pid) for pid in self.children), "a browser runs"
         self.tmp = tmp
 
     def list_tabs(self) -> dict[str, Any]:
@@ -126,20 +126,6 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _kill_driver(children: list[int]) -> None:
-    """SIGKILL Playwright's driver, the one Node process among a server's `children`."""
-    drivers = [pid for pid in children if _comm(pid).startswith("node")]
-    assert len(drivers) == 1, [_comm(pid) for pid in children]
-    os.kill(drivers[0], signal.SIGKILL)
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("how", ["stdin", "SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: str, how: str) -> None:
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
@@ -160,7 +146,7 @@ def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: st
             deadline = time.monotonic() + 30
             browsers: list[int] = []
             while not browsers and time.monotonic() < deadline and proc.poll() is None:
-                browsers = [p for p in descendants(proc.pid) if "chrom" in _comm(p)]
+                browsers = [p for p in descendants(proc.pid) if "chrom" in comm(p)]
                 time.sleep(0.01)
             assert browsers, "a browser starts without any request"
             if how == "stdin":
@@ -198,7 +184,7 @@ def test_a_killed_browser_leaves_nothing_in_the_temp_dir_once_the_server_stops(b
         served = Served(browser_path, tmp)
         assert list(Path(tmp).glob("org.chromium.Chromium.*")), "Chromium's socket directory is there"
         for pid in served.children:
-            if "chrom" in _comm(pid):
+            if "chrom" in comm(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         took, stderr = served.stop("stdin")
@@ -213,7 +199,7 @@ def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(brows
     itself and writes its profile as it does, leaves nothing in the temp dir once the server stops."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
-        _kill_driver(served.children)
+        kill_driver(served.children)
         time.sleep(0.5)
         result = served.list_tabs()
         said = result["content"][0]["text"]
@@ -223,7 +209,7 @@ def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(brows
             "- tab 2: about:blank [active]" in said and "instance inst_2" not in said.split("### Tabs")[1]
         ), said
         children = served.children + descendants(served.proc.pid)
-        assert any("chrom" in _comm(pid) for pid in descendants(served.proc.pid)), "a new browser runs"
+        assert any("chrom" in comm(pid) for pid in descendants(served.proc.pid)), "a new browser runs"
         took, stderr = served.stop("stdin")
         assert took < 3, f"stopping took {took:.1f} s"
         _assert_left_nothing(children, tmp, stderr)
@@ -234,7 +220,7 @@ def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser
     right then waits for it (bounded), so the profile is removed after the last write."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
-        _kill_driver(served.children)
+        kill_driver(served.children)
         took, stderr = served.stop("stdin")
         assert took < 3, f"stopping took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
@@ -269,9 +255,9 @@ async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_c
             async with Client(url) as first:
                 assert not (await first.call_tool("browser_tabs", {"action": "list"})).is_error
                 children = descendants(proc.pid)
-                browsers = [pid for pid in children if "chrom" in _comm(pid)]
-                assert browsers, [_comm(pid) for pid in children]
-                _kill_driver(children)
+                browsers = [pid for pid in children if "chrom" in comm(pid)]
+                assert browsers, [comm(pid) for pid in children]
+                kill_driver(children)
                 # The browser stops by itself once its driver is gone.
                 await wait_until(lambda: not any(pid_alive(p) for p in browsers), 10)
                 listed = await first.call_tool("browser_tabs", {"action": "list"})

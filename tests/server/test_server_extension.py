@@ -6,6 +6,7 @@ everything runs on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -21,9 +22,12 @@ from websockets.exceptions import InvalidStatus
 import tabpilot.server.state
 from support import (
     ExtensionChromium,
+    cmdline,
+    descendants,
     error,
     extension_chromium,
     free_port,
+    kill_driver,
     ref_of,
     remote_chromium,
     result_of,
@@ -203,6 +207,42 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
         failed = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": start})
         assert failed.is_error and time.monotonic() - started < 3, text(failed)
         assert "extension" in error(failed)
+
+
+async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_connects_it_again(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # The user's browser outlives Playwright's driver (killed, out of memory) and tells nothing:
+    # before, every call failed with "tab closed" while the tab list still showed the tabs.
+    port = free_port()
+    args = [
+        "-m",
+        "tabpilot",
+        "serve",
+        "--extension",
+        "--extension-port",
+        str(port),
+        "--extension-token",
+        TOKEN,
+    ]
+    async with Client(
+        StdioServerParameters(command=sys.executable, args=[*args, "--structured-content"])
+    ) as mcp:
+        await pair(chromium, port)
+        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        (server,) = [p for p in descendants(os.getpid()) if str(port) in cmdline(p) and "serve" in cmdline(p)]
+        kill_driver(descendants(server))
+
+        lost = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+        assert "was lost (Playwright's driver stopped: it was killed or ran out of memory)" in lost, lost
+        again = await call(mcp, "browser_tabs", action="new", url=site.url("/page/b"))
+        assert "was connected in place of lost instance inst_1" in section(again, "Events")
+        assert 'heading "Page b"' in section(again, "Snapshot")
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        assert sorted(t["url"] for t in listed) == sorted(
+            ["about:blank", site.url("/page/a"), site.url("/page/b")]
+        )
+        assert await user_tab_alive(chromium)
 
 
 async def test_serve_auto_connect_attaches_to_the_running_chrome_or_says_how_to_turn_debugging_on(

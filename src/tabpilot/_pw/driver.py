@@ -17,7 +17,15 @@ from .._errors import ConnectError
 from .._options import BrowserOptions
 from .._profile import remove_profile
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
-from .handles import BrowserHandle, ContextHandle, _context_options, _ms, _prepare_context, _proxy
+from .handles import (
+    BrowserHandle,
+    ContextHandle,
+    _context_options,
+    _ms,
+    _prepare_context,
+    _proxy,
+    driver_answers,
+)
 
 DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
 """Node options for Playwright's driver, before any the user set: V8's young generation of 1 MB
@@ -98,13 +106,7 @@ class Driver:
             return False
         if self._playwright is not used:
             return self._playwright is not None
-        try:  # the cheapest call that goes to the driver and back
-            request = await asyncio.wait_for(used.request.new_context(), DRIVER_CHECK_WAIT)
-        except Exception:
-            pass
-        else:
-            with contextlib.suppress(Exception):
-                await request.dispose()
+        if await driver_answers(used, DRIVER_CHECK_WAIT):
             return False
         if self._playwright is used:
             self._playwright = None
@@ -165,8 +167,8 @@ class Driver:
             if temp is not None:
                 remove_profile(temp)
             raise
-        assert context.browser is not None
-        browser = BrowserHandle(context.browser)
+        assert context.browser is not None and self._playwright is not None
+        browser = BrowserHandle(context.browser, self._playwright)
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
 
     async def _connect(
@@ -184,6 +186,8 @@ class Driver:
         self, endpoint: str, protocol: Literal["cdp", "playwright"], options: BrowserOptions, timeout: float
     ) -> BrowserHandle:
         chromium = await self._chromium()
+        assert self._playwright is not None
+        playwright = self._playwright
         connect = chromium.connect_over_cdp if protocol == "cdp" else chromium.connect
         headers = dict(options.cdp_headers) or None
         with map_playwright_errors(Doing.connecting(endpoint, protocol, timeout)):
@@ -191,7 +195,7 @@ class Driver:
             browser: Browser = await asyncio.wait_for(
                 connect(endpoint, timeout=_ms(timeout), headers=headers), timeout + 5
             )
-        return BrowserHandle(browser)
+        return BrowserHandle(browser, playwright)
 
     async def connect_cdp(
         self, endpoint: str, options: BrowserOptions, *, timeout: float

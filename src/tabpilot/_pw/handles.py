@@ -22,6 +22,7 @@ from playwright.async_api import (
     FileChooser,
     Frame,
     Locator,
+    Playwright,
 )
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page as Page
@@ -490,13 +491,30 @@ class ContextHandle:
         await self._context.close()
 
 
+async def driver_answers(playwright: Playwright, timeout: float) -> bool:
+    """Whether Playwright's driver answers: the cheapest call that goes to it and back. One that
+    was killed (or ran out of memory) takes every browser it drove with it, and tells nothing."""
+    try:
+        request = await asyncio.wait_for(playwright.request.new_context(), timeout)
+    except Exception:
+        return False
+    with contextlib.suppress(Exception):
+        await request.dispose()
+    return True
+
+
 class BrowserHandle:
-    """A browser tabpilot launched or connected to."""
+    """A browser tabpilot launched or connected to, through `playwright`'s driver."""
 
-    __slots__ = ("_browser",)
+    __slots__ = ("_browser", "_playwright")
 
-    def __init__(self, browser: Browser) -> None:
+    def __init__(self, browser: Browser, playwright: Playwright) -> None:
         self._browser = browser
+        self._playwright = playwright
+
+    async def driver_answers(self, timeout: float = 5.0) -> bool:
+        """Whether the driver this browser is driven through still answers (`driver_answers`)."""
+        return await driver_answers(self._playwright, timeout)
 
     @property
     def contexts(self) -> list[ContextHandle]:

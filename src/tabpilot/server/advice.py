@@ -364,6 +364,11 @@ def event_line(event: TabEvent) -> str:
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
+    if event.type == "instance_relaunched" and d.get("kind") == "extension":
+        return (
+            f"instance {event.instance_id} was connected in place of lost instance {d.get('replaces')} "
+            f"({d.get('reason')}); the tabs it had are listed again under new ids"
+        )
     if event.type == "instance_relaunched":
         return (
             f"instance {event.instance_id} was launched in place of lost instance {d.get('replaces')} "
