@@ -144,10 +144,19 @@ class InstanceUnreachableError(InstanceError):
 
 class InstanceLostError(InstanceError):
     def __init__(
-        self, fact: str, advice: str = "", *, instance_id: str | None = None, lost_reason: str | None = None
+        self,
+        fact: str,
+        advice: str = "",
+        *,
+        instance_id: str | None = None,
+        lost_reason: str | None = None,
+        reconnects: bool = False,
     ) -> None:
         super().__init__(fact, advice, instance_id=instance_id)
         self.lost_reason = lost_reason
+        self.reconnects = reconnects
+        """The browser is likely there still and is connected again as the default needs it
+        (`TabManager.ensure_default`): the advice says so."""
 
 
 ConnectReason = Literal[

@@ -59,6 +59,11 @@ REMOTE_KINDS: tuple[InstanceKind, ...] = ("cdp", "playwright-server", "grid", "e
 BROWSER_EXIT_WAIT = 1.5
 """Seconds a closing instance waits for its launched browser's process to end before killing it
 (a closed browser has ended already; one whose driver died stops by itself, writing its profile)."""
+DRIVER_STOPPED = "Playwright's driver stopped: it was killed or ran out of memory"
+"""The loss reason of an instance whose browser outlived the driver that connected to it."""
+_OUTLIVE_DRIVER = ("extension", "cdp", "playwright-server")
+"""Kinds whose browser the driver only connected to, and which `TabManager.ensure_default`
+connects again after the driver died."""
 
 Cleanup = Callable[[], Awaitable[None]]
 T = TypeVar("T")
@@ -212,6 +217,15 @@ class Instance:
         )
 
     def ensure_usable(self) -> None:
+        if self.state == "lost" and self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
+            raise InstanceLostError(
+                f"Instance {self.id} was lost ({self.lost_reason}). Its browser keeps its tabs, but "
+                "tabpilot lost track of them.",
+                "A call without tabId connects it again as the default instance, with the tabs under new ids.",
+                instance_id=self.id,
+                lost_reason=self.lost_reason,
+                reconnects=True,
+            )
         if self.state == "lost":
             raise InstanceLostError(
                 f"Instance {self.id} was lost ({self.lost_reason}). Its tabs are gone.",
@@ -291,7 +305,7 @@ class Instance:
                 and self.browser is not None
                 and not await self.browser.driver_answers()
             ):
-                self._lost("Playwright's driver stopped: it was killed or ran out of memory")
+                self._lost(DRIVER_STOPPED)
                 self.ensure_usable()
             raise
 

@@ -16,7 +16,7 @@ from ._events import EventBus
 from ._extension_watch import ExtensionWatch
 from ._grid import create_session
 from ._ids import TabIds, decimal_id, id_text_advice
-from ._instance import BrowserLink, Cleanup, Instance
+from ._instance import DRIVER_STOPPED, BrowserLink, Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver
@@ -456,10 +456,10 @@ class TabManager:
         Call it before work that needs the default instance (a call without a tab id). A lost
         launched browser is relaunched; a lost isolated context (`attach_isolated`) is opened again
         in the browser `isolate_in()` returns (the one it lived in, started again by its owner), when
-        given. A lost extension instance whose watched bridge still has the extension (Playwright's
-        driver died, not the browser) is connected again through it. The replacement gets a new id,
-        becomes the default, and an `instance_relaunched` event says so. A lost connected (remote)
-        default is not reconnected.
+        given. A lost extension instance whose watched bridge still has the extension, and a CDP or
+        Playwright-server instance lost because Playwright's driver died (the browser may be fine),
+        are connected again. The replacement gets a new id, becomes the default, and an
+        `instance_relaunched` event says so. A remote default lost otherwise is not reconnected.
         """
         self.check_health()
         await self.extension_connected(15)
@@ -477,6 +477,12 @@ class TabManager:
             and bridge.connected
         ):
             replacement = await self.connect_extension(bridge, timeout=5)
+        elif (
+            lost.kind in ("cdp", "playwright-server") and lost.lost_reason == DRIVER_STOPPED and lost.endpoint
+        ):
+            # The browser itself may well be there still: only the connection to it went.
+            connect = self.connect_cdp if lost.kind == "cdp" else self.connect_ws
+            replacement = await connect(lost.endpoint)
         else:
             return None
         lost.replaced_by = replacement.id

@@ -17,9 +17,22 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
-from support import comm, descendants, free_port, kill_driver, pid_alive, wait_until
+from support import (
+    RemoteChromium,
+    cmdline,
+    comm,
+    descendants,
+    error,
+    free_port,
+    kill_driver,
+    pid_alive,
+    result_of,
+    text,
+    wait_until,
+)
+from tabpilot.demo.site import LocalSite
 
 
 def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
@@ -226,6 +239,27 @@ def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser
         _assert_left_nothing(served.children, tmp, stderr)
         time.sleep(1)  # a browser still stopping would write its profile again by now
         assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile stays removed"
+
+
+async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_again(
+    remote: RemoteChromium, site: LocalSite
+) -> None:
+    """A browser tabpilot only connected to outlives the driver, and tells nothing: the first call
+    that finds its page gone declares the instance lost, saying the browser keeps its tabs, and the
+    next call without a tab id connects it again (the agent may not know the endpoint)."""
+    args = ["-m", "tabpilot", "serve", "--cdp-endpoint", remote.http, "--structured-content"]
+    async with Client(StdioServerParameters(command=sys.executable, args=args)) as mcp:
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+        tab = result_of(opened)["tabId"]
+        (server,) = [p for p in descendants(os.getpid()) if remote.http in cmdline(p)]
+        kill_driver(descendants(server))
+
+        said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+        assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said
+        assert "A call without tabId connects it again" in said
+        listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert "was connected in place of lost instance inst_1" in listed, listed
+        assert f"Page a ({site.url('/page/a')})" in listed
 
 
 async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_carry_on(

@@ -235,6 +235,7 @@ async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_co
 
         lost = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "was lost (Playwright's driver stopped: it was killed or ran out of memory)" in lost, lost
+        assert "Its browser keeps its tabs" in lost and "A call without tabId connects it again" in lost
         again = await call(mcp, "browser_tabs", action="new", url=site.url("/page/b"))
         assert "was connected in place of lost instance inst_1" in section(again, "Events")
         assert 'heading "Page b"' in section(again, "Snapshot")

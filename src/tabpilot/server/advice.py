@@ -212,8 +212,12 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
     ),
     (
         InstanceLostError,
-        _instance_advice(
-            "Launch or connect another instance with browser_instance, or use a tab of another instance."
+        lambda e, calls: (
+            e.advice
+            if e.reconnects
+            else _instance_advice(
+                "Launch or connect another instance with browser_instance, or use a tab of another instance."
+            )(e, calls)
         ),
     ),
     (
@@ -364,10 +368,10 @@ def event_line(event: TabEvent) -> str:
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
-    if event.type == "instance_relaunched" and d.get("kind") == "extension":
+    if event.type == "instance_relaunched" and d.get("kind") in ("extension", "cdp", "playwright-server"):
         return (
             f"instance {event.instance_id} was connected in place of lost instance {d.get('replaces')} "
-            f"({d.get('reason')}); the tabs it had are listed again under new ids"
+            f"({d.get('reason')}); the tabs the browser has are listed under new ids"
         )
     if event.type == "instance_relaunched":
         return (
