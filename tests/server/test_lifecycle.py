@@ -248,7 +248,16 @@ async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_a
     that finds its page gone declares the instance lost, saying the browser keeps its tabs, and the
     next call without a tab id connects it again (the agent may not know the endpoint)."""
     args = ["-m", "tabpilot", "serve", "--cdp-endpoint", remote.http, "--structured-content"]
-    async with Client(StdioServerParameters(command=sys.executable, args=args)) as mcp:
+    # Its own temp dir: the killed driver leaves its empty playwright-artifacts-* folder there.
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
+        await _cdp_browser_outlives_the_driver(served, remote, site)
+
+
+async def _cdp_browser_outlives_the_driver(
+    served: StdioServerParameters, remote: RemoteChromium, site: LocalSite
+) -> None:
+    async with Client(served) as mcp:
         opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
         tab = result_of(opened)["tabId"]
         (server,) = [p for p in descendants(os.getpid()) if remote.http in cmdline(p)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,10 +225,18 @@ async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_co
         str(port),
         "--extension-token",
         TOKEN,
+        "--structured-content",
     ]
-    async with Client(
-        StdioServerParameters(command=sys.executable, args=[*args, "--structured-content"])
-    ) as mcp:
+    # Its own temp dir: the killed driver leaves its empty playwright-artifacts-* folder there.
+    with tempfile.TemporaryDirectory(prefix="tabpilot-test-") as tmp:
+        served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
+        await _driver_killed_under(served, chromium, site, port)
+
+
+async def _driver_killed_under(
+    served: StdioServerParameters, chromium: ExtensionChromium, site: LocalSite, port: int
+) -> None:
+    async with Client(served) as mcp:
         await pair(chromium, port)
         tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
         (server,) = [p for p in descendants(os.getpid()) if str(port) in cmdline(p) and "serve" in cmdline(p)]
