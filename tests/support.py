@@ -83,6 +83,11 @@ def ref_of(snapshot: str | Snapshot, needle: str) -> str:
     return line.split("[ref=")[1].split("]")[0]
 
 
+def refs_of(snapshot: str | Snapshot, *needles: str) -> tuple[str, ...]:
+    """`ref_of` for each needle, in order."""
+    return tuple(ref_of(snapshot, needle) for needle in needles)
+
+
 def png_size(image: bytes | ImageContent) -> tuple[int, int]:
     """Width and height of a PNG (the IHDR chunk follows the 8-byte signature)."""
     raw = image if isinstance(image, bytes) else base64.b64decode(image.data)

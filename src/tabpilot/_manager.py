@@ -466,6 +466,7 @@ class TabManager:
         lost = self.default_instance
         if lost is None or lost.state != "lost" or self._closed:
             return None
+        fresh = True  # a new browser or context, with a blank tab; else the same browser, connected again
         if lost.kind == "launched":
             replacement = await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir)
         elif lost.kind == "context" and isolate_in is not None:
@@ -476,13 +477,13 @@ class TabManager:
             and (bridge := self._extensions.bridge_at(lost.endpoint or "")) is not None
             and bridge.connected
         ):
-            replacement = await self.connect_extension(bridge, timeout=5)
+            replacement, fresh = await self.connect_extension(bridge, timeout=5), False
         elif (
             lost.kind in ("cdp", "playwright-server") and lost.lost_reason == DRIVER_STOPPED and lost.endpoint
         ):
             # The browser itself may well be there still: only the connection to it went.
             connect = self.connect_cdp if lost.kind == "cdp" else self.connect_ws
-            replacement = await connect(lost.endpoint)
+            replacement, fresh = await connect(lost.endpoint), False
         else:
             return None
         lost.replaced_by = replacement.id
@@ -494,7 +495,7 @@ class TabManager:
             None,
             replacement.id,
             replaces=lost.id,
-            kind=lost.kind,
+            reconnected=not fresh,
             reason=lost.lost_reason,
             activeTabId=active.id if active else None,
         )

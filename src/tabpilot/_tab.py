@@ -372,8 +372,7 @@ class Tab:
         its own, or one open on a tab of the same site it opened or was opened by as a popup."""
         self.ensure_open()
         holder = self.blocked_by()
-        info = holder.dialog if holder is not None else None
-        if holder is not None and info is not None:
+        if holder is not None and (info := holder.dialog) is not None:
             raise DialogOpenError(holder.id, info, waiting_tab_id=None if holder is self else self.id)
 
     def blocked_by(self) -> Tab | None:
@@ -414,8 +413,8 @@ class Tab:
         if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
             return
         holder = self._held_by(same_site=False)
-        if holder is not None and holder.dialog is not None:
-            raise DialogOpenError(holder.id, holder.dialog, waiting_tab_id=self.id) from exc
+        if holder is not None and (info := holder.dialog) is not None:
+            raise DialogOpenError(holder.id, info, waiting_tab_id=self.id) from exc
         try:
             await asyncio.wait_for(self._handle.evaluate("1"), RESPONSIVE_TIMEOUT)
             return

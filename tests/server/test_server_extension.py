@@ -59,6 +59,15 @@ def connect_url(port: int) -> str:
     return f"chrome-extension://{extension_id()}/connect.html?port={port}&token={TOKEN}"
 
 
+def served_extension(port: int, **env: str) -> StdioServerParameters:
+    """`tabpilot serve --extension` over stdio on `port`, with `env` added to this environment."""
+    args = ["-m", "tabpilot", "serve", "--extension", "--extension-port", str(port)]
+    args += ["--extension-token", TOKEN, "--structured-content"]
+    return StdioServerParameters(
+        command=sys.executable, args=args, env={**os.environ, **env} if env else None
+    )
+
+
 async def pair(chromium: ExtensionChromium, port: int) -> None:
     """Open the connect page as the user (or their automation) does."""
     await asyncio.to_thread(chromium.open, connect_url(port))
@@ -176,21 +185,7 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
     port = free_port()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "tabpilot",
-            "serve",
-            "--extension",
-            "--extension-port",
-            str(port),
-            "--extension-token",
-            TOKEN,
-            "--structured-content",
-        ],
-    )
-    async with Client(params) as mcp:
+    async with Client(served_extension(port)) as mcp:
         await pair(chromium, port)
         start = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"][0]["id"]
         await call(mcp, "browser_navigate", action="goto", url=site.url("/page/b"), tabId=start)
@@ -216,21 +211,9 @@ async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_co
     # The user's browser outlives Playwright's driver (killed, out of memory) and tells nothing:
     # before, every call failed with "tab closed" while the tab list still showed the tabs.
     port = free_port()
-    args = [
-        "-m",
-        "tabpilot",
-        "serve",
-        "--extension",
-        "--extension-port",
-        str(port),
-        "--extension-token",
-        TOKEN,
-        "--structured-content",
-    ]
     # Its own temp dir: the killed driver leaves its empty playwright-artifacts-* folder there.
     with tempfile.TemporaryDirectory(prefix="tabpilot-test-") as tmp:
-        served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
-        await _driver_killed_under(served, chromium, site, port)
+        await _driver_killed_under(served_extension(port, TMPDIR=tmp), chromium, site, port)
 
 
 async def _driver_killed_under(

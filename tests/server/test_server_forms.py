@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.types import ImageContent
 
-from support import data, error, ok, ref_of, result_of, section, text
+from support import data, error, ok, ref_of, refs_of, result_of, section, text
 from tabpilot import Secrets
 from tabpilot.demo.site import LocalSite
 from tabpilot.server.tools.screenshot import image_size
@@ -51,11 +51,8 @@ async def test_fill_form_fills_every_kind_of_field_of_a_background_tab(
         front = await active_tab(mcp)
         form = await background_tab(mcp, site.url("/form"))
         snap = await snapshot(mcp, form)
-        name, color, subscribe, message = (
-            ref_of(snap, 'textbox "Name"'),
-            ref_of(snap, 'combobox "Color"'),
-            ref_of(snap, 'checkbox "Subscribe"'),
-            ref_of(snap, 'textbox "Message"'),
+        name, color, subscribe, message = refs_of(
+            snap, 'textbox "Name"', 'combobox "Color"', 'checkbox "Subscribe"', 'textbox "Message"'
         )
         filled = ok(
             await mcp.call_tool(
@@ -93,11 +90,8 @@ async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_
     async with connect() as mcp:
         form = await background_tab(mcp, site.url("/form"))
         snap = await snapshot(mcp, form)
-        name, color, subscribe, submit = (
-            ref_of(snap, 'textbox "Name"'),
-            ref_of(snap, 'combobox "Color"'),
-            ref_of(snap, 'checkbox "Subscribe"'),
-            ref_of(snap, 'button "Submit"'),
+        name, color, subscribe, submit = refs_of(
+            snap, 'textbox "Name"', 'combobox "Color"', 'checkbox "Subscribe"', 'button "Submit"'
         )
 
         async def refused(tool: str, arguments: dict[str, Any]) -> str:
@@ -149,11 +143,8 @@ async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_
     async with connect() as mcp:
         tab = await background_tab(mcp, site.url("/odd-fields"))
         snap = await snapshot(mcp, tab)
-        due, count, agree, top = (
-            ref_of(snap, 'textbox "Due"'),
-            ref_of(snap, 'spinbutton "Count"'),
-            ref_of(snap, 'checkbox "Agree"'),
-            ref_of(snap, 'link "Top"'),
+        due, count, agree, top = refs_of(
+            snap, 'textbox "Due"', 'spinbutton "Count"', 'checkbox "Agree"', 'link "Top"'
         )
         values = "() => [due.value, count.value, agree.checked]"
 
@@ -247,11 +238,7 @@ async def test_file_upload_through_a_button_that_opens_the_file_picker(
     async with connect(allowed_file_roots=(str(tmp_path),)) as mcp:
         tab = await background_tab(mcp, site.url("/picker"))
         snap = await snapshot(mcp, tab)
-        button, single, zone = (
-            ref_of(snap, 'button "Choose file"'),
-            ref_of(snap, 'button "Single"'),
-            ref_of(snap, "paragraph"),
-        )
+        button, single, zone = refs_of(snap, 'button "Choose file"', 'button "Single"', "paragraph")
 
         # A plain click says the picker opened, and how to answer it (nothing is chosen yet).
         clicked = ok(await mcp.call_tool("browser_click", {"ref": button}))

@@ -184,6 +184,12 @@ def _instance_advice(advice: str) -> Callable[[Any, ToolCalls], str]:
     return lambda e, calls: advice if calls.instances else e.advice
 
 
+def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
+    if exc.reconnects or not calls.instances:  # the next call connects it again, or the library's words
+        return exc.advice
+    return "Launch or connect another instance with browser_instance, or use a tab of another instance."
+
+
 _BLOCKED = {
     "blocked": lambda e: (
         f"Navigation to {short(e.url)} is blocked: {short(e.origin)} is in --blocked-origins. Choose another URL."
@@ -212,13 +218,7 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
     ),
     (
         InstanceLostError,
-        lambda e, calls: (
-            e.advice
-            if e.reconnects
-            else _instance_advice(
-                "Launch or connect another instance with browser_instance, or use a tab of another instance."
-            )(e, calls)
-        ),
+        _lost_advice,
     ),
     (
         ExtensionNotConnectedError,
@@ -368,7 +368,7 @@ def event_line(event: TabEvent) -> str:
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
-    if event.type == "instance_relaunched" and d.get("kind") in ("extension", "cdp", "playwright-server"):
+    if event.type == "instance_relaunched" and d.get("reconnected"):
         return (
             f"instance {event.instance_id} was connected in place of lost instance {d.get('replaces')} "
             f"({d.get('reason')}); the tabs the browser has are listed under new ids"
