@@ -319,6 +319,11 @@ async def test_a_server_without_observe_counts_errors_and_records_no_network(
     server = make_server(caps=("forms",))
     async with Client(server) as mcp:
         tab = await new_tab(mcp, site.url("/fetch?path=/api/text?n=5"), background=True)
+        # The page logs its line once the fetch is done: wait for it before navigating away.
+        await poll(
+            lambda: mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}),
+            lambda r: "Done" in text(r),
+        )
         # The error is counted once, by the first response after it: the navigation's or a later list.
         navigated = await mcp.call_tool(
             "browser_navigate", {"url": site.url("/console?throw=boom"), "tabId": tab}
