@@ -150,13 +150,14 @@ class InstanceLostError(InstanceError):
         *,
         instance_id: str | None = None,
         lost_reason: str | None = None,
-        reconnects: bool = False,
+        replacement: Literal["launch", "reconnect"] | None = None,
     ) -> None:
         super().__init__(fact, advice, instance_id=instance_id)
         self.lost_reason = lost_reason
-        self.reconnects = reconnects
-        """The browser is likely there still and is connected again as the default needs it
-        (`TabManager.ensure_default`): the advice says so."""
+        self.replacement = replacement
+        """How the next call that needs the default instance replaces this one
+        (`TabManager.ensure_default`): a new browser is launched, or the same browser (which keeps
+        its tabs) is connected again. None: nothing replaces it by itself."""
 
 
 ConnectReason = Literal[
@@ -213,7 +214,7 @@ class TabNotFoundError(TabError):
         why = f" {reason}" if reason else ""
         super().__init__(
             f"Tab {tab_id!r} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
-            "Use one of these ids, or list tabs again.",
+            "Use one of these ids, or list tabs again." if self.open_tabs else "No tab is open: open one.",
             tab_id=tab_id,
         )
 

@@ -221,10 +221,18 @@ class Instance:
             raise InstanceLostError(
                 f"Instance {self.id} was lost ({self.lost_reason}). Its browser keeps its tabs, but "
                 "tabpilot lost track of them.",
-                "A call without tabId connects it again as the default instance, with the tabs under new ids.",
+                "A call without a tab id connects it again as the default instance, with the tabs under new ids.",
                 instance_id=self.id,
                 lost_reason=self.lost_reason,
-                reconnects=True,
+                replacement="reconnect",
+            )
+        if self.state == "lost" and self.kind == "launched" and self._services.is_default(self.id):
+            raise InstanceLostError(
+                f"Instance {self.id} was lost ({self.lost_reason}). Its tabs are gone.",
+                "A call without a tab id launches a new default browser in its place, with a blank tab.",
+                instance_id=self.id,
+                lost_reason=self.lost_reason,
+                replacement="launch",
             )
         if self.state == "lost":
             raise InstanceLostError(

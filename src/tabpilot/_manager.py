@@ -434,8 +434,10 @@ class TabManager:
         await instance.close()
         del self._instances[instance.id]
         if self._default_id == instance.id:
+            # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
             usable = [i.id for i in self._instances.values() if i.state == "open"]
-            self._default_id = usable[0] if usable else next(iter(self._instances), None)
+            unreplaced = [i.id for i in self._instances.values() if i.replaced_by is None]
+            self._default_id = next(iter(usable + unreplaced), None)
 
     def instance_infos(self) -> list[InstanceInfo]:
         """Every instance this manager holds (lost ones too, until closed), as a listing shows it."""

@@ -339,3 +339,37 @@ async def test_launch_gives_an_isolated_profile_unless_a_profile_directory_is_ke
     again = await manager.launch(user_data_dir=kept_dir)
     page = (await manager.new_tab(site.url("/"), instance_id=again.id)).page
     assert await page.evaluate("localStorage.getItem('who')") == "kept"
+
+
+async def test_a_browser_that_fails_to_start_says_how_in_its_own_words(tmp_path: Path) -> None:
+    """Two stand-ins for Chromium, really started by Playwright: one exits, one never answers."""
+    noise = "Failed to call method: org.freedesktop.DBus.NameHasOwner: unknown error type:"
+    exits = tmp_path / "exits"
+    exits.write_text(
+        "#!/bin/sh\n"
+        f"echo '{noise}' >&2\n"
+        "echo '[1124/153854.000000:ERROR:ozone_platform_x11.cc(240)] Missing X server' >&2\n"
+        "exit 3\n"
+    )
+    hangs = tmp_path / "hangs"
+    hangs.write_text(
+        f"#!/bin/sh\necho '{noise}' >&2\necho 'waiting for a license server' >&2\nexec sleep 30\n"
+    )
+    for script in (exits, hangs):
+        script.chmod(0o755)
+    async with TabManager() as manager:
+        with pytest.raises(ConnectError) as exited:
+            await manager.launch(browser_path=str(exits))
+        assert (
+            str(exited.value.fact)
+            == f"Chromium ({exits}) failed to start: it exited with code 3.\n  Missing X server\n"
+        )
+        assert exited.value.advice.startswith("A headed browser needs a display")
+
+        with pytest.raises(ConnectError) as hung:
+            await manager.launch(browser_path=str(hangs), timeout=2)
+        assert str(hung.value.fact) == (
+            f"Chromium ({hangs}) failed to start: it did not come up in time (Timeout 2000ms exceeded)."
+            "\n  waiting for a license server\n"
+        )
+        assert manager.instances == []

@@ -265,7 +265,7 @@ async def _cdp_browser_outlives_the_driver(
 
         said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said
-        assert "A call without tabId connects it again" in said
+        assert "A call without tabId and instanceId connects it again" in said
         listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
         assert "was connected in place of lost instance inst_1" in listed, listed
         assert f"Page a ({site.url('/page/a')})" in listed

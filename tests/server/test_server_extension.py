@@ -227,7 +227,10 @@ async def _driver_killed_under(
 
         lost = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "was lost (Playwright's driver stopped: it was killed or ran out of memory)" in lost, lost
-        assert "Its browser keeps its tabs" in lost and "A call without tabId connects it again" in lost
+        assert (
+            "Its browser keeps its tabs" in lost
+            and "A call without tabId and instanceId connects it again" in lost
+        )
         again = await call(mcp, "browser_tabs", action="new", url=site.url("/page/b"))
         assert "was connected in place of lost instance inst_1" in section(again, "Events")
         assert 'heading "Page b"' in section(again, "Snapshot")

@@ -165,8 +165,17 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
         # Kill the local default browser: the next call that needs it relaunches it and says so.
         os.kill(local["pid"], signal.SIGKILL)
         await asyncio.sleep(0.3)
+        # Naming it fails and says what replaces it; naming its tab says no tab is open.
+        named = await client.call_tool("browser_tabs", {"action": "new", "instanceId": local["id"]})
+        assert named.is_error and section(named, "Error").endswith(
+            "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
+        )
+        gone = await client.call_tool("browser_snapshot", {"tabId": first_tab})
+        assert gone.is_error and section(gone, "Error").endswith(
+            "(no open tabs)\nNo tab is open: open one with browser_tabs(action='new', url=...)."
+        )
         after = await call(client, "browser_navigate", url=site.url("/page/c"))
-        events = section(after, "Events")
+        events = section(named, "Events") + section(gone, "Events") + section(after, "Events")
         assert f"instance {local['id']} was lost" in events
         assert f"tab {first_tab} closed (by crash)" in events
         assert f"launched in place of lost instance {local['id']}" in events
@@ -176,6 +185,18 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
         assert replacement["id"] not in (local["id"], connected["instanceId"])
         assert (
             next(i for i in listed["instances"] if i["id"] == local["id"])["replacedBy"] == replacement["id"]
+        )
+
+        # Closing the default leaves no open instance: the lost remote one, which nothing replaced,
+        # becomes the default (not the replaced local one), and a call needing it says so. Closing
+        # a lost instance only takes it off the list.
+        closed = await call(client, "browser_instance", action="close", instanceId=replacement["id"])
+        assert f"Default instance: {connected['instanceId']}." in section(closed, "Result")
+        closed = await call(client, "browser_instance", action="close", instanceId=local["id"])
+        assert "it had already been lost, and leaves the list" in section(closed, "Result")
+        stuck = await client.call_tool("browser_tabs", {"action": "new"})
+        assert stuck.is_error and section(stuck, "Error").endswith(
+            "Launch or connect another instance with browser_instance, or use a tab of another instance."
         )
 
 

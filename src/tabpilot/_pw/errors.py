@@ -246,7 +246,13 @@ def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
 
 
 _CHROMIUM_PREFIX = re.compile(r"^(- )?\[pid=\d+\]\[err\] (\[[^\]]*:(?:ERROR|FATAL|WARNING)[^\]]*\] )?")
-_LAUNCH_NOISE = ("Failed to connect to the bus", "zygote_linux.cc", "Broken pipe", "Fontconfig")
+_LAUNCH_NOISE = (
+    "Failed to connect to the bus",
+    "Failed to call method: org.freedesktop",
+    "zygote_linux.cc",
+    "Broken pipe",
+    "Fontconfig",
+)
 _EXIT_CODE = re.compile(r"exitCode=(\d+)")
 
 
@@ -281,7 +287,13 @@ def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | Non
     )
     everything = "\n".join(lines)
     exit_code = _EXIT_CODE.search(everything)
-    how = f"exited with code {exit_code.group(1)}" if exit_code else first_line(exc)
+    said_first = first_line(exc).rstrip(".")
+    if exit_code:
+        how = f"exited with code {exit_code.group(1)}"
+    elif said_first.startswith("Timeout"):
+        how = f"did not come up in time ({said_first})"
+    else:
+        how = f"failed ({said_first})"
     hint = "Check that the browser runs on this machine (run it by hand to see why not)."
     if user_data_dir is not None and ("ProcessSingleton" in everything or "profile" in everything.lower()):
         hint = f"The profile {user_data_dir} may be in use by another Chromium; a profile serves one browser at a time."

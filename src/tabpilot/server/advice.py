@@ -184,9 +184,19 @@ def _instance_advice(advice: str) -> Callable[[Any, ToolCalls], str]:
     return lambda e, calls: advice if calls.instances else e.advice
 
 
+def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
+    if exc.open_tabs:
+        return f"Use one of these ids, or list tabs again with {calls.list_tabs}."
+    return f"No tab is open: open one with {calls.open_tab}." if calls.open_tab else exc.advice
+
+
 def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
-    if exc.reconnects or not calls.instances:  # the next call connects it again, or the library's words
+    if not calls.instances:  # a set without browser_instance (nor tabId): the library's words
         return exc.advice
+    if exc.replacement == "reconnect":
+        return "A call without tabId and instanceId connects it again as the default instance, with the tabs under new ids."
+    if exc.replacement == "launch":
+        return "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
     return "Launch or connect another instance with browser_instance, or use a tab of another instance."
 
 
@@ -206,10 +216,7 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
     (DialogOpenError, _dialog_advice),
     # Called only once no tab has one (browser_handle_dialog names the tabs that do).
     (NoDialogError, lambda e, calls: "No tab has an open dialog; continue with your next step."),
-    (
-        TabNotFoundError,
-        lambda e, calls: f"Use one of these ids, or list tabs again with {calls.list_tabs}.",
-    ),
+    (TabNotFoundError, _not_found_advice),
     (LastTabError, _last_tab_advice),
     (TabCrashedError, _crashed_advice),
     (

@@ -167,8 +167,11 @@ async def browser_instance(
             )
         instance = manager.instance(instanceId)
         tab_ids = [t.id for t in instance.tabs]
+        was_lost = instance.state == "lost"
         await manager.close_instance(instance.id)
-        if instance.kind == "launched":
+        if was_lost:
+            what = "it had already been lost, and leaves the list"
+        elif instance.kind == "launched":
             what = "its browser was shut down"
         elif instance.kind in ("cdp", "playwright-server"):
             what = "disconnected; the remote browser keeps running"
