@@ -19,7 +19,7 @@ from ._ids import TabIds, decimal_id, id_text_advice
 from ._instance import DRIVER_STOPPED, BrowserLink, Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
-from ._pw import BrowserHandle, ContextHandle, Driver
+from ._pw import BrowserHandle, ContextHandle, Driver, is_closed_error
 from ._services import InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
 from ._types import CloseResult, InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy, closed_reason
@@ -243,11 +243,21 @@ class TabManager:
             self._default_id = iid
         try:
             await instance.start(initial_cause=initial_cause)
-        except BaseException:
+        except BaseException as exc:
             del self._instances[iid]
             if self._default_id == iid:
                 self._default_id = next(iter(self._instances), None)
+            went = instance.lost_reason  # it went away (killed, crashed) while it was being set up
             await instance.close()
+            if isinstance(exc, Exception) and (went is not None or is_closed_error(exc)):
+                raise ConnectError(
+                    f"The browser went away while tabpilot was setting it up ({went or 'it closed'}).",
+                    "Try again: a launch starts a new browser. If it keeps happening, check that the browser runs "
+                    "on this machine (run it by hand to see why not)."
+                    if kind == "launched"
+                    else f"Check that the browser at {endpoint} still runs, then connect again.",
+                    instance_id=iid,
+                ) from exc
             raise
         return instance
 

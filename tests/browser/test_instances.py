@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from playwright.async_api import async_playwright
+from websockets.asyncio.client import connect as ws_connect
+from websockets.asyncio.server import ServerConnection, serve
 
 from support import (
     PlaywrightServer,
@@ -373,3 +375,39 @@ async def test_a_browser_that_fails_to_start_says_how_in_its_own_words(tmp_path:
             "\n  waiting for a license server\n"
         )
         assert manager.instances == []
+
+
+async def test_a_browser_that_goes_away_while_it_is_set_up_fails_with_a_clear_connect_error(
+    manager: TabManager, browser_path: str
+) -> None:
+    """A CDP relay in front of a real Chromium drops both sides at tabpilot's first command of its
+    own (after Playwright's handshake), as a browser that dies in that moment would."""
+    with remote_chromium(browser_path) as remote:
+        upstream = remote.ws
+
+        async def relay(client: ServerConnection) -> None:
+            async with ws_connect(upstream, max_size=None) as browser:
+
+                async def down() -> None:
+                    async for message in browser:
+                        await client.send(message)
+
+                forwarding = asyncio.ensure_future(down())
+                try:
+                    async for message in client:
+                        if "Target.setDiscoverTargets" in str(message):
+                            return
+                        await browser.send(message)
+                finally:
+                    forwarding.cancel()
+
+        async with serve(relay, "127.0.0.1", 0, max_size=None) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            with pytest.raises(ConnectError) as error:
+                await manager.connect_cdp(f"ws://127.0.0.1:{port}/devtools/browser/relay")
+        assert str(error.value.fact).startswith("The browser went away while tabpilot was setting it up (")
+        assert error.value.advice == (
+            f"Check that the browser at ws://127.0.0.1:{port}/devtools/browser/relay still runs, then connect again."
+        )
+        assert manager.instances == []
+        assert remote.version()["Browser"], "the browser itself is fine"
