@@ -213,9 +213,11 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
             response.fail(exc)
             return await response.build(None)
         except Exception as exc:
-            logger.exception("could not start the browser session")
+            logger.exception("could not start the browser session")  # the whole story goes to the log
+            said = str(exc).strip().splitlines()
             response.error(
-                f"Could not start the browser: {exc}. Check --browser-path or the endpoint option."
+                f"Could not start the browser: {said[0].rstrip('.') if said else type(exc).__name__}. "
+                "Check --browser-path or the endpoint option; the server's log has the details."
             )
             return await response.build(None)
         call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
