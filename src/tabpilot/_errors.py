@@ -150,14 +150,18 @@ class InstanceLostError(InstanceError):
         *,
         instance_id: str | None = None,
         lost_reason: str | None = None,
-        replacement: Literal["launch", "reconnect"] | None = None,
+        replacement: Literal["launch", "reconnect", "reconnect-blank"] | None = None,
+        replaced_by: str | None = None,
     ) -> None:
         super().__init__(fact, advice, instance_id=instance_id)
         self.lost_reason = lost_reason
+        self.replaced_by = replaced_by
+        """The instance that already took its place."""
         self.replacement = replacement
         """How the next call that needs the default instance replaces this one
-        (`TabManager.ensure_default`): a new browser is launched, or the same browser (which keeps
-        its tabs) is connected again. None: nothing replaces it by itself."""
+        (`TabManager.ensure_default`): a new browser is launched, the same browser (which keeps its
+        tabs) is connected again, or the same endpoint is connected again, giving a blank tab. None:
+        nothing replaces it by itself."""
 
 
 ConnectReason = Literal[

@@ -170,6 +170,7 @@ class Instance:
         """Run once when the instance closes, after its browser: e.g. end the grid session it ran in."""
         self._heartbeat: asyncio.Task[None] | None = None
         self._disconnecting: asyncio.Task[None] | None = None
+        self._judging: asyncio.Task[None] | None = None
         self._link = link
 
     def __repr__(self) -> str:
@@ -217,6 +218,23 @@ class Instance:
         )
 
     def ensure_usable(self) -> None:
+        if self.state == "lost" and self.replaced_by is not None:
+            raise InstanceLostError(
+                f"Instance {self.id} was lost ({self.lost_reason}); instance {self.replaced_by} took its place.",
+                f"Use instance {self.replaced_by} instead.",
+                instance_id=self.id,
+                lost_reason=self.lost_reason,
+                replaced_by=self.replaced_by,
+            )
+        if self.state == "lost" and self.lost_reason == DRIVER_STOPPED and self.kind == "playwright-server":
+            raise InstanceLostError(
+                f"Instance {self.id} was lost ({self.lost_reason}). The Playwright server closed the tabs "
+                "it had opened for tabpilot.",
+                "A call without a tab id connects to the server again as the default instance, with a blank tab.",
+                instance_id=self.id,
+                lost_reason=self.lost_reason,
+                replacement="reconnect-blank",
+            )
         if self.state == "lost" and self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
             raise InstanceLostError(
                 f"Instance {self.id} was lost ({self.lost_reason}). Its browser keeps its tabs, but "
@@ -453,8 +471,10 @@ class Instance:
                     await asyncio.wait_for(self.context.close(), 10)
                 if self.browser is not None and self.kind != "context":
                     await asyncio.wait_for(self.browser.close(), 10)
-        elif self._disconnecting is not None:
-            await asyncio.gather(self._disconnecting, return_exceptions=True)
+        else:
+            await asyncio.gather(
+                *(t for t in (self._disconnecting, self._judging) if t is not None), return_exceptions=True
+            )
         if self.kind == "launched" and self.pid is not None:
             # A browser whose driver died is left to stop by itself: it writes into its profile
             # until it has.
@@ -493,6 +513,19 @@ class Instance:
             return f"the browser process (pid {self.pid}) ended: it was killed or crashed"
         return "the browser disconnected"
 
+    async def _judge_loss(self, browser: BrowserHandle) -> None:
+        """A browser the driver only connected to can seem to go away when the driver itself died
+        (a Playwright server's connection runs through it, a heartbeat goes unanswered): find out
+        which it was, for whatever replaces the instance."""
+        if not await browser.driver_answers():
+            logger.info("instance %s: it was lost because Playwright's driver stopped", self.id)
+            self.lost_reason = DRIVER_STOPPED
+
+    async def loss_judged(self) -> None:
+        """Wait until it is known why the instance was lost (see `_judge_loss`)."""
+        if self._judging is not None:
+            await asyncio.gather(self._judging, return_exceptions=True)
+
     def _lost(self, reason: str) -> None:
         if self.state != "open":
             return
@@ -504,6 +537,8 @@ class Instance:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()
         self.emit("instance_lost", None, reason=reason)
+        if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:
+            self._judging = asyncio.get_running_loop().create_task(self._judge_loss(self.browser))
         if self.kind == "launched":
             # The browser that used it is gone. Its helper processes can still write into it for a
             # moment after a kill, so close() removes it once more (and forgets it then).

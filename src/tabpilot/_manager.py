@@ -478,7 +478,8 @@ class TabManager:
         lost = self.default_instance
         if lost is None or lost.state != "lost" or self._closed:
             return None
-        fresh = True  # a new browser or context, with a blank tab; else the same browser, connected again
+        await lost.loss_judged()
+        connected = kept = False  # connected again (else launched or opened); the browser kept its tabs
         if lost.kind == "launched":
             replacement = await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir)
         elif lost.kind == "context" and isolate_in is not None:
@@ -489,13 +490,14 @@ class TabManager:
             and (bridge := self._extensions.bridge_at(lost.endpoint or "")) is not None
             and bridge.connected
         ):
-            replacement, fresh = await self.connect_extension(bridge, timeout=5), False
+            replacement, connected, kept = await self.connect_extension(bridge, timeout=5), True, True
         elif (
             lost.kind in ("cdp", "playwright-server") and lost.lost_reason == DRIVER_STOPPED and lost.endpoint
         ):
-            # The browser itself may well be there still: only the connection to it went.
+            # The browser itself may well be there still: only the connection to it went. A
+            # Playwright server closed what it opened for the old connection: a blank tab then.
             connect = self.connect_cdp if lost.kind == "cdp" else self.connect_ws
-            replacement, fresh = await connect(lost.endpoint), False
+            replacement, connected, kept = await connect(lost.endpoint), True, lost.kind == "cdp"
         else:
             return None
         lost.replaced_by = replacement.id
@@ -507,7 +509,8 @@ class TabManager:
             None,
             replacement.id,
             replaces=lost.id,
-            reconnected=not fresh,
+            reconnected=connected,
+            tabsKept=kept,
             reason=lost.lost_reason,
             activeTabId=active.id if active else None,
         )

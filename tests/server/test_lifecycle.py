@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from support import (
+    PlaywrightServer,
     RemoteChromium,
     cmdline,
     comm,
@@ -28,6 +29,7 @@ from support import (
     free_port,
     kill_driver,
     pid_alive,
+    poll,
     result_of,
     text,
     wait_until,
@@ -252,6 +254,56 @@ async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_a
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
         await _cdp_browser_outlives_the_driver(served, remote, site)
+
+
+async def test_a_killed_driver_loses_a_playwright_server_browser_that_the_next_call_connects_again(
+    pw_server: PlaywrightServer, site: LocalSite
+) -> None:
+    """A Playwright server's connection runs through the driver: killing the driver looks like a
+    disconnect, and the server closes what it opened for tabpilot. The loss is put down to the
+    driver, and the next call without a tab id connects to the server again, with a blank tab."""
+    args = ["-m", "tabpilot", "serve", "--ws-endpoint", pw_server.ws, "--structured-content"]
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
+        async with Client(served) as mcp:
+            opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+            tab = result_of(opened)["tabId"]
+            (server,) = [p for p in descendants(os.getpid()) if pw_server.ws in cmdline(p)]
+            kill_driver(descendants(server))
+
+            def lost_to_the_driver(listed: list[dict[str, Any]]) -> bool:
+                return (
+                    listed[0]["lostReason"]
+                    == "Playwright's driver stopped: it was killed or ran out of memory"
+                )
+
+            await poll(
+                lambda: mcp.call_tool("browser_instance", {"action": "list"}),
+                lambda r: lost_to_the_driver(result_of(r)["instances"]),
+            )
+            said = error(await mcp.call_tool("browser_tabs", {"action": "new", "instanceId": "inst_1"}))
+            assert "The Playwright server closed the tabs it had opened for tabpilot." in said, said
+            assert said.endswith(
+                "A call without tabId and instanceId connects to it again as the default instance, with a blank tab."
+            )
+            listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+            assert (
+                "instance inst_2 was connected in place of lost instance inst_1 (Playwright's driver"
+                in text(listed)
+            )
+            assert result_of(listed)["tabs"] == [
+                {**result_of(listed)["tabs"][0], "url": "about:blank", "instanceId": "inst_2"}
+            ]
+            navigated = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")})
+            assert "Page b" in text(navigated) and not navigated.is_error
+            said = error(await mcp.call_tool("browser_tabs", {"action": "new", "instanceId": "inst_1"}))
+            assert said.endswith(
+                "instance inst_2 took its place. Use instance inst_2 instead, or leave instanceId out for the "
+                "default instance."
+            ), said
+            assert error(await mcp.call_tool("browser_snapshot", {"tabId": tab})).startswith(
+                f"Tab {tab} not found"
+            )
 
 
 async def _cdp_browser_outlives_the_driver(

@@ -193,8 +193,12 @@ def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
 def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
     if not calls.instances:  # a set without browser_instance (nor tabId): the library's words
         return exc.advice
+    if exc.replaced_by is not None:
+        return f"Use instance {exc.replaced_by} instead, or leave instanceId out for the default instance."
     if exc.replacement == "reconnect":
         return "A call without tabId and instanceId connects it again as the default instance, with the tabs under new ids."
+    if exc.replacement == "reconnect-blank":
+        return "A call without tabId and instanceId connects to it again as the default instance, with a blank tab."
     if exc.replacement == "launch":
         return "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
     return "Launch or connect another instance with browser_instance, or use a tab of another instance."
@@ -375,16 +379,14 @@ def event_line(event: TabEvent) -> str:
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
-    if event.type == "instance_relaunched" and d.get("reconnected"):
-        return (
-            f"instance {event.instance_id} was connected in place of lost instance {d.get('replaces')} "
-            f"({d.get('reason')}); the tabs the browser has are listed under new ids"
-        )
     if event.type == "instance_relaunched":
-        return (
-            f"instance {event.instance_id} was launched in place of lost instance {d.get('replaces')} "
-            f"({d.get('reason')}); the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
+        how = "connected" if d.get("reconnected") else "launched"
+        tabs = (
+            "the tabs the browser has are listed under new ids"
+            if d.get("tabsKept")
+            else f"the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
         )
+        return f"instance {event.instance_id} was {how} in place of lost instance {d.get('replaces')} ({d.get('reason')}); {tabs}"
     return f"{event.type} on tab {tab}"
 
 
