@@ -93,14 +93,19 @@ class TabRegistry:
 
     def infos(self) -> list[TabInfo]:
         active = self._mru[-1] if self._mru else None
-        return [self._info(tab, index, active) for index, tab in enumerate(self._tabs.values())]
+        dialogs = self._any_dialog()
+        return [self._info(tab, index, active, dialogs) for index, tab in enumerate(self._tabs.values())]
 
     def info(self, tab: Tab) -> TabInfo:
         active = self._mru[-1] if self._mru else None
         index = list(self._tabs).index(tab.id) if tab.id in self._tabs else -1
-        return self._info(tab, index, active)
+        return self._info(tab, index, active, self._any_dialog())
 
-    def _info(self, tab: Tab, index: int, active: int | None) -> TabInfo:
+    def _any_dialog(self) -> bool:
+        return any(tab.dialog is not None for tab in self._tabs.values())
+
+    def _info(self, tab: Tab, index: int, active: int | None, dialogs: bool) -> TabInfo:
+        holder = tab.blocked_by() if dialogs else None
         return TabInfo(
             id=tab.id,
             instance_id=self.instance_id,
@@ -115,4 +120,5 @@ class TabRegistry:
             dialog=tab.dialog,
             target_id=tab.target_id,
             chrome_tab_id=tab.chrome_tab_id,
+            held_by=holder.id if holder is not None and holder is not tab else None,
         )

@@ -70,6 +70,9 @@ class TabInfo:
     target_id: str | None
     chrome_tab_id: int | None = None
     """Chrome's own id of the tab (a tab of the user's browser, reached through the extension)."""
+    held_by: int | None = None
+    """The tab whose open dialog holds this one up (a popup relative of the same site, which shares
+    its script thread): work on this tab is refused until that dialog is handled."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +89,7 @@ class TabInfo:
             "dialog": self.dialog.to_dict() if self.dialog else None,
             "targetId": self.target_id,
             "chromeTabId": self.chrome_tab_id,
+            "heldBy": self.held_by,
         }
 
 

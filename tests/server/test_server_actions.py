@@ -470,6 +470,18 @@ async def test_a_dialog_on_an_opener_holds_up_its_same_site_popup_and_says_which
         ) in section(clicked, "Result")
         assert data(clicked)["result"]["dialog"]["tabId"] == opener
         assert f"tab {popup} waits for the dialog on tab {opener}" in section(clicked, "Snapshot")
+        # The tab list marks the held popup, and only it.
+        assert tab_line(clicked, popup).endswith(
+            f"[opened by tab {opener}, waits for the dialog on tab {opener}]"
+        )
+        for free in (independent, other_site):
+            assert "waits for" not in tab_line(clicked, free), tab_line(clicked, free)
+        assert {t["id"]: t["heldBy"] for t in data(clicked)["tabs"]} == {
+            opener: None,
+            popup: opener,
+            other_site: None,
+            independent: None,
+        }
 
         held = error(await mcp.call_tool("browser_snapshot", {"tabId": popup}))
         assert held.startswith(
@@ -479,7 +491,8 @@ async def test_a_dialog_on_an_opener_holds_up_its_same_site_popup_and_says_which
         for free in (independent, other_site):  # a tab of its own, a popup of another site: not held
             ok(await mcp.call_tool("browser_snapshot", {"tabId": free}))
 
-        ok(await mcp.call_tool("browser_handle_dialog", {"tabId": opener, "accept": True}))
+        handled = ok(await mcp.call_tool("browser_handle_dialog", {"tabId": opener, "accept": True}))
+        assert tab_line(handled, popup).endswith(f"[opened by tab {opener}]"), text(handled)
         assert 'button "Poke opener"' in await snapshot(mcp, popup)
 
 

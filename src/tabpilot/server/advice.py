@@ -333,6 +333,8 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
         marks.append(info.status)
     if info.dialog is not None:
         marks.append(f"{info.dialog.type} dialog open{dialog_said(info.dialog.type, info.dialog.message)}")
+    if info.held_by is not None:
+        marks.append(f"waits for the dialog on tab {info.held_by}")
     if new_errors:
         marks.append(f"{new_errors} new error{'s' if new_errors != 1 else ''}")
     tail = f" [{', '.join(marks)}]" if marks else ""
