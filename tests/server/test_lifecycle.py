@@ -272,7 +272,7 @@ async def test_a_killed_driver_loses_a_playwright_server_browser_that_the_next_c
             kill_driver(descendants(server))
 
             def lost_to_the_driver(listed: list[dict[str, Any]]) -> bool:
-                return (
+                return bool(
                     listed[0]["lostReason"]
                     == "Playwright's driver stopped: it was killed or ran out of memory"
                 )
