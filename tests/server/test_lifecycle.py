@@ -54,10 +54,11 @@ def _read_reply(stdout: IO[bytes], message_id: int, timeout: float = 60) -> dict
     raise AssertionError(f"no reply to request {message_id}")
 
 
-def _serve(browser_path: str, tmp: str) -> subprocess.Popen[bytes]:
-    """`python -m tabpilot serve` over pipes, its temporary profiles in `tmp`."""
+def _serve(browser_path: str, tmp: str, *options: str) -> subprocess.Popen[bytes]:
+    """`python -m tabpilot serve` over pipes (stdio unless `options` say --http), its temporary
+    profiles in `tmp`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path, *options],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -150,12 +151,14 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
         _assert_left_nothing(served.children, tmp, stderr)
 
 
-@pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
+@pytest.mark.parametrize("how", ["stdin", "SIGTERM", "http SIGTERM"])
 def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: str, how: str) -> None:
-    """The browser starts while the server is still being built (the SDK imported): a stop then
-    closes it too. Stopped as soon as a browser process is seen, before any request."""
+    """The browser starts while the server is still being built (the SDK imported; over HTTP, the
+    shared browser as the server listens): a stop then closes it too. Stopped as soon as a browser
+    process is seen, before any request."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        proc = _serve(browser_path, tmp)
+        http = ("--http", f"127.0.0.1:{free_port()}") if how.startswith("http") else ()
+        proc = _serve(browser_path, tmp, *http)
         assert proc.stdin is not None and proc.stderr is not None
         try:
             deadline = time.monotonic() + 30

@@ -130,6 +130,8 @@ class ServerState:
         self._starting: dict[str, asyncio.Task[SessionState]] = {}
         self._last_seen: dict[str, float] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._warming: asyncio.Task[Any] | None = None
+        """The shared browser's start at launch (over HTTP), which a stop must wait for."""
         self._lock = asyncio.Lock()
         self._bridge: ExtensionBridge | None = None
         self._closed = False
@@ -205,6 +207,7 @@ class ServerState:
             return  # given by the embedding code (tests): nothing to start
         if self.config.shares_browser:
             task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(self._shared_instance())
+            self._warming = task
         else:
             task = self._start_session(LOCAL_SESSION)
         task.add_done_callback(_report_start)
@@ -299,7 +302,9 @@ class ServerState:
         self._closed = True
         if self._reaper is not None:
             self._reaper.cancel()
-        starting = list(self._starting.values())
+        starting: list[asyncio.Task[Any]] = [*self._starting.values()]
+        if self._warming is not None:
+            starting.append(self._warming)
         for task in starting:
             task.cancel()
         # Their clean-up (a browser cut short in its launch is closed before its profile is
