@@ -288,9 +288,10 @@ class Response:
         listed = self._result_data.get("tabs")
         if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
             # browser_tabs list already carries this list in its result: add the error counts there
-            # instead of sending every tab twice (it is most of a long list's bytes).
-            for entry in listed:
-                entry["newErrors"] = errors.get(entry["id"], 0)
+            # instead of sending every tab twice (it is most of a long list's bytes), and bring it
+            # up to what the text says (a title can change while the response is built).
+            for entry, info in zip(listed, infos, strict=True):
+                entry.update(info.to_dict(), newErrors=errors.get(info.id, 0))
         else:
             data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
 
