@@ -142,6 +142,10 @@ class InstanceUnreachableError(InstanceError):
         self.reason = reason
 
 
+Replacement = Literal["launch", "reconnect", "reconnect-blank"]
+"""How the next call that needs the default instance replaces a lost one (`InstanceLostError`)."""
+
+
 class InstanceLostError(InstanceError):
     def __init__(
         self,
@@ -150,7 +154,7 @@ class InstanceLostError(InstanceError):
         *,
         instance_id: str | None = None,
         lost_reason: str | None = None,
-        replacement: Literal["launch", "reconnect", "reconnect-blank"] | None = None,
+        replacement: Replacement | None = None,
         replaced_by: str | None = None,
     ) -> None:
         super().__init__(fact, advice, instance_id=instance_id)

@@ -25,6 +25,7 @@ from ._errors import (
     InstanceLostError,
     InstanceUnreachableError,
     LastTabError,
+    Replacement,
     TabLike,
     TabLimitError,
 )
@@ -218,47 +219,8 @@ class Instance:
         )
 
     def ensure_usable(self) -> None:
-        if self.state == "lost" and self.replaced_by is not None:
-            raise InstanceLostError(
-                f"Instance {self.id} was lost ({self.lost_reason}); instance {self.replaced_by} took its place.",
-                f"Use instance {self.replaced_by} instead.",
-                instance_id=self.id,
-                lost_reason=self.lost_reason,
-                replaced_by=self.replaced_by,
-            )
-        if self.state == "lost" and self.lost_reason == DRIVER_STOPPED and self.kind == "playwright-server":
-            raise InstanceLostError(
-                f"Instance {self.id} was lost ({self.lost_reason}). The Playwright server closed the tabs "
-                "it had opened for tabpilot.",
-                "A call without a tab id connects to the server again as the default instance, with a blank tab.",
-                instance_id=self.id,
-                lost_reason=self.lost_reason,
-                replacement="reconnect-blank",
-            )
-        if self.state == "lost" and self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
-            raise InstanceLostError(
-                f"Instance {self.id} was lost ({self.lost_reason}). Its browser keeps its tabs, but "
-                "tabpilot lost track of them.",
-                "A call without a tab id connects it again as the default instance, with the tabs under new ids.",
-                instance_id=self.id,
-                lost_reason=self.lost_reason,
-                replacement="reconnect",
-            )
-        if self.state == "lost" and self.kind == "launched" and self._services.is_default(self.id):
-            raise InstanceLostError(
-                f"Instance {self.id} was lost ({self.lost_reason}). Its tabs are gone.",
-                "A call without a tab id launches a new default browser in its place, with a blank tab.",
-                instance_id=self.id,
-                lost_reason=self.lost_reason,
-                replacement="launch",
-            )
         if self.state == "lost":
-            raise InstanceLostError(
-                f"Instance {self.id} was lost ({self.lost_reason}). Its tabs are gone.",
-                "Launch or connect another instance, or use a tab of another instance.",
-                instance_id=self.id,
-                lost_reason=self.lost_reason,
-            )
+            raise self._lost_error()
         if self.state != "open":
             raise InstanceLostError(
                 f"Instance {self.id} is closed.",
@@ -361,6 +323,37 @@ class Instance:
         if self.state == "open" and self.pid is not None and not _pid_alive(self.pid):
             self._lost(self._gone_reason())
         return self.state == "open"
+
+    def _lost_error(self) -> InstanceLostError:
+        """Why naming this lost instance fails, and what takes its place: an instance that already
+        did, else what the next call that needs the default does (`TabManager.ensure_default`)."""
+        replacement: Replacement | None = None
+        if self.replaced_by is not None:
+            said = f"; instance {self.replaced_by} took its place."
+            advice = f"Use instance {self.replaced_by} instead."
+        elif self.lost_reason == DRIVER_STOPPED and self.kind == "playwright-server":
+            said = ". The Playwright server closed the tabs it had opened for tabpilot."
+            advice = "A call without a tab id connects to the server again as the default instance, with a blank tab."
+            replacement = "reconnect-blank"
+        elif self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
+            said = ". Its browser keeps its tabs, but tabpilot lost track of them."
+            advice = "A call without a tab id connects it again as the default instance, with the tabs under new ids."
+            replacement = "reconnect"
+        elif self.kind == "launched" and self._services.is_default(self.id):
+            said = ". Its tabs are gone."
+            advice = "A call without a tab id launches a new default browser in its place, with a blank tab."
+            replacement = "launch"
+        else:
+            said = ". Its tabs are gone."
+            advice = "Launch or connect another instance, or use a tab of another instance."
+        return InstanceLostError(
+            f"Instance {self.id} was lost ({self.lost_reason}){said}",
+            advice,
+            instance_id=self.id,
+            lost_reason=self.lost_reason,
+            replacement=replacement,
+            replaced_by=self.replaced_by,
+        )
 
     # -- start and stop ------------------------------------------------------------------------
 
