@@ -212,6 +212,12 @@ def kill_driver(children: list[int]) -> None:
     os.kill(drivers[0], signal.SIGKILL)
 
 
+def kill_served_driver(needle: str) -> None:
+    """SIGKILL the driver of the tabpilot server this test started whose command line holds `needle`."""
+    (server,) = [p for p in descendants(os.getpid()) if needle in cmdline(p) and "serve" in cmdline(p)]
+    kill_driver(descendants(server))
+
+
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

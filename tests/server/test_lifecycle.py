@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,12 +23,12 @@ from mcp import Client, StdioServerParameters
 from support import (
     PlaywrightServer,
     RemoteChromium,
-    cmdline,
     comm,
     descendants,
     error,
     free_port,
     kill_driver,
+    kill_served_driver,
     pid_alive,
     poll,
     result_of,
@@ -252,11 +253,17 @@ async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_a
     """A browser tabpilot only connected to outlives the driver, and tells nothing: the first call
     that finds its page gone declares the instance lost, saying the browser keeps its tabs, and the
     next call without a tab id connects it again (the agent may not know the endpoint)."""
-    args = ["-m", "tabpilot", "serve", "--cdp-endpoint", remote.http, "--structured-content"]
-    # Its own temp dir: the killed driver leaves its empty playwright-artifacts-* folder there.
-    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
+    with _served_in_own_temp("--cdp-endpoint", remote.http) as served:
         await _cdp_browser_outlives_the_driver(served, remote, site)
+
+
+@contextlib.contextmanager
+def _served_in_own_temp(*options: str) -> Iterator[StdioServerParameters]:
+    """`tabpilot serve OPTIONS --structured-content` over stdio, in its own temp dir: a killed
+    driver leaves its empty playwright-artifacts-* folder there, removed with it."""
+    args = ["-m", "tabpilot", "serve", *options, "--structured-content"]
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        yield StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
 
 
 async def test_a_killed_driver_loses_a_playwright_server_browser_that_the_next_call_connects_again(
@@ -265,14 +272,11 @@ async def test_a_killed_driver_loses_a_playwright_server_browser_that_the_next_c
     """A Playwright server's connection runs through the driver: killing the driver looks like a
     disconnect, and the server closes what it opened for tabpilot. The loss is put down to the
     driver, and the next call without a tab id connects to the server again, with a blank tab."""
-    args = ["-m", "tabpilot", "serve", "--ws-endpoint", pw_server.ws, "--structured-content"]
-    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        served = StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
+    with _served_in_own_temp("--ws-endpoint", pw_server.ws) as served:
         async with Client(served) as mcp:
             opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
             tab = result_of(opened)["tabId"]
-            (server,) = [p for p in descendants(os.getpid()) if pw_server.ws in cmdline(p)]
-            kill_driver(descendants(server))
+            kill_served_driver(pw_server.ws)
 
             def lost_to_the_driver(listed: list[dict[str, Any]]) -> bool:
                 return bool(
@@ -315,8 +319,7 @@ async def _cdp_browser_outlives_the_driver(
     async with Client(served) as mcp:
         opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
         tab = result_of(opened)["tabId"]
-        (server,) = [p for p in descendants(os.getpid()) if remote.http in cmdline(p)]
-        kill_driver(descendants(server))
+        kill_served_driver(remote.http)
 
         said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said

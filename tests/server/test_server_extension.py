@@ -23,12 +23,10 @@ from websockets.exceptions import InvalidStatus
 import tabpilot.server.state
 from support import (
     ExtensionChromium,
-    cmdline,
-    descendants,
     error,
     extension_chromium,
     free_port,
-    kill_driver,
+    kill_served_driver,
     ref_of,
     remote_chromium,
     result_of,
@@ -222,8 +220,7 @@ async def _driver_killed_under(
     async with Client(served) as mcp:
         await pair(chromium, port)
         tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
-        (server,) = [p for p in descendants(os.getpid()) if str(port) in cmdline(p) and "serve" in cmdline(p)]
-        kill_driver(descendants(server))
+        kill_served_driver(str(port))
 
         lost = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "was lost (Playwright's driver stopped: it was killed or ran out of memory)" in lost, lost
