@@ -52,6 +52,7 @@ async def browser_handle_dialog(
         f"{verb} the {info.type} dialog{said} on tab {tab.id}{answer}.{unused}",
         {"tabId": tab.id, "accepted": accept, "dialog": info.to_dict()},
     )
+    call.response.told("dialog_closed", tab.id)
     call.response.set_page(tab, changes=True)
 
 

@@ -56,6 +56,7 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
             f"{dialog_said(result.dialog.type, result.dialog.message)}{held}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={shown}, accept=true|false)."
         )
+        call.response.told("dialog_opened", shown)
     if result.file_picker:
         lines.append(
             "It opened a file picker, which tabpilot held back: choose files with "
