@@ -509,10 +509,13 @@ class Instance:
     async def _judge_loss(self, browser: BrowserHandle) -> None:
         """A browser the driver only connected to can seem to go away when the driver itself died
         (a Playwright server's connection runs through it, a heartbeat goes unanswered): find out
-        which it was, for whatever replaces the instance."""
-        if not await browser.driver_answers():
-            logger.info("instance %s: it was lost because Playwright's driver stopped", self.id)
-            self.lost_reason = DRIVER_STOPPED
+        which it was, for whatever replaces the instance and for the `instance_lost` event."""
+        try:
+            if not await browser.driver_answers():
+                logger.info("instance %s: it was lost because Playwright's driver stopped", self.id)
+                self.lost_reason = DRIVER_STOPPED
+        finally:
+            self.emit("instance_lost", None, reason=self.lost_reason)
 
     async def loss_judged(self) -> None:
         """Wait until it is known why the instance was lost (see `_judge_loss`)."""
@@ -529,9 +532,11 @@ class Instance:
         for tab in self.tabs:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()
-        self.emit("instance_lost", None, reason=reason)
         if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:
+            # The event waits for the judgment, so that it gives the reason found.
             self._judging = asyncio.get_running_loop().create_task(self._judge_loss(self.browser))
+        else:
+            self.emit("instance_lost", None, reason=reason)
         if self.kind == "launched":
             # The browser that used it is gone. Its helper processes can still write into it for a
             # moment after a kill, so close() removes it once more (and forgets it then).

@@ -241,7 +241,11 @@ async def test_a_run_server_that_goes_away_takes_its_tabs_as_a_crash(browser_pat
             await wait_until(lambda: instance.state == "lost")
             closed = events(manager, since, "tab_closed", instance)
             assert sorted((e.tab_id, e.data["by"]) for e in closed) == [(i, "crash") for i in tab_ids]
+            # The event follows once tabpilot knows why (the driver is asked: it answers).
+            await wait_until(lambda: bool(events(manager, since, "instance_lost", instance)))
             assert [e.type for e in manager.events.history(since=since)][-1] == "instance_lost"
+            assert events(manager, since, "instance_lost", instance)[0].data["reason"] == instance.lost_reason
+            assert "driver" not in str(instance.lost_reason)
 
 
 async def test_a_browser_server_that_cannot_launch_its_browser_says_so(browser_path: str) -> None:

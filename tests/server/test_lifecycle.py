@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
 
 from support import (
     PlaywrightServer,
@@ -32,6 +33,7 @@ from support import (
     pid_alive,
     poll,
     result_of,
+    section,
     text,
     wait_until,
 )
@@ -284,12 +286,18 @@ async def test_a_killed_driver_loses_a_playwright_server_browser_that_the_next_c
                     == "Playwright's driver stopped: it was killed or ran out of memory"
                 )
 
-            await poll(
-                lambda: mcp.call_tool("browser_instance", {"action": "list"}),
-                lambda r: lost_to_the_driver(result_of(r)["instances"]),
-            )
+            events: list[str] = []
+
+            async def instances() -> CallToolResult:
+                listed = await mcp.call_tool("browser_instance", {"action": "list"})
+                events.append(section(listed, "Events"))
+                return listed
+
+            await poll(instances, lambda r: lost_to_the_driver(result_of(r)["instances"]))
             said = error(await mcp.call_tool("browser_tabs", {"action": "new", "instanceId": "inst_1"}))
             assert "The Playwright server closed the tabs it had opened for tabpilot." in said, said
+            # The event gives the reason found, not the disconnect the driver's death looked like.
+            assert "instance inst_1 was lost: Playwright's driver stopped" in "".join(events), events
             assert said.endswith(
                 "A call without tabId and instanceId connects to it again as the default instance, with a blank tab."
             )
