@@ -438,7 +438,7 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert f"Accepted the alert dialog 'hey' on tab {tab}." in section(handled, "Result")
         assert "dialog closed" not in section(handled, "Events")
-        assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed"], "structured content keeps it"
+        assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed"]  # structured: kept
         after = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 2 + 2", "tabId": tab}))
         assert data(after)["result"]["value"] == 4
 
