@@ -160,7 +160,7 @@ class InstanceLostError(InstanceError):
         super().__init__(fact, advice, instance_id=instance_id)
         self.lost_reason = lost_reason
         self.replaced_by = replaced_by
-        """The instance that already took its place."""
+        """The open instance that took its place (directly, or in place of its replacement)."""
         self.replacement = replacement
         """How the next call that needs the default instance replaces this one
         (`TabManager.ensure_default`): a new browser is launched, the same browser (which keeps its

@@ -328,9 +328,13 @@ class Instance:
         """Why naming this lost instance fails, and what takes its place: an instance that already
         did, else what the next call that needs the default does (`TabManager.ensure_default`)."""
         replacement: Replacement | None = None
-        if self.replaced_by is not None:
-            said = f"; instance {self.replaced_by} took its place."
-            advice = f"Use instance {self.replaced_by} instead."
+        successor = self._services.successor(self.id) if self.replaced_by is not None else None
+        advice = "Launch or connect another instance, or use a tab of another instance."
+        if successor is not None:
+            said = f"; instance {successor} took its place."
+            advice = f"Use instance {successor} instead."
+        elif self.replaced_by is not None:
+            said = f"; instance {self.replaced_by} took its place, and is gone as well."
         elif self.lost_reason == DRIVER_STOPPED and self.kind == "playwright-server":
             said = ". The Playwright server closed the tabs it had opened for tabpilot."
             advice = "A call without a tab id connects to the server again as the default instance, with a blank tab."
@@ -345,14 +349,13 @@ class Instance:
             replacement = "launch"
         else:
             said = ". Its tabs are gone."
-            advice = "Launch or connect another instance, or use a tab of another instance."
         return InstanceLostError(
             f"Instance {self.id} was lost ({self.lost_reason}){said}",
             advice,
             instance_id=self.id,
             lost_reason=self.lost_reason,
             replacement=replacement,
-            replaced_by=self.replaced_by,
+            replaced_by=successor,
         )
 
     # -- start and stop ------------------------------------------------------------------------

@@ -192,12 +192,23 @@ class TabManager:
             emit=self.events.emit,
             activated=self._note_activation,
             is_default=lambda instance_id: instance_id == self._default_id,
+            successor=self._successor,
             all_open_tabs=self._open_tabs,
             rules=self.rules,
             timeouts=Timeouts(self.options.timeout_action, self.options.timeout_navigation),
             policy=self.policy,
             target_hooks=self._target_hooks,
         )
+
+    def _successor(self, instance_id: str) -> str | None:
+        current = self._instances.get(instance_id)
+        seen = {instance_id}
+        while current is not None and current.replaced_by is not None and current.replaced_by not in seen:
+            seen.add(current.replaced_by)
+            current = self._instances.get(current.replaced_by)
+            if current is not None and current.state == "open":
+                return current.id
+        return None
 
     def _note_activation(self, instance_id: str) -> None:
         # The instance of the most recently activated tab becomes the default.

@@ -68,6 +68,9 @@ class InstanceServices:
     activated: Callable[[str], None]
     """A tab of this instance (id given) was activated: it becomes the default instance."""
     is_default: Callable[[str], bool]
+    successor: Callable[[str], str | None]
+    """The open instance in the place of a lost one (id given): the one that replaced it, or that
+    replaced its replacement in turn; None when none of them is open any more."""
     all_open_tabs: Callable[[], Sequence[TabLike]]
     rules: TabRules
     timeouts: Timeouts

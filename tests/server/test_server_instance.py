@@ -187,11 +187,35 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
             next(i for i in listed["instances"] if i["id"] == local["id"])["replacedBy"] == replacement["id"]
         )
 
+        # The replacement is killed in turn: naming the first names the instance in place of both.
+        os.kill(replacement["pid"], signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        await call(client, "browser_navigate", url=site.url("/page/a"))
+        newest = next(
+            i
+            for i in result_of(await call(client, "browser_instance", action="list"))["instances"]
+            if i["default"]
+        )
+        assert newest["id"] not in (local["id"], replacement["id"]) and newest["health"] == "open"
+        named = await client.call_tool("browser_tabs", {"action": "new", "instanceId": local["id"]})
+        assert named.is_error and section(named, "Error").endswith(
+            f"instance {newest['id']} took its place. Use instance {newest['id']} instead, or leave instanceId "
+            "out for the default instance."
+        ), section(named, "Error")
+
         # Closing the default leaves no open instance: the lost remote one, which nothing replaced,
-        # becomes the default (not the replaced local one), and a call needing it says so. Closing
-        # a lost instance only takes it off the list.
-        closed = await call(client, "browser_instance", action="close", instanceId=replacement["id"])
+        # becomes the default (not the replaced local ones), and a call needing it says so. Naming
+        # an instance whose replacements are all gone says so. Closing a lost instance only takes
+        # it off the list.
+        closed = await call(client, "browser_instance", action="close", instanceId=newest["id"])
         assert f"Default instance: {connected['instanceId']}." in section(closed, "Result")
+        named = await client.call_tool("browser_tabs", {"action": "new", "instanceId": local["id"]})
+        assert (
+            named.is_error
+            and f"instance {replacement['id']} took its place, and is gone as well. "
+            in section(named, "Error")
+        )
+        assert "Use instance" not in section(named, "Error")
         closed = await call(client, "browser_instance", action="close", instanceId=local["id"])
         assert "it had already been lost, and leaves the list" in section(closed, "Result")
         stuck = await client.call_tool("browser_tabs", {"action": "new"})
