@@ -3,8 +3,8 @@
 Every server is started over stdio and driven by the MCP SDK's own client, with the same
 Chromium binary and the same local site on 127.0.0.1 (nothing else is reached: the peers' update
 checks and usage statistics are switched off). Each step is mapped to each server's own tools and
-repeated round-robin, call for call, so all three see the same machine load; the figures are
-medians. The peers are installed by `make peers` into `.peers/` (pinned versions).
+repeated round-robin, call for call, so all three see the same machine load, and each round starts
+with the next server, so none always follows the same other; the figures are medians. The peers are installed by `make peers` into `.peers/` (pinned versions).
 
 Steps, per server:
 
@@ -603,6 +603,13 @@ class PeerBench:
         os.makedirs(workdir, exist_ok=True)
         return server.process(self.browser, workdir)
 
+    def order(self, round_: int) -> list[Server]:
+        """The servers in the order of one round of a step. Each round starts with the next one, so
+        that no server always follows the same other: what a server's call leaves running (its
+        browser painting a tab it brought to front, its own collector) falls on each in turn."""
+        k = round_ % len(self.servers)
+        return self.servers[k:] + self.servers[:k]
+
     async def timed(
         self, key: str, server: Server, call: Callable[[], Awaitable[Any]], *, record: bool = True
     ) -> Any:
@@ -617,7 +624,7 @@ class PeerBench:
     async def startups(self) -> None:
         self.progress.begin("peers: start-up")
         for i in range(self.plan.startups):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"spawn {i + 1}/{self.plan.startups}: {server.name}")
                 start = time.perf_counter()
                 async with self._process(server) as proc:
@@ -657,7 +664,7 @@ class PeerBench:
         self.progress.begin("peers: navigate")
         urls = [self.site.url("/page/nav-a"), self.site.url("/page/nav-b")]
         for i in range(self.plan.reps + 2):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"{i + 1}/{self.plan.reps + 2}: {server.name}")
                 await server.prepare(server.home)
                 url = urls[i % 2]
@@ -671,7 +678,7 @@ class PeerBench:
             await server.prepare(server.home)
             await server.navigate(server.home, self.site.url(SMALL_PAGE))
         for i in range(self.plan.reps + 2):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"{i + 1}/{self.plan.reps + 2}: {server.name}")
                 await server.prepare(server.home)
                 await self.timed(
@@ -681,7 +688,7 @@ class PeerBench:
     async def new_tab_snapshot(self) -> None:
         self.progress.begin("peers: new tab + first snapshot")
         for i in range(self.plan.new_tabs + 1):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"{i + 1}/{self.plan.new_tabs + 1}: {server.name}")
                 url = self.site.url(f"/page/fresh-{i}")
                 tab, _ = await self.timed("new_tab", server, partial(server.new_tab, url), record=i >= 1)
@@ -695,7 +702,7 @@ class PeerBench:
         for server in self.servers:
             tabs[server.key], _ = await server.new_tab(self.site.url(f"/many?n={MANY}"))
         for i in range(self.plan.reps + 2):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"{i + 1}/{self.plan.reps + 2}: {server.name}")
                 tab = tabs[server.key]
                 await server.prepare(tab)
@@ -713,7 +720,7 @@ class PeerBench:
             refs[server.key] = server.ref(text, 'link "Open A in new tab"')
         unnamed: dict[str, int] = {}
         for i in range(self.plan.clicks + 1):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"{i + 1}/{self.plan.clicks + 1}: {server.name}")
                 await server.prepare(server.home)
                 # Timed until the agent knows the new tab: when the click's response does not
@@ -766,11 +773,11 @@ class PeerBench:
             if len(server.tabs()) != BUSY_TABS:
                 raise BenchError(f"{server.name}: {len(server.tabs())} tabs, expected {BUSY_TABS}")
         for i in range(self.plan.reps + 2):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"list {i + 1}/{self.plan.reps + 2}: {server.name}")
                 await self.timed("tabs.list", server, server.list_tabs, record=i >= 2)
         for i in range(self.plan.reps + 2):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"switch {i + 1}/{self.plan.reps + 2}: {server.name}")
                 pair = [server.home, server.tabs()[-1]]
                 target = pair[(i + 1) % 2]
@@ -781,7 +788,7 @@ class PeerBench:
     async def close_others(self) -> None:
         self.progress.begin(f"peers: close all others at {BUSY_TABS} tabs")
         for i in range(self.plan.close_others):
-            for server in self.servers:
+            for server in self.order(i):
                 self.progress.update(f"{i + 1}/{self.plan.close_others}: {server.name}")
                 count = len(server.tabs())
                 while count < BUSY_TABS:  # the first round closes the busy tabs, later ones plain pages
