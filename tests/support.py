@@ -214,7 +214,9 @@ def kill_driver(children: list[int]) -> None:
 
 def kill_served_driver(needle: str) -> None:
     """SIGKILL the driver of the tabpilot server this test started whose command line holds `needle`."""
-    (server,) = [p for p in descendants(os.getpid()) if needle in cmdline(p) and "serve" in cmdline(p)]
+    (server,) = [
+        p for p in descendants(os.getpid()) if needle in cmdline(p) and "tabpilot serve" in cmdline(p)
+    ]
     kill_driver(descendants(server))
 
 

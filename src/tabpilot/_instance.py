@@ -62,7 +62,7 @@ BROWSER_EXIT_WAIT = 1.5
 (a closed browser has ended already; one whose driver died stops by itself, writing its profile)."""
 DRIVER_STOPPED = "Playwright's driver stopped: it was killed or ran out of memory"
 """The loss reason of an instance whose browser outlived the driver that connected to it."""
-_OUTLIVE_DRIVER = ("extension", "cdp", "playwright-server")
+_OUTLIVE_DRIVER = ("extension", "cdp", "playwright-server", "grid")
 """Kinds whose browser the driver only connected to, and which `TabManager.ensure_default`
 connects again after the driver died."""
 
@@ -337,12 +337,14 @@ class Instance:
             said = f"; instance {self.replaced_by} took its place, and is gone as well."
         elif self.lost_reason == DRIVER_STOPPED and self.kind == "playwright-server":
             said = ". The Playwright server closed the tabs it had opened for tabpilot."
-            advice = "A call without a tab id connects to the server again as the default instance, with a blank tab."
-            replacement = "reconnect-blank"
+            if self._services.is_default(self.id):
+                advice = "A call without a tab id connects to the server again as the default instance, with a blank tab."
+                replacement = "reconnect-blank"
         elif self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
             said = ". Its browser keeps its tabs, but tabpilot lost track of them."
-            advice = "A call without a tab id connects it again as the default instance, with the tabs under new ids."
-            replacement = "reconnect"
+            if self._services.is_default(self.id):
+                advice = "A call without a tab id connects it again as the default instance, with the tabs under new ids."
+                replacement = "reconnect"
         elif self.kind == "launched" and self._services.is_default(self.id):
             said = ". Its tabs are gone."
             advice = "A call without a tab id launches a new default browser in its place, with a blank tab."

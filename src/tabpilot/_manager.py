@@ -14,7 +14,7 @@ from ._endpoints import check_profile_dir, check_scheme, running_chrome_endpoint
 from ._errors import ConnectError, ExtensionNotConnectedError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
 from ._extension_watch import ExtensionWatch
-from ._grid import create_session
+from ._grid import GridSession, create_session
 from ._ids import TabIds, decimal_id, id_text_advice
 from ._instance import DRIVER_STOPPED, BrowserLink, Cleanup, Instance
 from ._options import BrowserOptions
@@ -72,6 +72,8 @@ class TabManager:
         self._given: set[int] = set()
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
+        self._grid_sessions: dict[str, GridSession] = {}
+        """The grid session each grid instance drives (by instance id): the one whose close ends it."""
         self._default_id: str | None = None
         self._driver = driver or Driver()
         self._owns_driver = driver is None
@@ -366,20 +368,36 @@ class TabManager:
         instance's endpoint is the session's WebDriver URL; closing the instance ends the session.
         """
         session = await create_session(url, capabilities, self.options)
+        return await self._drive_grid_session(session, instance_id=instance_id)
+
+    async def _drive_grid_session(self, session: GridSession, *, instance_id: str | None = None) -> Instance:
+        """An instance for a grid session: connected over its CDP endpoint; closing the instance
+        ends the session, unless another instance drives it by then (`ensure_default`). A session
+        that cannot be connected is ended."""
         try:
             browser, context = await self._driver.connect_cdp(session.cdp_url, session.options, timeout=30.0)
         except BaseException:
             await asyncio.shield(session.delete())
             raise
-        return await self._adopt(
+        owner: list[str] = []
+
+        async def end_session() -> None:
+            if owner and self._grid_sessions.get(owner[0]) is session:
+                del self._grid_sessions[owner[0]]
+                await session.delete()
+
+        instance = await self._adopt(
             kind="grid",
             endpoint=session.url,
             browser=browser,
             context=context,
             instance_id=instance_id,
             headless=session.options.headless,
-            cleanup=[session.delete],
+            cleanup=[end_session],
         )
+        owner.append(instance.id)
+        self._grid_sessions[instance.id] = session
+        return instance
 
     async def auto_connect(
         self, *, user_data_dir: str | None = None, instance_id: str | None = None, timeout: float = 60.0
@@ -479,9 +497,10 @@ class TabManager:
         Call it before work that needs the default instance (a call without a tab id). A lost
         launched browser is relaunched; a lost isolated context (`attach_isolated`) is opened again
         in the browser `isolate_in()` returns (the one it lived in, started again by its owner), when
-        given. A lost extension instance whose watched bridge still has the extension, and a CDP or
-        Playwright-server instance lost because Playwright's driver died (the browser may be fine),
-        are connected again. The replacement gets a new id, becomes the default, and an
+        given. A lost extension instance whose watched bridge still has the extension, and a CDP,
+        Playwright-server or grid instance lost because Playwright's driver died (the browser may
+        be fine; a grid session is driven again, and then ended by the new instance), are
+        connected again. The replacement gets a new id, becomes the default, and an
         `instance_relaunched` event says so. A remote default lost otherwise is not reconnected.
         """
         self.check_health()
@@ -509,6 +528,15 @@ class TabManager:
             # Playwright server closed what it opened for the old connection: a blank tab then.
             connect = self.connect_cdp if lost.kind == "cdp" else self.connect_ws
             replacement, connected, kept = await connect(lost.endpoint), True, lost.kind == "cdp"
+        elif (
+            lost.kind == "grid"
+            and lost.lost_reason == DRIVER_STOPPED
+            and (session := self._grid_sessions.get(lost.id)) is not None
+        ):
+            # The grid session outlives the driver: the new instance drives it (and ends it).
+            replacement = await self._drive_grid_session(session)
+            self._grid_sessions.pop(lost.id, None)
+            connected = kept = True
         else:
             return None
         lost.replaced_by = replacement.id

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult
 from support import (
     PlaywrightServer,
     RemoteChromium,
+    SeleniumGrid,
     comm,
     descendants,
     error,
@@ -319,6 +320,54 @@ async def test_a_killed_driver_loses_a_playwright_server_browser_that_the_next_c
             assert error(await mcp.call_tool("browser_snapshot", {"tabId": tab})).startswith(
                 f"Tab {tab} not found"
             )
+
+
+async def test_a_killed_driver_loses_a_grid_instance_that_the_next_call_drives_again_in_its_session(
+    grid: SeleniumGrid, site: LocalSite
+) -> None:
+    """A grid session outlives the driver that connected to it: the next call without a tab id
+    connects to the same session again, with its tabs, and the session ends once, with its last
+    instance, when the server stops."""
+    before = set(grid.session_ids())
+    with _served_in_own_temp("--selenium-grid", grid.url) as served:
+        async with Client(served) as mcp:
+            opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+            tab = result_of(opened)["tabId"]
+            (session,) = set(grid.session_ids()) - before
+            other = await mcp.call_tool("browser_instance", {"action": "connect", "seleniumGrid": grid.url})
+            other_tab = result_of(other)["tabIds"][0]
+            (other_session,) = set(grid.session_ids()) - before - {session}
+            kill_served_driver(grid.url)
+
+            said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+            assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said
+            assert said.endswith(
+                "A call without tabId and instanceId connects it again as the default instance, with the tabs "
+                "under new ids."
+            )
+            # Only the default instance is connected again by itself.
+            said = error(await mcp.call_tool("browser_snapshot", {"tabId": other_tab}))
+            assert said.endswith(
+                "Its browser keeps its tabs, but tabpilot lost track of them. Launch or connect another "
+                "instance with browser_instance, or use a tab of another instance."
+            ), said
+            listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
+            assert "instance inst_3 was connected in place of lost instance inst_1" in listed, listed
+            assert f"Page a ({site.url('/page/a')})" in listed
+            instances = result_of(await mcp.call_tool("browser_instance", {"action": "list"}))["instances"]
+            assert [
+                (i["id"], i["kind"], i["endpoint"].rsplit("/", 1)[-1], i["health"]) for i in instances
+            ] == [
+                ("inst_1", "grid", session, "lost"),
+                ("inst_2", "grid", other_session, "lost"),
+                ("inst_3", "grid", session, "open"),
+            ]
+            # Closing the lost instance leaves the session to the one that drives it now.
+            await mcp.call_tool("browser_instance", {"action": "close", "instanceId": "inst_1"})
+            assert session in grid.session_ids()
+            went = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")})
+            assert not went.is_error and "Page b" in text(went), text(went)
+    await wait_until(lambda: not {session, other_session} & set(grid.session_ids()), timeout=10)
 
 
 async def _cdp_browser_outlives_the_driver(
