@@ -370,14 +370,17 @@ class TabManager:
         session = await create_session(url, capabilities, self.options)
         return await self._drive_grid_session(session, instance_id=instance_id)
 
-    async def _drive_grid_session(self, session: GridSession, *, instance_id: str | None = None) -> Instance:
+    async def _drive_grid_session(
+        self, session: GridSession, *, instance_id: str | None = None, new: bool = True
+    ) -> Instance:
         """An instance for a grid session: connected over its CDP endpoint; closing the instance
-        ends the session, unless another instance drives it by then (`ensure_default`). A session
-        that cannot be connected is ended."""
+        ends the session, unless another instance drives it by then (`ensure_default`). A `new`
+        session that cannot be connected is ended; one driven before is left to its instance."""
         try:
             browser, context = await self._driver.connect_cdp(session.cdp_url, session.options, timeout=30.0)
         except BaseException:
-            await asyncio.shield(session.delete())
+            if new:
+                await asyncio.shield(session.delete())
             raise
         owner: list[str] = []
 
@@ -534,7 +537,7 @@ class TabManager:
             and (session := self._grid_sessions.get(lost.id)) is not None
         ):
             # The grid session outlives the driver: the new instance drives it (and ends it).
-            replacement = await self._drive_grid_session(session)
+            replacement = await self._drive_grid_session(session, new=False)
             self._grid_sessions.pop(lost.id, None)
             connected = kept = True
         else:
