@@ -202,6 +202,14 @@ class TabManager:
             target_hooks=self._target_hooks,
         )
 
+    def _claim_id(self, instance_id: str | None) -> str:
+        """`instance_id` (refused if an instance has it), or a new one."""
+        if instance_id is None:
+            return f"inst_{next(self._instance_ids)}"
+        if instance_id in self._instances:
+            raise ValueError(f"instance id {instance_id!r} is in use")
+        return instance_id
+
     def _successor(self, instance_id: str) -> str | None:
         current = self._instances.get(instance_id)
         seen = {instance_id}
@@ -232,9 +240,7 @@ class TabManager:
         cleanup: Sequence[Cleanup] = (),
         link: BrowserLink | None = None,
     ) -> Instance:
-        iid = instance_id or f"inst_{next(self._instance_ids)}"
-        if iid in self._instances:
-            raise ValueError(f"instance id {iid!r} is in use")
+        iid = self._claim_id(instance_id)
         instance = Instance(
             iid,
             self._services(),
@@ -367,8 +373,9 @@ class TabManager:
         `capabilities` go on top of Chrome's (headless unless the options say headed). The
         instance's endpoint is the session's WebDriver URL; closing the instance ends the session.
         """
+        iid = self._claim_id(instance_id)  # before a session is made for it
         session = await create_session(url, capabilities, self.options)
-        return await self._drive_grid_session(session, instance_id=instance_id)
+        return await self._drive_grid_session(session, instance_id=iid)
 
     async def _drive_grid_session(
         self, session: GridSession, *, instance_id: str | None = None, new: bool = True
@@ -382,24 +389,29 @@ class TabManager:
             if new:
                 await asyncio.shield(session.delete())
             raise
-        owner: list[str] = []
+        iid = self._claim_id(instance_id)
 
         async def end_session() -> None:
-            if owner and self._grid_sessions.get(owner[0]) is session:
-                del self._grid_sessions[owner[0]]
+            if self._grid_sessions.get(iid) is session:
+                del self._grid_sessions[iid]
                 await session.delete()
 
-        instance = await self._adopt(
-            kind="grid",
-            endpoint=session.url,
-            browser=browser,
-            context=context,
-            instance_id=instance_id,
-            headless=session.options.headless,
-            cleanup=[end_session],
-        )
-        owner.append(instance.id)
-        self._grid_sessions[instance.id] = session
+        if new:  # an instance that fails to start ends its new session
+            self._grid_sessions[iid] = session
+        try:
+            instance = await self._adopt(
+                kind="grid",
+                endpoint=session.url,
+                browser=browser,
+                context=context,
+                instance_id=iid,
+                headless=session.options.headless,
+                cleanup=[end_session],
+            )
+        except BaseException:
+            await asyncio.shield(end_session())  # unless its close did already
+            raise
+        self._grid_sessions[iid] = session
         return instance
 
     async def auto_connect(

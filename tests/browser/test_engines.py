@@ -174,6 +174,7 @@ async def test_losing_the_browser_takes_only_its_tabs_with_crash_events_and_fail
     closed = events(manager, since, "tab_closed", doomed)
     assert sorted(e.tab_id for e in closed if e.tab_id is not None) == gone
     assert {e.data["by"] for e in closed} == {"crash"}
+    await doomed.loss_judged()  # a connected browser's event waits for the driver check
     (lost,) = events(manager, since, "instance_lost", doomed)
     assert lost.data["reason"] == doomed.lost_reason
     with contextlib.suppress(ActionError, InstanceLostError, TabNotFoundError):
@@ -195,3 +196,17 @@ async def test_losing_the_browser_takes_only_its_tabs_with_crash_events_and_fail
         assert survivor.state == "open"
     await manager.close_instance(doomed.id)
     assert [i.id for i in manager.instances] == [s.id for s in survivors]
+
+
+async def test_a_grid_instance_id_in_use_is_refused_and_leaves_no_session(
+    browser_path: str, request: pytest.FixtureRequest
+) -> None:
+    grid = request.getfixturevalue("grid")
+    async with TabManager(browser_path=browser_path) as manager:
+        first = await manager.connect_grid(grid.url)
+        before = set(grid.session_ids())
+        with pytest.raises(ValueError, match="in use"):
+            await manager.connect_grid(grid.url, instance_id=first.id)
+        assert set(grid.session_ids()) == before, "no session is left for it"
+        assert [i.id for i in manager.instances] == [first.id] and first.state == "open"
+    assert first.endpoint is not None and first.endpoint.rsplit("/", 1)[-1] not in grid.session_ids()
