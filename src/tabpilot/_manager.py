@@ -396,21 +396,17 @@ class TabManager:
                 del self._grid_sessions[iid]
                 await session.delete()
 
-        if new:  # an instance that fails to start ends its new session
+        if new:  # an instance that fails to start is closed by `_adopt`: its cleanup ends the session
             self._grid_sessions[iid] = session
-        try:
-            instance = await self._adopt(
-                kind="grid",
-                endpoint=session.url,
-                browser=browser,
-                context=context,
-                instance_id=iid,
-                headless=session.options.headless,
-                cleanup=[end_session],
-            )
-        except BaseException:
-            await asyncio.shield(end_session())  # unless its close did already
-            raise
+        instance = await self._adopt(
+            kind="grid",
+            endpoint=session.url,
+            browser=browser,
+            context=context,
+            instance_id=iid,
+            headless=session.options.headless,
+            cleanup=[end_session],
+        )
         self._grid_sessions[iid] = session
         return instance
 
