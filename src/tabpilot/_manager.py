@@ -160,8 +160,9 @@ class TabManager:
     def default_instance(self) -> Instance | None:
         return self._instances.get(self._default_id) if self._default_id else None
 
-    def instance(self, instance_id: str | None = None) -> Instance:
-        """An instance by id, or the default instance."""
+    def instance(self, instance_id: str | int | None = None) -> Instance:
+        """An instance by id (its number alone names it too: `2` or `"2"` for inst_2), or the
+        default instance."""
         if instance_id is None:
             inst = self.default_instance
             if inst is None:
@@ -170,16 +171,20 @@ class TabManager:
                     raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
                 raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
             return inst
-        inst = self._instances.get(instance_id)
-        number = decimal_id(instance_id) if inst is None else None
-        if number is not None:  # "2" names inst_2 as well: what a model writes after tab ids
+        inst, number = None, None
+        if isinstance(instance_id, str):
+            inst = self._instances.get(instance_id)
+            number = decimal_id(instance_id)
+        elif isinstance(instance_id, int) and not isinstance(instance_id, bool):
+            number = instance_id
+        if inst is None and number is not None:  # 2 and "2" name inst_2: what models write after tab ids
             inst = self._instances.get(f"inst_{number}")
         if inst is None:
             known = ", ".join(f"{i.id} ({i.kind})" for i in self._instances.values()) or "none"
             raise InstanceNotFoundError(
                 f"Instance {instance_id!r} not found. Open instances: {known}.",
                 "Use one of these, or list the instances.",
-                instance_id=instance_id,
+                instance_id=str(instance_id),
             )
         return inst
 
@@ -478,7 +483,7 @@ class TabManager:
         isolated.pid = of.pid  # it goes with that browser's process
         return isolated
 
-    async def close_instance(self, instance_id: str) -> None:
+    async def close_instance(self, instance_id: str | int) -> None:
         """Close an instance: a launched browser exits; a connected one is only disconnected."""
         instance = self.instance(instance_id)
         await instance.close()
@@ -571,7 +576,7 @@ class TabManager:
     def _open_tabs(self) -> list[Tab]:
         return [tab for instance in self._instances.values() for tab in instance.tabs]
 
-    def tabs(self, instance_id: str | None = None) -> list[TabInfo]:
+    def tabs(self, instance_id: str | int | None = None) -> list[TabInfo]:
         """Every open tab (of one instance, if given), from kept state: no browser round trip."""
         if instance_id is not None:
             return self.instance(instance_id).tab_infos()
@@ -618,7 +623,7 @@ class TabManager:
     def info(self, tab: Tab) -> TabInfo:
         return self.instance_of(tab).info_of(tab)
 
-    def active_tab(self, instance_id: str | None = None) -> Tab:
+    def active_tab(self, instance_id: str | int | None = None) -> Tab:
         instance = self.instance(instance_id)
         instance.ensure_usable()
         tab = instance.active_tab
@@ -630,19 +635,21 @@ class TabManager:
             )
         return tab
 
-    def resolve(self, tab_id: int | str | None = None, *, instance_id: str | None = None) -> Tab:
+    def resolve(self, tab_id: int | str | None = None, *, instance_id: str | int | None = None) -> Tab:
         """`tab_id`'s tab, or the active tab of the (default) instance when it is None."""
         if tab_id is None:
             return self.active_tab(instance_id)
         tab = self.tab(tab_id)
-        if instance_id is not None and tab.instance_id != instance_id:
-            raise TabNotFoundError(
-                tab_id, self.instance(instance_id).tabs, reason=f"It belongs to instance {tab.instance_id}."
-            )
+        if instance_id is not None:
+            instance = self.instance(instance_id)
+            if tab.instance_id != instance.id:
+                raise TabNotFoundError(
+                    tab_id, instance.tabs, reason=f"It belongs to instance {tab.instance_id}."
+                )
         return tab
 
     async def new_tab(
-        self, url: str | None = None, *, background: bool = False, instance_id: str | None = None
+        self, url: str | None = None, *, background: bool = False, instance_id: str | int | None = None
     ) -> Tab:
         """Open a tab (activated unless `background`), optionally loading `url`."""
         return await self.instance(instance_id).new_tab(url, background=background)

@@ -67,6 +67,11 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         number = launched["instanceId"].removeprefix("inst_")
         by_number = result_of(await call(client, "browser_tabs", action="list", instanceId=number))
         assert by_number["tabs"] and {t["instanceId"] for t in by_number["tabs"]} == {launched["instanceId"]}
+        # So does the number as a JSON integer; a boolean is refused, never taken for instance 1.
+        by_integer = result_of(await call(client, "browser_tabs", action="list", instanceId=int(number)))
+        assert by_integer["tabs"] == by_number["tabs"]
+        boolean = await client.call_tool("browser_tabs", {"action": "list", "instanceId": True})
+        assert boolean.is_error and "'instanceId'" in text(boolean), text(boolean)
 
         # One tab in each, by instance; after that, tab ids alone are enough.
         tab_of: dict[str, int] = {}

@@ -328,8 +328,11 @@ async def test_browser_tab_answers_with_the_seeds_exact_shapes(
             "activeTabId": created["tabId"],
             "count": 2,
         }
-        activated = json.loads(await call(mcp, "browser_tab", {"action": "activate", "tabId": start}))
-        assert activated == {"success": True, "activeTabId": start}
+        # The instance may be named by its number, as a string or an integer, as by its id.
+        for instance in ("inst_1", "1", 1):
+            args = {"action": "activate", "tabId": start, "instanceId": instance}
+            activated = json.loads(await call(mcp, "browser_tab", args))
+            assert activated == {"success": True, "activeTabId": start}
         closed = json.loads(await call(mcp, "browser_tab", {"action": "close", "tabId": created["tabId"]}))
         assert closed == {"success": True, "closedTabId": created["tabId"]}
 

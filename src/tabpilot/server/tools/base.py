@@ -52,6 +52,8 @@ logger = logging.getLogger("tabpilot.server")
 
 TabIdValue = StrictInt | StrictStr
 """A tab id argument: strict, so `true` is refused instead of becoming tab 1."""
+InstanceIdValue = StrictInt | StrictStr
+"""An instance id argument: `"inst_2"`, or its number alone (`2` or `"2"`)."""
 TabIdArg = Annotated[
     TabIdValue | None,
     Field(description="Default: the active tab."),

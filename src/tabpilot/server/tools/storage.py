@@ -12,7 +12,7 @@ from pydantic import Field, StrictStr
 from tabpilot import path_in_roots
 
 from ..config import file_roots
-from .base import Call, ToolSpec
+from .base import Call, InstanceIdValue, ToolSpec
 
 DEFAULT_NAME = "storage-state.json"
 
@@ -31,7 +31,7 @@ async def browser_storage_state(
         StrictStr | None,
         Field(description=f"In the allowed roots. Default: {DEFAULT_NAME}."),
     ] = None,
-    instanceId: Annotated[StrictStr | None, Field()] = None,
+    instanceId: Annotated[InstanceIdValue | None, Field()] = None,
 ) -> None:
     instance = call.manager.instance(instanceId)
     target = writable_path(path, file_roots(call.session.config))

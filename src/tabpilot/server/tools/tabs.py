@@ -19,7 +19,7 @@ from pydantic import Field
 from tabpilot import TabpilotError, navigate, normalize_url
 
 from ..advice import error_text
-from .base import Call, TabIdArg, TabIdValue, ToolSpec
+from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
 
@@ -33,7 +33,9 @@ async def browser_tabs(
     ] = None,
     url: Annotated[str | None, Field(description="new: URL to open.")] = None,
     background: Annotated[bool, Field(description="new: do not activate it.")] = False,
-    instanceId: Annotated[str | None, Field(description="list/new: the browser instance.")] = None,
+    instanceId: Annotated[
+        InstanceIdValue | None, Field(description="list/new: the browser instance.")
+    ] = None,
 ) -> None:
     manager = call.manager
     response = call.response
@@ -44,8 +46,8 @@ async def browser_tabs(
         listed = manager.instance(instanceId) if infos else None
         active_tab = listed.active_tab if listed is not None and listed.state == "open" else None
         active = active_tab.id if active_tab else None
-        where = f" in instance {listed.id if listed else instanceId}" if instanceId else ""
-        whose = "its active tab" if instanceId else "active tab"
+        where = f" in instance {listed.id if listed else instanceId}" if instanceId is not None else ""
+        whose = "its active tab" if instanceId is not None else "active tab"
         response.result(
             f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
             + (f"{whose}: {active}." if active is not None else "no tab is active."),

@@ -27,7 +27,7 @@ from pydantic import Field
 from tabpilot import LastTabError, TabManager, TabNotFoundError, TabpilotError
 
 from ..advice import ToolCalls, error_text
-from ..tools.base import Call, TabIdValue, ToolSpec
+from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
@@ -43,7 +43,7 @@ CALLS = ToolCalls(
 """This set's calls, as an error's advice names them."""
 
 
-def list_result(manager: TabManager, instance_id: str | None) -> dict[str, Any]:
+def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str, Any]:
     instance = manager.instance(instance_id)
     infos = manager.tabs(instance.id)
     active = instance.active_tab
@@ -74,7 +74,7 @@ def _last_tab(tab_id: object) -> str:
 async def browser_tab(
     call: Call,
     action: Annotated[Action, Field(description="One of: list, new, close, close_others, activate")],
-    instanceId: Annotated[str | None, Field(description="Target browser instance")] = None,
+    instanceId: Annotated[InstanceIdValue | None, Field(description="Target browser instance")] = None,
     tabId: Annotated[
         TabIdValue | None, Field(description="Tab ID to operate on (for close, activate)")
     ] = None,
@@ -101,7 +101,7 @@ async def browser_tab(
 async def _run(
     call: Call,
     action: Action,
-    instance_id: str | None,
+    instance_id: str | int | None,
     tab_id: int | str | None,
     keep_tab_id: int | str | None,
     url: str | None,
