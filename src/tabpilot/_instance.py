@@ -151,6 +151,9 @@ class Instance:
         self.lost_reason: str | None = None
         self.replaced_by: str | None = None
         """The instance launched in place of this one after it was lost."""
+        self.tabs_at_loss: dict[str, int] = {}
+        """The tabs it had when it was lost, by target id (the one active then first): an instance
+        that connects to the same browser again gives the ones still there their ids back."""
         self.pid: int | None = None
         """The browser's process, when it runs on this machine: a launched one, or the launched
         browser a context instance lives in."""
@@ -343,7 +346,7 @@ class Instance:
         elif self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
             said = ". Its browser keeps its tabs, but tabpilot lost track of them."
             if self._services.is_default(self.id):
-                advice = "A call without a tab id connects it again as the default instance, with the tabs under new ids."
+                advice = "A call without a tab id connects it again as the default instance; its tabs keep their ids."
                 replacement = "reconnect"
         elif self.kind == "launched" and self._services.is_default(self.id):
             said = ". Its tabs are gone."
@@ -534,6 +537,9 @@ class Instance:
         self.lost_reason = reason
         logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
         self._tracker.report_checked_closes()
+        active = self.active_tab
+        ordered = ([active] if active is not None else []) + [t for t in self.tabs if t is not active]
+        self.tabs_at_loss = {t.target_id: t.id for t in ordered if t.target_id}
         for tab in self.tabs:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()

@@ -74,6 +74,8 @@ class TabManager:
         self._instances: dict[str, Instance] = {}
         self._grid_sessions: dict[str, GridSession] = {}
         """The grid session each grid instance drives (by instance id): the one whose close ends it."""
+        self._returning: dict[str, int] = {}
+        """While a lost instance is connected again: its tabs' ids, by target id (`_give_tab_id`)."""
         self._default_id: str | None = None
         self._driver = driver or Driver()
         self._owns_driver = driver is None
@@ -188,7 +190,12 @@ class TabManager:
             )
         return inst
 
-    def _give_tab_id(self) -> int:
+    def _give_tab_id(self, target_id: str | None = None) -> int:
+        """A new tab's id: the id its page had when its instance was lost, if the instance that
+        connects again in its place finds the page still there; else a new one."""
+        tab_id = self._returning.pop(target_id, None) if target_id else None
+        if tab_id is not None and all(tab.id != tab_id for tab in self._open_tabs()):
+            return tab_id
         tab_id = next(self._tab_ids)
         self._given.add(tab_id)
         return tab_id
@@ -517,7 +524,8 @@ class TabManager:
         Playwright-server or grid instance lost because Playwright's driver died (the browser may
         be fine; a grid session is driven again, and then ended by the new instance), are
         connected again. The replacement gets a new id, becomes the default, and an
-        `instance_relaunched` event says so. A remote default lost otherwise is not reconnected.
+        `instance_relaunched` event says so; the tabs a kept browser still has keep their ids, and
+        the one that was active is active again. A remote default lost otherwise is not reconnected.
         """
         self.check_health()
         await self.extension_connected(15)
@@ -525,36 +533,18 @@ class TabManager:
         if lost is None or lost.state != "lost" or self._closed:
             return None
         await lost.loss_judged()
-        connected = kept = False  # connected again (else launched or opened); the browser kept its tabs
-        if lost.kind == "launched":
-            replacement = await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir)
-        elif lost.kind == "context" and isolate_in is not None:
-            replacement = await self.attach_isolated(await isolate_in())
-            await replacement.new_tab()
-        elif (
-            lost.kind == "extension"
-            and (bridge := self._extensions.bridge_at(lost.endpoint or "")) is not None
-            and bridge.connected
-        ):
-            replacement, connected, kept = await self.connect_extension(bridge, timeout=5), True, True
-        elif (
-            lost.kind in ("cdp", "playwright-server") and lost.lost_reason == DRIVER_STOPPED and lost.endpoint
-        ):
-            # The browser itself may well be there still: only the connection to it went. A
-            # Playwright server closed what it opened for the old connection: a blank tab then.
-            connect = self.connect_cdp if lost.kind == "cdp" else self.connect_ws
-            replacement, connected, kept = await connect(lost.endpoint), True, lost.kind == "cdp"
-        elif (
-            lost.kind == "grid"
-            and lost.lost_reason == DRIVER_STOPPED
-            and (session := self._grid_sessions.get(lost.id)) is not None
-        ):
-            # The grid session outlives the driver: the new instance drives it (and ends it).
-            replacement = await self._drive_grid_session(session, new=False)
-            self._grid_sessions.pop(lost.id, None)
-            connected = kept = True
-        else:
+        self._returning = dict(lost.tabs_at_loss)
+        try:
+            replacement, connected, kept = await self._replace(lost, isolate_in)
+        finally:
+            self._returning = {}
+        if replacement is None:
             return None
+        if kept:
+            # The tab that was active when the instance was lost is active again, if it is there.
+            back = next((t for t in map(replacement.tab_for_target, lost.tabs_at_loss) if t), None)
+            if back is not None:
+                replacement.activate(back)
         lost.replaced_by = replacement.id
         self._default_id = replacement.id
         logger.info("instance %s replaces lost instance %s", replacement.id, lost.id)
@@ -570,6 +560,39 @@ class TabManager:
             activeTabId=active.id if active else None,
         )
         return replacement
+
+    async def _replace(
+        self, lost: Instance, isolate_in: Callable[[], Awaitable[Instance]] | None
+    ) -> tuple[Instance | None, bool, bool]:
+        """The instance in place of `lost` (None: it cannot be replaced); whether it connected to
+        the browser again (else launched or opened one), and whether that browser kept its tabs."""
+        if lost.kind == "launched":
+            return await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir), False, False
+        if lost.kind == "context" and isolate_in is not None:
+            replacement = await self.attach_isolated(await isolate_in())
+            await replacement.new_tab()
+            return replacement, False, False
+        if (
+            lost.kind == "extension"
+            and (bridge := self._extensions.bridge_at(lost.endpoint or "")) is not None
+            and bridge.connected
+        ):
+            return await self.connect_extension(bridge, timeout=5), True, True
+        if lost.kind in ("cdp", "playwright-server") and lost.lost_reason == DRIVER_STOPPED and lost.endpoint:
+            # The browser itself may well be there still: only the connection to it went. A
+            # Playwright server closed what it opened for the old connection: a blank tab then.
+            connect = self.connect_cdp if lost.kind == "cdp" else self.connect_ws
+            return await connect(lost.endpoint), True, lost.kind == "cdp"
+        if (
+            lost.kind == "grid"
+            and lost.lost_reason == DRIVER_STOPPED
+            and (session := self._grid_sessions.get(lost.id)) is not None
+        ):
+            # The grid session outlives the driver: the new instance drives it (and ends it).
+            replacement = await self._drive_grid_session(session, new=False)
+            self._grid_sessions.pop(lost.id, None)
+            return replacement, True, True
+        return None, False, False
 
     # -- tabs ------------------------------------------------------------------------------------
 

@@ -242,7 +242,7 @@ class TabTracker:
             opener = self.registry.get(watches[0].tab.id)
             cause = "link"
         tab = Tab(
-            self._services.next_tab_id(),
+            self._services.next_tab_id(info.get("targetId")),
             self._host,
             target_id=info.get("targetId"),
             opener_id=opener.id if opener is not None else None,

@@ -342,8 +342,8 @@ async def test_a_killed_driver_loses_a_grid_instance_that_the_next_call_drives_a
             said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
             assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said
             assert said.endswith(
-                "A call without tabId and instanceId connects it again as the default instance, with the tabs "
-                "under new ids."
+                "A call without tabId and instanceId connects it again as the default instance; its tabs keep "
+                "their ids."
             )
             # Only the default instance is connected again by itself.
             said = error(await mcp.call_tool("browser_snapshot", {"tabId": other_tab}))
@@ -353,7 +353,8 @@ async def test_a_killed_driver_loses_a_grid_instance_that_the_next_call_drives_a
             ), said
             listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
             assert "instance inst_3 was connected in place of lost instance inst_1" in listed, listed
-            assert f"Page a ({site.url('/page/a')})" in listed
+            # The tab is back under its id, and active again (not the session's first, blank tab).
+            assert f"- tab {tab}: Page a ({site.url('/page/a')}) [active]" in listed, listed
             instances = result_of(await mcp.call_tool("browser_instance", {"action": "list"}))["instances"]
             assert [
                 (i["id"], i["kind"], i["endpoint"].rsplit("/", 1)[-1], i["health"]) for i in instances
@@ -367,6 +368,7 @@ async def test_a_killed_driver_loses_a_grid_instance_that_the_next_call_drives_a
             assert session in grid.session_ids()
             went = await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")})
             assert not went.is_error and "Page b" in text(went), text(went)
+            assert result_of(went)["tabId"] == tab, text(went)
     await wait_until(lambda: not {session, other_session} & set(grid.session_ids()), timeout=10)
 
 
@@ -383,7 +385,11 @@ async def _cdp_browser_outlives_the_driver(
         assert "A call without tabId and instanceId connects it again" in said
         listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
         assert "was connected in place of lost instance inst_1" in listed, listed
-        assert f"Page a ({site.url('/page/a')})" in listed
+        assert "the tabs the browser still has keep their ids" in listed, listed
+        # The tab is back under its id, and active again, as it was when the driver died.
+        assert f"- tab {tab}: Page a ({site.url('/page/a')}) [active]" in listed, listed
+        again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
+        assert not again.is_error and "Page a" in text(again), text(again)
 
 
 async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_carry_on(

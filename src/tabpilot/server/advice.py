@@ -196,7 +196,7 @@ def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
     if exc.replaced_by is not None:
         return f"Use instance {exc.replaced_by} instead, or leave instanceId out for the default instance."
     if exc.replacement == "reconnect":
-        return "A call without tabId and instanceId connects it again as the default instance, with the tabs under new ids."
+        return "A call without tabId and instanceId connects it again as the default instance; its tabs keep their ids."
     if exc.replacement == "reconnect-blank":
         return "A call without tabId and instanceId connects to it again as the default instance, with a blank tab."
     if exc.replacement == "launch":
@@ -384,7 +384,7 @@ def event_line(event: TabEvent) -> str:
     if event.type == "instance_relaunched":
         how = "connected" if d.get("reconnected") else "launched"
         tabs = (
-            "the tabs the browser has are listed under new ids"
+            "the tabs the browser still has keep their ids"
             if d.get("tabsKept")
             else f"the old tabs are gone, tab {d.get('activeTabId')} is its blank tab"
         )
