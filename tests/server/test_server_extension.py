@@ -235,6 +235,8 @@ async def _driver_killed_under(
         assert sorted(t["url"] for t in listed) == sorted(
             ["about:blank", site.url("/page/a"), site.url("/page/b")]
         )
+        # The user's tab that the agent had opened is back under its id.
+        assert [t["id"] for t in listed if t["url"] == site.url("/page/a")] == [tab]
         assert await user_tab_alive(chromium)
 
 
