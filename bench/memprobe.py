@@ -125,7 +125,7 @@ async def server_mode(args: argparse.Namespace) -> dict[str, Any]:
             for kind in KINDS:
                 data = structured_of(await srv.call("browser_observe", what=kind, limit=1))
                 res = data.get("result", data)
-                full[kind] = {"total": res.get("totalEntriesAllTabs"), "dropped": res.get("dropped")}
+                full[kind] = {"total": res.get("total_entries_all_tabs"), "dropped": res.get("dropped")}
             server_rss = rss_mb(srv.pid)
             driver_rss = driver_rss_mb(srv.pid)
             cpu = {"server_cpu_s": round(cpu_s(srv.pid), 2), "driver_cpu_s": round(driver_cpu_s(srv.pid), 2)}

@@ -499,7 +499,7 @@ class ServerBench:
                     self.results.note(f"browser_observe(what={kind!r}) is not available: buffers not filled.")
                     return
                 dropped = _find(data, "dropped")
-                totals[kind] = _find(data, "totalEntriesAllTabs")
+                totals[kind] = _find(data, "total_entries_all_tabs")
                 full[kind] = isinstance(dropped, int | float) and dropped > 0
             if all(full.values()):
                 break

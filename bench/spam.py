@@ -104,7 +104,7 @@ async def run(logs: int, fetches: int, rounds: int) -> dict[str, Any]:
                     await server.call("browser_observe", what="logs", tabId=spam_tab, url=None, limit=1)
                 )["result"]
                 entries = found.get("entries", [])
-                accounted = int(found.get("totalEntriesAllTabs") or 0) + int(found.get("dropped") or 0)
+                accounted = int(found.get("total_entries_all_tabs") or 0) + int(found.get("dropped") or 0)
                 if (entries and entries[-1].get("text") == "spam done") or accounted >= logs + 1:
                     seen_at = time.monotonic() - started
                     break

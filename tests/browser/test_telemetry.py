@@ -117,7 +117,7 @@ async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_w
     assert api.duration_ms >= 0 and api.started > 0 and api.failure is None
 
     everything = telemetry.query(Query("logs")).to_dict()
-    assert everything["filteredByTab"] is None
+    assert everything["filtered_by_tab"] is None
     assert [(e["tabId"], e["text"]) for e in everything["entries"]] == [
         (background.id, "fetched /api/text?n=5 200"),
         (active.id, "fetched /api/echo 200"),
@@ -428,13 +428,13 @@ async def test_a_filter_that_matches_nothing_returns_an_empty_list_with_the_meta
     assert result == {
         "what": "logs",
         "entries": [],
-        "currentlyTrackedTab": tab.id,
-        "filteredByTab": tab.id,
-        "totalEntriesAllTabs": 1,
-        "returnedEntries": 0,
+        "currently_tracked_tab": tab.id,
+        "filtered_by_tab": tab.id,
+        "total_entries_all_tabs": 1,
+        "returned_entries": 0,
         "dropped": 0,
-        "nextCursor": telemetry.last_seq,
-        "hasMore": False,
+        "next_cursor": telemetry.last_seq,
+        "has_more": False,
     }
     assert telemetry.query(Query("logs", tab_id=tab.id + 1000)).returned_entries == 0
     assert telemetry.query(Query("network_waterfall", status_min=500)).returned_entries == 0
@@ -569,7 +569,7 @@ async def test_a_request_still_in_flight_is_listed_as_pending_until_it_finishes(
     await tab.page.evaluate("window.slow = fetch('/api/slow?ms=1000')")
     await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
     waiting = telemetry.query(Query("network_waterfall", tab_id=tab.id)).to_dict()
-    assert [(p["tabId"], p["method"], p["url"]) for p in waiting["pendingRequests"]] == [
+    assert [(p["tabId"], p["method"], p["url"]) for p in waiting["pending_requests"]] == [
         (tab.id, "GET", site.url("/api/slow?ms=1000"))
     ]
     assert telemetry.query(Query("network_waterfall", tab_id=tab.id, url="other")).pending == ()

@@ -44,26 +44,28 @@ async def test_observing_a_background_tab_returns_only_its_entries_tagged_in_tex
         quiet = await new_tab(mcp, site.url("/fetch?path=/api/text?n=5"), background=True)
         active = await new_tab(mcp, site.url("/fetch?path=/api/echo"))
 
-        logs = await observe_until(mcp, {"what": "logs", "tabId": quiet}, lambda r: r["returnedEntries"] == 1)
+        logs = await observe_until(
+            mcp, {"what": "logs", "tabId": quiet}, lambda r: r["returned_entries"] == 1
+        )
         data = result_of(logs)
         assert [(e["tabId"], e["text"]) for e in data["entries"]] == [(quiet, "fetched /api/text?n=5 200")]
-        assert data["filteredByTab"] == quiet
-        assert data["currentlyTrackedTab"] == active
+        assert data["filtered_by_tab"] == quiet
+        assert data["currently_tracked_tab"] == active
         lines = section(logs, "Result").splitlines()
         assert lines[1].startswith(f"[tab {quiet}] ")
         assert "fetched /api/text?n=5 200" in lines[1]
-        assert f"currentlyTrackedTab: {active}" in lines[0]
+        assert f"currently_tracked_tab: {active}" in lines[0]
 
-        both = await observe_until(mcp, {"what": "logs"}, lambda r: r["returnedEntries"] == 2)
+        both = await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 2)
         assert sorted((e["tabId"], e["text"]) for e in result_of(both)["entries"]) == sorted(
             [(quiet, "fetched /api/text?n=5 200"), (active, "fetched /api/echo 200")]
         )
-        assert result_of(both)["filteredByTab"] is None
+        assert result_of(both)["filtered_by_tab"] is None
 
         network = await observe_until(
             mcp,
             {"what": "network_waterfall", "tabId": str(quiet), "url": site.url("/api/")},
-            lambda r: r["returnedEntries"] == 1,
+            lambda r: r["returned_entries"] == 1,
         )
         (request,) = result_of(network)["entries"]
         assert (request["tabId"], request["status"], request["url"]) == (
@@ -111,16 +113,16 @@ async def test_a_filter_that_matches_nothing_returns_no_entries_with_the_metadat
 ) -> None:
     async with connect() as mcp:
         tab = await new_tab(mcp, site.url("/console?msg=hello"))
-        await observe_until(mcp, {"what": "logs"}, lambda r: r["returnedEntries"] == 1)
+        await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 1)
         result = await mcp.call_tool(
             "browser_observe", {"what": "logs", "tabId": tab, "url": "no-such-thing"}
         )
         data = result_of(result)
         assert data["entries"] == []
-        assert data["returnedEntries"] == 0
-        assert data["totalEntriesAllTabs"] == 1
-        assert (data["filteredByTab"], data["currentlyTrackedTab"], data["dropped"]) == (tab, tab, 0)
-        assert isinstance(data["nextCursor"], int)
+        assert data["returned_entries"] == 0
+        assert data["total_entries_all_tabs"] == 1
+        assert (data["filtered_by_tab"], data["currently_tracked_tab"], data["dropped"]) == (tab, tab, 0)
+        assert isinstance(data["next_cursor"], int)
         assert "Nothing matched these filters" in section(result, "Result")
 
 
@@ -131,14 +133,14 @@ async def test_a_cursor_returns_only_new_entries_and_a_closed_tab_stays_observab
         await new_tab(mcp, site.url("/page/a"))
         tab = await new_tab(mcp, site.url("/console?msg=one"))
         first = result_of(
-            await observe_until(mcp, {"what": "logs", "tabId": tab}, lambda r: r["returnedEntries"] == 1)
+            await observe_until(mcp, {"what": "logs", "tabId": tab}, lambda r: r["returned_entries"] == 1)
         )
-        cursor = first["nextCursor"]
+        cursor = first["next_cursor"]
         await mcp.call_tool(
             "browser_navigate", {"action": "goto", "url": site.url("/console?msg=two"), "tabId": tab}
         )
         newer = await observe_until(
-            mcp, {"what": "logs", "tabId": tab, "since": cursor}, lambda r: r["returnedEntries"] == 1
+            mcp, {"what": "logs", "tabId": tab, "since": cursor}, lambda r: r["returned_entries"] == 1
         )
         assert [e["text"] for e in result_of(newer)["entries"]] == ["two"]
 
@@ -166,7 +168,7 @@ async def test_websocket_frames_can_be_filtered_by_direction(
         received = await observe_until(
             mcp,
             {"what": "websocket_events", "tabId": tab, "direction": "received"},
-            lambda r: r["returnedEntries"] == 1,
+            lambda r: r["returned_entries"] == 1,
         )
         (frame,) = result_of(received)["entries"]
         assert (frame["tabId"], frame["event"], frame["preview"]) == (tab, "received", "hello")
@@ -185,7 +187,7 @@ async def test_a_tabs_network_waterfall_shows_its_websockets_as_devtools_does(
         tab = await new_tab(mcp, site.url("/two-sockets"))
         quiet = await new_tab(mcp, site.url("/page/a"), background=True)
         waterfall = await observe_until(
-            mcp, {"what": "network_waterfall", "tabId": tab}, lambda r: r["returnedEntries"] == 3
+            mcp, {"what": "network_waterfall", "tabId": tab}, lambda r: r["returned_entries"] == 3
         )
         rows = {e["url"]: e for e in result_of(waterfall)["entries"]}
         echo, refused = rows[site.ws_url("/ws")], rows[site.ws_url("/no-socket")]
@@ -201,13 +203,13 @@ async def test_a_tabs_network_waterfall_shows_its_websockets_as_devtools_does(
         frames = await observe_until(
             mcp,
             {"what": "websocket_events", "tabId": tab, "direction": "received"},
-            lambda r: r["returnedEntries"],
+            lambda r: r["returned_entries"],
         )
         assert [(e["url"], e["preview"]) for e in result_of(frames)["entries"]] == [
             (site.ws_url("/ws"), "hi")
         ]
         other = await observe_until(
-            mcp, {"what": "network_waterfall", "tabId": quiet}, lambda r: r["returnedEntries"] == 1
+            mcp, {"what": "network_waterfall", "tabId": quiet}, lambda r: r["returned_entries"] == 1
         )
         assert [e["resourceType"] for e in result_of(other)["entries"]] == ["document"]
 
@@ -229,9 +231,9 @@ async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
     async with connect() as mcp:
         tab = await new_tab(mcp, site.url("/fetch?path=/api/slow?ms=1500"), background=True)
         result = await observe_until(
-            mcp, {"what": "network_waterfall", "tabId": tab}, lambda r: bool(r["pendingRequests"])
+            mcp, {"what": "network_waterfall", "tabId": tab}, lambda r: bool(r["pending_requests"])
         )
-        (pending,) = result_of(result)["pendingRequests"]
+        (pending,) = result_of(result)["pending_requests"]
         assert (pending["tabId"], pending["url"]) == (tab, site.url("/api/slow?ms=1500"))
         assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")
 
@@ -247,8 +249,8 @@ async def logs_accounted_for(mcp: Client, tab: int, total: int) -> tuple[list[di
             arguments = {"what": "logs", "tabId": tab, "limit": 1000, "since": cursor}
             seen = result_of(await mcp.call_tool("browser_observe", arguments))
             entries += seen["entries"]
-            cursor = seen["nextCursor"]
-            if not seen["hasMore"]:
+            cursor = seen["next_cursor"]
+            if not seen["has_more"]:
                 break
         dropped = int(seen["dropped"])
         if len(entries) + dropped >= total or asyncio.get_running_loop().time() > deadline:

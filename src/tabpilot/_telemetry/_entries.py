@@ -240,19 +240,19 @@ class ObserveResult:
 
     def to_dict(self) -> dict[str, Any]:
         extra = (
-            {"pendingRequests": [p.to_dict() for p in self.pending]}
+            {"pending_requests": [p.to_dict() for p in self.pending]}
             if self.what == "network_waterfall"
             else {}
         )
         return {
             "what": self.what,
             "entries": [entry.to_dict() for entry in self.entries],
-            "currentlyTrackedTab": self.currently_tracked_tab,
-            "filteredByTab": self.filtered_by_tab,
-            "totalEntriesAllTabs": self.total_entries_all_tabs,
-            "returnedEntries": self.returned_entries,
+            "currently_tracked_tab": self.currently_tracked_tab,
+            "filtered_by_tab": self.filtered_by_tab,
+            "total_entries_all_tabs": self.total_entries_all_tabs,
+            "returned_entries": self.returned_entries,
             "dropped": self.dropped,
-            "nextCursor": self.next_cursor,
-            "hasMore": self.has_more,
+            "next_cursor": self.next_cursor,
+            "has_more": self.has_more,
             **extra,
         }

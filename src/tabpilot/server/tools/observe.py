@@ -1,9 +1,9 @@
 """`browser_observe`: per-tab telemetry (SPEC 3), every entry with its tabId, any tab, open or closed.
 
 Structured `result` is the library's `ObserveResult.to_dict()`:
-    {what, entries: [{seq, timestamp, tabId, ...}], currentlyTrackedTab, filteredByTab,
-     totalEntriesAllTabs, returnedEntries, dropped, nextCursor, hasMore}
-and, for network_waterfall, `pendingRequests` (requests still in flight, each with its tabId).
+    {what, entries: [{seq, timestamp, tabId, ...}], currently_tracked_tab, filtered_by_tab,
+     total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more}
+and, for network_waterfall, `pending_requests` (requests still in flight, each with its tabId).
 The text shows the same metadata on one line, then one line per entry, each starting `[tab N]`.
 """
 
@@ -83,8 +83,8 @@ async def browser_observe(
     scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
     head = (
         f"{result.returned_entries} {what} entr{'y' if result.returned_entries == 1 else 'ies'} of {scope} "
-        f"(currentlyTrackedTab: {result.currently_tracked_tab}, totalEntriesAllTabs: "
-        f"{result.total_entries_all_tabs}, dropped: {result.dropped}, nextCursor: {result.next_cursor})."
+        f"(currently_tracked_tab: {result.currently_tracked_tab}, total_entries_all_tabs: "
+        f"{result.total_entries_all_tabs}, dropped: {result.dropped}, next_cursor: {result.next_cursor})."
     )
     if tab_id is not None and not _is_open(call, tab_id):
         head += f" Tab {tab_id} is closed; these are its recorded entries."
