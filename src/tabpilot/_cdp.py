@@ -13,9 +13,11 @@ A cross-site iframe runs in a target of its own (site isolation), whose console 
 the page's session never hears of. `TargetSession.attach_children` has the page's session attach
 to each such target as it starts (`Target.setAutoAttach`, not flattened): the child's messages
 travel inside the page session's, as the page session's travel inside the browser session's.
-Only a page's own iframes: an iframe inside a cross-site iframe is not attached (a session nested
-two deep stalled that iframe's load now and then, measured), nor are workers (their network
-events were not reliably delivered to such a session).
+The page's dedicated workers are attached the same way: their console lines, errors and requests
+are the tab's. (A worker's script can be loaded before its session is there: its request is then
+seen finishing but without its response.) Only a page's own iframes and workers: an iframe inside
+a cross-site iframe is not attached (a session nested two deep stalled that iframe's load now and
+then, measured), nor are its workers, nor shared and service workers (they serve many tabs).
 
 Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
 cannot keep before paying for parsing it.
@@ -29,6 +31,9 @@ import itertools
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
+
+CHILD_TYPES = ("iframe", "worker")
+"""The targets a page's session attaches to as they start: cross-site iframes, dedicated workers."""
 
 EventHandler = Callable[[str, str], None]
 """`handler(method, raw_json)` for one event of a target."""
@@ -69,13 +74,22 @@ class CdpCommandError(Exception):
 class TargetSession:
     """One page target's session: `send` commands, `on_events` for its events as raw JSON."""
 
-    def __init__(self, owner: TargetSessions, target_id: str, *, parent: TargetSession | None = None) -> None:
+    def __init__(
+        self,
+        owner: TargetSessions,
+        target_id: str,
+        *,
+        parent: TargetSession | None = None,
+        kind: str = "page",
+    ) -> None:
         self._owner = owner
         self.session_id: str | None = None
         """Chromium's id of the session, once the attach is answered."""
         self.target_id = target_id
         self.parent = parent
-        """The session of the page whose cross-site iframe this target is (None: a page's own)."""
+        """The session of the page whose cross-site iframe or worker this target is (None: a page's own)."""
+        self.kind = kind
+        """The target's type: "page", or one of CHILD_TYPES."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: dict[str, list[EventHandler]] = {}
@@ -168,20 +182,20 @@ class TargetSession:
         await self._owner.detach(self)
 
     def attach_children(self, on_child: Callable[[TargetSession], None]) -> None:
-        """Attach to every cross-site iframe of this page as it starts: `on_child(session)` for
-        each (its `parent` is this session). A child's session closes when its iframe goes, and
-        with this one."""
+        """Attach to every cross-site iframe and dedicated worker of this page as it starts:
+        `on_child(session)` for each (its `parent` is this session). A child's session closes when
+        its iframe or worker goes, and with this one."""
         children = TargetSessions(_Through(self), on_child=on_child)
         self.on_close(children.close)
-        # The iframe waits at its start until on_child has sent its commands (as it waits for
-        # Playwright's), so its first request and console line are seen.
+        # The iframe or worker waits at its start until on_child has sent its commands (as it
+        # waits for Playwright's), so its first request and console line are seen.
         self.send(
             "Target.setAutoAttach",
             {
                 "autoAttach": True,
                 "waitForDebuggerOnStart": True,
                 "flatten": False,
-                "filter": [{"type": "iframe"}],
+                "filter": [{"type": kind} for kind in CHILD_TYPES],
             },
         )
 
@@ -280,13 +294,13 @@ class TargetSessions:
         session = self._by_target.get(info.get("targetId", ""))
         if session is not None and not event.get("waitingForDebugger"):
             self._named(session, event.get("sessionId", ""))
-        elif session is None and self._on_child is not None and info.get("type") == "iframe":
-            self._adopt(info["targetId"], str(event.get("sessionId", "")))
+        elif session is None and self._on_child is not None and info.get("type") in CHILD_TYPES:
+            self._adopt(info["targetId"], str(event.get("sessionId", "")), info["type"])
 
-    def _adopt(self, target_id: str, session_id: str) -> None:
+    def _adopt(self, target_id: str, session_id: str, kind: str) -> None:
         """A child target the parent session was attached to by Chromium (auto-attach)."""
         assert self._on_child is not None and isinstance(self._root, _Through)
-        child = TargetSession(self, target_id, parent=self._root.session)
+        child = TargetSession(self, target_id, parent=self._root.session, kind=kind)
         self._by_target[target_id] = child
         self._named(child, session_id)
         try:

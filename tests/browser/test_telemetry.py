@@ -654,6 +654,48 @@ async def test_cross_site_iframes_console_errors_and_requests_are_their_tabs(
     assert telemetry.listener_errors == 0
 
 
+async def test_a_web_workers_console_errors_and_requests_are_its_tabs(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    site.set_content(
+        "/worker.js",
+        "console.log('worker up'); fetch('/api/echo?from=worker').then((r) => console.log('worker fetched ' + r.status));"
+        "setTimeout(() => { throw new Error('worker broke') }, 50);"
+        "onmessage = () => fetch('/api/slow?ms=5000');",
+        content_type="text/javascript",
+    )
+    site.set_content("/with-worker", "<h1>Worker</h1><script>window.w = new Worker('/worker.js')</script>")
+    telemetry, instance = await record()
+    await open_tab(manager, instance, site.url("/page/a"))
+    tab = await open_tab(manager, instance, site.url("/with-worker"), background=True)
+
+    def requests() -> dict[str, NetworkEntry]:
+        entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).entries
+        return {e.url: e for e in entries if isinstance(e, NetworkEntry)}
+
+    await wait_until(lambda: len(texts(telemetry, tab_id=tab.id)) == 2)
+    assert sorted(texts(telemetry, tab_id=tab.id)) == ["worker fetched 200", "worker up"]
+    await wait_until(lambda: telemetry.query(Query("errors", tab_id=tab.id)).entries)
+    (error,) = telemetry.query(Query("errors", tab_id=tab.id)).entries
+    assert isinstance(error, ErrorEntry) and error.message == "worker broke"
+    await wait_until(lambda: site.url("/api/echo?from=worker") in requests())
+    assert requests()[site.url("/api/echo?from=worker")].status == 200
+    # The worker's script is one finished row, not a request pending for ever.
+    await wait_until(lambda: site.url("/worker.js") in requests())
+    assert requests()[site.url("/worker.js")].failure is None
+
+    # A worker that stops takes its requests with it: recorded as cut short, and why.
+    await tab.page.evaluate("w.postMessage('go')")
+    slow = site.url("/api/slow?ms=5000")
+    await wait_until(lambda: [p for p in telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending])
+    await tab.page.evaluate("w.terminate()")
+    await wait_until(lambda: slow in requests())
+    cut = requests()[slow]
+    assert cut.status is None and cut.failure == "its worker stopped before the request finished"
+    assert telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending == ()
+    assert telemetry.listener_errors == 0
+
+
 async def test_the_last_request_of_a_popup_that_closes_itself_is_recorded(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:

@@ -9,9 +9,11 @@ a recorder without `network`) and reads:
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
   (`_sockets`).
 A document that loaded before Network was on (the attach races Playwright's short hold of a new
-popup) is recovered from the page's navigation timing (`_timing`). A cross-site iframe of the tab
-has a feed of its own on its own target's session; a request that starts in one feed and ends in
-another (the iframe's document) is handed over between them (`Sink.hand_over`).
+popup) is recovered from the page's navigation timing (`_timing`). A cross-site iframe or a
+dedicated worker of the tab has a feed of its own on its own target's session; a request that
+starts in one feed and ends in another (the iframe's document, the worker's script) is handed over
+between them (`Sink.hand_over`), and the raw headers the page's target hears of a worker's
+request are put on it where it is.
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
@@ -173,8 +175,9 @@ class Sink(Protocol):
 
     def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
 
-    def hand_over(self, tab_id: int, request_id: str, to: TabFeed) -> _Request | None:
-        """A request in flight in another feed of the tab, taken from it for `to`."""
+    def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> _Request | None:
+        """A request in flight in another feed of the tab, taken from it for `to` (or, without
+        `take`, left where it is)."""
 
 
 class TabFeed:
@@ -262,7 +265,9 @@ class TabFeed:
             return
         self._finished = True
         self._dispose()
-        gone = "the tab closed" if self._session.parent is None else "its iframe went away"
+        gone = {"iframe": "its iframe went away", "worker": "its worker stopped"}.get(
+            self._session.kind, "the tab closed"
+        )
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, f"{gone} before the request finished")
         self._sockets.finish()
@@ -384,22 +389,28 @@ class TabFeed:
             oldest = next(iter(self._in_flight))
             self._record_unfinished(oldest, f"still unfinished after {MAX_IN_FLIGHT} later requests")
 
-    def _find(self, request_id: str) -> _Request | None:
-        """The request in flight with this id: this feed's, or another feed's of the tab (a
-        cross-site iframe's document request starts in its parent's target and ends in its own)."""
+    def _find(self, request_id: str, *, take: bool = True) -> _Request | None:
+        """The request in flight with this id: this feed's, or another feed's of the tab, then
+        taken over unless `take` is False (a cross-site iframe's document request starts in its
+        parent's target and ends in its own; a worker's script too, and the page's target hears
+        the raw headers of the worker's requests, which end in the worker's)."""
         request = self._in_flight.get(request_id)
         if request is None:
-            request = self._sink.hand_over(self.tab_id, request_id, self)
-            if request is not None:
+            request = self._sink.hand_over(self.tab_id, request_id, self, take=take)
+            if request is not None and take:
                 self._in_flight[request_id] = request
         return request
+
+    def holds(self, request_id: str) -> _Request | None:
+        """This feed's request in flight with this id."""
+        return self._in_flight.get(request_id)
 
     def give_up(self, request_id: str) -> _Request | None:
         """This feed's request in flight with this id, no longer this feed's (`_find`)."""
         return self._in_flight.pop(request_id, None)
 
     def _extra(self, params: dict[str, Any], field: str) -> None:
-        request = self._find(params["requestId"])
+        request = self._find(params["requestId"], take=False)
         if request is not None:
             setattr(request, field, params.get("headers", {}))
             return

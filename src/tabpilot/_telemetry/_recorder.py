@@ -147,10 +147,10 @@ class Telemetry:
 
         return dispose
 
-    def hand_over(self, tab_id: int, request_id: str, to: TabFeed) -> Any:
+    def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> Any:
         for feed in self._feeds.get(tab_id, ()):
             if feed is not to:
-                request = feed.give_up(request_id)
+                request = feed.give_up(request_id) if take else feed.holds(request_id)
                 if request is not None:
                     return request
         return None

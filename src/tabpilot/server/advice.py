@@ -429,7 +429,8 @@ def entry_line(entry: Any) -> str:
             return line + "\n    " + "\n    ".join(frames)
         return line + (f" ({short(entry.url)})" if entry.url else "")
     if isinstance(entry, NetworkEntry):
-        outcome = f"FAILED {entry.failure}" if entry.failure else str(entry.status)
+        status = "status not seen" if entry.status is None else str(entry.status)
+        outcome = f"FAILED {entry.failure}" if entry.failure else status
         size = f", {entry.response_body_size} B" if entry.response_body_size is not None else ""
         took = f", {entry.duration_ms:.0f} ms" if entry.duration_ms >= 0 else ""
         return f"{head} {entry.method} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
