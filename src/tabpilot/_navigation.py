@@ -38,8 +38,8 @@ class NavigationResult:
     dialog: bool = False
     """A dialog opened while the page loaded: the load finishes once it is handled."""
     stayed: bool = False
-    """Nothing was loaded (yet): a dialog holds the navigation up, or the URL is a download; the
-    note says which."""
+    """Nothing was loaded (yet): a dialog holds the navigation up, the URL is a download, or there
+    is no history entry to go back or forward to; the note says which."""
 
 
 def normalize_url(url: str) -> str:
@@ -122,13 +122,12 @@ async def navigate(
             dialog=True,
             stayed=True,
         )
-    note = ""
     # Playwright answers None both when there is no history entry to go to and when the entry has
     # no response of its own (a pushState or #hash entry, about:blank): only the URL tells them apart.
     if status is None and action in ("back", "forward") and handle.url == was_at:
         note = f"There is no page to go {action} to in tab {tab.id}'s history; it stays on {handle.url}."
-    elif status is not None and status >= 400:
-        note = f"The server answered HTTP {status}."
+        return NavigationResult(tab.id, handle.url, status, note, stayed=True)
+    note = f"The server answered HTTP {status}." if status is not None and status >= 400 else ""
     return NavigationResult(tab.id, handle.url, status, note)
 
 

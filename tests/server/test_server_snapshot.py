@@ -113,7 +113,10 @@ async def test_going_back_without_history_says_so(connect: Callable[..., Client]
     async with connect() as mcp:
         result = await mcp.call_tool("browser_navigate", {"action": "back"})
         assert not result.is_error, text(result)
-        assert "no page to go back to" in section(result, "Result")
+        # It says what happened, and does not claim it went back.
+        assert section(result, "Result") == (
+            "There is no page to go back to in tab 1's history; it stays on about:blank."
+        ), section(result, "Result")
 
 
 async def test_going_back_over_entries_without_a_response_is_not_called_a_missing_history(
