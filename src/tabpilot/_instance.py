@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -98,6 +99,22 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except (OSError, ValueError):
         return False
+    return True
+
+
+EXIT_NOTICE = 0.2
+"""How long a launched browser that disconnected may take to be seen ending: a killed process
+closes its pipe to the driver a moment before it stops counting as running."""
+
+
+def _pid_ends(pid: int, *, within: float) -> bool:
+    """Whether the process has ended, or ends within `within` seconds (a short, blocking wait: only
+    when an instance is lost)."""
+    deadline = time.monotonic() + within
+    while _pid_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
     return True
 
 
@@ -510,7 +527,7 @@ class Instance:
         loss = self._link.loss() if self._link is not None else None
         if loss is not None:
             return loss
-        if self.pid is not None and not _pid_alive(self.pid):
+        if self.pid is not None and _pid_ends(self.pid, within=EXIT_NOTICE):
             return f"the browser process (pid {self.pid}) ended: it was killed or crashed"
         return "the browser disconnected"
 
