@@ -87,6 +87,12 @@ def texts(telemetry: Telemetry, **query: Any) -> list[str]:
     return [e.text for e in telemetry.query(Query("logs", **query)).entries if isinstance(e, ConsoleEntry)]
 
 
+def rows_by_url(telemetry: Telemetry, tab_id: int) -> dict[str, NetworkEntry]:
+    """A tab's finished (or cut short) requests, by URL."""
+    entries = telemetry.query(Query("network_waterfall", tab_id=tab_id)).entries
+    return {e.url: e for e in entries if isinstance(e, NetworkEntry)}
+
+
 async def test_observing_a_background_tab_returns_only_its_entries_each_tagged_with_its_id(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:
@@ -622,8 +628,7 @@ async def test_cross_site_iframes_console_errors_and_requests_are_their_tabs(
     tab = await open_tab(manager, instance, site.url("/host"), background=True)
 
     def requests() -> dict[str, NetworkEntry]:
-        entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).entries
-        return {e.url: e for e in entries if isinstance(e, NetworkEntry)}
+        return rows_by_url(telemetry, tab.id)
 
     await wait_until(lambda: len(texts(telemetry, tab_id=tab.id)) == 2)
     await wait_until(lambda: len(telemetry.query(Query("errors", tab_id=tab.id)).entries) == 2)
@@ -670,8 +675,7 @@ async def test_a_web_workers_console_errors_and_requests_are_its_tabs(
     tab = await open_tab(manager, instance, site.url("/with-worker"), background=True)
 
     def requests() -> dict[str, NetworkEntry]:
-        entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).entries
-        return {e.url: e for e in entries if isinstance(e, NetworkEntry)}
+        return rows_by_url(telemetry, tab.id)
 
     await wait_until(lambda: len(texts(telemetry, tab_id=tab.id)) == 2)
     assert sorted(texts(telemetry, tab_id=tab.id)) == ["worker fetched 200", "worker up"]
