@@ -169,8 +169,10 @@ class Instance:
         self.replaced_by: str | None = None
         """The instance launched in place of this one after it was lost."""
         self.tabs_at_loss: dict[str, int] = {}
-        """The tabs it had when it was lost, by target id (the one active then first): an instance
-        that connects to the same browser again gives the ones still there their ids back."""
+        """The tabs it had when it was lost, by target id: an instance that connects to the same
+        browser again gives the ones still there their ids back."""
+        self.active_at_loss: str | None = None
+        """The target id of the tab that was active when it was lost."""
         self.pid: int | None = None
         """The browser's process, when it runs on this machine: a launched one, or the launched
         browser a context instance lives in."""
@@ -554,9 +556,8 @@ class Instance:
         self.lost_reason = reason
         logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
         self._tracker.report_checked_closes()
-        active = self.active_tab
-        ordered = ([active] if active is not None else []) + [t for t in self.tabs if t is not active]
-        self.tabs_at_loss = {t.target_id: t.id for t in ordered if t.target_id}
+        self.tabs_at_loss = {t.target_id: t.id for t in self.tabs if t.target_id}
+        self.active_at_loss = self.active_tab.target_id if self.active_tab is not None else None
         for tab in self.tabs:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()

@@ -540,9 +540,9 @@ class TabManager:
             self._returning = {}
         if replacement is None:
             return None
-        if kept:
+        if kept and lost.active_at_loss is not None:
             # The tab that was active when the instance was lost is active again, if it is there.
-            back = next((t for t in map(replacement.tab_for_target, lost.tabs_at_loss) if t), None)
+            back = replacement.tab_for_target(lost.active_at_loss)
             if back is not None:
                 replacement.activate(back)
         lost.replaced_by = replacement.id
