@@ -179,11 +179,6 @@ def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:
     return f"Close it with {calls.close_tab(exc.tab_id)}{again}."
 
 
-def _instance_advice(advice: str) -> Callable[[Any, ToolCalls], str]:
-    """Advice that names browser_instance: a set without it gets the library's own words."""
-    return lambda e, calls: advice if calls.instances else e.advice
-
-
 def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
     if exc.open_tabs:
         return f"Use one of these ids, or list tabs again with {calls.list_tabs}."
