@@ -74,8 +74,6 @@ class TabManager:
         self._instances: dict[str, Instance] = {}
         self._grid_sessions: dict[str, GridSession] = {}
         """The grid session each grid instance drives (by instance id): the one whose close ends it."""
-        self._returning: dict[str, int] = {}
-        """While a lost instance is connected again: its tabs' ids, by target id (`_give_tab_id`)."""
         self._default_id: str | None = None
         self._driver = driver or Driver()
         self._owns_driver = driver is None
@@ -191,11 +189,13 @@ class TabManager:
         return inst
 
     def _give_tab_id(self, target_id: str | None = None) -> int:
-        """A new tab's id: the id its page had when its instance was lost, if the instance that
-        connects again in its place finds the page still there; else a new one."""
-        tab_id = self._returning.pop(target_id, None) if target_id else None
-        if tab_id is not None and all(tab.id != tab_id for tab in self._open_tabs()):
-            return tab_id
+        """A new tab's id: the id its page had when its instance was lost, if an instance that
+        connects to the same browser again finds the page still there (the automatic reconnect of
+        the default, or one the agent asks for); else a new one."""
+        for lost in self._instances.values():
+            tab_id = lost.tabs_at_loss.pop(target_id, None) if target_id and lost.state == "lost" else None
+            if tab_id is not None and all(tab.id != tab_id for tab in self._open_tabs()):
+                return tab_id
         tab_id = next(self._tab_ids)
         self._given.add(tab_id)
         return tab_id
@@ -533,11 +533,7 @@ class TabManager:
         if lost is None or lost.state != "lost" or self._closed:
             return None
         await lost.loss_judged()
-        self._returning = dict(lost.tabs_at_loss)
-        try:
-            replacement, connected, kept = await self._replace(lost, isolate_in)
-        finally:
-            self._returning = {}
+        replacement, connected, kept = await self._replace(lost, isolate_in)
         if replacement is None:
             return None
         if kept and lost.active_at_loss is not None:

@@ -260,6 +260,26 @@ async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_a
         await _cdp_browser_outlives_the_driver(served, remote, site)
 
 
+async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_their_ids_back(
+    remote: RemoteChromium, site: LocalSite
+) -> None:
+    """The agent connects the lost browser again itself (another instance beside the default
+    here): the pages still there keep the ids they had, as with the automatic reconnect."""
+    with _served_in_own_temp("--cdp-endpoint", remote.http) as served:
+        async with Client(served) as mcp:
+            opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
+            tab = result_of(opened)["tabId"]
+            kill_served_driver(remote.http)
+            error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+
+            connected = result_of(
+                await mcp.call_tool("browser_instance", {"action": "connect", "cdpEndpoint": remote.http})
+            )
+            assert tab in connected["tabIds"], connected
+            again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
+            assert not again.is_error and "Page a" in text(again), text(again)
+
+
 @contextlib.contextmanager
 def _served_in_own_temp(*options: str) -> Iterator[StdioServerParameters]:
     """`tabpilot serve OPTIONS --structured-content` over stdio, in its own temp dir: a killed

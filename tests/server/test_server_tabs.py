@@ -39,7 +39,7 @@ async def test_new_close_and_activate_follow_the_contract(
         assert not opened.is_error, text(opened)
         assert opened.structured_content is not None
         new = opened.structured_content["result"]
-        assert new["url"] == site.url("/page/a")
+        assert (new["url"], new["title"]) == (site.url("/page/a"), "Page a")  # the loaded page's
         assert set(new) == {"tabId", "url", "title"}
         # The result says it all: the tab's own open and activation are not repeated as events.
         assert section(opened, "Result") == f"Opened tab {new['tabId']} and activated it."

@@ -110,6 +110,7 @@ class Response:
         self._tabs_listed = False
         self._page_tab: Tab | None = None
         self._page_changes = False
+        self._page_into_result = False
         self._snapshot: Snapshot | None = None
         self._images: list[ImageContent] = []
         self._plain: str | None = None
@@ -159,11 +160,13 @@ class Response:
         self._force_tabs = True
         self._brief_tabs = brief
 
-    def set_page(self, tab: Tab, *, changes: bool = False) -> None:
+    def set_page(self, tab: Tab, *, changes: bool = False, into_result: bool = False) -> None:
         """Report `tab`'s url and title; with `changes`, also what changed on it since its previous
-        snapshot (a fresh snapshot is taken after the action has settled)."""
+        snapshot (a fresh snapshot is taken after the action has settled). `into_result`: the
+        structured result's `url` and `title` are the page's as reported, read with the snapshot."""
         self._page_tab = tab
         self._page_changes = changes
+        self._page_into_result = into_result
 
     def set_snapshot(self, snapshot: Snapshot, tab: Tab) -> None:
         """Show a whole snapshot (browser_snapshot)."""
@@ -310,6 +313,8 @@ class Response:
                 data.pop("snapshotChanges", None)
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
+        if self._page_into_result:
+            self._result_data.update(url=tab.url, title=tab.title)
         page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}")
         return page, snapshot
 

@@ -68,8 +68,9 @@ async def browser_tabs(
             except TabpilotError as exc:
                 # The tab exists; the agent needs its id as much as the reason.
                 response.error(f"Opened tab {tab.id} {how}, but loading failed: {error_text(exc)}")
-            if not tab.is_gone and tab.dialog is None:
-                await tab.refresh_title()  # the result promises the loaded page's title
+        with_snapshot = bool(target) and call.session.config.navigate_returns == "snapshot"
+        if target and not with_snapshot and not tab.is_gone and tab.dialog is None:
+            await tab.refresh_title()  # the result promises the loaded page's title
         response.result(
             f"Opened tab {tab.id} {how}." + (f" {note}" if note else ""),
             {"tabId": tab.id, "url": tab.url, "title": tab.title},
@@ -77,7 +78,8 @@ async def browser_tabs(
         response.told("tab_opened", tab.id)
         if not background:
             response.told("tab_activated", tab.id)
-        response.set_page(tab, changes=bool(target) and call.session.config.navigate_returns == "snapshot")
+        # The snapshot reads the title beside the tree: the result's url and title come from it.
+        response.set_page(tab, changes=with_snapshot, into_result=True)
     elif action == "close":
         tab = call.tab(tabId)
         closed = await manager.close_tab(tab.id)
