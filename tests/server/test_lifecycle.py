@@ -35,6 +35,7 @@ from support import (
     poll,
     result_of,
     section,
+    tab_line,
     text,
     wait_until,
 )
@@ -269,6 +270,7 @@ async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_th
         async with Client(served) as mcp:
             opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
             tab = result_of(opened)["tabId"]
+            before = [t["id"] for t in result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["tabs"]]
             kill_served_driver(remote.http)
             error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
 
@@ -278,6 +280,12 @@ async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_th
             assert tab in connected["tabIds"], connected
             again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
             assert not again.is_error and "Page a" in text(again), text(again)
+            # The instance connected by hand is the default now: nothing connects the browser a
+            # second time, and every page it has is listed once, under its old id.
+            listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+            assert "in place of lost instance" not in text(listed), text(listed)
+            assert sorted(t["id"] for t in result_of(listed)["tabs"]) == sorted(before), text(listed)
+            assert tab_line(listed, tab).startswith(f"- tab {tab}: Page a ({site.url('/page/a')})")
 
 
 @contextlib.contextmanager
