@@ -270,7 +270,9 @@ async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_th
         async with Client(served) as mcp:
             opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
             tab = result_of(opened)["tabId"]
-            before = [t["id"] for t in result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["tabs"]]
+            before = [
+                t["id"] for t in result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["tabs"]
+            ]
             kill_served_driver(remote.http)
             error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
 

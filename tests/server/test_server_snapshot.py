@@ -281,7 +281,9 @@ async def test_navigate_and_new_tab_answer_with_the_snapshot_or_only_the_page_as
         # A new tab changes the tab set: its line in ### Tabs names its page, so ### Page is left out.
         assert "Page a (" in section(opened, "Tabs") and "### Page" not in text(opened)
         # Without a snapshot to read it with, the title is asked for before the result is built.
-        assert opened.structured_content is not None and opened.structured_content["result"]["title"] == "Page a"
+        assert (
+            opened.structured_content is not None and opened.structured_content["result"]["title"] == "Page a"
+        )
         assert "Page b (" in section(went, "Page")
         # The tree was never shown: the next snapshot shows it whole.
         assert 'heading "Page b"' in section(await mcp.call_tool("browser_snapshot", {}), "Snapshot")
