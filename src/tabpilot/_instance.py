@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import signal
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -105,16 +104,21 @@ def _pid_alive(pid: int) -> bool:
 EXIT_NOTICE = 0.2
 """How long a launched browser that disconnected may take to be seen ending: a killed process
 closes its pipe to the driver a moment before it stops counting as running."""
+DISCONNECTED = "the browser disconnected"
 
 
-def _pid_ends(pid: int, *, within: float) -> bool:
-    """Whether the process has ended, or ends within `within` seconds (a short, blocking wait: only
-    when an instance is lost)."""
-    deadline = time.monotonic() + within
+def _killed(pid: int) -> str:
+    return f"the browser process (pid {pid}) ended: it was killed or crashed"
+
+
+async def _pid_ends(pid: int, *, within: float) -> bool:
+    """Whether the process has ended, or ends within `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
     while _pid_alive(pid):
-        if time.monotonic() >= deadline:
+        if loop.time() >= deadline:
             return False
-        time.sleep(0.005)
+        await asyncio.sleep(0.005)
     return True
 
 
@@ -529,9 +533,9 @@ class Instance:
         loss = self._link.loss() if self._link is not None else None
         if loss is not None:
             return loss
-        if self.pid is not None and _pid_ends(self.pid, within=EXIT_NOTICE):
-            return f"the browser process (pid {self.pid}) ended: it was killed or crashed"
-        return "the browser disconnected"
+        if self.pid is not None and not _pid_alive(self.pid):
+            return _killed(self.pid)
+        return DISCONNECTED  # until `_judge_exit` finds the process ended after all
 
     async def _judge_loss(self, browser: BrowserHandle) -> None:
         """A browser the driver only connected to can seem to go away when the driver itself died
@@ -541,6 +545,17 @@ class Instance:
             if not await browser.driver_answers():
                 logger.info("instance %s: it was lost because Playwright's driver stopped", self.id)
                 self.lost_reason = DRIVER_STOPPED
+        finally:
+            self.emit("instance_lost", None, reason=self.lost_reason)
+
+    async def _judge_exit(self, pid: int) -> None:
+        """A launched browser that disconnected while its process still ran: a killed process
+        closes its pipe a moment before it stops counting as running, so wait a little
+        (EXIT_NOTICE) before putting the loss down to a plain disconnect."""
+        try:
+            if await _pid_ends(pid, within=EXIT_NOTICE):
+                self.lost_reason = _killed(pid)
+                logger.info("instance %s: its browser process %s ended", self.id, pid)
         finally:
             self.emit("instance_lost", None, reason=self.lost_reason)
 
@@ -564,6 +579,8 @@ class Instance:
         if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:
             # The event waits for the judgment, so that it gives the reason found.
             self._judging = asyncio.get_running_loop().create_task(self._judge_loss(self.browser))
+        elif reason == DISCONNECTED and self.pid is not None:
+            self._judging = asyncio.get_running_loop().create_task(self._judge_exit(self.pid))
         else:
             self.emit("instance_lost", None, reason=reason)
         if self.kind == "launched":

@@ -512,6 +512,12 @@ class TabManager:
             instance.check_alive()
         return [i for i in self._instances.values() if i.state == "lost"]
 
+    async def losses_judged(self) -> None:
+        """Wait until it is known why each lost instance was lost (a moment after the loss at
+        most: whether the driver or the browser's process went too); errors then say so."""
+        for instance in list(self._instances.values()):
+            await instance.loss_judged()
+
     async def ensure_default(
         self, *, isolate_in: Callable[[], Awaitable[Instance]] | None = None
     ) -> Instance | None:

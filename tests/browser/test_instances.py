@@ -274,6 +274,9 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     os.kill(pid, signal.SIGKILL)
     # Whether or not Playwright has reported it yet, a check notices the dead process.
     await wait_until(lambda: manager.check_health() == [first])
+    # A killed process closes its pipe a moment before it stops counting as running: the reason is
+    # known once the loss is judged.
+    await manager.losses_judged()
     with pytest.raises(InstanceLostError, match=f"{first.id} was lost .*killed"):
         manager.resolve(None)
 

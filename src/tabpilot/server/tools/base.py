@@ -224,6 +224,7 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
             return await response.build(None)
         call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
         try:
+            await session.manager.losses_judged()  # an error about a lost browser gives the reason found
             if _needs_default_instance(spec, kwargs):
                 # A lost default browser (or an HTTP session's context of the shared one) is
                 # started again by the next call that needs it; its instance_relaunched event tells
