@@ -560,7 +560,7 @@ class Instance:
             self.emit("instance_lost", None, reason=self.lost_reason)
 
     async def loss_judged(self) -> None:
-        """Wait until it is known why the instance was lost (see `_judge_loss`)."""
+        """Wait until it is known why the instance was lost (`_judge_loss`, `_judge_exit`)."""
         if self._judging is not None:
             await asyncio.gather(self._judging, return_exceptions=True)
 
