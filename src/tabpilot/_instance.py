@@ -535,32 +535,34 @@ class Instance:
             return loss
         if self.pid is not None and not _pid_alive(self.pid):
             return _killed(self.pid)
-        return DISCONNECTED  # until `_judge_exit` finds the process ended after all
+        return DISCONNECTED  # until `_process_ended` finds the process ended after all
 
-    async def _judge_loss(self, browser: BrowserHandle) -> None:
-        """A browser the driver only connected to can seem to go away when the driver itself died
-        (a Playwright server's connection runs through it, a heartbeat goes unanswered): find out
-        which it was, for whatever replaces the instance and for the `instance_lost` event."""
+    async def _judge(self, finding: Awaitable[str | None]) -> None:
+        """Find out why the instance was really lost (`finding`: the better reason, or None to keep
+        the first one), for whatever replaces it and for the `instance_lost` event, which waits."""
         try:
-            if not await browser.driver_answers():
-                logger.info("instance %s: it was lost because Playwright's driver stopped", self.id)
-                self.lost_reason = DRIVER_STOPPED
+            found = await finding
+            if found is not None:
+                logger.info("instance %s: it was lost because %s", self.id, found)
+                self.lost_reason = found
         finally:
             self.emit("instance_lost", None, reason=self.lost_reason)
 
-    async def _judge_exit(self, pid: int) -> None:
+    @staticmethod
+    async def _driver_stopped(browser: BrowserHandle) -> str | None:
+        """A browser the driver only connected to can seem to go away when the driver itself died
+        (a Playwright server's connection runs through it, a heartbeat goes unanswered)."""
+        return None if await browser.driver_answers() else DRIVER_STOPPED
+
+    @staticmethod
+    async def _process_ended(pid: int) -> str | None:
         """A launched browser that disconnected while its process still ran: a killed process
         closes its pipe a moment before it stops counting as running, so wait a little
         (EXIT_NOTICE) before putting the loss down to a plain disconnect."""
-        try:
-            if await _pid_ends(pid, within=EXIT_NOTICE):
-                self.lost_reason = _killed(pid)
-                logger.info("instance %s: its browser process %s ended", self.id, pid)
-        finally:
-            self.emit("instance_lost", None, reason=self.lost_reason)
+        return _killed(pid) if await _pid_ends(pid, within=EXIT_NOTICE) else None
 
     async def loss_judged(self) -> None:
-        """Wait until it is known why the instance was lost (`_judge_loss`, `_judge_exit`)."""
+        """Wait until it is known why the instance was lost (`_judge`)."""
         if self._judging is not None:
             await asyncio.gather(self._judging, return_exceptions=True)
 
@@ -576,11 +578,13 @@ class Instance:
         for tab in self.tabs:
             self._tracker.tab_gone(tab, "crash")
         self._dispose()
+        finding: Awaitable[str | None] | None = None
         if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:
-            # The event waits for the judgment, so that it gives the reason found.
-            self._judging = asyncio.get_running_loop().create_task(self._judge_loss(self.browser))
+            finding = self._driver_stopped(self.browser)
         elif reason == DISCONNECTED and self.pid is not None:
-            self._judging = asyncio.get_running_loop().create_task(self._judge_exit(self.pid))
+            finding = self._process_ended(self.pid)
+        if finding is not None:
+            self._judging = asyncio.get_running_loop().create_task(self._judge(finding))
         else:
             self.emit("instance_lost", None, reason=reason)
         if self.kind == "launched":
