@@ -31,6 +31,7 @@ from ._errors import (
 )
 from ._navigation import navigate
 from ._policy import UrlPolicy
+from ._process import pid_alive, pid_ends, runs_profile
 from ._profile import remove_profile
 from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, is_closed_error, map_playwright_errors
 from ._services import InstanceServices
@@ -87,20 +88,6 @@ class BrowserLink(Protocol):
         ...
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether a process runs (a zombie does not) without being its parent."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
 EXIT_NOTICE = 0.2
 """How long a launched browser that disconnected may take to be seen ending: a killed process
 closes its pipe to the driver a moment before it stops counting as running."""
@@ -111,31 +98,18 @@ def _killed(pid: int) -> str:
     return f"the browser process (pid {pid}) ended: it was killed or crashed"
 
 
-async def _pid_ends(pid: int, *, within: float) -> bool:
-    """Whether the process has ended, or ends within `within` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while _pid_alive(pid):
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(0.005)
-    return True
-
-
 async def _ended(pid: int, profile: str | None, timeout: float) -> None:
     """Wait until a launched browser's process has ended; after `timeout`, kill it if it is still
     the browser of `profile` (its pid not reused), and wait a little more."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while _pid_alive(pid):
+    while pid_alive(pid):
         if loop.time() >= deadline:
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    ours = profile is not None and f"--user-data-dir={profile}".encode() in f.read()
-                if ours:
+            if profile is not None and runs_profile(pid, profile):
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             deadline = loop.time() + BROWSER_EXIT_WAIT
-            while _pid_alive(pid) and loop.time() < deadline:
+            while pid_alive(pid) and loop.time() < deadline:
                 await asyncio.sleep(0.02)
             return
         await asyncio.sleep(0.02)
@@ -346,7 +320,7 @@ class Instance:
     def check_alive(self) -> bool:
         """Notice at once that a launched browser's process has gone (that of a context of one,
         too), without a browser round trip: a browser whose driver died tells nothing else."""
-        if self.state == "open" and self.pid is not None and not _pid_alive(self.pid):
+        if self.state == "open" and self.pid is not None and not pid_alive(self.pid):
             self._lost(self._gone_reason())
         return self.state == "open"
 
@@ -533,7 +507,7 @@ class Instance:
         loss = self._link.loss() if self._link is not None else None
         if loss is not None:
             return loss
-        if self.pid is not None and not _pid_alive(self.pid):
+        if self.pid is not None and not pid_alive(self.pid):
             return _killed(self.pid)
         return DISCONNECTED  # until `_process_ended` finds the process ended after all
 
@@ -559,7 +533,7 @@ class Instance:
         """A launched browser that disconnected while its process still ran: a killed process
         closes its pipe a moment before it stops counting as running, so wait a little
         (EXIT_NOTICE) before putting the loss down to a plain disconnect."""
-        return _killed(pid) if await _pid_ends(pid, within=EXIT_NOTICE) else None
+        return _killed(pid) if await pid_ends(pid, within=EXIT_NOTICE) else None
 
     async def loss_judged(self) -> None:
         """Wait until it is known why the instance was lost (`_judge`)."""

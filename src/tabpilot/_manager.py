@@ -278,6 +278,7 @@ class TabManager:
             del self._instances[iid]
             if self._default_id == iid:
                 self._default_id = next(iter(self._instances), None)
+            await instance.loss_judged()
             went = instance.lost_reason  # it went away (killed, crashed) while it was being set up
             await instance.close()
             if isinstance(exc, Exception) and (went is not None or is_closed_error(exc)):

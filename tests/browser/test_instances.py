@@ -4,7 +4,9 @@ and losing one of them without losing the rest. Everything runs on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
@@ -382,6 +384,40 @@ async def test_a_browser_that_fails_to_start_says_how_in_its_own_words(tmp_path:
             "\n  waiting for a license server\n"
         )
         assert manager.instances == []
+
+
+async def test_a_browser_whose_process_ends_while_it_starts_fails_the_launch_without_waiting_for_the_timeout(
+    tmp_path: Path,
+) -> None:
+    """Playwright notices a browser that ends while it is launched only when the pipe to it
+    closes, or at the launch timeout: a Chromium killed as it set up its first page left the
+    launch waiting 30 s. The stand-in's process ends while a child of it keeps the pipe open.
+    Without the process watch this launch fails only at its timeout (60 s)."""
+    ends = tmp_path / "ends"
+    ends.write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$@" > "$0.args"\nsleep 60 &\necho $! > "$0.child"\nsleep 0.5\nexit 0\n'
+    )
+    ends.chmod(0o755)
+    try:
+        async with TabManager() as manager:
+            with pytest.raises(ConnectError) as ended:
+                await manager.launch(browser_path=str(ends), timeout=60)
+            assert re.fullmatch(
+                rf"Chromium \({re.escape(str(ends))}\) failed to start: its process \(pid \d+\) ended while "
+                r"it was starting \(it was killed, crashed or quit\)\.",
+                str(ended.value.fact),
+            )
+            assert ended.value.advice.startswith("Try again: a launch starts a new browser.")
+            assert manager.instances == []
+            # The rest of the stand-in goes too, as a killed browser's does: else Playwright's
+            # driver would wait for it when it stops.
+            os.kill(int((tmp_path / "ends.child").read_text()), signal.SIGKILL)
+            args = (tmp_path / "ends.args").read_text().splitlines()
+            profile = next(a.split("=", 1)[1] for a in args if a.startswith("--user-data-dir="))
+            assert not Path(profile).exists(), "the temporary profile is removed"
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int((tmp_path / "ends.child").read_text()), signal.SIGKILL)
 
 
 async def test_a_browser_that_goes_away_while_it_is_set_up_fails_with_a_clear_connect_error(

@@ -15,6 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 from .._browser_path import find_browser
 from .._errors import ConnectError
 from .._options import BrowserOptions
+from .._process import launch_ends
 from .._profile import remove_profile
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
 from .handles import (
@@ -35,6 +36,8 @@ DRIVER_CHECK_WAIT = 5.0
 """Seconds to wait for the driver to answer, or to stop, when it may have died."""
 CANCELLED_LAUNCH_WAIT = 5.0
 """Seconds a cancelled launch waits for the browser Playwright goes on launching, to close it."""
+EXIT_GRACE = 1.0
+"""Seconds a launch whose browser process ended waits for Playwright's own error about it."""
 
 
 @contextlib.contextmanager
@@ -67,6 +70,7 @@ class Driver:
     def __init__(self) -> None:
         self._playwright: Playwright | None = None
         self._starting: asyncio.Lock | None = None
+        self._closing: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> Driver:
         await self.start()
@@ -147,13 +151,16 @@ class Driver:
             )
         )
         try:
-            context: BrowserContext = await asyncio.shield(launching)
+            context: BrowserContext = await self._launched(launching, profile, executable)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 # The driver goes on launching: let it, and close that browser, so that it does
                 # not write into its profile after the profile is removed.
                 with contextlib.suppress(BaseException):
                     await (await asyncio.wait_for(launching, CANCELLED_LAUNCH_WAIT)).close()
+            elif not launching.done():
+                # The browser ended: Playwright gives up at its timeout. Nothing to wait for.
+                launching.add_done_callback(self._close_late)
             if temp is not None:
                 remove_profile(temp)
             if isinstance(exc, PlaywrightError):
@@ -170,6 +177,39 @@ class Driver:
         assert context.browser is not None and self._playwright is not None
         browser = BrowserHandle(context.browser, self._playwright)
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
+
+    def _close_late(self, launching: asyncio.Future[BrowserContext]) -> None:
+        """A launch given up on (its browser ended) that gives a context after all: close it."""
+        if launching.cancelled() or launching.exception() is not None:
+            return
+        closing = asyncio.ensure_future(launching.result().close())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    @staticmethod
+    async def _launched(
+        launching: asyncio.Future[BrowserContext], profile: str, executable: str
+    ) -> BrowserContext:
+        """The context `launching` gives, unless the browser's process ends first: Playwright
+        notices a browser that ends while it sets up the first page only at its launch timeout
+        (30 s by default), so the process is watched meanwhile. Playwright's own error, when it
+        has one within `EXIT_GRACE`, says more (the browser's last words, its exit code)."""
+        ended = asyncio.ensure_future(launch_ends(profile))
+        try:
+            either: set[asyncio.Future[Any]] = {launching, ended}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if not launching.done():
+                await asyncio.wait({launching}, timeout=EXIT_GRACE)
+            if launching.done():
+                return launching.result()
+        finally:
+            ended.cancel()
+        raise ConnectError(
+            f"Chromium ({executable}) failed to start: its process (pid {ended.result()}) ended while "
+            "it was starting (it was killed, crashed or quit).",
+            "Try again: a launch starts a new browser. If it keeps happening, check that the browser "
+            "runs on this machine (run it by hand to see why not).",
+        )
 
     async def _connect(
         self, endpoint: str, protocol: Literal["cdp", "playwright"], options: BrowserOptions, timeout: float

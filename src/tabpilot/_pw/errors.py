@@ -292,6 +292,8 @@ def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | Non
         how = f"exited with code {exit_code.group(1)}"
     elif said_first.startswith("Timeout"):
         how = f"did not come up in time ({said_first})"
+    elif is_closed_error(exc):
+        how = "ended while it was starting (it was killed, crashed or quit)"
     else:
         how = f"failed ({said_first})"
     hint = "Check that the browser runs on this machine (run it by hand to see why not)."

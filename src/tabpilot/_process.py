@@ -1,0 +1,100 @@
+"""Local processes, as far as tabpilot watches them: whether one runs, whether it is the browser
+of a given profile, and which process is the browser a launch is starting.
+
+Read from /proc where there is one (Linux); elsewhere `pid_alive` falls back to a signal 0 and a
+launch's browser is not looked for (`launched_browser` never finds one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+FIND_EVERY = 0.05
+"""Seconds between looks for the browser a launch started (one look reads every process's
+command line: well under a millisecond for a hundred processes)."""
+WATCH_EVERY = 0.1
+"""Seconds between checks that a browser still being launched runs."""
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not) without being its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+async def pid_ends(pid: int, *, within: float) -> bool:
+    """Whether the process has ended, or ends within `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while pid_alive(pid):
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.005)
+    return True
+
+
+def _args(pid: int | str) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def _parent(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _profile_arg(profile: str) -> bytes:
+    # Playwright passes the profile as an absolute path, without a trailing slash.
+    return f"--user-data-dir={os.path.abspath(profile)}".encode()
+
+
+def runs_profile(pid: int, profile: str) -> bool:
+    """Whether process `pid` is a browser started on `profile` (a pid reused since is not)."""
+    return _profile_arg(profile) in _args(pid)
+
+
+def launched_browser(profile: str) -> int | None:
+    """The main process of the browser this process's Playwright driver (a child of ours) is
+    launching on `profile`, or None if there is none (yet), or no /proc to find it in."""
+    wanted = _profile_arg(profile)
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        args = _args(pid)
+        # Chromium's helper processes (renderers, GPU, zygote) carry `--type=`; their own
+        # command line is one string, so the exact argument matches the browser itself only.
+        if wanted not in args or any(arg.startswith(b"--type=") for arg in args):
+            continue
+        driver = _parent(pid)
+        if driver is not None and _parent(driver) == os.getpid():
+            return int(pid)
+    return None
+
+
+async def launch_ends(profile: str) -> int:
+    """Wait until the browser a launch starts on `profile` has been seen running and has ended
+    since; its pid. Runs until cancelled while the browser runs, or where it cannot be found."""
+    pid = launched_browser(profile)
+    while pid is None:
+        await asyncio.sleep(FIND_EVERY)
+        pid = launched_browser(profile)
+    while pid_alive(pid):
+        await asyncio.sleep(WATCH_EVERY)
+    return pid
