@@ -6,7 +6,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from tabpilot import ActionError
-from tabpilot._pw import Doing, map_playwright_errors
+from tabpilot._pw import Doing, launch_error, map_playwright_errors
 
 
 def test_an_error_tabpilot_has_no_words_for_is_passed_on_as_one_sentence() -> None:
@@ -18,4 +18,17 @@ def test_an_error_tabpilot_has_no_words_for_is_passed_on_as_one_sentence() -> No
     assert (
         str(raised.value.fact)
         == "Clicking 1e2 on tab 1 failed: Protocol error (Foo.bar): Foo.bar is not available."
+    )
+
+
+def test_a_browser_that_closes_while_it_starts_is_said_to_have_ended() -> None:
+    """Playwright's words when a browser is killed a moment into its launch (seen with a real one)."""
+    said = (
+        "BrowserType.launch_persistent_context: Target page, context or browser has been closed\n"
+        "Browser logs:\n\n<launching> /usr/lib/chromium/chromium --headless"
+    )
+    error = launch_error(PlaywrightError(said), "/usr/lib/chromium/chromium", None)
+    assert str(error.fact) == (
+        "Chromium (/usr/lib/chromium/chromium) failed to start: it ended while it was starting "
+        "(it was killed, crashed or quit)."
     )
