@@ -63,8 +63,8 @@ class InstanceServices:
     """What an instance needs of its manager."""
 
     next_tab_id: Callable[[str | None], int]
-    """The id of a new tab, given its target id: the id the same page had in the lost instance this
-    one replaces, else a new one."""
+    """The id of a new tab, given its target id: the id the same page had in a lost instance of the
+    same browser (connected again, automatically or by hand), else a new one."""
     emit: Callable[..., object]
     """`emit(type, tab_id, instance_id, **data)`: the manager's event bus."""
     activated: Callable[[str], None]
