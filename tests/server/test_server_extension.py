@@ -32,6 +32,7 @@ from support import (
     result_of,
     section,
     text,
+    wait_until,
 )
 from tabpilot import BrowserOptions, ExtensionBridge, cli, extension_id
 from tabpilot.demo.site import LocalSite
@@ -209,9 +210,10 @@ async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_co
     # The user's browser outlives Playwright's driver (killed, out of memory) and tells nothing:
     # before, every call failed with "tab closed" while the tab list still showed the tabs.
     port = free_port()
-    # Its own temp dir: the killed driver leaves its empty playwright-artifacts-* folder there.
+    # Its own temp dir: once the server stopped, nothing the killed driver used is left there.
     with tempfile.TemporaryDirectory(prefix="tabpilot-test-") as tmp:
         await _driver_killed_under(served_extension(port, TMPDIR=tmp), chromium, site, port)
+        await wait_until(lambda: not list(Path(tmp).rglob("*")))
 
 
 async def _driver_killed_under(

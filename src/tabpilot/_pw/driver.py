@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,17 +42,24 @@ EXIT_GRACE = 1.0
 
 
 @contextlib.contextmanager
-def _driver_environment() -> Any:
-    """NODE_OPTIONS for the driver while Playwright starts it (it copies os.environ then)."""
-    before = os.environ.get("NODE_OPTIONS")
-    os.environ["NODE_OPTIONS"] = f"{DRIVER_NODE_OPTIONS} {before}" if before else DRIVER_NODE_OPTIONS
+def _driver_environment(temp_dir: str) -> Any:
+    """The driver's environment while Playwright starts it (it copies os.environ then):
+    NODE_OPTIONS, and `temp_dir` as its TMPDIR, which the browsers it launches inherit."""
+    users = os.environ.get("NODE_OPTIONS")
+    changed = {
+        "NODE_OPTIONS": f"{DRIVER_NODE_OPTIONS} {users}" if users else DRIVER_NODE_OPTIONS,
+        "TMPDIR": temp_dir,
+    }
+    before = {name: os.environ.get(name) for name in changed}
+    os.environ.update(changed)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["NODE_OPTIONS"]
-        else:
-            os.environ["NODE_OPTIONS"] = before
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +79,12 @@ class Driver:
         self._playwright: Playwright | None = None
         self._starting: asyncio.Lock | None = None
         self._closing: set[asyncio.Future[None]] = set()
+        self._temp_dirs: list[str] = []
+        """The temp dirs of the drivers this one started, removed once they stopped. Playwright
+        makes a `playwright-artifacts-*` folder in its temp dir for every browser (downloads go
+        there) and removes it when the browser closes, but not always when the browser was killed
+        as the driver stops, nor when the driver itself was killed; Chromium puts the directory of
+        its singleton socket there too."""
 
     async def __aenter__(self) -> Driver:
         await self.start()
@@ -85,17 +99,24 @@ class Driver:
         async with self._starting:
             if self._playwright is None:
                 users = os.environ.get("NODE_OPTIONS")
+                # Made before TMPDIR changes, so it is where the user's temp files go.
+                self._temp_dirs.append(tempfile.mkdtemp(prefix="tabpilot-driver-"))
                 try:
-                    with _driver_environment():
+                    with _driver_environment(self._temp_dirs[-1]):
                         self._playwright = await async_playwright().start()
                 except Exception as exc:
                     raise driver_error(exc, users) from exc
 
     async def stop(self) -> None:
+        """Stop the driver (Playwright waits for it to exit), then remove the temp dirs of this
+        one and of any it replaced. Stop the browsers first: they put files there."""
         playwright, self._playwright = self._playwright, None
         if playwright is not None:
             with contextlib.suppress(Exception):
                 await playwright.stop()
+        temp_dirs, self._temp_dirs = self._temp_dirs, []
+        for temp_dir in temp_dirs:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
     async def _chromium(self) -> Any:
         await self.start()
