@@ -8,6 +8,7 @@ It starts any command: `python -m tabpilot serve`, the trivial server, or a peer
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from contextlib import AsyncExitStack
@@ -40,7 +41,8 @@ class McpProcess:
     """One MCP server over stdio: `command` (this Python by default) with `args`.
 
     `needles` are arguments of the server's command line that find its pid among this process's
-    children; `env` is added to ours.
+    children; `env` is added to ours. The server and its browser get a temp dir of their own
+    (TMPDIR), removed after it: a browser killed as its server stops leaves files there.
     """
 
     def __init__(
@@ -51,8 +53,11 @@ class McpProcess:
         command: str = sys.executable,
         env: dict[str, str] | None = None,
     ) -> None:
+        self._tmp = tempfile.mkdtemp(prefix="tabpilot-bench-")
         # The SDK passes a server only a few variables unless told: pass ours (PYTHONPATH, MALLOC_*).
-        self.params = StdioServerParameters(command=command, args=args, env={**os.environ, **(env or {})})
+        self.params = StdioServerParameters(
+            command=command, args=args, env={**os.environ, "TMPDIR": self._tmp, **(env or {})}
+        )
         self.needles = needles
         self.pid: int | None = None
         self._stack = AsyncExitStack()
@@ -90,6 +95,7 @@ class McpProcess:
         finally:
             self._errlog.close()
             os.unlink(self._errlog.name)
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def stderr_tail(self, lines: int = 30) -> str:
         self._errlog.flush()
