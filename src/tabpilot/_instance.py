@@ -101,18 +101,12 @@ def _killed(pid: int) -> str:
 async def _ended(pid: int, profile: str | None, timeout: float) -> None:
     """Wait until a launched browser's process has ended; after `timeout`, kill it if it is still
     the browser of `profile` (its pid not reused), and wait a little more."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while pid_alive(pid):
-        if loop.time() >= deadline:
-            if profile is not None and runs_profile(pid, profile):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            deadline = loop.time() + BROWSER_EXIT_WAIT
-            while pid_alive(pid) and loop.time() < deadline:
-                await asyncio.sleep(0.02)
-            return
-        await asyncio.sleep(0.02)
+    if await pid_ends(pid, within=timeout):
+        return
+    if profile is not None and runs_profile(pid, profile):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    await pid_ends(pid, within=BROWSER_EXIT_WAIT)
 
 
 class Instance:
