@@ -154,8 +154,12 @@ async def test_a_cursor_returns_only_new_entries_and_a_closed_tab_stays_observab
         assert never.is_error, text(never)
         assert f"Tab {tab + 50} not found" in text(never) and "Open tabs:" in text(never)
 
-        events = result_of(await mcp.call_tool("browser_observe", {"what": "tab_events", "tabId": tab}))
+        events_result = await mcp.call_tool("browser_observe", {"what": "tab_events", "tabId": tab})
+        events = result_of(events_result)
         assert events["entries"][0]["type"] == "tab_opened"
+        # The tool opened it blank, then loaded the URL: the line does not pass the blank off as
+        # the tab's page.
+        assert f"tab {tab} opened (tool)\n" in text(events_result), text(events_result)
         assert events["entries"][-1]["type"] == "tab_closed"
         assert {e["tabId"] for e in events["entries"]} == {tab}
 
