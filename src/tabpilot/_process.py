@@ -8,6 +8,7 @@ launch's browser is not looked for (`launched_browser` never finds one).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 
 FIND_EVERY = 0.05
@@ -31,14 +32,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-async def pid_ends(pid: int, *, within: float) -> bool:
-    """Whether the process has ended, or ends within `within` seconds."""
+async def pid_ends(pid: int, *, within: float = math.inf, every: float = 0.005) -> bool:
+    """Whether the process has ended, or ends within `within` seconds (checked `every` seconds)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while pid_alive(pid):
         if loop.time() >= deadline:
             return False
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(every)
     return True
 
 
@@ -95,6 +96,5 @@ async def launch_ends(profile: str) -> int:
     while pid is None:
         await asyncio.sleep(FIND_EVERY)
         pid = launched_browser(profile)
-    while pid_alive(pid):
-        await asyncio.sleep(WATCH_EVERY)
+    await pid_ends(pid, every=WATCH_EVERY)
     return pid
