@@ -474,6 +474,12 @@ async def test_network_filters_select_by_method_status_and_url_and_failures_are_
     failed = telemetry.query(Query("network_waterfall", tab_id=tab.id, url="refused")).entries[0].to_dict()
     assert failed["status"] is None
     assert failed["failure"].startswith("net::ERR_")
+    # An answered request has its phases, in ms from its start, as a plain mapping in to_dict().
+    answered = telemetry.query(Query("network_waterfall", tab_id=tab.id, status_min=404, status_max=404))
+    timing = answered.entries[0].to_dict()["timing"]
+    assert type(timing) is dict and "requestTime" not in timing
+    assert 0 <= timing["sendStart"] <= timing["receiveHeadersEnd"]
+    assert json.loads(json.dumps(timing)) == timing
     post = next(
         e for e in telemetry.query(Query("network_bodies", method="POST")).entries if isinstance(e, BodyEntry)
     )

@@ -8,9 +8,10 @@ camelCase keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, ClassVar, Literal, Protocol, get_args
 
 TelemetryKind = Literal[
     "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions"
@@ -80,6 +81,52 @@ class ErrorEntry:
 
     def to_dict(self) -> dict[str, Any]:
         return camel_dict(self)
+
+
+class Timing(Mapping[str, float]):
+    """A request's timing phases in ms (Chromium's ResourceTiming: `sendStart`, `receiveHeadersEnd`
+    and the rest; -1 for a phase that did not happen), read like a dict.
+
+    Held compactly: the waterfall keeps thousands of entries, and a dict per entry (with its own
+    copies of some twenty names, decoded anew from every event) cost about 2 KB of each. The names
+    are one tuple shared by every entry with the same phases; the values are an array of doubles.
+    `requestTime` (a clock reading that the other phases are offsets from) is left out, and so is
+    anything that is not a number.
+    """
+
+    __slots__ = ("_names", "_values")
+    _shapes: ClassVar[dict[tuple[str, ...], tuple[str, ...]]] = {}
+    _MAX_SHAPES: ClassVar[int] = 64
+
+    def __init__(self, phases: Mapping[str, Any] | None = None) -> None:
+        pairs = [
+            (name, float(value))
+            for name, value in (phases or {}).items()
+            if isinstance(value, int | float) and not isinstance(value, bool) and name != "requestTime"
+        ]
+        names = tuple(name for name, _ in pairs)
+        shapes = Timing._shapes
+        if names in shapes:
+            names = shapes[names]
+        elif len(shapes) < Timing._MAX_SHAPES:
+            shapes[names] = names
+        self._names = names
+        self._values = array("d", [value for _, value in pairs])
+
+    def __getitem__(self, name: str) -> float:
+        try:
+            return self._values[self._names.index(name)]
+        except ValueError:
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"Timing({dict(self)!r})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ from ._entries import (
     NetworkEntry,
     PendingRequest,
     TelemetryKind,
+    Timing,
     cut,
 )
 from ._limits import LIMITER_URL, Bucket, console_limiter
@@ -516,7 +517,6 @@ class TabFeed:
         response = request.response or {}
         _, response_headers = request.headers()
         length = response_headers.get("content-length", "")
-        timing = response.get("timing") or {}
         duration = (finished_ts - request.started_ts) * 1000 if finished_ts else -1.0
         sink = self._sink
         sink.append(
@@ -534,7 +534,7 @@ class TabFeed:
                 response.get("mimeType", ""),
                 request.started,
                 max(duration, 0.0) if finished_ts else -1.0,
-                {k: float(v) for k, v in timing.items() if isinstance(v, int | float) and k != "requestTime"},
+                Timing(response.get("timing")),
                 len(request.post_data.encode()) if request.post_data is not None else None,
                 int(length) if length.isdigit() else None,
                 request.navigation,
