@@ -291,7 +291,23 @@ class TabManager:
                     instance_id=iid,
                 ) from exc
             raise
+        self._restore_active(instance)
         return instance
+
+    def _restore_active(self, instance: Instance) -> None:
+        """A new default instance that reached a lost instance's browser again (the automatic
+        reconnect, or one the agent asks for) makes the tab that was active at the loss active
+        again, if its page is still there."""
+        if self._default_id != instance.id:
+            return
+        for lost in reversed(list(self._instances.values())):
+            if lost.state != "lost" or lost.active_at_loss is None:
+                continue
+            back = instance.tab_for_target(lost.active_at_loss)
+            if back is not None:
+                lost.active_at_loss = None
+                instance.activate(back)
+                return
 
     async def launch(
         self,
@@ -532,7 +548,7 @@ class TabManager:
         be fine; a grid session is driven again, and then ended by the new instance), are
         connected again. The replacement gets a new id, becomes the default, and an
         `instance_relaunched` event says so; the tabs a kept browser still has keep their ids, and
-        the one that was active is active again. A remote default lost otherwise is not reconnected.
+        the one that was active is active again (`_adopt`). A remote default lost otherwise is not reconnected.
         """
         self.check_health()
         await self.extension_connected(15)
@@ -543,11 +559,6 @@ class TabManager:
         replacement, connected, kept = await self._replace(lost, isolate_in)
         if replacement is None:
             return None
-        if kept and lost.active_at_loss is not None:
-            # The tab that was active when the instance was lost is active again, if it is there.
-            back = replacement.tab_for_target(lost.active_at_loss)
-            if back is not None:
-                replacement.activate(back)
         lost.replaced_by = replacement.id
         self._default_id = replacement.id
         logger.info("instance %s replaces lost instance %s", replacement.id, lost.id)

@@ -267,12 +267,15 @@ async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_a
 async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_their_ids_back(
     remote: RemoteChromium, site: LocalSite
 ) -> None:
-    """The agent connects the lost browser again itself (another instance beside the default
-    here): the pages still there keep the ids they had, as with the automatic reconnect."""
+    """The agent connects the lost browser again itself: the pages still there keep the ids they
+    had, and the one that was active is active again, as with the automatic reconnect."""
     with _served_in_own_temp("--cdp-endpoint", remote.http) as served:
         async with Client(served) as mcp:
             opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
             tab = result_of(opened)["tabId"]
+            # A newer tab in the background: the browser lists it last (the tab it shows).
+            newer = {"action": "new", "url": site.url("/page/b"), "background": True}
+            assert not (await mcp.call_tool("browser_tabs", newer)).is_error
             before = [
                 t["id"] for t in result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["tabs"]
             ]
@@ -283,6 +286,8 @@ async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_th
                 await mcp.call_tool("browser_instance", {"action": "connect", "cdpEndpoint": remote.http})
             )
             assert tab in connected["tabIds"], connected
+            # Active again: not the session's first, blank tab, nor the newer one.
+            assert connected["activeTabId"] == tab, connected
             again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
             assert not again.is_error and "Page a" in text(again), text(again)
             # The instance connected by hand is the default now: nothing connects the browser a
@@ -290,7 +295,7 @@ async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_th
             listed = await mcp.call_tool("browser_tabs", {"action": "list"})
             assert "in place of lost instance" not in text(listed), text(listed)
             assert sorted(t["id"] for t in result_of(listed)["tabs"]) == sorted(before), text(listed)
-            assert tab_line(listed, tab).startswith(f"- tab {tab}: Page a ({site.url('/page/a')})")
+            assert tab_line(listed, tab) == f"- tab {tab}: Page a ({site.url('/page/a')}) [active]"
 
 
 @contextlib.contextmanager
