@@ -68,3 +68,9 @@ def test_to_dict_gives_the_timing_as_a_plain_json_ready_dict() -> None:
         "sendEnd": 0.75,
         "receiveHeadersEnd": 2.25,
     }
+
+
+def test_a_phase_that_is_not_a_number_this_time_is_left_out() -> None:
+    assert dict(Timing({"sendStart": 1, "sendEnd": 2})) == {"sendStart": 1.0, "sendEnd": 2.0}
+    assert dict(Timing({"sendStart": "soon", "sendEnd": 2})) == {"sendEnd": 2.0}
+    assert dict(Timing({"sendStart": 1, "sendEnd": 2})) == {"sendStart": 1.0, "sendEnd": 2.0}

@@ -96,22 +96,24 @@ class Timing(Mapping[str, float]):
 
     __slots__ = ("_names", "_values")
     _shapes: ClassVar[dict[tuple[str, ...], tuple[str, ...]]] = {}
+    """Every name an event's timing had -> the names kept (a Chromium sends the same few sets)."""
     _MAX_SHAPES: ClassVar[int] = 64
 
     def __init__(self, phases: Mapping[str, Any] | None = None) -> None:
-        pairs = [
-            (name, float(value))
-            for name, value in (phases or {}).items()
-            if isinstance(value, int | float) and not isinstance(value, bool) and name != "requestTime"
-        ]
-        names = tuple(name for name, _ in pairs)
-        shapes = Timing._shapes
-        if names in shapes:
-            names = shapes[names]
-        elif len(shapes) < Timing._MAX_SHAPES:
-            shapes[names] = names
-        self._names = names
-        self._values = array("d", [value for _, value in pairs])
+        phases = phases or {}
+        every = tuple(phases)
+        names = Timing._shapes.get(every)
+        if names is None:
+            names = _numeric_phases(phases)
+            if len(Timing._shapes) < Timing._MAX_SHAPES:
+                Timing._shapes[every] = names
+        try:
+            values = array("d", [phases[name] for name in names])
+        except TypeError:  # a phase that is not a number this time
+            names = _numeric_phases(phases)
+            values = array("d", [phases[name] for name in names])
+        self._names: tuple[str, ...] = names
+        self._values: array[float] = values
 
     def __getitem__(self, name: str) -> float:
         try:
@@ -127,6 +129,12 @@ class Timing(Mapping[str, float]):
 
     def __repr__(self) -> str:
         return f"Timing({dict(self)!r})"
+
+
+def _numeric_phases(phases: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(
+        name for name, value in phases.items() if type(value) in (int, float) and name != "requestTime"
+    )
 
 
 @dataclass(frozen=True, slots=True)
