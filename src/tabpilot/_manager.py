@@ -548,7 +548,8 @@ class TabManager:
         be fine; a grid session is driven again, and then ended by the new instance), are
         connected again. The replacement gets a new id, becomes the default, and an
         `instance_relaunched` event says so; the tabs a kept browser still has keep their ids, and
-        the one that was active is active again (`_adopt`). A remote default lost otherwise is not reconnected.
+        the one that was active is active again (`_restore_active`). A remote default lost
+        otherwise is not reconnected.
         """
         self.check_health()
         await self.extension_connected(15)

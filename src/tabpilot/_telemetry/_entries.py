@@ -89,7 +89,8 @@ class Timing(Mapping[str, float]):
 
     Held compactly: the waterfall keeps thousands of entries, and a dict per entry (with its own
     copies of some twenty names, decoded anew from every event) cost about 2 KB of each. The names
-    are one tuple shared by every entry with the same phases; the values are an array of doubles.
+    are one tuple shared by every entry whose event named the same phases; the values are an
+    array of doubles.
     `requestTime` (a clock reading that the other phases are offsets from) is left out, and so is
     anything that is not a number.
     """
