@@ -22,6 +22,7 @@ from support import (
     remote_chromium,
     result_of,
     section,
+    tab_line,
     text,
 )
 from tabpilot import BrowserOptions, Instance
@@ -61,8 +62,16 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
 
         over_pw = result_of(await call(client, "browser_instance", action="connect", wsEndpoint=pw_server.ws))
         assert over_pw["kind"] == "playwright-server" and not over_pw["default"]
-        launched = result_of(await call(client, "browser_instance", action="launch"))
+        launching = await call(client, "browser_instance", action="launch")
+        launched = result_of(launching)
         assert launched["kind"] == "launched"
+        # The result names the new browser's tab and ### Tabs shows it: no event says it again.
+        (launched_tab,) = launched["tabIds"]
+        assert section(launching, "Result").startswith(
+            f"Launched instance {launched['instanceId']} (launched) with tab {launched_tab}. "
+        )
+        assert f"tab {launched_tab} opened" not in text(launching), text(launching)
+        assert tab_line(launching, launched_tab).startswith(f"- tab {launched_tab}: "), text(launching)
         # The number alone names an instance too ("3" for inst_3), as a model writes after tab ids.
         number = launched["instanceId"].removeprefix("inst_")
         by_number = result_of(await call(client, "browser_tabs", action="list", instanceId=number))

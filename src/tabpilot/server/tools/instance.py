@@ -75,6 +75,8 @@ def _opened(call: Call, instance: Instance, verb: str) -> None:
             "default": default,
         },
     )
+    # The result names every tab and ### Tabs shows them: their tab_opened events would say it again.
+    call.response.told("tab_opened", *tab_ids)
     call.response.show_tabs()
 
 
