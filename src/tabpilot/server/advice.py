@@ -349,11 +349,11 @@ def event_line(event: TabEvent) -> str:
     d, tab = event.data, event.tab_id
     if event.type == "tab_opened":
         opener = f" by tab {d['openerId']}" if d.get("openerId") is not None else ""
-        url = d.get("url") or "about:blank"
+        head, url = f"tab {tab} opened ({d.get('cause')}){opener}", d.get("url") or "about:blank"
         if d.get("cause") == "tool" and url == "about:blank":
             # A tool opens a blank tab, then loads its URL (if any): the blank says nothing.
-            return f"tab {tab} opened ({d.get('cause')}){opener}"
-        return f"tab {tab} opened ({d.get('cause')}){opener}: {short(url)}"
+            return head
+        return f"{head}: {short(url)}"
     if event.type == "tab_closed":
         tail = ""
         if d.get("activeChanged"):
