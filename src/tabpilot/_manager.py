@@ -300,7 +300,7 @@ class TabManager:
         again, if its page is still there."""
         if self._default_id != instance.id:
             return
-        for lost in reversed(list(self._instances.values())):
+        for lost in reversed(self._instances.values()):
             if lost.state != "lost" or lost.active_at_loss is None:
                 continue
             back = instance.tab_for_target(lost.active_at_loss)
