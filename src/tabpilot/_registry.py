@@ -121,4 +121,5 @@ class TabRegistry:
             target_id=tab.target_id,
             chrome_tab_id=tab.chrome_tab_id,
             held_by=holder.id if holder is not None and holder is not tab else None,
+            error_page=tab.error_page,
         )

@@ -39,6 +39,8 @@ READY_TIMEOUT = 10.0
 REF_CHECK_TIMEOUT = 5.0
 RESPONSIVE_TIMEOUT = 1.0
 """Seconds a page has to answer a trivial script before it counts as not responding."""
+ERROR_PAGE = "chrome-error://"
+"""What the URL of Chromium's own error page (a page that failed to load) starts with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +167,27 @@ class Tab:
 
     @property
     def url(self) -> str:
+        """The page's URL; on Chromium's error page, the URL that failed to load (the document's
+        own is `chrome-error://chromewebdata/`; the target's record, like the address bar, keeps
+        the one that failed)."""
         handle = self._handle
-        return handle.url if handle is not None and not handle.is_closed() else self._url
+        if handle is None or handle.is_closed():
+            return self._url
+        url = handle.url
+        if url.startswith(ERROR_PAGE) and self._url and not self._url.startswith(ERROR_PAGE):
+            return self._url
+        return url
+
+    @property
+    def error_page(self) -> bool:
+        """Whether the tab shows Chromium's error page: its URL failed to load."""
+        handle = self._handle
+        return handle is not None and not handle.is_closed() and handle.url.startswith(ERROR_PAGE)
 
     @property
     def title(self) -> str:
-        return self._title
+        """The page's title ('' on the error page, whose title is only the host that failed)."""
+        return "" if self.error_page else self._title
 
     @property
     def title_live(self) -> bool:

@@ -73,6 +73,8 @@ class TabInfo:
     held_by: int | None = None
     """The tab whose open dialog holds this one up (a popup relative of the same site, which shares
     its script thread): work on this tab is refused until that dialog is handled."""
+    error_page: bool = False
+    """The tab shows the browser's error page: `url` failed to load."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +92,7 @@ class TabInfo:
             "targetId": self.target_id,
             "chromeTabId": self.chrome_tab_id,
             "heldBy": self.held_by,
+            "errorPage": self.error_page,
         }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from support import data, poll, section, tab_line, text
+from support import data, free_port, poll, ref_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
 
 
@@ -165,6 +165,39 @@ async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is
         assert said.endswith(f"stays on {site.url('/page/b')}.") and "Navigated" not in said
         after = await mcp.call_tool("browser_navigate", {"url": site.url("/page/c")})
         assert 'heading "Page c"' in section(after, "Snapshot"), text(after)
+
+
+async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}/app"  # a local server that is not running
+    site.set_content("/down-link", f'<title>Links</title><a href="{down}/popup" target="_blank">Open app</a>')
+    async with connect() as mcp:
+        failed = await mcp.call_tool("browser_navigate", {"url": down})
+        assert failed.is_error and "net::ERR_CONNECTION_REFUSED" in text(failed), text(failed)
+        tab = data(failed)["activeTabId"]
+        # Not chrome-error://chromewebdata/, not the title of the page before, not still loading.
+        assert tab_line(failed, tab) == f"- tab {tab}: {down} [active, failed to load (error page)]"
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert tab_line(listed, tab) == f"- tab {tab}: {down} [active, failed to load (error page)]"
+        (info,) = data(listed)["result"]["tabs"]
+        assert (info["url"], info["title"], info["status"], info["errorPage"]) == (down, "", "complete", True)
+
+        # A tab a page opens on a URL that fails is listed the same way.
+        went = await mcp.call_tool("browser_navigate", {"url": site.url("/down-link")})
+        assert section(went, "Page") == f"tab {tab}: Links ({site.url('/down-link')})"
+        clicked = await mcp.call_tool("browser_click", {"ref": ref_of(section(went, "Snapshot"), "Open app")})
+        (popup,) = data(clicked)["result"]["openedTabIds"]
+        shown = await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda listed: "(error page)]" in tab_line(listed, popup) and "loading" not in tab_line(listed, popup),
+        )
+        assert tab_line(shown, popup) == f"- tab {popup}: {down}/popup [opened by tab {tab}, failed to load (error page)]"
+        # Loading a page that works ends it.
+        fixed = await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": popup})
+        assert section(fixed, "Page") == f"tab {popup}: Page a ({site.url('/page/a')})"
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert [t["errorPage"] for t in data(listed)["result"]["tabs"]] == [False, False]
 
 
 async def test_a_tab_opened_by_a_page_is_reported_in_the_response_that_caused_it(

@@ -391,7 +391,7 @@ class PageHandle:
         """Navigate and wait for the load; the HTTP status of the document (None: no response).
 
         A navigation that fails on the network returns once the browser's error page has replaced
-        the document (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the failure,
+        the document and loaded (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the failure,
         and Playwright reports the tab's next navigation as interrupted by it, and each one after
         that by the one before (microsoft/playwright#35944)."""
         ms = _ms(timeout)
@@ -413,8 +413,13 @@ class PageHandle:
                 response = await self.page.reload(timeout=ms)
         except PlaywrightError as exc:
             if "net::ERR_" in str(exc) and "net::ERR_ABORTED" not in str(exc):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(error_page.wait(), ERROR_PAGE_TIMEOUT)
+
+                async def error_page_loaded() -> None:
+                    await error_page.wait()
+                    await self.page.wait_for_load_state("load")
+
+                with contextlib.suppress(TimeoutError, PlaywrightError):
+                    await asyncio.wait_for(error_page_loaded(), ERROR_PAGE_TIMEOUT)
             raise
         finally:
             dispose()

@@ -326,6 +326,8 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
         marks.append("pinned")
     if info.status != "complete":
         marks.append(info.status)
+    if info.error_page:
+        marks.append("failed to load (error page)")
     if info.dialog is not None:
         marks.append(f"{info.dialog.type} dialog open{dialog_said(info.dialog.type, info.dialog.message)}")
     if info.held_by is not None:
