@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +36,21 @@ ImageType = Literal["png", "jpeg"]
 FieldValue = str | bool | Sequence[str]
 
 MODIFIERS: tuple[str, ...] = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
+_KEY_NAMES = (
+    *MODIFIERS,
+    "AltGraph", "ArrowDown", "ArrowLeft", "ArrowRight", "ArrowUp", "Backspace", "CapsLock",
+    "ContextMenu", "Delete", "End", "Enter", "Escape", "Home", "Insert", "NumLock", "PageDown",
+    "PageUp", "Pause", "PrintScreen", "ScrollLock", "Space", "Tab",
+    *(f"F{n}" for n in range(1, 25)),
+)  # fmt: skip
+_KEY_ALIASES = {
+    **{name.lower(): name for name in _KEY_NAMES},
+    "ctrl": "Control", "cmd": "Meta", "command": "Meta", "win": "Meta", "super": "Meta",
+    "option": "Alt", "opt": "Alt", "esc": "Escape", "del": "Delete", "ins": "Insert",
+    "return": "Enter", "up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft",
+    "right": "ArrowRight", "pgup": "PageUp", "pgdn": "PageDown", "spacebar": "Space",
+}  # fmt: skip
+"""Key names as people and models write them (any case, `Ctrl`, `Cmd`, `Esc`), to Playwright's."""
 WAIT_FOR_TIMEOUT = 10.0
 """Seconds `wait_for` waits for text to appear or go."""
 MAX_WAIT_TIME = 30.0
@@ -59,7 +74,8 @@ class ActionResult:
     """The tab that shows `dialog`: the action's own, or the opener or popup of the same site whose
     dialog holds the action's tab up too (`Tab.blocked_by`)."""
     value: Any = None
-    """`evaluate`: the script's result. `select_option`: the values now selected."""
+    """`evaluate`: the script's result. `select_option`: the values now selected. `press_key`: the
+    key as pressed (its name as Playwright knows it)."""
     followed_tab_id: int | None = None
     """The opened tab that is now the active one: `click(follow_new_tab=True)` activated it, or the
     manager follows the tabs pages open (`follow_new_tabs`)."""
@@ -218,13 +234,35 @@ async def type_text(
     return result
 
 
+def key_name(key: str) -> str:
+    """Playwright's name of a key or combination: `ctrl+A` is `Control+A`, `cmd+shift+p`
+    `Meta+Shift+p`, `esc` `Escape`. Names of more than one character are read in any case
+    (`enter`, `PAGEDOWN`); a single character is the character (`A` is not `a`); `+` splits keys
+    as Playwright splits them (`Control++` is Control and the plus key)."""
+    keys, building = [], ""
+    for char in key:
+        if char == "+" and building:
+            keys.append(building)
+            building = ""
+        else:
+            building += char
+    keys.append(building)
+    named = []
+    for part in keys:
+        part = part.strip() or part  # a lone space is the space key
+        named.append(_KEY_ALIASES.get(part.lower(), part) if len(part) > 1 else part)
+    return "+".join(named)
+
+
 async def press_key(
     tab: Tab, key: str, *, ref: str | None = None, timeout: float | None = None
 ) -> ActionResult:
-    """Press a key (`Enter`, `ArrowDown`, `Control+a`) in the tab, on element `ref` if given,
-    otherwise wherever the tab's focus is."""
-    if not key.strip():
+    """Press a key (`Enter`, `ArrowDown`, `Control+a`; `key_name` reads `ctrl+a`, `Esc` and the
+    like) in the tab, on element `ref` if given, otherwise wherever the tab's focus is.
+    `result.value` is the key as pressed."""
+    if not key:
         raise ValueError("key must name a key, e.g. Enter, Tab, ArrowDown or Control+a.")
+    key = key_name(key)
     timeout = timeout or tab.host.timeouts.action
     if ref is not None:
         element = await tab.element(ref)
@@ -234,7 +272,7 @@ async def press_key(
         job = asyncio.wait_for((await tab.usable()).press_key(key), timeout)
         what = f"Pressing {key} on tab {tab.id}"
     _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
-    return result
+    return replace(result, value=key)
 
 
 async def select_option(
@@ -581,6 +619,7 @@ __all__ = [
     "evaluate",
     "fill_form",
     "hover",
+    "key_name",
     "path_in_roots",
     "press_key",
     "resize",

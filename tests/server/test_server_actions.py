@@ -544,6 +544,17 @@ async def test_press_key_on_an_element_and_where_the_focus_is(
         unknown = error(await mcp.call_tool("browser_press_key", {"key": "Explode", "tabId": tab}))
         assert "Explode" in unknown and "Enter" in unknown
 
+        # Key names as models write them: Ctrl, Esc, any case.
+        ok(await mcp.call_tool("browser_type", {"ref": query, "text": "tabs"}))
+        selected = ok(await mcp.call_tool("browser_press_key", {"key": "ctrl+a", "ref": query}))
+        assert f"Pressed Control+a on {query} on tab {tab}." in section(selected, "Result")
+        assert data(selected)["result"]["key"] == "Control+a"
+        replaced = ok(await mcp.call_tool("browser_press_key", {"key": "x", "ref": query}))
+        assert any(line.endswith(f"[ref={query}]: x") for line in changes(replaced)), text(replaced)
+        escaped = ok(await mcp.call_tool("browser_press_key", {"key": "esc", "tabId": tab}))
+        assert f"Pressed Escape on tab {tab}." in section(escaped, "Result")
+        assert any("Key: Escape" in line for line in changes(escaped)), text(escaped)
+
 
 async def test_select_option_by_value_and_by_label(connect: Callable[..., Client], site: LocalSite) -> None:
     site.set_content(

@@ -190,9 +190,14 @@ async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
         (popup,) = data(clicked)["result"]["openedTabIds"]
         shown = await poll(
             lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
-            lambda listed: "(error page)]" in tab_line(listed, popup) and "loading" not in tab_line(listed, popup),
+            lambda listed: (
+                "(error page)]" in tab_line(listed, popup) and "loading" not in tab_line(listed, popup)
+            ),
         )
-        assert tab_line(shown, popup) == f"- tab {popup}: {down}/popup [opened by tab {tab}, failed to load (error page)]"
+        assert (
+            tab_line(shown, popup)
+            == f"- tab {popup}: {down}/popup [opened by tab {tab}, failed to load (error page)]"
+        )
         # Loading a page that works ends it.
         fixed = await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": popup})
         assert section(fixed, "Page") == f"tab {popup}: Page a ({site.url('/page/a')})"

@@ -131,14 +131,14 @@ async def browser_press_key(
     tab: Tab,
     key: Annotated[
         str,
-        Field(description="e.g. Enter, ArrowDown, Control+a."),
+        Field(description="e.g. Enter, ArrowDown, Control+a (Ctrl, Cmd, Esc work too)."),
     ],
     ref: OptionalRefArg = None,
     tabId: TabIdArg = None,
 ) -> None:
     result = await press_key(tab, key, ref=ref)
     where = f" on {ref}" if ref else ""
-    report(call, tab, f"Pressed {key}{where} on tab {tab.id}.", result, key=key)
+    report(call, tab, f"Pressed {result.value}{where} on tab {tab.id}.", result, key=result.value)
 
 
 async def browser_select_option(
