@@ -20,6 +20,7 @@ from support import ref_of, text
 from tabpilot import TabInfo
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
+from tabpilot.server.app import PEER_TOOLS
 from tabpilot.server.toolsets import browser_use, foxmcp, pilo
 from tabpilot.server.toolsets._common import interactive_elements
 
@@ -568,3 +569,23 @@ async def test_a_tool_or_argument_the_set_does_not_have_is_refused_naming_what_i
     async with connect() as mcp:
         nothing_near = await fail(mcp, "zzz", {})
         assert "This server has no tool 'zzz'. Its tools: browser_click, " in nothing_near
+        # Another browser server's tool names the call of this one that does the same.
+        back = await fail(mcp, "browser_navigate_back", {})
+        assert (
+            "This server has no tool 'browser_navigate_back'. Its browser_navigate(action='back') does that."
+            in back
+        )
+        pages = await fail(mcp, "list_pages", {})
+        assert "This server has no tool 'list_pages'. Its browser_tabs(action='list') does that." in pages
+        # Every call named so is one the default set has, with arguments it takes.
+        arguments = {t.name: set(t.input_schema["properties"]) for t in (await mcp.list_tools()).tools}
+        for ours, args in PEER_TOOLS.values():
+            assert (
+                ours in arguments
+                and {a.split("=")[0].strip() for a in args.split(",") if a} <= arguments[ours]
+            )
+    async with connect(tools=("browser-use",)) as mcp:  # only a tool this set has is named
+        shot = await fail(mcp, "take_screenshot", {})
+        assert shot.startswith(
+            "### Error\nThis server has no tool 'take_screenshot'. Its tools: browser_click,"
+        ), shot

@@ -53,6 +53,36 @@ tabpilot drives a real Chromium with many tabs. The rules, said once for every t
 """
 
 
+PEER_TOOLS: dict[str, tuple[str, str]] = {
+    # Playwright MCP
+    "browser_navigate_back": ("browser_navigate", "action='back'"),
+    "browser_navigate_forward": ("browser_navigate", "action='forward'"),
+    "browser_take_screenshot": ("browser_screenshot", ""),
+    "browser_console_messages": ("browser_observe", "what='logs'"),
+    "browser_network_requests": ("browser_observe", "what='network_waterfall'"),
+    "browser_tab_list": ("browser_tabs", "action='list'"),
+    "browser_tab_new": ("browser_tabs", "action='new'"),
+    "browser_tab_select": ("browser_tabs", "action='activate', tabId=..."),
+    "browser_tab_close": ("browser_tabs", "action='close', tabId=..."),
+    # Chrome DevTools MCP
+    "list_pages": ("browser_tabs", "action='list'"),
+    "new_page": ("browser_tabs", "action='new', url=..."),
+    "select_page": ("browser_tabs", "action='activate', tabId=..."),
+    "close_page": ("browser_tabs", "action='close', tabId=..."),
+    "navigate_page": ("browser_navigate", "url=..."),
+    "take_snapshot": ("browser_snapshot", ""),
+    "take_screenshot": ("browser_screenshot", ""),
+    "list_console_messages": ("browser_observe", "what='logs'"),
+    "list_network_requests": ("browser_observe", "what='network_waterfall'"),
+    "evaluate_script": ("browser_evaluate", "function=..."),
+    "fill": ("browser_type", "ref=..., text=..."),
+    "upload_file": ("browser_file_upload", ""),
+    "resize_page": ("browser_resize", ""),
+}
+"""Tools of other browser servers that models know by name: the call of this server's that does
+the same (`name(args)`), told when a model calls one (if this server has that tool)."""
+
+
 class TabpilotServer(MCPServer[ServerState]):
     """MCPServer whose argument errors name the argument and the fix, in our response format."""
 
@@ -101,8 +131,12 @@ class TabpilotServer(MCPServer[ServerState]):
     def _unknown_tool(self, name: str) -> str:
         """A name this server has no tool for: the likeliest meant, and every name it has."""
         names = sorted(self.tool_arguments)
-        near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
-        guess = f" Did you mean {near[0]}?" if near else ""
+        ours, args = PEER_TOOLS.get(name, ("", ""))
+        if ours in self.tool_arguments:
+            guess = f" Its {ours}({args}) does that." if args else f" Its {ours} does that."
+        else:
+            near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+            guess = f" Did you mean {near[0]}?" if near else ""
         return f"This server has no tool {name!r}.{guess} Its tools: {', '.join(names)}."
 
     async def list_tools(self) -> list[MCPTool]:
