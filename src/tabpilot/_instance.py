@@ -578,9 +578,10 @@ class Instance:
 
     async def refresh(self) -> None:
         """Bring every tab's title and URL up to date in one browser round trip (not one per tab),
-        unless every page has reported its title for its current URL (`_titles`): then none."""
+        unless every page has reported its title for its current URL (`_titles`), or shows the
+        error page (no title; its URL is the target's): then none."""
         cdp = self._tracker.cdp
-        if cdp is None or self.state != "open" or all(tab.title_live for tab in self.tabs):
+        if cdp is None or self.state != "open" or all(tab.title_live or tab.error_page for tab in self.tabs):
             return
         with contextlib.suppress(Exception):
             targets = await asyncio.wait_for(cdp.send("Target.getTargets"), 5)

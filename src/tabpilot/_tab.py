@@ -170,19 +170,21 @@ class Tab:
         """The page's URL; on Chromium's error page, the URL that failed to load (the document's
         own is `chrome-error://chromewebdata/`; the target's record, like the address bar, keeps
         the one that failed)."""
-        handle = self._handle
-        if handle is None or handle.is_closed():
-            return self._url
-        url = handle.url
+        url = self._document_url
         if url.startswith(ERROR_PAGE) and self._url and not self._url.startswith(ERROR_PAGE):
             return self._url
         return url
 
     @property
+    def _document_url(self) -> str:
+        """The URL of the document the tab shows (`chrome-error://chromewebdata/` on the error page)."""
+        handle = self._handle
+        return handle.url if handle is not None and not handle.is_closed() else self._url
+
+    @property
     def error_page(self) -> bool:
         """Whether the tab shows Chromium's error page: its URL failed to load."""
-        handle = self._handle
-        return handle is not None and not handle.is_closed() and handle.url.startswith(ERROR_PAGE)
+        return self._document_url.startswith(ERROR_PAGE)
 
     @property
     def title(self) -> str:
@@ -191,8 +193,8 @@ class Tab:
 
     @property
     def title_live(self) -> bool:
-        """Whether `title` is the page's own, reported for the tab's current URL (no need to ask)."""
-        return self._title_href is not None and self._title_href == self.url
+        """Whether `title` is the page's own, reported for the tab's current document (no need to ask)."""
+        return self._title_href is not None and self._title_href == self._document_url
 
     @property
     def dialog(self) -> DialogInfo | None:

@@ -243,8 +243,11 @@ async def test_file_urls_and_origins_outside_the_policy_are_refused(
 
         tab = await _open(mcp, site.url("/jump"))
         await asyncio.sleep(0.3)
-        page = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab}))["page"]
-        assert not page["url"].startswith(other)
+        snapshot = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab})
+        assert "Page c" not in section(snapshot, "Snapshot"), text(snapshot)
+        # The tab lists the address it was refused, as the browser's error page.
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert tab_line(listed, tab) == f"- tab {tab}: {other}/page/c [failed to load (error page)]"
 
 
 async def test_a_dialog_blocks_only_its_own_tab(connect: Callable[..., Client], site: LocalSite) -> None:
