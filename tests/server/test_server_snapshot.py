@@ -171,7 +171,10 @@ async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
     down = f"http://127.0.0.1:{free_port()}/app"  # a local server that is not running
-    site.set_content("/down-link", f'<title>Links</title><a href="{down}/popup" target="_blank">Open app</a>')
+    site.set_content(
+        "/down-link",
+        f'<title>Links</title><a href="{down}/popup" target="_blank">Open app</a> <a href="{down}/gone">Go to app</a>',
+    )
     async with connect() as mcp:
         failed = await mcp.call_tool("browser_navigate", {"url": down})
         assert failed.is_error and "net::ERR_CONNECTION_REFUSED" in text(failed), text(failed)
@@ -203,6 +206,15 @@ async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
         assert section(fixed, "Page") == f"tab {popup}: Page a ({site.url('/page/a')})"
         listed = await mcp.call_tool("browser_tabs", {"action": "list"})
         assert [t["errorPage"] for t in data(listed)["result"]["tabs"]] == [False, False]
+        # A click that lands its own tab on the error page says so where it names the page.
+        gone = await mcp.call_tool("browser_click", {"ref": ref_of(section(went, "Snapshot"), "Go to app")})
+        if "error page" not in section(gone, "Page"):  # answered before the error page came (a busy machine)
+            gone = await poll(
+                lambda: mcp.call_tool("browser_snapshot", {"tabId": tab}),
+                lambda shot: "error page" in section(shot, "Page"),
+            )
+        assert section(gone, "Page") == f"tab {tab}: {down}/gone [failed to load (error page)]", text(gone)
+        assert data(gone)["page"] == {"tabId": tab, "url": f"{down}/gone", "title": "", "errorPage": True}
 
 
 async def test_a_tab_opened_by_a_page_is_reported_in_the_response_that_caused_it(

@@ -315,6 +315,10 @@ def _advice_for(exc: TabpilotError, calls: ToolCalls) -> str:
 # -- tabs, events, instances ------------------------------------------------------------------------
 
 
+ERROR_PAGE_MARK = "failed to load (error page)"
+"""How a tab on the browser's error page is marked (its URL is the one that failed)."""
+
+
 def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
     """One line of a `### Tabs` section."""
     marks: list[str] = []
@@ -327,7 +331,7 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
     if info.status != "complete":
         marks.append(info.status)
     if info.error_page:
-        marks.append("failed to load (error page)")
+        marks.append(ERROR_PAGE_MARK)
     if info.dialog is not None:
         marks.append(f"{info.dialog.type} dialog open{dialog_said(info.dialog.type, info.dialog.message)}")
     if info.held_by is not None:

@@ -31,7 +31,16 @@ from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
 from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabInfo, TabpilotError
 
-from .advice import DEFAULT_CALLS, ToolCalls, error_text, event_line, page_line, short, tab_line
+from .advice import (
+    DEFAULT_CALLS,
+    ERROR_PAGE_MARK,
+    ToolCalls,
+    error_text,
+    event_line,
+    page_line,
+    short,
+    tab_line,
+)
 from .state import SessionState
 
 MAX_CHANGED_LINES = 200
@@ -315,7 +324,10 @@ class Response:
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
         if self._page_into_result:
             self._result_data.update(url=tab.url, title=tab.title)
-        page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}")
+        failed = f" [{ERROR_PAGE_MARK}]" if tab.error_page else ""
+        if failed:
+            data["page"]["errorPage"] = True
+        page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}{failed}")
         return page, snapshot
 
     async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:
