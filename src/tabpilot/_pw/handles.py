@@ -391,9 +391,9 @@ class PageHandle:
         """Navigate and wait for the load; the HTTP status of the document (None: no response).
 
         A navigation that fails on the network returns once the browser's error page has replaced
-        the document and loaded (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the failure,
-        and Playwright reports the tab's next navigation as interrupted by it, and each one after
-        that by the one before (microsoft/playwright#35944)."""
+        the document and loaded (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the
+        failure, and Playwright reports the tab's next navigation as interrupted by it, and each
+        one after that by the one before (microsoft/playwright#35944)."""
         ms = _ms(timeout)
         error_page = asyncio.Event()
 

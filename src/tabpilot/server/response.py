@@ -324,10 +324,11 @@ class Response:
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
         if self._page_into_result:
             self._result_data.update(url=tab.url, title=tab.title)
-        failed = f" [{ERROR_PAGE_MARK}]" if tab.error_page else ""
-        if failed:
+        mark = ""
+        if tab.error_page:
             data["page"]["errorPage"] = True
-        page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}{failed}")
+            mark = f" [{ERROR_PAGE_MARK}]"
+        page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}{mark}")
         return page, snapshot
 
     async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:
