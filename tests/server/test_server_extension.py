@@ -27,10 +27,12 @@ from support import (
     extension_chromium,
     free_port,
     kill_served_driver,
+    poll,
     ref_of,
     remote_chromium,
     result_of,
     section,
+    tab_line,
     text,
     wait_until,
 )
@@ -127,6 +129,19 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         # The console of a background tab.
         logs = result_of(await call(mcp, "browser_observe", what="logs", tabId=start["id"]))
         assert [e["text"] for e in logs["entries"]] == ["hello-from-background"]
+
+        # A page that fails to load lists by the URL that failed, as the user's address bar shows it.
+        down = f"http://127.0.0.1:{free_port()}/down"
+        failed = await mcp.call_tool("browser_navigate", {"url": down, "tabId": start["id"]})
+        assert failed.is_error and "ERR_CONNECTION_REFUSED" in text(failed), text(failed)
+        on_error_page = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"),
+            lambda listed: tab_line(listed, start["id"]).startswith(f"- tab {start['id']}: {down} ["),
+        )
+        assert (
+            tab_line(on_error_page, start["id"])
+            == f"- tab {start['id']}: {down} [failed to load (error page)]"
+        )
 
         # close_others closes the agent's other tabs and never the user's.
         closed = result_of(await call(mcp, "browser_tabs", action="close_others", keepTabId=home))
