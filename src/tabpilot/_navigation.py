@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ActionError, NavigationBlockedError
 from ._policy import UrlPolicy
-from ._pw import Doing, first_line, map_playwright_errors
+from ._pw import ERROR_PAGE, Doing, first_line, map_playwright_errors
 from ._tab import Tab
 
 NavigateAction = Literal["goto", "back", "forward", "reload"]
@@ -151,5 +151,5 @@ def _navigation_error(
             policy.check(target or now_at)
         except NavigationBlockedError as blocked:
             return blocked
-    where = "shows the browser's error page" if now_at.startswith("chrome-error:") else f"stays on {now_at}"
+    where = "shows the browser's error page" if now_at.startswith(ERROR_PAGE) else f"stays on {now_at}"
     return ActionError(f"{what} failed: {message}.", f"Check the URL; the tab {where}.", tab_id=exc.tab_id)

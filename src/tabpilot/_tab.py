@@ -27,7 +27,16 @@ from ._errors import (
     TabNotFoundError,
 )
 from ._policy import UrlPolicy
-from ._pw import DialogHandle, Disposer, Doing, ElementHandle, Page, PageHandle, map_playwright_errors
+from ._pw import (
+    ERROR_PAGE,
+    DialogHandle,
+    Disposer,
+    Doing,
+    ElementHandle,
+    Page,
+    PageHandle,
+    map_playwright_errors,
+)
 from ._refs import parse_ref, scope_snapshot, tab_ref
 from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, closed_reason
 from ._watch import ActionWatch
@@ -39,8 +48,6 @@ READY_TIMEOUT = 10.0
 REF_CHECK_TIMEOUT = 5.0
 RESPONSIVE_TIMEOUT = 1.0
 """Seconds a page has to answer a trivial script before it counts as not responding."""
-ERROR_PAGE = "chrome-error://"
-"""What the URL of Chromium's own error page (a page that failed to load) starts with."""
 
 
 @dataclass(frozen=True, slots=True)

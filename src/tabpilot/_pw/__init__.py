@@ -13,6 +13,7 @@ not wrap (`tab.page`).
 from .driver import Driver, Launched
 from .errors import Doing, first_line, is_closed_error, launch_error, map_playwright_errors
 from .handles import (
+    ERROR_PAGE,
     BrowserHandle,
     CdpSession,
     ContextHandle,
@@ -26,6 +27,7 @@ from .handles import (
 )
 
 __all__ = [
+    "ERROR_PAGE",
     "BrowserHandle",
     "CdpSession",
     "ContextHandle",

@@ -31,6 +31,8 @@ from .._options import BrowserOptions
 
 Disposer = Callable[[], None]
 MouseButton = Literal["left", "middle", "right"]
+ERROR_PAGE = "chrome-error://"
+"""What the URL of Chromium's own error page (a page that failed to load) starts with."""
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
 FILE_PICKER_WAIT = 2.0
@@ -398,7 +400,7 @@ class PageHandle:
         error_page = asyncio.Event()
 
         def committed(frame: Frame) -> None:
-            if frame == self.page.main_frame and frame.url.startswith("chrome-error:"):
+            if frame == self.page.main_frame and frame.url.startswith(ERROR_PAGE):
                 error_page.set()
 
         dispose = _listen(self.page, "framenavigated", committed)
