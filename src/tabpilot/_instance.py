@@ -92,6 +92,7 @@ EXIT_NOTICE = 0.2
 """How long a launched browser that disconnected may take to be seen ending: a killed process
 closes its pipe to the driver a moment before it stops counting as running."""
 DISCONNECTED = "the browser disconnected"
+QUIT = "the browser quit, closing its tabs first (its last window was closed, or it was told to quit)"
 
 
 def _killed(pid: int) -> str:
@@ -501,6 +502,8 @@ class Instance:
         loss = self._link.loss() if self._link is not None else None
         if loss is not None:
             return loss
+        if self._tracker.closed_every_tab_first():
+            return QUIT
         if self.pid is not None and not pid_alive(self.pid):
             return _killed(self.pid)
         return DISCONNECTED  # until `_process_ended` finds the process ended after all

@@ -74,6 +74,9 @@ class TabTracker:
         self._asks = WindowAsks(time.monotonic)
         self._checking: dict[int, tuple[Tab, bool]] = {}
         """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active)."""
+        self._destroyed: set[str] = set()
+        """Target ids of the tabs being checked whose close the browser itself reported (Playwright
+        also reports the pages of a browser that went away as closed)."""
         self._creating = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._settling: set[asyncio.Task[Any]] = set()
@@ -220,6 +223,8 @@ class TabTracker:
         tab = self.registry.by_target(target_id)
         if tab is not None:
             self.tab_gone(tab, None)
+        if any(checked.target_id == target_id for checked, _ in self._checking.values()):
+            self._destroyed.add(target_id)
 
     def _on_target_crashed(self, event: dict[str, Any]) -> None:
         tab = self.registry.by_target(event.get("targetId", ""))
@@ -425,13 +430,25 @@ class TabTracker:
             # Reported exactly once (unless the instance was lost meanwhile and reported it), also
             # when cancelled because the instance is being closed.
             checked = self._checking.pop(tab.id, None)
+            self._destroyed.discard(tab.target_id or "")
             if checked is not None:
                 cause = "crash" if self._state() == "lost" else _unexplained_close_cause(tab)
                 self._report_close(tab, cause, checked[1])
 
+    def closed_every_tab_first(self) -> bool:
+        """Whether every tab went before the browser did, each close still being checked: a browser
+        that quits in order (its last window closed, told to quit) closes its pages first, where a
+        killed or crashed one takes them along."""
+        return (
+            bool(self._checking)
+            and not len(self.registry)
+            and all(tab.target_id in self._destroyed for tab, _ in self._checking.values())
+        )
+
     def report_checked_closes(self) -> None:
         """The browser is gone: the closes still being checked were its doing; report them now."""
         checking, self._checking = self._checking, {}
+        self._destroyed.clear()
         for tab, was_active in checking.values():
             self._report_close(tab, "crash", was_active)
 

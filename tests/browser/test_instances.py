@@ -301,6 +301,45 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     await wait_until(lambda: not pid_alive(pid))
 
 
+async def test_a_browser_that_quits_in_order_is_reported_as_quit_and_one_killed_as_killed(
+    manager: TabManager, browser_path: str, site: LocalSite
+) -> None:
+    """A browser that quits (its last window closed, told to quit) closes its tabs first; a killed
+    one takes them along. Either way its tabs leave as a crash (the SPEC), but the reason differs."""
+    quitting = await manager.launch()
+    await manager.new_tab(site.url("/page/a"), instance_id=quitting.id)
+    with remote_chromium(browser_path) as remote_browser:
+        remote = await manager.connect_cdp(remote_browser.http)
+        await manager.new_tab(site.url("/page/b"), instance_id=remote.id)
+        since = manager.events.last_seq
+        # What the browser does when the user quits it: through a session of its own, as a user or
+        # another client would (Browser.close ends the session's connection: no answer comes).
+        async with async_playwright() as p:
+            other = await p.chromium.connect_over_cdp(remote_browser.http)
+            with contextlib.suppress(Exception):
+                await (await other.new_browser_cdp_session()).send("Browser.close")
+        page = quitting.tabs[0].page
+        with contextlib.suppress(Exception):
+            await (await page.context.new_cdp_session(page)).send("Browser.close")
+        await wait_until(lambda: quitting.state == "lost" and remote.state == "lost")
+        await manager.losses_judged()
+    for instance in (quitting, remote):
+        assert instance.lost_reason is not None and instance.lost_reason.startswith(
+            "the browser quit, closing its tabs first ("
+        ), instance.lost_reason
+        assert {e.data["by"] for e in events(manager, since, "tab_closed", instance)} == {"crash"}
+        (lost,) = events(manager, since, "instance_lost", instance)
+        assert lost.data["reason"] == instance.lost_reason
+
+    killed = await manager.launch()
+    assert killed.pid is not None
+    await manager.new_tab(site.url("/page/c"), instance_id=killed.id)
+    os.kill(killed.pid, signal.SIGKILL)
+    await wait_until(lambda: killed.state == "lost")
+    await manager.losses_judged()
+    assert killed.lost_reason == f"the browser process (pid {killed.pid}) ended: it was killed or crashed"
+
+
 async def test_unreachable_and_wrong_protocol_endpoints_fail_fast_with_clear_errors(
     manager: TabManager, remote: RemoteChromium, pw_server: PlaywrightServer, site: LocalSite
 ) -> None:

@@ -4,6 +4,7 @@ Everything runs on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -133,6 +134,37 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         listed = result_of(await call(client, "browser_instance", action="list"))
         assert [i["id"] for i in listed["instances"]] == [launched["instanceId"]]
         assert listed["defaultInstanceId"] == launched["instanceId"]
+
+
+async def test_a_connected_browser_that_quits_is_reported_as_quit(
+    shared_browser: Instance, browser_path: str, site: LocalSite
+) -> None:
+    server = own_browser_server(browser_path)
+    async with Client(server) as client:
+        with remote_chromium(browser_path) as remote:
+            connected = result_of(
+                await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
+            )
+            # The user quits that browser (here through a client of its own, as its menu would).
+            async with async_playwright() as p:
+                other = await p.chromium.connect_over_cdp(remote.http)
+                with contextlib.suppress(Exception):
+                    await (await other.new_browser_cdp_session()).send("Browser.close")
+            seen: list[str] = []
+
+            async def events() -> str:
+                seen.append(section(await call(client, "browser_tabs", action="list"), "Events"))
+                return "".join(seen)
+
+            said = await poll(events, lambda said: "was lost" in said)
+        assert (
+            f"instance {connected['instanceId']} was lost: the browser quit, closing its tabs first (its "
+            "last window was closed, or it was told to quit)" in said
+        ), said
+        (tab_id,) = connected["tabIds"]
+        assert f"tab {tab_id} closed (by crash)" in said
+        failed = await client.call_tool("browser_snapshot", {"tabId": tab_id})
+        assert failed.is_error and "(the browser quit, closing its tabs first" in section(failed, "Error")
 
 
 async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relaunched(
