@@ -174,16 +174,18 @@ async def click(
     dialogs: DialogPolicy = "report",
 ) -> ActionResult:
     """Click an element. Tabs the click opens are in `opened_tab_ids`; with `follow_new_tab`
-    the (last) one becomes the active tab, otherwise they stay in the background."""
+    the (last) one becomes the active tab, otherwise they stay in the background. `modifiers`
+    are read as `key_name` reads keys (`ctrl`, `cmd`)."""
     if button not in ("left", "middle", "right"):
         raise ValueError(f"button must be 'left', 'middle' or 'right', not {button!r}.")
-    bad = [m for m in modifiers if m not in MODIFIERS]
+    held = [key_name(m) for m in modifiers]  # `ctrl` is Control
+    bad = [m for m in held if m not in MODIFIERS]
     if bad:
         raise ValueError(f"modifiers: unknown {', '.join(map(repr, bad))}; use {', '.join(MODIFIERS)}.")
     timeout = timeout or tab.host.timeouts.action
     element = await _element_in_front(tab, ref)
     what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
-    job = element.click(button=button, modifiers=modifiers, double=double_click, timeout=timeout)
+    job = element.click(button=button, modifiers=held, double=double_click, timeout=timeout)
     _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True)
     if follow_new_tab:
         for tab_id in reversed(result.opened_tab_ids):

@@ -190,14 +190,19 @@ async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
 
         middle = ok(await mcp.call_tool("browser_click", {"ref": link, "button": "middle"}))
         control = ok(await mcp.call_tool("browser_click", {"ref": link, "modifiers": ["ControlOrMeta"]}))
+        # Modifiers as models write them, read as browser_press_key reads keys.
+        ctrl = ok(await mcp.call_tool("browser_click", {"ref": link, "modifiers": ["ctrl"]}))
 
-        for result in (middle, control):
+        for result in (middle, control, ctrl):
             (event,) = opened_events(result)
             assert event["openerId"] == home and event["url"] == site.url("/page/c")
             assert f"tab {event['tabId']} opened (link) by tab {home}" in section(result, "Events")
             assert f"opened by tab {home}" in tab_line(result, event["tabId"])
         assert "Middle-clicked" in section(middle, "Result")
         assert "with ControlOrMeta" in section(control, "Result")
+        assert "with Control." in section(ctrl, "Result")
+        refused = await mcp.call_tool("browser_click", {"ref": link, "modifiers": ["Hyper"]})
+        assert refused.is_error and "argument 'modifiers.0': Input should be 'Alt', 'Control', " in text(refused)
         assert data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": home}))["page"][
             "url"
         ] == site.url("/")

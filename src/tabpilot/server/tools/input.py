@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from tabpilot import (
     ActionResult,
@@ -17,6 +17,7 @@ from tabpilot import (
     click,
     describe_wait,
     hover,
+    key_name,
     press_key,
     quoted,
     select_option,
@@ -31,6 +32,13 @@ OptionalRefArg = Annotated[
     str | None,
     Field(description="Element ref, e.g. '3e5'."),
 ]
+
+
+def _modifier_names(value: object) -> object:
+    """Modifier keys as models write them (`ctrl`, `Cmd`), read as `key_name` reads keys."""
+    if isinstance(value, list):
+        return [key_name(item) if isinstance(item, str) else item for item in value]
+    return value
 
 
 def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
@@ -82,6 +90,7 @@ async def browser_click(
     button: Annotated[Literal["left", "middle", "right"], Field()] = "left",
     modifiers: Annotated[
         list[Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]] | None,
+        BeforeValidator(_modifier_names),
         Field(description="Keys held."),
     ] = None,
     doubleClick: Annotated[bool, Field()] = False,
