@@ -312,12 +312,8 @@ async def test_a_browser_that_quits_in_order_is_reported_as_quit_and_one_killed_
         remote = await manager.connect_cdp(remote_browser.http)
         await manager.new_tab(site.url("/page/b"), instance_id=remote.id)
         since = manager.events.last_seq
-        # What the browser does when the user quits it: through a session of its own, as a user or
-        # another client would (Browser.close ends the session's connection: no answer comes).
-        async with async_playwright() as p:
-            other = await p.chromium.connect_over_cdp(remote_browser.http)
-            with contextlib.suppress(Exception):
-                await (await other.new_browser_cdp_session()).send("Browser.close")
+        # What the browser does when its user quits it.
+        remote_browser.quit()
         page = quitting.tabs[0].page
         with contextlib.suppress(Exception):
             await (await page.context.new_cdp_session(page)).send("Browser.close")

@@ -202,7 +202,9 @@ async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
         assert "with ControlOrMeta" in section(control, "Result")
         assert "with Control." in section(ctrl, "Result")
         refused = await mcp.call_tool("browser_click", {"ref": link, "modifiers": ["Hyper"]})
-        assert refused.is_error and "argument 'modifiers.0': Input should be 'Alt', 'Control', " in text(refused)
+        assert refused.is_error and "argument 'modifiers.0': Input should be 'Alt', 'Control', " in text(
+            refused
+        )
         assert data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": home}))["page"][
             "url"
         ] == site.url("/")

@@ -4,7 +4,6 @@ Everything runs on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import sys
@@ -145,11 +144,7 @@ async def test_a_connected_browser_that_quits_is_reported_as_quit(
             connected = result_of(
                 await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
             )
-            # The user quits that browser (here through a client of its own, as its menu would).
-            async with async_playwright() as p:
-                other = await p.chromium.connect_over_cdp(remote.http)
-                with contextlib.suppress(Exception):
-                    await (await other.new_browser_cdp_session()).send("Browser.close")
+            remote.quit()  # as its user would
             seen: list[str] = []
 
             async def events() -> str:
