@@ -21,7 +21,7 @@ import os
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ._errors import ActionError, PathNotAllowedError, quoted
 from ._fields import check_field, field_uses, toggle_text
@@ -35,7 +35,7 @@ KeyModifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
 ImageType = Literal["png", "jpeg"]
 FieldValue = str | bool | Sequence[str]
 
-MODIFIERS: tuple[str, ...] = ("Alt", "Control", "ControlOrMeta", "Meta", "Shift")
+MODIFIERS: tuple[str, ...] = get_args(KeyModifier)
 _KEY_NAMES = (
     *MODIFIERS,
     "AltGraph", "ArrowDown", "ArrowLeft", "ArrowRight", "ArrowUp", "Backspace", "CapsLock",
@@ -176,7 +176,7 @@ async def click(
     """Click an element. Tabs the click opens are in `opened_tab_ids`; with `follow_new_tab`
     the (last) one becomes the active tab, otherwise they stay in the background. `modifiers`
     are read as `key_name` reads keys (`ctrl`, `cmd`)."""
-    if button not in ("left", "middle", "right"):
+    if button not in get_args(MouseButton):
         raise ValueError(f"button must be 'left', 'middle' or 'right', not {button!r}.")
     held = [key_name(m) for m in modifiers]  # `ctrl` is Control
     bad = [m for m in held if m not in MODIFIERS]

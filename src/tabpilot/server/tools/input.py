@@ -6,13 +6,15 @@ response says which tabs the action opened (### Events, ### Tabs) and what chang
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field
 
 from tabpilot import (
     ActionResult,
+    KeyModifier,
+    MouseButton,
     Tab,
     click,
     describe_wait,
@@ -87,9 +89,9 @@ async def browser_click(
     tab: Tab,
     ref: RefArg,
     tabId: TabIdArg = None,
-    button: Annotated[Literal["left", "middle", "right"], Field()] = "left",
+    button: Annotated[MouseButton, Field()] = "left",
     modifiers: Annotated[
-        list[Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]] | None,
+        list[KeyModifier] | None,
         BeforeValidator(_modifier_names),
         Field(description="Keys held."),
     ] = None,
