@@ -72,11 +72,10 @@ class TabTracker:
         self._watches: list[ActionWatch] = []
         self._target_sessions: dict[int, TargetSession] = {}
         self._asks = WindowAsks(time.monotonic)
-        self._checking: dict[int, tuple[Tab, bool]] = {}
-        """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active)."""
-        self._destroyed: set[str] = set()
-        """Target ids of the tabs being checked whose close the browser itself reported (Playwright
-        also reports the pages of a browser that went away as closed)."""
+        self._checking: dict[int, tuple[Tab, bool, bool]] = {}
+        """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active,
+        whether the browser itself reported the close: Playwright also reports the pages of a
+        browser that went away as closed)."""
         self._creating = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._settling: set[asyncio.Task[Any]] = set()
@@ -223,8 +222,10 @@ class TabTracker:
         tab = self.registry.by_target(target_id)
         if tab is not None:
             self.tab_gone(tab, None)
-        if any(checked.target_id == target_id for checked, _ in self._checking.values()):
-            self._destroyed.add(target_id)
+        for tab_id, (checked, was_active, _said) in self._checking.items():
+            if checked.target_id == target_id:
+                self._checking[tab_id] = (checked, was_active, True)
+                break
 
     def _on_target_crashed(self, event: dict[str, Any]) -> None:
         tab = self.registry.by_target(event.get("targetId", ""))
@@ -416,7 +417,7 @@ class TabTracker:
         if cause is None and self.cdp is not None and self._is_open():
             # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
             # it is still there before calling this close the page's or another client's doing.
-            self._checking[tab.id] = (tab, was_active)
+            self._checking[tab.id] = (tab, was_active, False)
             self.spawn(self._report_unexplained_close(tab))
             return
         self._report_close(tab, cause or _unexplained_close_cause(tab), was_active)
@@ -430,7 +431,6 @@ class TabTracker:
             # Reported exactly once (unless the instance was lost meanwhile and reported it), also
             # when cancelled because the instance is being closed.
             checked = self._checking.pop(tab.id, None)
-            self._destroyed.discard(tab.target_id or "")
             if checked is not None:
                 cause = "crash" if self._state() == "lost" else _unexplained_close_cause(tab)
                 self._report_close(tab, cause, checked[1])
@@ -442,14 +442,13 @@ class TabTracker:
         return (
             bool(self._checking)
             and not len(self.registry)
-            and all(tab.target_id in self._destroyed for tab, _ in self._checking.values())
+            and all(said for _tab, _active, said in self._checking.values())
         )
 
     def report_checked_closes(self) -> None:
         """The browser is gone: the closes still being checked were its doing; report them now."""
         checking, self._checking = self._checking, {}
-        self._destroyed.clear()
-        for tab, was_active in checking.values():
+        for tab, was_active, _said in checking.values():
             self._report_close(tab, "crash", was_active)
 
     def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
