@@ -369,7 +369,6 @@ class Instance:
             self._disposers.append(self.browser.on_disconnected(lambda: self._lost(self._gone_reason())))
             cdp = self._tracker.cdp = await self.browser.new_cdp_session()
             self._tracker.sessions = TargetSessions(cdp)
-            self._tracker.iframe_sessions = self.kind != "extension"
             for event, handler in self._tracker.target_handlers():
                 self._disposers.append(cdp.on(event, handler))
             await cdp.send("Target.setDiscoverTargets", {"discover": True})

@@ -15,6 +15,9 @@ browser: Target and Browser domains, auto-attach, any number of sessions per tar
   a second `Runtime.enable` (which Chromium answers without reporting the execution contexts
   again) gets them replayed from the ones seen.
 - Child sessions (iframes, workers auto-attached on a tab's session) keep Chromium's own ids.
+  Chrome's debugger attaches to them flat only, for Playwright's page session; a tab session that
+  is not flat and auto-attaches (tabpilot's telemetry) is handed each child too, wrapped in its
+  own messages. A child paused at its start runs once every client told so has let it run.
 - Answers reach the clients the moment the extension's message is read, in order with its events:
   CDP clients rely on that order (an answer overtaken by the events after it loses state).
 - A tab a page opens is announced by its target as soon as the extension knows it (the action
@@ -39,6 +42,7 @@ from typing import Any
 
 from ._relay_parts import (
     Answer,
+    ChildRecord,
     Client,
     Command,
     JsonDict,
@@ -49,6 +53,7 @@ from ._relay_parts import (
     TabRecord,
     browser_info,
     browser_version,
+    error_body,
     may_reach_opener,
     renew_contexts,
     send_to,
@@ -90,7 +95,9 @@ class Relay:
             if session.tab is not None and session in session.tab.sessions:
                 session.tab.sessions.remove(session)
                 self._forget_enables(session)
+                self._let_go(session, [session.tab])
         client.sessions.clear()
+        self._let_go(client, self.tabs)
 
     @property
     def tabs(self) -> list[TabRecord]:
@@ -182,6 +189,7 @@ class Relay:
         if tab is None:
             return
         self._by_target.pop(tab.target_id, None)
+        tab.children.clear()  # they went with it
         for session in list(tab.sessions):
             self._detached(session)
         for client in self._clients:
@@ -203,11 +211,7 @@ class Relay:
             self._child_event(tab, child, method, params)
             return
         if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
-            # Child targets belong to the sessions that asked for them (Playwright's page session).
-            for session in tab.sessions:
-                if session.auto_attach:
-                    self._note_child(session.client, tab, method, params)
-                    send_to(session, {"method": method, "params": params})
+            self._child_came_or_went(tab, method, params)
             return
         if method == "Runtime.executionContextCreated":
             context = params.get("context") or {}
@@ -226,12 +230,86 @@ class Relay:
             if binding is None or binding in session.bindings:
                 send_to(session, event)
 
+    def _child_came_or_went(self, tab: TabRecord, method: str, params: JsonDict) -> None:
+        """A child target of the tab was attached or detached: the flat sessions that auto-attach
+        (Playwright's page session) hear of it as it is, those that are not flat (tabpilot's
+        telemetry) if they asked for its type."""
+        child_id = str(params.get("sessionId", ""))
+        attached = method == "Target.attachedToTarget"
+        child: ChildRecord | None
+        if attached:
+            waiting = bool(params.get("waitingForDebugger"))
+            child = tab.children[child_id] = ChildRecord(
+                child_id, dict(params.get("targetInfo") or {}), waiting
+            )
+        else:
+            child = tab.children.pop(child_id, None)
+        for session in tab.sessions:
+            if session.flat and session.auto_attach:
+                self._note_child(session.client, tab, method, params)
+                send_to(session, {"method": method, "params": params})
+                if attached and child is not None and child.waiting:
+                    child.held.add(session.client)
+            elif attached and child is not None and self._wants(session, child):
+                self._tell_child(session, child)
+        if not attached and child is not None:
+            gone = {"sessionId": child_id, "targetId": child.target_info.get("targetId", "")}
+            for session in child.sessions:
+                send_to(session, {"method": method, "params": gone})
+            child.sessions.clear()
+
+    @staticmethod
+    def _wants(session: Session, child: ChildRecord) -> bool:
+        return (
+            not session.flat
+            and session.auto_attach
+            and (not session.child_types or child.target_info.get("type") in session.child_types)
+        )
+
+    @staticmethod
+    def _tell_child(session: Session, child: ChildRecord) -> None:
+        child.sessions.append(session)
+        if child.waiting:
+            child.held.add(session)
+        params = {
+            "sessionId": child.session_id,
+            "targetInfo": child.target_info,
+            "waitingForDebugger": child.waiting,
+        }
+        send_to(session, {"method": "Target.attachedToTarget", "params": params})
+
     def _child_event(self, tab: TabRecord, child: str, method: str, params: JsonDict) -> None:
+        event = {"method": method, "params": params}
         for client in self._clients:
             if client.children.get(child) is tab:
                 if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
                     self._note_child(client, tab, method, params)
-                client.send({"method": method, "params": params, "sessionId": child})
+                client.send({**event, "sessionId": child})
+        record = tab.children.get(child)
+        if record is not None and method not in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+            # The sessions that are not flat auto-attach one level deep only, as tabpilot asks.
+            for session in record.sessions:
+                send_to(session, record.wrapped(event))
+
+    def _let_run(self, tab: TabRecord, child: ChildRecord, by: Client | Session, answer: Answer) -> None:
+        """`Runtime.runIfWaitingForDebugger` on a child from `by`: the child runs once everyone
+        told it waits has asked, so each has set it up (enabled what it records) before it starts."""
+        child.held.discard(by)
+        if child.held or not child.waiting:
+            answer({}, None)
+            return
+        child.waiting = False
+        self._forward(tab, child.session_id, "Runtime.runIfWaitingForDebugger", {}, answer)
+
+    def _let_go(self, by: Client | Session, tabs: list[TabRecord]) -> None:
+        """`by` is gone (a session detached, a client disconnected): its children no longer wait
+        for it."""
+        for tab in tabs:
+            for child in list(tab.children.values()):
+                if isinstance(by, Session) and by in child.sessions:
+                    child.sessions.remove(by)
+                if by in child.held:
+                    self._let_run(tab, child, by, _ignored)
 
     @staticmethod
     def _note_child(client: Client, tab: TabRecord, method: str, params: JsonDict) -> None:
@@ -265,8 +343,11 @@ class Relay:
         else:  # a child session (an iframe, a worker), or none
             reply = Reply(client, command_id, session_id=session_id)
             tab = client.children.get(session_id)
+            child = tab.children.get(session_id) if tab is not None else None
             if tab is None:
                 reply.error(-32001, "Session with given id not found.")
+            elif method == "Runtime.runIfWaitingForDebugger" and child is not None:
+                self._let_run(tab, child, client, reply.settle)
             else:
                 self._forward(tab, session_id, method, params, reply)
 
@@ -336,6 +417,7 @@ class Relay:
         if tab is not None and session in tab.sessions:
             tab.sessions.remove(session)
             self._forget_enables(session)
+            self._let_go(session, [tab])
         target_id = tab.target_id if tab is not None else self.browser_target_id
         self._to_parent(
             session,
@@ -500,7 +582,12 @@ class Relay:
             reply.result({})
         elif method == "Target.setAutoAttach":
             session.auto_attach = bool(params.get("autoAttach"))
-            self._forward(tab, None, method, params, reply)
+            if session.flat:
+                self._forward(tab, None, method, params, reply)
+            else:
+                self._auto_attach_wrapped(session, params, reply)
+        elif method == "Target.sendMessageToTarget":
+            self._child_command(session, params, reply)
         elif method == "Runtime.addBinding":
             session.bindings.add(str(params.get("name", "")))
             self._forward(tab, None, method, params, reply)
@@ -521,6 +608,63 @@ class Relay:
                 self._forward(tab, None, method, params, reply)
         else:
             self._forward(tab, None, method, params, reply)
+
+    def _auto_attach_wrapped(self, session: Session, params: JsonDict, reply: Reply) -> None:
+        """A session that is not flat auto-attaches (tabpilot's telemetry, to the tab's iframes and
+        workers). The tab's attachment auto-attaches for Playwright's flat page session already,
+        and Chrome's debugger serves flat child sessions only: the relay hands each child it
+        reports to this session as well, wrapped in this session's messages. The children there
+        are now are announced at once, as Chromium does."""
+        tab = session.tab
+        assert tab is not None
+        session.child_types = frozenset(
+            str(f.get("type")) for f in params.get("filter") or () if f.get("type") and not f.get("exclude")
+        )
+        if not session.auto_attach:
+            self._let_go(session, [tab])
+            reply.result({})
+            return
+        if not any(s.flat and s.auto_attach for s in tab.sessions):
+            # No flat session has the tab's attachment auto-attach yet: this one does (flat, the
+            # only way Chrome's debugger does it).
+            self._forward(tab, None, "Target.setAutoAttach", {**params, "flatten": True}, reply)
+        else:
+            reply.result({})
+        for child in list(tab.children.values()):
+            if session not in child.sessions and self._wants(session, child):
+                self._tell_child(session, child)
+
+    def _child_command(self, session: Session, params: JsonDict, reply: Reply) -> None:
+        """A command to a child target, inside `Target.sendMessageToTarget` on the tab session that
+        was told of it; the child's answer comes back wrapped the same way."""
+        tab = session.tab
+        assert tab is not None
+        child = tab.children.get(str(params.get("sessionId", "")))
+        if child is None or session not in child.sessions:
+            reply.error(-32602, "No session with given id")
+            return
+        try:
+            inner = json.loads(str(params.get("message", "")))
+            inner_id, method = inner["id"], str(inner["method"])
+        except (ValueError, KeyError, TypeError):
+            reply.error(-32602, "The message is not a CDP command")
+            return
+        reply.result({})
+
+        def answer(result: Any, error: LinkError | None) -> None:
+            if session not in child.sessions:
+                return  # detached meanwhile
+            body: JsonDict = {"id": inner_id}
+            if error is not None:
+                body["error"] = error_body(error.code, str(error))
+            else:
+                body["result"] = result if result is not None else {}
+            send_to(session, child.wrapped(body))
+
+        if method == "Runtime.runIfWaitingForDebugger":
+            self._let_run(tab, child, session, answer)
+        else:
+            self._forward(tab, child.session_id, method, inner.get("params") or {}, answer)
 
     def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: Reply) -> None:
         """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
@@ -564,6 +708,10 @@ class Relay:
             self._link.request("cdp", request, answer)
         except LinkError as exc:
             answer(None, exc)
+
+
+def _ignored(_result: Any, _error: LinkError | None) -> None:
+    """An answer nobody waits for."""
 
 
 def _then(reply: Reply, result: JsonDict) -> Answer:

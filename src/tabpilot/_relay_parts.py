@@ -63,6 +63,37 @@ class TabRecord:
     """Later Runtime.enable commands waiting for the first one's answer."""
     window_opens: deque[tuple[str, bool]] = field(default_factory=lambda: deque(maxlen=WINDOW_OPENS_KEPT))
     """(url, noopener) of the windows this tab's pages opened lately (who may reach their opener)."""
+    children: dict[str, ChildRecord] = field(default_factory=dict)
+    """Its cross-site iframes and workers that Chromium attached to the tab's attachment, by the
+    session id Chromium gave each."""
+
+
+@dataclass(eq=False)
+class ChildRecord:
+    """A child target of a tab (a cross-site iframe, a worker), auto-attached to the tab's one
+    attachment under a session id of its own. Flat clients (Playwright's) talk to that session
+    directly (`Client.children`); a tab session that is not flat and auto-attaches (tabpilot's
+    telemetry) hears of it, and talks to it, wrapped in its own messages."""
+
+    session_id: str
+    target_info: JsonDict
+    waiting: bool
+    """Paused at its start until every client told so lets it run (as Chromium does)."""
+    sessions: list[Session] = field(default_factory=list)
+    """The tab sessions, not flat, that were told of it."""
+    held: set[Client | Session] = field(default_factory=set)
+    """Who was told it waits and has not let it run yet: a flat client, or a session."""
+
+    def wrapped(self, message: JsonDict) -> JsonDict:
+        """A message of this child as an event of a session that is not flat."""
+        return {
+            "method": "Target.receivedMessageFromTarget",
+            "params": {
+                "sessionId": self.session_id,
+                "message": json.dumps(message),
+                "targetId": self.target_info.get("targetId", ""),
+            },
+        }
 
 
 @dataclass(eq=False)
@@ -76,6 +107,9 @@ class Session:
     """The browser session it was attached through (None: the client's root)."""
     flat: bool = True
     auto_attach: bool = False
+    child_types: frozenset[str] = frozenset()
+    """For a session that is not flat and auto-attaches: the child target types it asked for
+    (empty: every type)."""
     discover: bool = False
     bindings: set[str] = field(default_factory=set)
     """Names it added with Runtime.addBinding: only it hears of their calls, as in Chromium."""

@@ -56,9 +56,6 @@ class TabTracker:
         self.cdp: CdpSession | None = None
         """The instance's browser-level CDP session (set when it starts)."""
         self.sessions: TargetSessions | None = None
-        self.iframe_sessions = True
-        """Attach to the tabs' cross-site iframes too (not through the extension's relay, which
-        serves children to Playwright's flat sessions only)."""
         self._host = host
         self._services = services
         self._context = context
@@ -298,7 +295,7 @@ class TabTracker:
 
             child.on_close(release)
 
-        if self._services.target_hooks and self.iframe_sessions:
+        if self._services.target_hooks:
             session.attach_children(on_child)
         tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's

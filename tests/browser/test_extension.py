@@ -21,12 +21,17 @@ from support import ExtensionChromium, extension_chromium, free_port, remote_chr
 from tabpilot import (
     ActionError,
     ConnectError,
+    ConsoleEntry,
+    ErrorEntry,
     ExtensionBridge,
     ExtensionNotConnectedError,
     Instance,
     InstanceUnreachableError,
+    NetworkEntry,
+    Query,
     Tab,
     TabManager,
+    Telemetry,
     evaluate,
     extension_id,
     extension_path,
@@ -336,3 +341,70 @@ async def test_a_cross_site_iframe_works_through_the_child_sessions_of_the_tab(
         await wait_until(lambda: True)
         snapshot = await tab.snapshot()
         assert 'heading "Outer"' in snapshot.text and 'heading "Page inner"' in snapshot.text
+
+
+async def test_cross_site_iframes_and_workers_are_recorded_as_their_tabs_through_the_relay(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    # As in a browser tabpilot launched: a cross-site iframe and a worker run in targets of their
+    # own, and their console lines, errors and requests are the tab's.
+    other = f"http://localhost:{site.port}"
+    site.set_content(
+        "/mid",
+        "<h1>Mid</h1><script>console.log('mid on ' + location.host);"
+        "setTimeout(() => { throw new Error('mid broke') });"
+        "fetch('/api/echo?from=mid').then((r) => console.log('mid fetched ' + r.status))</script>",
+    )
+    site.set_content("/slow-frame", "<script>fetch('/api/slow?ms=5000')</script>")
+    site.set_content(
+        "/worker.js",
+        "console.log('worker up'); fetch('/api/echo?from=worker').then((r) => console.log('worker fetched ' + r.status));",
+        content_type="text/javascript",
+    )
+    site.set_content(
+        "/host",
+        f'<h1>Host</h1><iframe src="{other}/mid"></iframe><iframe id="slow" src="{other}/slow-frame"></iframe>'
+        "<script>window.w = new Worker('/worker.js')</script>",
+    )
+    telemetry = Telemetry()
+    await asyncio.to_thread(chromium.open, bridge.connect_url)
+    async with TabManager() as manager:
+        manager.add_target_hook(telemetry.attach_target)
+        await manager.connect_extension(bridge, timeout=20)
+        tab = await manager.new_tab(site.url("/host"))
+
+        def texts() -> list[str]:
+            entries = telemetry.query(Query("logs", tab_id=tab.id)).entries
+            return sorted(e.text for e in entries if isinstance(e, ConsoleEntry))
+
+        def rows() -> dict[str, NetworkEntry]:
+            entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).entries
+            return {e.url: e for e in entries if isinstance(e, NetworkEntry)}
+
+        expected = ["mid fetched 200", f"mid on localhost:{site.port}", "worker fetched 200", "worker up"]
+        await wait_until(lambda: texts() == expected, 10)
+        await wait_until(lambda: telemetry.query(Query("errors", tab_id=tab.id)).entries)
+        (error,) = telemetry.query(Query("errors", tab_id=tab.id)).entries
+        assert isinstance(error, ErrorEntry) and error.message == "mid broke"
+        # Each iframe's document is one finished row, not a request pending for ever.
+        for url in (f"{other}/mid", f"{other}/api/echo?from=mid", f"{other}/slow-frame"):
+            await wait_until(lambda url=url: url in rows())  # type: ignore[misc]
+            assert rows()[url].status == 200
+        await wait_until(lambda: site.url("/api/echo?from=worker") in rows())
+        assert rows()[site.url("/api/echo?from=worker")].status == 200
+        def pending() -> list[str]:  # the browser's own favicon request may be under way too
+            entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending
+            return [p.url for p in entries if p.url.startswith(other)]
+
+        assert pending() == [f"{other}/api/slow?ms=5000"]
+
+        # An iframe that goes takes its requests with it: recorded as cut short, and why.
+        await evaluate(tab, "() => document.getElementById('slow').remove()")
+        await wait_until(lambda: f"{other}/api/slow?ms=5000" in rows())
+        cut = rows()[f"{other}/api/slow?ms=5000"]
+        assert cut.status is None and cut.failure == "its iframe went away before the request finished"
+        assert pending() == []
+        # Playwright's own sessions to the iframes work as before.
+        snapshot = await tab.snapshot()
+        assert 'heading "Host"' in snapshot.text and 'heading "Mid"' in snapshot.text
+        assert telemetry.listener_errors == 0
