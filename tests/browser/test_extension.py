@@ -392,6 +392,7 @@ async def test_cross_site_iframes_and_workers_are_recorded_as_their_tabs_through
             assert rows()[url].status == 200
         await wait_until(lambda: site.url("/api/echo?from=worker") in rows())
         assert rows()[site.url("/api/echo?from=worker")].status == 200
+
         def pending() -> list[str]:  # the browser's own favicon request may be under way too
             entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending
             return [p.url for p in entries if p.url.startswith(other)]

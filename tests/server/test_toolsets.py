@@ -577,6 +577,14 @@ async def test_a_tool_or_argument_the_set_does_not_have_is_refused_naming_what_i
         )
         pages = await fail(mcp, "list_pages", {})
         assert "This server has no tool 'list_pages'. Its browser_tabs(action='list') does that." in pages
+        close = await fail(mcp, "browser_close", {})
+        assert "This server has no tool 'browser_close'. Its browser_tabs(action='close') does that." in close
+        # A name is not taken for another because both start with browser_ ...
+        code = await fail(mcp, "browser_run_code", {"code": "async (page) => 1"})
+        assert code.startswith("### Error\nThis server has no tool 'browser_run_code'. Its tools: "), code
+        # ... but a slip of the pen is still caught.
+        typo = await fail(mcp, "browser_snapshoot", {})
+        assert "This server has no tool 'browser_snapshoot'. Did you mean browser_snapshot?" in typo
         # Every call named so is one the default set has, with arguments it takes.
         arguments = {t.name: set(t.input_schema["properties"]) for t in (await mcp.list_tools()).tools}
         for ours, args in PEER_TOOLS.values():

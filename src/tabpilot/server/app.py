@@ -64,6 +64,7 @@ PEER_TOOLS: dict[str, tuple[str, str]] = {
     "browser_tab_new": ("browser_tabs", "action='new'"),
     "browser_tab_select": ("browser_tabs", "action='activate', tabId=..."),
     "browser_tab_close": ("browser_tabs", "action='close', tabId=..."),
+    "browser_close": ("browser_tabs", "action='close'"),
     # Chrome DevTools MCP
     "list_pages": ("browser_tabs", "action='list'"),
     "new_page": ("browser_tabs", "action='new', url=..."),
@@ -73,7 +74,9 @@ PEER_TOOLS: dict[str, tuple[str, str]] = {
     "take_snapshot": ("browser_snapshot", ""),
     "take_screenshot": ("browser_screenshot", ""),
     "list_console_messages": ("browser_observe", "what='logs'"),
+    "get_console_message": ("browser_observe", "what='logs'"),
     "list_network_requests": ("browser_observe", "what='network_waterfall'"),
+    "get_network_request": ("browser_observe", "what='network_waterfall'"),
     "evaluate_script": ("browser_evaluate", "function=..."),
     "fill": ("browser_type", "ref=..., text=..."),
     "upload_file": ("browser_file_upload", ""),
@@ -135,8 +138,11 @@ class TabpilotServer(MCPServer[ServerState]):
         if ours in self.tool_arguments:
             guess = f" Its {ours}({args}) does that." if args else f" Its {ours} does that."
         else:
-            near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
-            guess = f" Did you mean {near[0]}?" if near else ""
+            # Compared without the `browser_` most names share, which would make any two alike
+            # (browser_close is not browser_observe).
+            bare = {n.removeprefix("browser_"): n for n in reversed(names)}
+            near = difflib.get_close_matches(name.removeprefix("browser_"), bare, n=1, cutoff=0.6)
+            guess = f" Did you mean {bare[near[0]]}?" if near else ""
         return f"This server has no tool {name!r}.{guess} Its tools: {', '.join(names)}."
 
     async def list_tools(self) -> list[MCPTool]:
