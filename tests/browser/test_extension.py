@@ -338,7 +338,6 @@ async def test_a_cross_site_iframe_works_through_the_child_sessions_of_the_tab(
     async with TabManager() as manager:
         await manager.connect_extension(bridge, timeout=20)
         tab = await manager.new_tab(site.url("/framed"))
-        await wait_until(lambda: True)
         snapshot = await tab.snapshot()
         assert 'heading "Outer"' in snapshot.text and 'heading "Page inner"' in snapshot.text
 
