@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from playwright.async_api import async_playwright
+from starlette.requests import Request
+from starlette.responses import Response
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection, serve
 
@@ -37,6 +39,8 @@ from tabpilot import (
     InstanceLostError,
     TabManager,
     TabNotFoundError,
+    evaluate,
+    navigate,
 )
 from tabpilot.demo.site import LocalSite
 from tabpilot.server.advice import event_line
@@ -119,6 +123,37 @@ async def test_a_tab_another_cdp_client_opens_on_a_remote_browser_appears_and_it
     (closed,) = events(manager, since, "tab_closed", instance)
     assert (closed.tab_id, closed.data["by"]) == (tab.id, "external")
     await manager.close_instance(instance.id)
+
+
+async def test_back_and_forward_answer_in_browsers_with_a_back_forward_cache_and_wait_for_the_load(
+    manager: TabManager, remote: RemoteChromium, site: LocalSite
+) -> None:
+    # tabpilot's own browsers have Chromium's back/forward cache off (Playwright turns it off);
+    # a browser it connects to has it on (the user's Chrome, a grid's, this one over CDP). A page
+    # that cache restores whole fires no load event: going back must not wait for one.
+    asked: list[str] = []
+
+    async def slow_image(request: Request) -> Response:  # asked again each time the page loads
+        asked.append(request.url.path)
+        await asyncio.sleep(0.5)
+        return Response(b"", media_type="image/gif", headers={"Cache-Control": "no-store"})
+
+    site.set_route("/slow.gif", slow_image)
+    site.set_content("/slow-image", "<title>Slow</title><img src='/slow.gif' alt=''>")
+    # The launched browser loads the page again (and its image); the connected one restores it
+    # whole, without a response of its own.
+    browsers = ((await manager.launch(), 2, 200), (await manager.connect_cdp(remote.http), 1, None))
+    for instance, loads, status in browsers:
+        asked.clear()
+        tab = await manager.new_tab(site.url("/slow-image"), instance_id=instance.id)
+        await navigate(tab, "goto", site.url("/page/b"), timeout=5)
+        back = await navigate(tab, "back", timeout=5)
+        assert (back.url, back.status, back.stayed) == (site.url("/slow-image"), status, False)
+        # Going back waited for the page's load: its image was asked for again, and is in.
+        assert len(asked) == loads
+        assert (await evaluate(tab, "() => document.readyState")).value == "complete"
+        forward = await navigate(tab, "forward", timeout=5)
+        assert (forward.url, forward.stayed) == (site.url("/page/b"), False)
 
 
 async def test_closing_connected_instances_leaves_their_browsers_running(

@@ -130,6 +130,15 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         logs = result_of(await call(mcp, "browser_observe", what="logs", tabId=start["id"]))
         assert [e["text"] for e in logs["entries"]] == ["hello-from-background"]
 
+        # Back and forward in the user's Chrome, whose back/forward cache restores a page whole
+        # (it fires no load event to wait for).
+        await call(mcp, "browser_navigate", url=site.url("/page/b"), tabId=start["id"])
+        back = await call(mcp, "browser_navigate", action="back", tabId=start["id"])
+        assert section(back, "Result") == f"Went back on tab {start['id']}."
+        assert result_of(back)["url"] == site.url("/console?msg=hello-from-background")
+        forward = await call(mcp, "browser_navigate", action="forward", tabId=start["id"])
+        assert result_of(forward)["url"] == site.url("/page/b")
+
         # A page that fails to load lists by the URL that failed, as the user's address bar shows it.
         down = f"http://127.0.0.1:{free_port()}/down"
         failed = await mcp.call_tool("browser_navigate", {"url": down, "tabId": start["id"]})

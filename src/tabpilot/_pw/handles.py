@@ -23,6 +23,7 @@ from playwright.async_api import (
     Frame,
     Locator,
     Playwright,
+    Response,
 )
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page as Page
@@ -33,6 +34,10 @@ Disposer = Callable[[], None]
 MouseButton = Literal["left", "middle", "right"]
 ERROR_PAGE = "chrome-error://"
 """What the URL of Chromium's own error page (a page that failed to load) starts with."""
+_LOADED = """() => document.readyState === 'complete'
+  || new Promise((resolve) => addEventListener('load', () => resolve(true), { once: true }))"""
+"""Resolves once the document is loaded: at once for a page that is (a page restored from the
+back/forward cache fires no load event), else at its load event."""
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
 FILE_PICKER_WAIT = 2.0
@@ -407,10 +412,8 @@ class PageHandle:
         try:
             if action == "goto":
                 response = await self.page.goto(url, timeout=ms)
-            elif action == "back":
-                response = await self.page.go_back(timeout=ms)
-            elif action == "forward":
-                response = await self.page.go_forward(timeout=ms)
+            elif action in ("back", "forward"):
+                response = await self._through_history(action, timeout)
             else:
                 response = await self.page.reload(timeout=ms)
         except PlaywrightError as exc:
@@ -426,6 +429,25 @@ class PageHandle:
         finally:
             dispose()
         return response.status if response is not None else None
+
+    async def _through_history(self, action: Literal["back", "forward"], timeout: float) -> Response | None:
+        """Go back or forward, then wait for the document to be loaded. Playwright's own wait for
+        the load event would last until the timeout for a page the browser restores from its
+        back/forward cache: that page is whole at its commit and fires no load event. Browsers
+        Playwright launches have that cache off; the user's Chrome, a browser reached over CDP
+        and a grid's have it on. So Playwright waits for the commit only, and the page says when
+        it is loaded (at once when it is restored whole)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        go = self.page.go_back if action == "back" else self.page.go_forward
+        response = await go(timeout=_ms(timeout), wait_until="commit")
+        left = max(deadline - asyncio.get_running_loop().time(), 0.001)
+        try:
+            await asyncio.wait_for(self.page.evaluate(_LOADED), left)
+        except PlaywrightError:
+            if self.page.is_closed():
+                raise
+            # The page went on elsewhere (a script sent it on) once it had committed.
+        return response
 
     async def set_viewport(self, width: int, height: int) -> None:
         await self.page.set_viewport_size({"width": width, "height": height})
