@@ -26,7 +26,9 @@ browser: Target and Browser domains, auto-attach, any number of sessions per tar
   contexts announced again: commands under way at the drop failed, and a client that cached such
   a failure for a context (Playwright does) starts that context afresh.
 - Playwright's defaults that would change how the user's tab looks (fonts, color scheme, reduced
-  motion) are answered without being applied: the user's own settings stay.
+  motion) are answered without being applied: the user's own settings stay. So is where
+  downloads go; a download is told to the clients that asked for download events, as Chromium
+  tells its browser sessions (Chrome's debugger reports it to the tab only).
 
 The relay knows nothing of the transport: a client is a `Client` (a `send(text)` function), the
 extension a `Link`.
@@ -224,6 +226,8 @@ class Relay:
             tab.window_opens.append(
                 (str(params.get("url", "")), "noopener" in params.get("windowFeatures", ()))
             )
+        elif method in ("Page.downloadWillBegin", "Page.downloadProgress"):
+            self._download_event("Browser." + method.partition(".")[2], params)
         event = {"method": method, "params": params}
         binding = params.get("name") if method == "Runtime.bindingCalled" else None
         for session in list(tab.sessions):
@@ -432,6 +436,17 @@ class Relay:
             event["sessionId"] = session.parent.id
         session.client.send(event)
 
+    def _download_event(self, method: str, params: JsonDict) -> None:
+        """A download of a tab: Chrome's debugger reports it to the tab's attachment only (as
+        `Page.download*`), Chromium to the browser sessions that asked (`Browser.download*`, which
+        Playwright reads): the relay tells those as well."""
+        for client in list(self._clients):
+            if client.download_events:
+                client.send({"method": method, "params": params})
+            for session in list(client.sessions.values()):
+                if session.tab is None and session.download_events:
+                    client.send({"method": method, "params": params, "sessionId": session.id})
+
     def _to_discoverers(self, event: JsonDict) -> None:
         for client in list(self._clients):
             if client.discover:
@@ -445,8 +460,11 @@ class Relay:
     def _cmd_get_version(self, cmd: Command) -> None:
         cmd.reply.result(browser_version(self.user_agent))
 
-    def _cmd_answer_empty(self, cmd: Command) -> None:
-        # Browser.setDownloadBehavior: the user's downloads stay where the user wants them.
+    def _cmd_download_behavior(self, cmd: Command) -> None:
+        # The user's downloads stay where the user wants them; a client that asks for the events
+        # of downloads gets them (`_download_event`).
+        holder: Client | Session = cmd.session if cmd.session is not None else cmd.client
+        holder.download_events = bool(cmd.params.get("eventsEnabled"))
         cmd.reply.result({})
 
     def _cmd_set_auto_attach(self, cmd: Command) -> None:
@@ -726,7 +744,7 @@ def _then(reply: Reply, result: JsonDict) -> Answer:
 _BrowserCommand = Callable[[Relay, Command], None]
 _BROWSER_COMMANDS: dict[str, _BrowserCommand] = {
     "Browser.getVersion": Relay._cmd_get_version,
-    "Browser.setDownloadBehavior": Relay._cmd_answer_empty,
+    "Browser.setDownloadBehavior": Relay._cmd_download_behavior,
     "Browser.getWindowForTarget": Relay._cmd_window_for_target,
     "Target.setAutoAttach": Relay._cmd_set_auto_attach,
     "Target.getTargetInfo": Relay._cmd_get_target_info,

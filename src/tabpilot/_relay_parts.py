@@ -111,6 +111,8 @@ class Session:
     """For a session that is not flat and auto-attaches: the child target types it asked for
     (empty: every type)."""
     discover: bool = False
+    download_events: bool = False
+    """A browser session that asked for the events of downloads (Browser.setDownloadBehavior)."""
     bindings: set[str] = field(default_factory=set)
     """Names it added with Runtime.addBinding: only it hears of their calls, as in Chromium."""
 
@@ -122,6 +124,8 @@ class Client:
         self.send_text = send
         self.auto_attach = False
         self.discover = False
+        self.download_events = False
+        """It asked for the events of downloads (Browser.setDownloadBehavior)."""
         self.sessions: dict[str, Session] = {}
         self.children: dict[str, TabRecord] = {}
         """Chromium's child sessions (iframes, workers) this client heard of, with their tab."""

@@ -139,6 +139,13 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         forward = await call(mcp, "browser_navigate", action="forward", tabId=start["id"])
         assert result_of(forward)["url"] == site.url("/page/b")
 
+        # A download in the user's Chrome goes where Chrome puts it, and the agent hears of it.
+        await call(mcp, "browser_navigate", url=site.url("/download"), tabId=start["id"])
+        got = await call(mcp, "browser_navigate", url=site.url("/api/file"), tabId=start["id"])
+        assert section(got, "Result").startswith(f"{site.url('/api/file')} is a file, not a page")
+        line = f"tab {start['id']} downloaded 'tabpilot.txt' from {site.url('/api/file')}"
+        assert f"- {line}" in section(got, "Events")
+
         # A page that fails to load lists by the URL that failed, as the user's address bar shows it.
         down = f"http://127.0.0.1:{free_port()}/down"
         failed = await mcp.call_tool("browser_navigate", {"url": down, "tabId": start["id"]})

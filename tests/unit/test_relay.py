@@ -217,3 +217,23 @@ def test_children_there_already_are_announced_to_a_session_that_asks_later() -> 
     # Already running: its let-run is answered without reaching the extension again.
     to_child(seen, browser, telemetry, "C3", 2, "Runtime.runIfWaitingForDebugger")
     assert link.resumed() == ["C3"]
+
+
+def test_a_download_of_a_tab_reaches_the_clients_that_asked_for_download_events() -> None:
+    link = FakeLink()
+    relay = Relay(link)
+    relay.hello([TAB], user_agent="Mozilla/5.0 HeadlessChrome/156.0.0.0")
+    asking, silent = Seen(relay), Seen(relay)
+    asking.command("Browser.setDownloadBehavior", {"behavior": "allowAndName", "eventsEnabled": True})
+    silent.command("Browser.setDownloadBehavior", {"behavior": "allowAndName"})
+    # The user's downloads stay where Chrome puts them: nothing goes to the extension.
+    assert link.requests == []
+    began = {"frameId": "T7", "guid": "g1", "url": "http://127.0.0.1/f.txt", "suggestedFilename": "f.txt"}
+    relay.debugger_event(7, None, "Page.downloadWillBegin", began)
+    relay.debugger_event(7, None, "Page.downloadProgress", {"guid": "g1", "state": "completed"})
+    told = [m for m in asking.messages if m.get("method", "").startswith("Browser.download")]
+    assert told == [
+        {"method": "Browser.downloadWillBegin", "params": began},
+        {"method": "Browser.downloadProgress", "params": {"guid": "g1", "state": "completed"}},
+    ]
+    assert not [m for m in silent.messages if m.get("method", "").startswith("Browser.download")]
