@@ -77,32 +77,46 @@ class Seen:
         return messages
 
 
-def setup() -> tuple[Relay, FakeLink, Seen, str, str, str]:
-    """Playwright's flat page session (auto-attaching) and, through a browser session, tabpilot's
-    page session that is not flat and auto-attaches to iframes and workers."""
+def relay_with_tab() -> tuple[Relay, FakeLink]:
+    """A relay whose extension has one tab in scope (TAB)."""
     link = FakeLink()
     relay = Relay(link)
     relay.hello([TAB], user_agent="Mozilla/5.0 HeadlessChrome/156.0.0.0")
-    seen = Seen(relay)
+    return relay, link
+
+
+def playwright_page(seen: Seen) -> str:
+    """Playwright's part: auto-attach at the root, then on the flat page session it got (its id)."""
     seen.command("Target.setAutoAttach", {**AUTO_ATTACH, "flatten": True})
     (page,) = [
-        m["params"]["sessionId"] for m in seen.messages if m.get("method") == "Target.attachedToTarget"
+        str(m["params"]["sessionId"]) for m in seen.messages if m.get("method") == "Target.attachedToTarget"
     ]
     seen.command("Target.setAutoAttach", {**AUTO_ATTACH, "flatten": True}, session=page)
+    return page
+
+
+def telemetry_page(seen: Seen, auto_attach: dict[str, Any]) -> tuple[str, str]:
+    """tabpilot's part: a browser session, a page session through it that is not flat, and that
+    session's `Target.setAutoAttach` with `auto_attach`; (browser session, page session)."""
     browser = seen.result(seen.command("Target.attachToBrowserTarget", {}))["sessionId"]
     telemetry = seen.result(
         seen.command("Target.attachToTarget", {"targetId": "T7", "flatten": False}, session=browser)
     )["sessionId"]
-    wrapped_auto_attach = {
-        "id": 1,
-        "method": "Target.setAutoAttach",
-        "params": {**AUTO_ATTACH, "flatten": False, "filter": [{"type": "iframe"}, {"type": "worker"}]},
-    }
+    ask = {"id": 1, "method": "Target.setAutoAttach", "params": auto_attach}
     seen.command(
-        "Target.sendMessageToTarget",
-        {"sessionId": telemetry, "message": json.dumps(wrapped_auto_attach)},
-        session=browser,
+        "Target.sendMessageToTarget", {"sessionId": telemetry, "message": json.dumps(ask)}, session=browser
     )
+    return browser, telemetry
+
+
+def setup() -> tuple[Relay, FakeLink, Seen, str, str, str]:
+    """Playwright's flat page session (auto-attaching) and, through a browser session, tabpilot's
+    page session that is not flat and auto-attaches to iframes and workers."""
+    relay, link = relay_with_tab()
+    seen = Seen(relay)
+    page = playwright_page(seen)
+    kinds = [{"type": "iframe"}, {"type": "worker"}]
+    browser, telemetry = telemetry_page(seen, {**AUTO_ATTACH, "flatten": False, "filter": kinds})
     return relay, link, seen, page, browser, telemetry
 
 
@@ -191,27 +205,14 @@ def test_a_child_waiting_for_a_session_that_goes_runs_at_once() -> None:
 
 
 def test_children_there_already_are_announced_to_a_session_that_asks_later() -> None:
-    link = FakeLink()
-    relay = Relay(link)
-    relay.hello([TAB], user_agent="Mozilla/5.0 HeadlessChrome/156.0.0.0")
+    relay, link = relay_with_tab()
     seen = Seen(relay)
-    seen.command("Target.setAutoAttach", {**AUTO_ATTACH, "flatten": True})
-    (page,) = [
-        m["params"]["sessionId"] for m in seen.messages if m.get("method") == "Target.attachedToTarget"
-    ]
-    seen.command("Target.setAutoAttach", {**AUTO_ATTACH, "flatten": True}, session=page)
+    playwright_page(seen)
     child_starts(relay, "C3")
     seen.command("Runtime.runIfWaitingForDebugger", {}, session="C3")
     assert link.resumed() == ["C3"]
 
-    browser = seen.result(seen.command("Target.attachToBrowserTarget", {}))["sessionId"]
-    telemetry = seen.result(
-        seen.command("Target.attachToTarget", {"targetId": "T7", "flatten": False}, session=browser)
-    )["sessionId"]
-    ask = {"id": 1, "method": "Target.setAutoAttach", "params": {**AUTO_ATTACH, "flatten": False}}
-    seen.command(
-        "Target.sendMessageToTarget", {"sessionId": telemetry, "message": json.dumps(ask)}, session=browser
-    )
+    browser, telemetry = telemetry_page(seen, {**AUTO_ATTACH, "flatten": False})
     (told,) = [m for m in seen.inside(browser, telemetry) if m.get("method") == "Target.attachedToTarget"]
     assert told["params"]["sessionId"] == "C3" and told["params"]["waitingForDebugger"] is False
     # Already running: its let-run is answered without reaching the extension again.
@@ -220,9 +221,7 @@ def test_children_there_already_are_announced_to_a_session_that_asks_later() -> 
 
 
 def test_a_download_of_a_tab_reaches_the_clients_that_asked_for_download_events() -> None:
-    link = FakeLink()
-    relay = Relay(link)
-    relay.hello([TAB], user_agent="Mozilla/5.0 HeadlessChrome/156.0.0.0")
+    relay, link = relay_with_tab()
     asking, silent = Seen(relay), Seen(relay)
     asking.command("Browser.setDownloadBehavior", {"behavior": "allowAndName", "eventsEnabled": True})
     silent.command("Browser.setDownloadBehavior", {"behavior": "allowAndName"})
