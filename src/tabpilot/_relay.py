@@ -64,6 +64,8 @@ from ._relay_parts import (
 
 NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
 """Commands answered without being applied: they would change the look of the user's tab."""
+CHILD_CAME_OR_WENT = ("Target.attachedToTarget", "Target.detachedFromTarget")
+"""The events of a session that announce a child of its target, or its end."""
 ANSWERED_HERE = frozenset({"Runtime.runIfWaitingForDebugger"})
 """Page commands with nothing to do (a tab in scope is never paused waiting for a debugger)."""
 
@@ -212,7 +214,7 @@ class Relay:
         if child is not None:
             self._child_event(tab, child, method, params)
             return
-        if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+        if method in CHILD_CAME_OR_WENT:
             self._child_came_or_went(tab, method, params)
             return
         if method == "Runtime.executionContextCreated":
@@ -286,11 +288,11 @@ class Relay:
         event = {"method": method, "params": params}
         for client in self._clients:
             if client.children.get(child) is tab:
-                if method in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+                if method in CHILD_CAME_OR_WENT:
                     self._note_child(client, tab, method, params)
                 client.send({**event, "sessionId": child})
         record = tab.children.get(child)
-        if record is not None and method not in ("Target.attachedToTarget", "Target.detachedFromTarget"):
+        if record is not None and method not in CHILD_CAME_OR_WENT:
             # The sessions that are not flat auto-attach one level deep only, as tabpilot asks.
             for session in record.sessions:
                 send_to(session, record.wrapped(event))
