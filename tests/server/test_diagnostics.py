@@ -20,7 +20,7 @@ from typing import Any
 from mcp import Client
 from mcp.types import LoggingMessageNotificationParams
 
-from support import free_port, ok
+from support import cmdline, descendants, free_port, ok
 from tabpilot.demo.site import LocalSite
 
 
@@ -128,6 +128,27 @@ def test_a_node_option_the_driver_refuses_is_named_with_the_fix(browser_path: st
     assert "Unset NODE_OPTIONS" in text and "--browser-path" not in text, text
     assert "--no-such-node-option is not allowed in NODE_OPTIONS" in logged, logged  # Node's own words
     assert "Traceback" not in logged, logged
+
+
+def test_the_driver_gets_tabpilots_node_options_and_the_users_after_them(browser_path: str) -> None:
+    # tabpilot bounds the driver's heap growth (its memory at many busy tabs); an option the user
+    # sets comes after tabpilot's, so Node takes the user's.
+    env = {**os.environ, "NODE_OPTIONS": "--max-old-space-size=1500"}
+    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
+    try:
+        _initialize(proc)
+        assert proc.stdout is not None
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        call = next(r for r in replies if r.get("id") == 2)["result"]
+        assert not call.get("isError"), call
+        (driver,) = [pid for pid in descendants(proc.pid) if "run-driver" in cmdline(pid)]
+        environ = Path(f"/proc/{driver}/environ").read_bytes().split(b"\0")
+        (options,) = [item.decode() for item in environ if item.startswith(b"NODE_OPTIONS=")]
+        assert options == (
+            "NODE_OPTIONS=--max-semi-space-size=1 --max-old-space-size=1024 --max-old-space-size=1500"
+        ), options
+    finally:
+        proc.communicate(timeout=30)
 
 
 def test_the_log_goes_to_the_log_file_at_its_level_and_never_to_stdout(
