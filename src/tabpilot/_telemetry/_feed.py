@@ -31,6 +31,7 @@ import asyncio
 import base64
 import json
 import secrets
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -109,6 +110,36 @@ def render_value(obj: Mapping[str, Any]) -> str:
     return str(obj.get("description", kind or ""))
 
 
+def shared(text: Any) -> str:
+    """One copy of a string that many entries repeat (header names and values, URLs, methods,
+    MIME types): every event is decoded anew, and the waterfall, the bodies and the requests in
+    flight keep thousands of them. `sys.intern` keeps a string only while something holds it."""
+    return sys.intern(text) if type(text) is str else str(text)
+
+
+def _shared_headers(headers: Mapping[str, Any] | None) -> dict[str, str]:
+    return {shared(k): shared(v) for k, v in (headers or {}).items()}
+
+
+class _Response:
+    """What a request's row and body entry read of its CDP response, kept while the request is in
+    flight; not the rest of it (security details, connection, protocol, ...)."""
+
+    __slots__ = ("headers", "mime", "status", "status_text", "timing")
+
+    def __init__(self, response: Mapping[str, Any]) -> None:
+        status = response.get("status")
+        self.status: int | None = int(status) if isinstance(status, int | float) else None
+        self.status_text = shared(response.get("statusText", ""))
+        self.mime = shared(response.get("mimeType", ""))
+        self.headers = _shared_headers(response.get("headers"))
+        self.timing = Timing(response.get("timing"))
+
+
+_NO_RESPONSE = _Response({})
+"""A request that got no response: no status, type, headers or timing."""
+
+
 class _Request:
     """A request still in flight: what the waterfall row will need."""
 
@@ -131,27 +162,27 @@ class _Request:
 
     def __init__(self, params: dict[str, Any], redirected_from: str | None) -> None:
         request = params.get("request", {})
-        self.method: str = request.get("method", "GET")
-        self.url: str = request.get("url", "")
-        self.resource_type = str(params.get("type", "Other")).lower()
+        self.method = shared(request.get("method", "GET"))
+        self.url = shared(request.get("url", ""))
+        self.resource_type = shared(str(params.get("type", "Other")).lower())
         self.started: float = params.get("wallTime") or time.time()
         self.started_ts: float = params.get("timestamp", 0.0)
-        self.request_headers: dict[str, str] = request.get("headers", {})
+        self.request_headers = _shared_headers(request.get("headers"))
         self.post_data: str | None = request.get("postData")
         self.redirected_from = redirected_from
         self.navigation = self.resource_type == "document"
         self.loader_id: str = params.get("loaderId", "")
         self.frame_id: str = params.get("frameId", "")
-        self.response: dict[str, Any] | None = None
+        self.response: _Response | None = None
         self.extra_request_headers: dict[str, str] | None = None
         self.extra_response_headers: dict[str, str] | None = None
 
     def headers(self) -> tuple[dict[str, str], dict[str, str]]:
         """Request and response headers, names in lower case, the raw (cookie-bearing) ones first."""
-        request = {k.lower(): v for k, v in self.request_headers.items()}
-        request.update({k.lower(): v for k, v in (self.extra_request_headers or {}).items()})
-        response = {k.lower(): v for k, v in ((self.response or {}).get("headers") or {}).items()}
-        response.update({k.lower(): v for k, v in (self.extra_response_headers or {}).items()})
+        request = {shared(k.lower()): v for k, v in self.request_headers.items()}
+        request.update({shared(k.lower()): v for k, v in (self.extra_request_headers or {}).items()})
+        response = {shared(k.lower()): v for k, v in (self.response or _NO_RESPONSE).headers.items()}
+        response.update({shared(k.lower()): v for k, v in (self.extra_response_headers or {}).items()})
         return request, response
 
 
@@ -314,12 +345,12 @@ class TabFeed:
         self._sink.shed("logs", self.tab_id, count)
 
     def _on_console(self, params: dict[str, Any]) -> None:
-        level = params.get("type", "log")
+        level = shared(params.get("type", "log"))
         text = cut(" ".join(render_value(arg) for arg in params.get("args", [])), TEXT_CAP)
         frames = (params.get("stackTrace") or {}).get("callFrames") or [{}]
         if self._limited:  # the page's own call, not the limiter's wrapper
             frames = [f for f in frames if f.get("url") != LIMITER_URL] or [{}]
-        url = frames[0].get("url", "")
+        url = shared(frames[0].get("url", ""))
         sink, now = self._sink, time.time()
         sink.append(
             "logs",
@@ -376,7 +407,7 @@ class TabFeed:
         previous = self._in_flight.pop(request_id, None)
         if previous is not None and "redirectResponse" in params:
             # One request id for every hop of a redirect chain: the previous hop ends here.
-            previous.response = params["redirectResponse"]
+            previous.response = _Response(params["redirectResponse"])
             self._record(previous, params.get("timestamp", previous.started_ts), None)
             redirected_from = previous.url
         request = _Request(params, redirected_from)
@@ -413,10 +444,10 @@ class TabFeed:
     def _extra(self, params: dict[str, Any], field: str) -> None:
         request = self._find(params["requestId"], take=False)
         if request is not None:
-            setattr(request, field, params.get("headers", {}))
+            setattr(request, field, _shared_headers(params.get("headers")))
             return
         # ExtraInfo may come before its request's event: keep it briefly.
-        self._early_extra.setdefault(params["requestId"], {})[field] = params.get("headers", {})
+        self._early_extra.setdefault(params["requestId"], {})[field] = _shared_headers(params.get("headers"))
         while len(self._early_extra) > 200:
             self._early_extra.popitem(last=False)
 
@@ -430,7 +461,7 @@ class TabFeed:
         request = self._find(params["requestId"])
         if request is None:
             return
-        request.response = params.get("response")
+        request.response = _Response(params.get("response") or {})
         if request.navigation and request.frame_id == self._session.target_id:
             # The main frame commits a new document (its frame id is the target's): what the old
             # one still had in flight is cancelled, and Chromium says nothing more about it.
@@ -474,14 +505,14 @@ class TabFeed:
 
     def _body(self, request_id: str, request: _Request) -> None:
         """Record the body entry of a finished request, reading its text body if it has one."""
-        sink, response = self._sink, request.response or {}
+        sink, response = self._sink, request.response or _NO_RESPONSE
         _, headers = request.headers()
 
         def fields(data: dict[str, Any] | None) -> tuple[str | None, int | None, bool, str | None]:
             return body_fields(
                 data,
-                mime=response.get("mimeType", ""),
-                status=response.get("status"),
+                mime=response.mime,
+                status=response.status,
                 method=request.method,
                 content_length=headers.get("content-length", ""),
                 cap=sink.body_cap,
@@ -510,11 +541,11 @@ class TabFeed:
         # A redirect has no body of its own. Images, fonts and media are binary; scripts and
         # stylesheets are static assets, large and many, that would crowd the API responses and
         # documents an agent debugs out of the byte-bounded ring. The waterfall has them all.
-        status = int((request.response or {}).get("status", 0))
+        status = (request.response or _NO_RESPONSE).status or 0
         return not 300 <= status < 400 and request.resource_type not in _NO_BODY_TYPES
 
     def _record(self, request: _Request, finished_ts: float | None, failure: str | None) -> None:
-        response = request.response or {}
+        response = request.response or _NO_RESPONSE
         _, response_headers = request.headers()
         length = response_headers.get("content-length", "")
         duration = (finished_ts - request.started_ts) * 1000 if finished_ts else -1.0
@@ -528,13 +559,13 @@ class TabFeed:
                 request.method,
                 request.url,
                 request.resource_type,
-                response.get("status"),
-                response.get("statusText", ""),
+                response.status,
+                response.status_text,
                 failure,
-                response.get("mimeType", ""),
+                response.mime,
                 request.started,
                 max(duration, 0.0) if finished_ts else -1.0,
-                Timing(response.get("timing")),
+                response.timing,
                 len(request.post_data.encode()) if request.post_data is not None else None,
                 int(length) if length.isdigit() else None,
                 request.navigation,
@@ -546,7 +577,7 @@ class TabFeed:
         self, request: _Request, body: str | None, size: int | None, truncated: bool, omitted: str | None
     ) -> None:
         sink = self._sink
-        response = request.response or {}
+        response = request.response or _NO_RESPONSE
         request_headers, response_headers = (_redacted(h, sink.redact) for h in request.headers())
         request_body = request.post_data[: sink.body_cap] if request.post_data and sink.body_cap else None
         held = (
@@ -563,8 +594,8 @@ class TabFeed:
                 self.tab_id,
                 request.method,
                 request.url,
-                response.get("status"),
-                response.get("mimeType", ""),
+                response.status,
+                response.mime,
                 request_headers,
                 response_headers,
                 request_body,
