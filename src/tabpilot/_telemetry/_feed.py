@@ -112,8 +112,9 @@ def render_value(obj: Mapping[str, Any]) -> str:
 
 def shared(text: Any) -> str:
     """One copy of a string that many entries repeat (header names and values, URLs, methods,
-    MIME types): every event is decoded anew, and the waterfall, the bodies and the requests in
-    flight keep thousands of them. `sys.intern` keeps a string only while something holds it."""
+    frame and document ids, MIME types): every event is decoded anew, and the waterfall, the
+    bodies and the requests in flight keep thousands of them. `sys.intern` keeps a string only
+    while something holds it."""
     return sys.intern(text) if type(text) is str else str(text)
 
 
@@ -171,8 +172,8 @@ class _Request:
         self.post_data: str | None = request.get("postData")
         self.redirected_from = redirected_from
         self.navigation = self.resource_type == "document"
-        self.loader_id: str = params.get("loaderId", "")
-        self.frame_id: str = params.get("frameId", "")
+        self.loader_id = shared(params.get("loaderId", ""))
+        self.frame_id = shared(params.get("frameId", ""))
         self.response: _Response | None = None
         self.extra_request_headers: dict[str, str] | None = None
         self.extra_response_headers: dict[str, str] | None = None
