@@ -521,6 +521,48 @@ async def test_console_errors_and_uncaught_errors_count_as_new_errors_of_their_t
     assert warnings_up == ["bad"]
 
 
+async def test_the_browsers_own_console_lines_are_logs_of_their_tab_and_its_errors_count(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    # What the browser itself logs for a page (a resource that failed to load, a refused
+    # window.close()) is in DevTools' console, and in Playwright's and Puppeteer's console events:
+    # it used to be missing here. The icon the browser asks for by itself is a line, not an error.
+    site.set_content(
+        "/browser-lines",
+        "<!doctype html><title>Lines</title><img src='/no-such-image.png'>"
+        "<script>fetch('/no-such-api').catch(() => {}); console.log('page line')</script>"
+        "<button onclick='window.close()'>Close</button>",
+    )
+    telemetry, instance = await record()
+    cursor = telemetry.last_seq
+    tab = await open_tab(manager, instance, site.url("/browser-lines"), background=True)
+    await tab.page.get_by_role("button", name="Close").click()
+    refused = "Scripts may close only the windows that were opened by them."
+    await wait_until(lambda: refused in texts(telemetry, tab_id=tab.id))
+    await wait_until(lambda: len(texts(telemetry, tab_id=tab.id)) == 5)
+
+    logs = [e for e in telemetry.query(Query("logs", tab_id=tab.id)).entries if isinstance(e, ConsoleEntry)]
+    failed = "Failed to load resource: the server responded with a status of 404 (Not Found)"
+    assert sorted((e.source, e.level, e.text, e.url.removeprefix(site.origin)) for e in logs) == [
+        ("console", "log", "page line", "/browser-lines"),
+        ("javascript", "warning", refused, "/browser-lines"),
+        ("network", "error", failed, "/favicon.ico"),
+        ("network", "error", failed, "/no-such-api"),
+        ("network", "error", failed, "/no-such-image.png"),
+    ]
+    assert {e.to_dict()["source"] for e in logs if e.text == "page line"} == {"console"}
+    errors = [e for e in telemetry.query(Query("errors", tab_id=tab.id)).entries if isinstance(e, ErrorEntry)]
+    assert sorted((e.source, e.message, e.url.removeprefix(site.origin)) for e in errors) == [
+        ("browser", failed, "/no-such-api"),
+        ("browser", failed, "/no-such-image.png"),
+    ]
+    assert telemetry.error_counts_since(cursor) == {tab.id: 2}
+    assert sorted(texts(telemetry, tab_id=tab.id, level="warning")) == sorted(
+        [refused, failed, failed, failed]
+    )
+    assert telemetry.listener_errors == 0
+
+
 async def test_actions_are_recorded_with_their_tab_or_none(record: Recorder) -> None:
     telemetry, _instance = await record()
     telemetry.record_action(3, "browser_click", {"ref": "3e5", "button": None}, "Clicked 3e5", ok=True)

@@ -108,6 +108,36 @@ async def test_errors_of_a_background_tab_are_counted_in_the_tabs_section_and_ob
         assert tab_line(again, first)
 
 
+async def test_a_resource_that_failed_to_load_is_a_browser_line_and_error_of_its_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/broken-image",
+        "<!doctype html><title>Broken</title><link rel='icon' href='data:,'><img src='/no-such.png'>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/broken-image"), background=True)
+        logs = await observe_until(
+            mcp, {"what": "logs", "tabId": tab, "level": "error"}, lambda r: r["returned_entries"] == 1
+        )
+        failed = "Failed to load resource: the server responded with a status of 404 (Not Found)"
+        (entry,) = result_of(logs)["entries"]
+        assert (entry["source"], entry["level"], entry["text"]) == ("network", "error", failed)
+        assert section(logs, "Result").splitlines()[1] == (
+            f"[tab {tab}] #{entry['seq']} error (network): {failed} ({site.url('/no-such.png')})"
+        )
+        errors = await mcp.call_tool("browser_observe", {"what": "errors", "tabId": tab})
+        (error,) = result_of(errors)["entries"]
+        assert (error["source"], error["message"], error["url"]) == (
+            "browser",
+            failed,
+            site.url("/no-such.png"),
+        )
+        assert section(errors, "Result").splitlines()[1] == (
+            f"[tab {tab}] #{error['seq']} browser: {failed} ({site.url('/no-such.png')})"
+        )
+
+
 async def test_a_filter_that_matches_nothing_returns_no_entries_with_the_metadata(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -129,13 +129,29 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         # The console of a background tab.
         logs = result_of(await call(mcp, "browser_observe", what="logs", tabId=start["id"]))
         assert [e["text"] for e in logs["entries"]] == ["hello-from-background"]
+        # And what Chrome itself logs for the page: a resource that failed to load.
+        site.set_content(
+            "/broken-image", "<!doctype html><link rel='icon' href='data:,'><img src='/no-such.png'>"
+        )
+        await call(mcp, "browser_navigate", url=site.url("/broken-image"), tabId=start["id"])
+        failed = await poll(
+            lambda: call(mcp, "browser_observe", what="logs", tabId=start["id"], level="error"),
+            lambda observed: bool(result_of(observed)["entries"]),
+        )
+        assert [(e["source"], e["text"], e["location"]["url"]) for e in result_of(failed)["entries"]] == [
+            (
+                "network",
+                "Failed to load resource: the server responded with a status of 404 (Not Found)",
+                site.url("/no-such.png"),
+            )
+        ]
 
         # Back and forward in the user's Chrome, whose back/forward cache restores a page whole
         # (it fires no load event to wait for).
         await call(mcp, "browser_navigate", url=site.url("/page/b"), tabId=start["id"])
         back = await call(mcp, "browser_navigate", action="back", tabId=start["id"])
         assert section(back, "Result") == f"Went back on tab {start['id']}."
-        assert result_of(back)["url"] == site.url("/console?msg=hello-from-background")
+        assert result_of(back)["url"] == site.url("/broken-image")
         forward = await call(mcp, "browser_navigate", action="forward", tabId=start["id"])
         assert result_of(forward)["url"] == site.url("/page/b")
 

@@ -48,7 +48,10 @@ def cut(text: str, cap: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ConsoleEntry:
-    """A console message (`what="logs"`)."""
+    """A console message (`what="logs"`): the page's own (`source="console"`: console.log and the
+    like) or one the browser logged for the page, with its kind as Chromium names it (`network`:
+    a resource that failed to load; `security`: a blocked request or a CSP violation;
+    `violation`, `intervention`, `deprecation`, `javascript`, `rendering`, `other`, ...)."""
 
     seq: int
     timestamp: float
@@ -58,6 +61,7 @@ class ConsoleEntry:
     url: str
     line: int
     column: int
+    source: str = "console"
 
     def to_dict(self) -> dict[str, Any]:
         return camel_dict(
@@ -69,12 +73,14 @@ class ConsoleEntry:
 
 @dataclass(frozen=True, slots=True)
 class ErrorEntry:
-    """An uncaught page error (`source="exception"`) or a console.error (`source="console"`)."""
+    """An uncaught page error (`source="exception"`), a console.error (`source="console"`), or an
+    error the browser logged for the page (`source="browser"`: a resource that failed to load, a
+    blocked request, ...; its console line says which kind)."""
 
     seq: int
     timestamp: float
     tab_id: int | None
-    source: Literal["exception", "console"]
+    source: Literal["exception", "console", "browser"]
     message: str
     stack: str
     url: str

@@ -3,7 +3,8 @@
 The feed enables the Network and Runtime domains on the tab's own target session (attached the
 moment the target exists, so a popup's first request and console line are seen; Runtime alone for
 a recorder without `network`) and reads:
-- `Runtime.consoleAPICalled`, `Runtime.exceptionThrown`: console messages and page errors;
+- `Runtime.consoleAPICalled`, `Runtime.exceptionThrown`, `Log.entryAdded`: console messages
+  (the page's and the browser's) and page errors;
 - `Network.requestWillBeSent` ... `loadingFinished`/`loadingFailed` (+ the `ExtraInfo` events for
   cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
@@ -17,6 +18,10 @@ request are put on it where it is.
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
+
+The browser's own console messages for the page (`Log.entryAdded`: a resource that failed to
+load, a blocked request, a CSP violation, a refused `window.close()`, ...) are console entries
+too, with Chromium's name for their kind as their source; those at error level are errors.
 
 A page that logs past that rate is limited at the source as well: the feed puts a small script
 in it (now and in every later document of the tab) that passes console calls at the same rate,
@@ -36,6 +41,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from .._cdp import TargetSession
 from ._entries import (
@@ -71,6 +77,10 @@ _TEXT_MIME_PARTS = (
     "csv",
     "yaml",
 )
+_CONSOLE_EVENTS = frozenset({"Runtime.consoleAPICalled", "Log.entryAdded"})
+"""The events that make console entries: one rate for both."""
+_LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error": "error"}
+"""Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 
@@ -235,6 +245,7 @@ class TabFeed:
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "Runtime.consoleAPICalled": self._on_console,
             "Runtime.exceptionThrown": self._on_exception,
+            "Log.entryAdded": self._on_log_entry,
             "Network.requestWillBeSent": self._on_request,
             "Network.requestWillBeSentExtraInfo": self._on_request_extra,
             "Network.responseReceived": self._on_response,
@@ -249,12 +260,14 @@ class TabFeed:
         """Enable the domains (sent at once: the page may be about to load)."""
         if not self._sink.network:
             self._session.send("Runtime.enable")
+            self._session.send("Log.enable")
             return
         limit = self._sink.fetch_limit
         enabled = self._session.send(
             "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
         )
         self._session.send("Runtime.enable")
+        self._session.send("Log.enable")
         if self._session.parent is not None:
             return  # an iframe's document is requested by its parent's target: handed over
         try:
@@ -309,8 +322,8 @@ class TabFeed:
 
     def _on_raw(self, method: str, raw: str) -> None:
         handler = self._handlers[method]  # on_events passes only these (dataReceived, ...: never parsed)
-        if method == "Runtime.consoleAPICalled":
-            if self._marker in raw:
+        if method in _CONSOLE_EVENTS:
+            if method == "Runtime.consoleAPICalled" and self._marker in raw:
                 self._on_limited(raw)
                 return
             if not self._console_budget.take():
@@ -372,6 +385,27 @@ class TabFeed:
         if self._console_seen % RELEASE_EVERY == 0:
             # The page keeps the objects a console message showed for this session until released.
             self._session.send("Runtime.releaseObjectGroup", {"objectGroup": "console"})
+
+    def _on_log_entry(self, params: dict[str, Any]) -> None:
+        entry = params.get("entry") or {}
+        for arg in entry.get("args") or []:
+            if arg.get("objectId"):  # the page keeps what an entry showed until released
+                self._session.send("Runtime.releaseObject", {"objectId": arg["objectId"]})
+        source = shared(entry.get("source", "other"))
+        if source == "worker":
+            return  # a worker's own line, which the worker's feed records
+        level = _LOG_LEVELS.get(entry.get("level", ""), "info")
+        text = cut(str(entry.get("text", "")), TEXT_CAP)
+        frame = ((entry.get("stackTrace") or {}).get("callFrames") or [{}])[0]
+        url = shared(entry.get("url") or frame.get("url", ""))
+        line = entry.get("lineNumber", frame.get("lineNumber", 0))
+        sink, now = self._sink, time.time()
+        sink.append(
+            "logs", ConsoleEntry(sink.next_seq(), now, self.tab_id, level, text, url, line, 0, source)
+        )
+        if level == "error" and not (source == "network" and urlsplit(url).path == "/favicon.ico"):
+            # The icon a browser asks for by itself, of a site that has none, is not the page's error.
+            sink.append("errors", ErrorEntry(sink.next_seq(), now, self.tab_id, "browser", text, "", url))
 
     def _on_exception(self, params: dict[str, Any]) -> None:
         details = params.get("exceptionDetails", {})

@@ -424,8 +424,11 @@ def entry_line(entry: Any) -> str:
         return f"{head} pending {entry.method} {short(entry.url)} ({entry.resource_type}, waiting {waiting:.1f} s)"
     head += f" #{entry.seq}"
     if isinstance(entry, ConsoleEntry):
-        where = f" ({short(entry.url)}:{entry.line})" if entry.url else ""
-        return f"{head} {entry.level}: {entry.text}{where}"
+        page_line = entry.source == "console"  # the browser's lines about a resource have no line
+        at = f":{entry.line}" if entry.line or page_line else ""
+        where = f" ({short(entry.url)}{at})" if entry.url else ""
+        kind = "" if page_line else f" ({entry.source})"
+        return f"{head} {entry.level}{kind}: {entry.text}{where}"
     if isinstance(entry, ErrorEntry):
         line = f"{head} {entry.source}: {entry.message}"
         # The first frames tell where; the whole stack is in structured content.
