@@ -122,7 +122,8 @@ def render_value(obj: Mapping[str, Any]) -> str:
 
 def shared(text: Any) -> str:
     """One copy of a string that many entries repeat (header names and values, URLs, methods,
-    frame and document ids, MIME types): every event is decoded anew, and the waterfall, the
+    frame and document ids, MIME types; a line a page logs again and again, a body a polled URL
+    answers again and again): every event is decoded anew, and the logs, the waterfall, the
     bodies and the requests in flight keep thousands of them. `sys.intern` keeps a string only
     while something holds it."""
     return sys.intern(text) if type(text) is str else str(text)
@@ -360,7 +361,7 @@ class TabFeed:
 
     def _on_console(self, params: dict[str, Any]) -> None:
         level = shared(params.get("type", "log"))
-        text = cut(" ".join(render_value(arg) for arg in params.get("args", [])), TEXT_CAP)
+        text = shared(cut(" ".join(render_value(arg) for arg in params.get("args", [])), TEXT_CAP))
         frames = (params.get("stackTrace") or {}).get("callFrames") or [{}]
         if self._limited:  # the page's own call, not the limiter's wrapper
             frames = [f for f in frames if f.get("url") != LIMITER_URL] or [{}]
@@ -681,4 +682,5 @@ def body_fields(
     )
     truncated = len(raw) > cap
     # Cutting bytes may split a character: drop the partial one rather than garble it.
-    return raw[:cap].decode("utf-8", errors="ignore" if truncated else "replace"), len(raw), truncated, None
+    text = shared(raw[:cap].decode("utf-8", errors="ignore" if truncated else "replace"))
+    return text, len(raw), truncated, None
