@@ -271,14 +271,17 @@ class ElementHandle:
         await self._locator.wait_for(state=state, timeout=_ms(timeout))
 
 
-_handles: weakref.WeakKeyDictionary[Page, PageHandle] = weakref.WeakKeyDictionary()
+_handles: weakref.WeakValueDictionary[int, PageHandle] = weakref.WeakValueDictionary()
+"""Each page's handle while anything holds it, by the page's id (a handle holds its page, so that
+id names no other page meanwhile). Keyed by the page itself, weakly, every page ever opened
+stayed: the handle, a value, held its own key."""
 
 
 def page_handle(page: Page) -> PageHandle:
     """The one handle of a Playwright page (the same object every time)."""
-    handle = _handles.get(page)
+    handle = _handles.get(id(page))
     if handle is None:
-        handle = _handles[page] = PageHandle(page)
+        handle = _handles[id(page)] = PageHandle(page)
     return handle
 
 
