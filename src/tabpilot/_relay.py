@@ -442,12 +442,13 @@ class Relay:
         """A download of a tab: Chrome's debugger reports it to the tab's attachment only (as
         `Page.download*`), Chromium to the browser sessions that asked (`Browser.download*`, which
         Playwright reads): the relay tells those as well."""
+        event = {"method": method, "params": params}
         for client in list(self._clients):
             if client.download_events:
-                client.send({"method": method, "params": params})
+                client.send(event)
             for session in list(client.sessions.values()):
                 if session.tab is None and session.download_events:
-                    client.send({"method": method, "params": params, "sessionId": session.id})
+                    client.send({**event, "sessionId": session.id})
 
     def _to_discoverers(self, event: JsonDict) -> None:
         for client in list(self._clients):

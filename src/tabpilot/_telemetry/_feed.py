@@ -40,7 +40,7 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from .._cdp import TargetSession
@@ -130,7 +130,8 @@ def shared(text: Any) -> str:
 
 
 def _shared_headers(headers: Mapping[str, Any] | None) -> dict[str, str]:
-    return {shared(k): shared(v) for k, v in (headers or {}).items()}
+    """Headers as kept: names in lower case, names and values `shared`."""
+    return {shared(k.lower()): shared(v) for k, v in (headers or {}).items()}
 
 
 class _Response:
@@ -191,10 +192,8 @@ class _Request:
 
     def headers(self) -> tuple[dict[str, str], dict[str, str]]:
         """Request and response headers, names in lower case, the raw (cookie-bearing) ones first."""
-        request = {shared(k.lower()): v for k, v in self.request_headers.items()}
-        request.update({shared(k.lower()): v for k, v in (self.extra_request_headers or {}).items()})
-        response = {shared(k.lower()): v for k, v in (self.response or _NO_RESPONSE).headers.items()}
-        response.update({shared(k.lower()): v for k, v in (self.extra_response_headers or {}).items()})
+        request = {**self.request_headers, **(self.extra_request_headers or {})}
+        response = {**(self.response or _NO_RESPONSE).headers, **(self.extra_response_headers or {})}
         return request, response
 
 
@@ -365,23 +364,16 @@ class TabFeed:
         frames = (params.get("stackTrace") or {}).get("callFrames") or [{}]
         if self._limited:  # the page's own call, not the limiter's wrapper
             frames = [f for f in frames if f.get("url") != LIMITER_URL] or [{}]
-        url = shared(frames[0].get("url", ""))
-        sink, now = self._sink, time.time()
-        sink.append(
-            "logs",
-            ConsoleEntry(
-                sink.next_seq(),
-                now,
-                self.tab_id,
-                level,
-                text,
-                url,
-                frames[0].get("lineNumber", 0),
-                frames[0].get("columnNumber", 0),
-            ),
+        frame = frames[0]
+        self._console_line(
+            level,
+            text,
+            shared(frame.get("url", "")),
+            frame.get("lineNumber", 0),
+            frame.get("columnNumber", 0),
+            "console",
+            "console" if level in ("error", "assert") else None,
         )
-        if level in ("error", "assert"):
-            sink.append("errors", ErrorEntry(sink.next_seq(), now, self.tab_id, "console", text, "", url))
         self._console_seen += 1
         if self._console_seen % RELEASE_EVERY == 0:
             # The page keeps the objects a console message showed for this session until released.
@@ -400,13 +392,27 @@ class TabFeed:
         frame = ((entry.get("stackTrace") or {}).get("callFrames") or [{}])[0]
         url = shared(entry.get("url") or frame.get("url", ""))
         line = entry.get("lineNumber", frame.get("lineNumber", 0))
+        # The icon a browser asks for by itself, of a site that has none, is not the page's error.
+        error = level == "error" and not (source == "network" and urlsplit(url).path == "/favicon.ico")
+        self._console_line(level, text, url, line, 0, source, "browser" if error else None)
+
+    def _console_line(
+        self,
+        level: str,
+        text: str,
+        url: str,
+        line: int,
+        column: int,
+        source: str,
+        error: Literal["console", "browser"] | None,
+    ) -> None:
+        """Record a console entry of this tab, and with it an error entry when `error` names its source."""
         sink, now = self._sink, time.time()
         sink.append(
-            "logs", ConsoleEntry(sink.next_seq(), now, self.tab_id, level, text, url, line, 0, source)
+            "logs", ConsoleEntry(sink.next_seq(), now, self.tab_id, level, text, url, line, column, source)
         )
-        if level == "error" and not (source == "network" and urlsplit(url).path == "/favicon.ico"):
-            # The icon a browser asks for by itself, of a site that has none, is not the page's error.
-            sink.append("errors", ErrorEntry(sink.next_seq(), now, self.tab_id, "browser", text, "", url))
+        if error is not None:
+            sink.append("errors", ErrorEntry(sink.next_seq(), now, self.tab_id, error, text, "", url))
 
     def _on_exception(self, params: dict[str, Any]) -> None:
         details = params.get("exceptionDetails", {})
