@@ -9,7 +9,6 @@ without the dashes (`{"viewport-size": "1280x720", "max-tabs": 10}`); the comman
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import json
 import os
@@ -546,18 +545,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         parser.exit(2, f"tabpilot serve: error: --log-file {config.log_file}: {exc.strerror or exc}\n")
     try:
+        from .server.runner import loading, serve_stdio
+
         if config.http_host is None:
-            from .server.runner import serve_stdio
-
             return serve_stdio(config, _build_server)
-        from .server.app import create_server
+        with loading():  # as serve_stdio does
+            from .server.app import create_server
+            from .server.http import run_http
 
-        server = create_server(config)
+            server = create_server(config)
     except ValueError as exc:  # tool sets the server cannot offer
         parser.exit(2, f"tabpilot serve: error: {exc}\n")
-    from .server.http import run_http
-
-    gc.freeze()  # as serve_stdio does: start-up's objects live as long as the process
     try:
         return run_http(server, config)
     except ValueError as exc:  # the address cannot be listened on

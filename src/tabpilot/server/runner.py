@@ -8,16 +8,18 @@ temporary profile outlive the server. A second signal while stopping exits at on
 
 `serve_stdio` starts the browser first and builds the server (importing the MCP SDK, most of the
 start-up time) in a worker thread meanwhile, so the first tool call finds the browser sooner.
+Either way the collector rests while the server loads (`loading`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 import anyio
@@ -36,6 +38,25 @@ STOP_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
 EXIT_INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """Start-up: no collections while the server loads, then what it loaded is frozen.
+
+    Loading the MCP SDK and building the tools' schemas creates about 115,000 objects that live as
+    long as the process; collecting while they come in walks them again and again, about a fifth
+    of start-up (140 ms of 670 to the session being ready, measured over stdio). The few cycles
+    start-up leaves behind (under 1 MB) stay: collecting them costs 50-100 ms. Frozen, the rest is
+    not walked by later collections either (tens of ms each, as pauses in tool calls, once
+    telemetry holds many entries).
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 async def _stop_on_signals(
@@ -102,9 +123,10 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
     async def serve() -> None:
         state = ServerState(config)
         states.append(state)
-        state.warm_up()
         try:
-            server = await anyio.to_thread.run_sync(build, state)
+            with loading():
+                state.warm_up()
+                server = await anyio.to_thread.run_sync(build, state)
         except BaseException as exc:
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
@@ -112,10 +134,6 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
                 raise
             refused.append(exc)
             return
-        # What is loaded by now (the SDK's models, Playwright, tabpilot) lives as long as the
-        # process: the collector need not walk it again in every full collection (tens of ms
-        # each, as pauses in tool calls, once telemetry holds many entries).
-        gc.freeze()
         from .stdin_guard import guard_stdin  # the SDK is loaded by now
 
         guard_stdin()  # requests the SDK's stdio transport cannot read still get an answer
