@@ -35,15 +35,15 @@ import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qs
-
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
-from websockets.http11 import Request, Response
 
 from ._relay import Relay
 from ._relay_parts import Answer, Client, JsonDict, LinkError
+
+if TYPE_CHECKING:  # the WebSocket library is loaded when a bridge starts: most runs have none
+    from websockets.asyncio.server import Server, ServerConnection
+    from websockets.http11 import Request, Response
 
 logger = logging.getLogger("tabpilot.bridge")
 
@@ -109,6 +109,8 @@ class _Extension:
             answer(message.get("result", {}), None)
 
     async def _write(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         while (text := await self._outbox.get()) is not None:
             try:
                 await self.socket.send(text)
@@ -181,6 +183,8 @@ class ExtensionBridge:
         """Listen on 127.0.0.1:`port` (0: any free port; `port` tells which)."""
         if self._server is not None:
             return
+        from websockets.asyncio.server import serve
+
         try:
             self._server = await serve(
                 self._serve,
@@ -322,6 +326,8 @@ class ExtensionBridge:
             await self._serve_client(socket)
 
     async def _serve_extension(self, socket: ServerConnection) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         if self._extension is not None:  # two raced through the handshake
             await socket.close(1008, "another browser is connected already")
             return
@@ -419,6 +425,8 @@ class ExtensionBridge:
         self.relay.clear()
 
     async def _serve_client(self, socket: ServerConnection) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         outbox: asyncio.Queue[str | None] = asyncio.Queue()
 
         async def write() -> None:
