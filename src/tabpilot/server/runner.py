@@ -46,10 +46,10 @@ def loading() -> Iterator[None]:
 
     Loading the MCP SDK and building the tools' schemas creates about 115,000 objects that live as
     long as the process; collecting while they come in walks them again and again, about a fifth
-    of start-up (140 ms of 670 to the session being ready, measured over stdio). The few cycles
-    start-up leaves behind (under 1 MB) stay: collecting them costs 50-100 ms. Frozen, the rest is
-    not walked by later collections either (tens of ms each, as pauses in tool calls, once
-    telemetry holds many entries).
+    of start-up (over stdio the session was ready in 592 ms instead of 781, medians of ten
+    spawns). The few cycles start-up leaves behind (under 1 MB) stay: collecting them costs
+    50-100 ms. Frozen, the rest is not walked by later collections either (tens of ms each, as
+    pauses in tool calls, once telemetry holds many entries).
     """
     gc.disable()
     try:
