@@ -505,6 +505,8 @@ class Instance:
             return QUIT
         if self.pid is not None and not pid_alive(self.pid):
             return _killed(self.pid)
+        if self.kind == "grid":  # the grid closes the session's connection when it ends the session
+            return f"the grid session {self.endpoint} closed its connection (the grid ended it, or its node went away)"
         return DISCONNECTED  # until `_process_ended` finds the process ended after all
 
     async def _judge(self, finding: Awaitable[str | None]) -> None:
