@@ -421,8 +421,12 @@ class Instance:
 
     def _silent_reason(self) -> str:
         if self.kind == "grid":
-            return f"the grid session {self.endpoint} stopped answering (the grid ended it, or its node went away)"
+            return self._grid_session("stopped answering")
         return f"the browser at {self.endpoint} stopped answering"
+
+    def _grid_session(self, what: str) -> str:
+        """Why a grid instance was lost: its session `what` (stopped answering, closed its connection)."""
+        return f"the grid session {self.endpoint} {what} (the grid ended it, or its node went away)"
 
     async def save_storage_state(self, path: str | os.PathLike[str]) -> dict[str, int]:
         """Write this instance's cookies and localStorage to `path` (JSON, what
@@ -505,8 +509,8 @@ class Instance:
             return QUIT
         if self.pid is not None and not pid_alive(self.pid):
             return _killed(self.pid)
-        if self.kind == "grid":  # the grid closes the session's connection when it ends the session
-            return f"the grid session {self.endpoint} closed its connection (the grid ended it, or its node went away)"
+        if self.kind == "grid":  # the grid may close the session's connection as it ends the session
+            return self._grid_session("closed its connection")
         return DISCONNECTED  # until `_process_ended` finds the process ended after all
 
     async def _judge(self, finding: Awaitable[str | None]) -> None:

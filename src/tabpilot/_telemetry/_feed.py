@@ -258,18 +258,18 @@ class TabFeed:
 
     def start(self) -> None:
         """Enable the domains (sent at once: the page may be about to load)."""
-        if not self._sink.network:
-            self._session.send("Runtime.enable")
-            self._session.send("Log.enable")
-            return
         limit = self._sink.fetch_limit
-        enabled = self._session.send(
-            "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
+        enabled = (
+            self._session.send(
+                "Network.enable", {"maxResourceBufferSize": limit, "maxTotalBufferSize": limit * 8}
+            )
+            if self._sink.network
+            else None
         )
         self._session.send("Runtime.enable")
         self._session.send("Log.enable")
-        if self._session.parent is not None:
-            return  # an iframe's document is requested by its parent's target: handed over
+        if enabled is None or self._session.parent is not None:
+            return  # no network to record; an iframe's document is requested by its parent's target
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -388,7 +388,7 @@ class TabFeed:
         if source == "worker":
             return  # a worker's own line, which the worker's feed records
         level = _LOG_LEVELS.get(entry.get("level", ""), "info")
-        text = cut(str(entry.get("text", "")), TEXT_CAP)
+        text = shared(cut(str(entry.get("text", "")), TEXT_CAP))
         frame = ((entry.get("stackTrace") or {}).get("callFrames") or [{}])[0]
         url = shared(entry.get("url") or frame.get("url", ""))
         line = entry.get("lineNumber", frame.get("lineNumber", 0))
