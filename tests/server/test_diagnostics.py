@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 from mcp.types import LoggingMessageNotificationParams
 
@@ -130,10 +131,17 @@ def test_a_node_option_the_driver_refuses_is_named_with_the_fix(browser_path: st
     assert "Traceback" not in logged, logged
 
 
-def test_the_driver_gets_tabpilots_node_options_and_the_users_after_them(browser_path: str) -> None:
-    # tabpilot bounds the driver's heap growth (its memory at many busy tabs); an option the user
-    # sets comes after tabpilot's, so Node takes the user's.
+@pytest.mark.parametrize("users_arenas", [None, "4"])
+def test_the_driver_gets_tabpilots_node_options_and_the_users_after_them(
+    browser_path: str, users_arenas: str | None
+) -> None:
+    # tabpilot bounds the driver's heap growth and its malloc arenas (its memory at many busy
+    # tabs); an option the user sets comes after tabpilot's, so Node takes the user's, and a
+    # MALLOC_ARENA_MAX of the user's is kept.
     env = {**os.environ, "NODE_OPTIONS": "--max-old-space-size=1500"}
+    env.pop("MALLOC_ARENA_MAX", None)
+    if users_arenas is not None:
+        env["MALLOC_ARENA_MAX"] = users_arenas
     proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
     try:
         _initialize(proc)
@@ -147,6 +155,8 @@ def test_the_driver_gets_tabpilots_node_options_and_the_users_after_them(browser
         assert options == (
             "NODE_OPTIONS=--max-semi-space-size=1 --max-old-space-size=1024 --max-old-space-size=1500"
         ), options
+        (arenas,) = [item.decode() for item in environ if item.startswith(b"MALLOC_ARENA_MAX=")]
+        assert arenas == f"MALLOC_ARENA_MAX={users_arenas or 2}", arenas
     finally:
         proc.communicate(timeout=30)
 

@@ -49,13 +49,23 @@ EXIT_GRACE = 1.0
 """Seconds a launch whose browser process ended waits for Playwright's own error about it."""
 
 
+DRIVER_MALLOC_ARENAS = "2"
+"""glibc's MALLOC_ARENA_MAX for the driver, unless the user set one. Node's worker threads (V8's
+compilers and collector, libuv) each get a malloc arena of their own by default, up to eight per
+core, and freed memory stays in each: with two the driver held about 6 MB less at 20 busy tabs
+(133 vs 139 MB, memprobe, three runs each) for the same CPU time. The browsers inherit the
+variable, and Chromium allocates with its own malloc (PartitionAlloc), which does not read it."""
+
+
 @contextlib.contextmanager
 def _driver_environment(temp_dir: str) -> Any:
     """The driver's environment while Playwright starts it (it copies os.environ then):
-    NODE_OPTIONS, and `temp_dir` as its TMPDIR, which the browsers it launches inherit."""
+    NODE_OPTIONS, MALLOC_ARENA_MAX, and `temp_dir` as its TMPDIR, which the browsers it launches
+    inherit."""
     users = os.environ.get("NODE_OPTIONS")
     changed = {
         "NODE_OPTIONS": f"{DRIVER_NODE_OPTIONS} {users}" if users else DRIVER_NODE_OPTIONS,
+        "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX") or DRIVER_MALLOC_ARENAS,
         "TMPDIR": temp_dir,
     }
     before = {name: os.environ.get(name) for name in changed}
