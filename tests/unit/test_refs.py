@@ -1,0 +1,63 @@
+"""Refs carry their tab, and links and buttons lose the `[cursor=pointer]` their role already says."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from tabpilot import scope_snapshot
+
+POINTER = " [cursor=pointer]"
+
+
+def _by_lines(tab_id: int, snapshot: str) -> str:
+    """The rule, line by line: a link's or button's line loses its first pointer marker."""
+    lines = [
+        line.replace(POINTER, "", 1) if re.match(r"\s*- (?:link|button)\b", line) else line
+        for line in snapshot.split("\n")
+    ]
+    return "\n".join(lines).replace("[ref=", f"[ref={tab_id}")
+
+
+def test_links_and_buttons_lose_the_pointer_and_other_elements_keep_it() -> None:
+    snapshot = (
+        "- generic [ref=e1]:\n"
+        '  - link "Open A" [ref=e2] [cursor=pointer]:\n'
+        "    - /url: /page/a\n"
+        "    - img [ref=e3] [cursor=pointer]\n"
+        '  - button "Go [cursor=pointer]" [ref=e4] [cursor=pointer]\n'
+        "  - generic [ref=e5] [cursor=pointer]: Clicky div\n"
+        '  - linkish "x" [ref=e6] [cursor=pointer]'
+    )
+    text, refs = scope_snapshot(3, snapshot)
+    assert text == (
+        "- generic [ref=3e1]:\n"
+        '  - link "Open A" [ref=3e2]:\n'
+        "    - /url: /page/a\n"
+        "    - img [ref=3e3] [cursor=pointer]\n"
+        '  - button "Go" [ref=3e4] [cursor=pointer]\n'
+        "  - generic [ref=3e5] [cursor=pointer]: Clicky div\n"
+        '  - linkish "x" [ref=3e6] [cursor=pointer]'
+    )
+    assert refs == {"e1", "e2", "e3", "e4", "e5", "e6"}
+
+
+def test_any_snapshot_text_follows_the_line_rule() -> None:
+    pieces = [
+        "- link",
+        "- button",
+        "- generic",
+        "  ",
+        "\n",
+        POINTER,
+        ' "n"',
+        " [ref=e1]",
+        ":",
+        "x",
+        "linked",
+        "\t",
+    ]
+    rng = random.Random(15)
+    for _ in range(5000):
+        snapshot = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert scope_snapshot(7, snapshot)[0] == _by_lines(7, snapshot), repr(snapshot)
