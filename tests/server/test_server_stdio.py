@@ -1,19 +1,53 @@
-"""`tabpilot serve` over stdio, as an MCP client that launches servers runs it."""
+"""`tabpilot serve` over stdio, as an MCP client that launches servers runs it; the transport
+(`server/stdio.py`) and the handshake it answers before the MCP SDK is loaded (`server/handshake.py`)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import os
 import queue
 import re
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types.version
+import pytest
 from mcp import Client, StdioServerParameters
 
 from support import section, text
+from tabpilot import __version__
 from tabpilot.demo.site import LocalSite
+from tabpilot.server import TabpilotServer
+from tabpilot.server.about import INSTRUCTIONS, NAME, TITLE
+from tabpilot.server.handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Greeting
+from tabpilot.server.stdio import StdioTransport, parse
+
+GREETING = Greeting(NAME, TITLE, __version__, INSTRUCTIONS)
+CLIENT = {"name": "t", "version": "1"}
+
+
+def initialize(version: str, request_id: int = 1) -> bytes:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}).encode()
+
+
+def discover(version: str, request_id: int = 1) -> bytes:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": CLIENT,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": {"_meta": meta}}
+    ).encode()
 
 
 async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
@@ -85,3 +119,191 @@ def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str
     finally:
         server.stdin.close()
         assert server.wait(timeout=10) == 0  # the end of stdin still stops it
+
+
+# -- the handshake answered before the SDK is loaded ------------------------------------------------
+
+
+def test_the_early_handshake_knows_the_protocol_versions_of_the_sdk() -> None:
+    assert HANDSHAKE_VERSIONS == mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS
+    assert MODERN_VERSIONS == mcp_types.version.MODERN_PROTOCOL_VERSIONS
+
+
+async def sdk_answer(server: TabpilotServer, line: bytes) -> dict[str, Any]:
+    """What the SDK's own server answers to `line`, as a dict of the JSON it would send."""
+    from mcp.shared.message import SessionMessage
+
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](1)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](1)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.run, from_client, to_client, server.create_initialization_options())
+        await to_server.send(parse(line))
+        answer = await from_server.receive()
+        await to_server.aclose()
+    return answer.message.model_dump(by_alias=True, exclude_unset=True)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        *(initialize(v) for v in HANDSHAKE_VERSIONS),
+        initialize("1999-01-01"),  # unknown: the SDK offers its latest
+        *(discover(v) for v in MODERN_VERSIONS),
+    ],
+    ids=[*HANDSHAKE_VERSIONS, "unknown", *(f"discover-{v}" for v in MODERN_VERSIONS)],
+)
+async def test_the_early_handshake_answer_is_the_sdks_own(
+    make_server: Callable[..., TabpilotServer], line: bytes
+) -> None:
+    early = GREETING.answer(line)
+    assert early is not None
+    assert early[1] == await sdk_answer(make_server(), line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","method":"initialize","params":{}}',  # a notification: nothing to answer
+        b'{"jsonrpc":"2.0","id":true,"method":"initialize","params":{}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}',
+        discover("2099-01-01"),
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize"',
+    ],
+    ids=[
+        "not a handshake",
+        "notification",
+        "bool id",
+        "no client info",
+        "no envelope",
+        "unknown modern",
+        "torn",
+    ],
+)
+def test_anything_but_a_whole_handshake_is_left_to_the_sdk(line: bytes) -> None:
+    assert GREETING.answer(line) is None
+
+
+class Wire:
+    """A StdioTransport on two pipes, as a client sees it: lines written to it, answers read."""
+
+    def __init__(self) -> None:
+        self.to_server = os.pipe()
+        self.to_client = os.pipe()
+        self.transport = StdioTransport(GREETING)
+        self._reader = asyncio.StreamReader()
+
+    async def open(self) -> None:
+        await self.transport.open((self.to_server[0], self.to_client[1]))
+        loop = asyncio.get_running_loop()
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(self._reader), os.fdopen(self.to_client[0], "rb", 0)
+        )
+
+    def send(self, line: bytes) -> None:
+        os.write(self.to_server[1], line + b"\n")
+
+    async def answer(self) -> dict[str, Any]:
+        line = await asyncio.wait_for(self._reader.readline(), 30)
+        assert line, "the transport closed stdout"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        os.close(self.to_server[1])
+
+
+@contextlib.asynccontextmanager
+async def wire() -> AsyncIterator[Wire]:
+    w = Wire()
+    await w.open()
+    try:
+        yield w
+    finally:
+        with contextlib.suppress(OSError):
+            w.close()
+
+
+async def test_the_handshake_is_answered_before_the_server_runs_and_only_once(
+    make_server: Callable[..., TabpilotServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    async with wire() as w:
+        w.send(initialize("2025-06-18"))
+        hello = await w.answer()  # no server yet: the transport answered
+        assert hello["id"] == 1 and hello["result"]["protocolVersion"] == "2025-06-18"
+        w.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        w.send(
+            b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"browser_tabs","arguments":{"action":"list"}}}'
+        )
+        serving = asyncio.ensure_future(w.transport.serve(make_server()))
+        listed = await w.answer()  # the SDK answered the replayed handshake too, and was not heard
+        assert listed["id"] == 2 and "open tab" in listed["result"]["content"][0]["text"], listed
+        w.close()
+        await asyncio.wait_for(serving, 30)  # the end of stdin ends serving
+    assert "differs from the SDK's own" not in caplog.text
+
+
+async def test_a_request_after_the_first_waits_for_the_server(
+    make_server: Callable[..., TabpilotServer],
+) -> None:
+    """Only the handshake is answered early: a client that skips it is answered by the SDK, in order."""
+    async with wire() as w:
+        w.send(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+        early = asyncio.ensure_future(w.answer())
+        await asyncio.sleep(0.2)
+        assert not early.done()
+        serving = asyncio.ensure_future(w.transport.serve(make_server()))
+        refused = await early
+        assert refused["id"] == 7 and "error" in refused  # not initialized: the SDK's own answer
+        w.close()
+        await asyncio.wait_for(serving, 30)
+
+
+def test_serve_reads_requests_from_a_file(browser_path: str, tmp_path: Path) -> None:
+    """stdin a regular file (which the event loop cannot watch): read by a thread instead."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(
+        initialize("2025-11-25")
+        + b'\n{"jsonrpc":"2.0","method":"notifications/initialized"}\n{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+    )
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+            stdin=stdin,
+            capture_output=True,
+            timeout=60,
+        )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2], done.stderr.decode()
+    assert {t["name"] for t in answers[1]["result"]["tools"]} >= {"browser_tabs", "browser_snapshot"}
+    assert done.returncode == 0
+
+
+def test_serve_keeps_stray_output_off_the_wire() -> None:
+    """What the process or a child writes to fd 1 while serving goes to stderr, not into the protocol."""
+    script = (
+        "import asyncio, os, sys\n"
+        "from tabpilot.server.stdio import StdioTransport\n"
+        "async def main():\n"
+        "    await StdioTransport().open()\n"
+        "    print('stray print', flush=True)\n"
+        "    os.system('echo stray child')\n"
+        "    sys.stdout.flush()\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == b""
+    assert b"stray print" in done.stderr and b"stray child" in done.stderr
+
+
+def test_handshake_log_names_a_mismatch(caplog: pytest.LogCaptureFixture) -> None:
+    """Were the SDK to answer the handshake otherwise than what was sent early, the log says so."""
+    transport = StdioTransport()
+    transport._answered[1] = {"jsonrpc": "2.0", "id": 1, "result": {"a": 1}}
+    with caplog.at_level(logging.WARNING, logger="tabpilot.server"):
+        transport._check_early(1, {"jsonrpc": "2.0", "id": 1, "result": {"a": 2}})
+    assert "differs from the SDK's own" in caplog.text

@@ -1,57 +1,50 @@
 """`create_server(config)`: the MCP server object, for stdio, HTTP and in-memory clients.
 
-The lifespan yields the `ServerState` (one per process); tools reach it through the SDK's
-Context. `TabpilotServer` only improves the SDK's error text for bad arguments, so the model
-reads which argument to fix.
+tabpilot serves on the SDK's low-level `Server`: the tools are `ToolSpec`s (`tools/base.py`),
+their argument models and input schemas come from their signatures through the SDK's
+`func_metadata`, built the first time a tool is called or listed, not at start-up. The lifespan
+yields the `ServerState` (one per process). What this layer adds to the SDK: argument errors that
+name the argument and the fix, in our response format; an unknown tool named by the likeliest
+meant; lean input schemas.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 import tabpilot
 from tabpilot import Instance
 
+from .about import INSTRUCTIONS, NAME, TITLE
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .registry import select_tools
 from .response import Response
 from .schema import lean_schema
 from .state import ServerState
-from .stdin_guard import INVALID_ARGUMENTS
-from .tools.base import mcp_function
+from .stdio import INVALID_ARGUMENTS
+from .tools.base import RequestContext, ToolRunner, ToolSpec, tool_runner
 
-INSTRUCTIONS = """\
-tabpilot drives a real Chromium with many tabs. The rules, said once for every tool:
-- Every tab has a stable integer id, never reused. Use ids, never list positions. A tabId
-  argument also takes the id's decimal string or the tab's CDP target id.
-- Tabs a page opens (target=_blank links, window.open, OAuth popups) are reported in the
-  ### Events section of the response to the action that opened them, with their opener,
-  and are NOT switched to. You decide: pass tabId to work on one, or activate it.
-- Every page tool takes an optional tabId and works on that tab WITHOUT activating it
-  (snapshot, click or type on a background tab). Without tabId it uses the active tab.
-  Activate a tab only to make it the default; closing the active tab activates the previous one.
-- Element refs belong to one tab: '3e5' is element e5 of tab 3. A ref acts on its own tab,
-  so you need no tabId with it. After navigation, take a new snapshot: old refs are stale.
-- Actions answer with what changed on the page; a snapshot of an unchanged page says so in one
-  line (full=true shows it all again).
-- Every response carries ### Events (what happened since your previous call, beyond what its
-  result says) and ### Tabs when the tab set changed, with new error counts per tab
-  (browser_observe what='errors' shows them). An open dialog blocks only its tab: handle it with
-  browser_handle_dialog.
-- Text like {{NAME}} in typed text is a secret the server fills in; responses show the name only.
-- Close tabs you no longer need (browser_tabs action=close or close_others).
-"""
+__all__ = ["INSTRUCTIONS", "TabpilotServer", "create_server"]
 
+logger = logging.getLogger("tabpilot.server")
 
 PEER_TOOLS: dict[str, tuple[str, str]] = {
     # Playwright MCP
@@ -86,56 +79,125 @@ PEER_TOOLS: dict[str, tuple[str, str]] = {
 the same (`name(args)`), told when a model calls one (if this server has that tool)."""
 
 
-class TabpilotServer(MCPServer[ServerState]):
-    """MCPServer whose argument errors name the argument and the fix, in our response format."""
+class _Tool:
+    """One registered tool: its spec, its runner, and (built on first use) its argument model."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.tool_arguments: dict[str, frozenset[str]] = {}
-        """Each registered tool's argument names (to name an unknown one before validation)."""
+    __slots__ = ("_metadata", "_names", "run", "spec")
+
+    def __init__(self, spec: ToolSpec) -> None:
+        self.spec = spec
+        self.run: ToolRunner = tool_runner(spec)
+        self._metadata: FuncMetadata | None = None
+        self._names: frozenset[str] | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The tool's argument names."""
+        if self._names is None:
+            self._names = frozenset(p.name for p in self.spec.arguments())
+        return self._names
+
+    @property
+    def metadata(self) -> FuncMetadata:
+        """The SDK's argument model of the tool's signature (validation, JSON pre-parsing, schema)."""
+        if self._metadata is None:
+            arguments = self.spec.arguments()
+
+            def signature() -> None: ...
+
+            signature.__signature__ = inspect.Signature(arguments)  # type: ignore[attr-defined]
+            signature.__annotations__ = {p.name: p.annotation for p in arguments}
+            signature.__name__ = self.spec.name
+            self._metadata = func_metadata(signature, structured_output=False)
+        return self._metadata
+
+    def listed(self) -> MCPTool:
+        """The tool as tools/list shows it: a lean input schema, the title said once."""
+        spec = self.spec
+        annotations = spec.annotations
+        return MCPTool(
+            name=spec.name,
+            title=spec.title or annotations.title,
+            description=spec.description,
+            input_schema=lean_schema(self.metadata.arg_model.model_json_schema(by_alias=True)),
+            annotations=annotations.model_copy(update={"title": None}),
+        )
+
+
+class TabpilotServer(Server[ServerState]):
+    """The SDK's low-level server with tabpilot's tools (see the module docstring)."""
+
+    def __init__(self, config: ServerConfig, tools: list[ToolSpec], lifespan: Any) -> None:
+        super().__init__(
+            NAME,
+            title=TITLE,
+            version=tabpilot.__version__,
+            instructions=INSTRUCTIONS,
+            lifespan=lifespan,
+            get_tool_input_schema=self._input_schema,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.config = config
+        self.tools = {spec.name: _Tool(spec) for spec in tools}
+        self._listed: list[MCPTool] | None = None
         self.state: ServerState | None = None
         """The running server's state (set while its lifespan runs), for the HTTP layer."""
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[ServerState, Any] | None = None
-    ) -> Any:
+    async def _list_tools(
+        self, ctx: RequestContext, params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        if self._listed is None:
+            self._listed = [tool.listed() for tool in self.tools.values()]
+        return ListToolsResult(tools=self._listed)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self.tools.get(name)
+        return None if tool is None else tool.metadata.arg_model.model_json_schema(by_alias=True)
+
+    async def _call_tool(self, ctx: RequestContext, params: CallToolRequestParams) -> CallToolResult:
+        name, arguments = params.name, params.arguments or {}
         unreadable = arguments.get(INVALID_ARGUMENTS)
-        if isinstance(unreadable, str) and len(arguments) == 1:  # see stdin_guard
+        if isinstance(unreadable, str) and len(arguments) == 1:  # see stdio.unreadable
             return await self._argument_error(
                 name,
-                context,
+                ctx,
                 f"The arguments of this {name} call could not be read: {unreadable}. Nothing was done. "
                 "Send them as valid JSON (UTF-8 text, nested at most a few dozen levels) and call again.",
             )
-        known = self.tool_arguments.get(name)
-        if known is None and self.tool_arguments:
-            return await self._argument_error(name, context, self._unknown_tool(name))
-        if known is not None:
-            extra = sorted(set(arguments) - known)
-            if extra:
-                return await self._argument_error(
-                    name,
-                    context,
-                    f"Unknown argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} for {name}. "
-                    f"Its arguments are: {', '.join(sorted(known)) or '(none)'}.",
-                )
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if not isinstance(exc.__cause__, ValidationError):
-                raise
-            problems = _argument_problems(exc.__cause__)
+        tool = self.tools.get(name)
+        if tool is None:
+            return await self._argument_error(name, ctx, self._unknown_tool(name))
+        extra = sorted(set(arguments) - tool.names)
+        if extra:
             return await self._argument_error(
                 name,
-                context,
+                ctx,
+                f"Unknown argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} for {name}. "
+                f"Its arguments are: {', '.join(sorted(tool.names)) or '(none)'}.",
+            )
+        try:
+            given = tool.metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            problems = _argument_problems(exc)
+            return await self._argument_error(
+                name,
+                ctx,
                 f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again.",
+            )
+        try:
+            return await tool.run(ctx, given)
+        except Exception as exc:  # the runner answers every tool error; this is a bug of ours
+            logger.exception("tool %s failed outside its handler", name)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"{name} failed: {exc}")], is_error=True
             )
 
     def _unknown_tool(self, name: str) -> str:
         """A name this server has no tool for: the likeliest meant, and every name it has."""
-        names = sorted(self.tool_arguments)
+        names = sorted(self.tools)
         ours, args = PEER_TOOLS.get(name, ("", ""))
-        if ours in self.tool_arguments:
+        if ours in self.tools:
             guess = f" Its {ours}({args}) does that." if args else f" Its {ours} does that."
         else:
             # Compared without the `browser_` most names share, which would make any two alike
@@ -145,34 +207,11 @@ class TabpilotServer(MCPServer[ServerState]):
             guess = f" Did you mean {bare[near[0]]}?" if near else ""
         return f"This server has no tool {name!r}.{guess} Its tools: {', '.join(names)}."
 
-    async def list_tools(self) -> list[MCPTool]:
-        """The tools, with lean input schemas and the title said once (not again in annotations)."""
-        tools = await super().list_tools()
-        return [
-            tool.model_copy(
-                update={
-                    "input_schema": lean_schema(tool.input_schema),
-                    "annotations": tool.annotations.model_copy(update={"title": None})
-                    if tool.annotations is not None
-                    else None,
-                }
-            )
-            for tool in tools
-        ]
-
-    async def _argument_error(
-        self, name: str, context: Context[ServerState, Any] | None, text: str
-    ) -> CallToolResult:
-        state = self.state
-        response = Response(name, structured=state is not None and state.config.structured_content)
+    async def _argument_error(self, name: str, ctx: RequestContext, text: str) -> CallToolResult:
+        state = ctx.lifespan_context
+        response = Response(name, structured=state.config.structured_content)
         response.error(text)
-        session = None
-        if context is not None:
-            try:
-                session = context.request_context.lifespan_context.peek_session(context)
-            except ValueError:  # no request (a direct call_tool): nothing to report
-                session = None
-        return await response.build(session)
+        return await response.build(state.peek_session(ctx))
 
 
 def _shown(value: Any, cap: int = 200) -> str:
@@ -211,10 +250,9 @@ def create_server(
     one run (its lifespan) closes it.
     """
     config = started.config if started is not None else config or ServerConfig()
-    tools = select_tools(config.tools, config.caps)
 
     @asynccontextmanager
-    async def lifespan(_server: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
+    async def lifespan(_server: Server[ServerState]) -> AsyncIterator[ServerState]:
         if started is not None:
             state = server.state = started
         else:
@@ -230,23 +268,5 @@ def create_server(
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
 
-    server = TabpilotServer(
-        "tabpilot",
-        title="tabpilot",
-        instructions=INSTRUCTIONS,
-        version=tabpilot.__version__,
-        lifespan=lifespan,
-        # The SDK logs every request at INFO on stderr; an MCP host shows stderr to the user.
-        log_level="WARNING",
-    )
-    for spec in tools:
-        server.add_tool(
-            mcp_function(spec),
-            name=spec.name,
-            title=spec.title or spec.annotations.title,
-            description=spec.description,
-            annotations=spec.annotations,
-            structured_output=False,
-        )
-        server.tool_arguments[spec.name] = frozenset(p.name for p in spec.arguments())
+    server = TabpilotServer(config, select_tools(config.tools, config.caps), lifespan)
     return server

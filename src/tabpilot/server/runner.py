@@ -6,9 +6,11 @@ reaches while the client keeps stdin open, so a signal does not wait for the tra
 the browsers itself (bounded), then ends the process. Either way no browser process and no
 temporary profile outlive the server. A second signal while stopping exits at once. No traceback.
 
-`serve_stdio` starts the browser first and builds the server (importing the MCP SDK, most of the
-start-up time) in a worker thread meanwhile, so the first tool call finds the browser sooner.
-Either way the collector rests while the server loads (`loading`).
+`serve_stdio` claims stdin and stdout and starts reading them first (the handshake is answered
+from there while the SDK loads: `stdio.StdioTransport`), then starts the browser, and builds the
+server (importing the MCP SDK, most of the start-up time) in a worker thread meanwhile, so the
+first tool call finds the browser sooner. Either way the collector rests while the server loads
+(`loading`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from .. import __version__
+from .about import INSTRUCTIONS, NAME, TITLE
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
+from .handshake import Greeting
 from .state import ServerState
+from .stdio import StdioTransport
 
 if TYPE_CHECKING:
     from .app import TabpilotServer
@@ -121,6 +127,8 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
     states: list[ServerState] = []
 
     async def serve() -> None:
+        wire = StdioTransport(Greeting(NAME, TITLE, __version__, INSTRUCTIONS))
+        await wire.open()
         state = ServerState(config)
         states.append(state)
         try:
@@ -134,10 +142,7 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
                 raise
             refused.append(exc)
             return
-        from .stdin_guard import guard_stdin  # the SDK is loaded by now
-
-        guard_stdin()  # requests the SDK's stdio transport cannot read still get an answer
-        await server.run_stdio_async()
+        await wire.serve(server)
 
     async def close() -> None:
         for state in states:

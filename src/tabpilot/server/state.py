@@ -45,7 +45,9 @@ from tabpilot import (
 from .config import ServerConfig
 
 if TYPE_CHECKING:  # the SDK is imported by the server, not by its state (see runner.serve_stdio)
-    from mcp.server.mcpserver import Context
+    from mcp.server.context import ServerRequestContext
+
+    RequestContext = ServerRequestContext[Any, Any]
 
 logger = logging.getLogger("tabpilot.server")
 
@@ -171,16 +173,16 @@ class ServerState:
     # -- sessions ----------------------------------------------------------------------------
 
     @staticmethod
-    def session_key(ctx: Context[Any, Any]) -> str:
-        headers = ctx.headers
+    def session_key(ctx: RequestContext) -> str:
+        headers = getattr(ctx.request, "headers", None)  # an HTTP request's; none over stdio
         key = headers.get(_SESSION_HEADER) if headers is not None else None
-        return key or LOCAL_SESSION
+        return str(key) if key else LOCAL_SESSION
 
-    def peek_session(self, ctx: Context[Any, Any]) -> SessionState | None:
+    def peek_session(self, ctx: RequestContext) -> SessionState | None:
         """The request's session if it exists, without starting a browser."""
         return self._sessions.get(self.session_key(ctx))
 
-    async def session(self, ctx: Context[Any, Any]) -> SessionState:
+    async def session(self, ctx: RequestContext) -> SessionState:
         """The request's session, created (browser and all) on its first tool call."""
         key = self.session_key(ctx)
         if key != LOCAL_SESSION:

@@ -11,7 +11,8 @@ input schema from them). It fills `call.response` and returns nothing::
 
     TOOLS = [ToolSpec("browser_frobnicate", browser_frobnicate, "...", tab=True)]
 
-The wrapper (`mcp_function`) turns it into the function the SDK registers. Per call it:
+The wrapper (`tool_runner`) turns it into what the server calls with the request's context and
+the validated arguments. Per call it:
 0. refuses an argument the chosen action does not use (`ToolSpec.action_args`),
 1. gets the client's `SessionState` (starting its browser on first use),
 2. for a page tool (`tab=True`), resolves the tab once from `tabId` and the ref argument and
@@ -36,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import Context
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, StrictInt, StrictStr
@@ -61,6 +62,9 @@ TabIdArg = Annotated[
 RefArg = Annotated[str, Field(description="Element ref, e.g. '3e5'.")]
 
 ToolFunction = Callable[..., Awaitable[None]]
+RequestContext = ServerRequestContext[ServerState, Any]
+ToolRunner = Callable[[RequestContext, dict[str, Any]], Awaitable[CallToolResult]]
+"""Runs a tool for one request, with its validated arguments."""
 Progress = Callable[[float, "float | None", str], Awaitable[None]]
 PROGRESS_INTERVAL = 1.0
 """Seconds between progress notifications of a long wait."""
@@ -180,12 +184,11 @@ class Call:
         return tab
 
 
-def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
-    """The function registered with the SDK for `spec`: the tool's own arguments plus the SDK's Context."""
-    arguments = spec.arguments()
-    defaults = {p.name: p.default for p in arguments}
+def tool_runner(spec: ToolSpec) -> ToolRunner:
+    """What the server runs for a call of `spec`, with the request's context and its arguments."""
+    defaults = {p.name: p.default for p in spec.arguments()}
 
-    async def run(ctx: Context[ServerState, Any], **kwargs: Any) -> CallToolResult:
+    async def run(ctx: RequestContext, kwargs: dict[str, Any]) -> CallToolResult:
         with logs.during_call() as records:
             started = time.monotonic()
             result = await handle(ctx, kwargs)
@@ -200,8 +203,8 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
         await _send_logs(ctx, records)
         return result
 
-    async def handle(ctx: Context[ServerState, Any], kwargs: dict[str, Any]) -> CallToolResult:
-        state: ServerState = ctx.request_context.lifespan_context
+    async def handle(ctx: RequestContext, kwargs: dict[str, Any]) -> CallToolResult:
+        state: ServerState = ctx.lifespan_context
         response = Response(
             spec.name, secrets=state.secrets, structured=state.config.structured_content, calls=spec.calls
         )
@@ -253,32 +256,25 @@ def mcp_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
         _record_action(call, kwargs)
         return await response.build(session)
 
-    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)
-    run.__signature__ = inspect.Signature([ctx_param, *arguments], return_annotation=CallToolResult)  # type: ignore[attr-defined]
-    run.__annotations__ = {
-        "ctx": Context,
-        **{p.name: p.annotation for p in arguments},
-        "return": CallToolResult,
-    }
-    run.__name__ = spec.name
-    run.__doc__ = spec.description
     return run
 
 
-async def _send_logs(ctx: Context[ServerState, Any], records: list[logging.LogRecord]) -> None:
+async def _send_logs(ctx: RequestContext, records: list[logging.LogRecord]) -> None:
     """The call's log records to its client (`notifications/message`), only when the request asked
     for them (its `_meta` names a log level; the SDK keeps the levels below it back). A client of
     the handshake era that did not ask gets none: this server declares no logging capability."""
-    meta = ctx.request_context.meta
+    meta = ctx.meta
     if not records or not meta or LOG_LEVEL_META_KEY not in meta:
         return
-    secrets = ctx.request_context.lifespan_context.secrets
+    secrets = ctx.lifespan_context.secrets
     for record in records:
         level, data, name = logs.mcp_message(record)
         data = secrets.mask_all(data)
         with contextlib.suppress(Exception), warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # SEP-2577: still what clients read
-            await ctx.log(level, data, logger_name=name)
+            await ctx.session.send_log_message(
+                level=level, data=data, logger=name, related_request_id=ctx.request_id
+            )
 
 
 def _actions(names: tuple[str, ...]) -> str:
@@ -305,10 +301,10 @@ def _expand(secrets: Secrets, value: Any) -> Any:
     return secrets.expand_all(value)
 
 
-def _progress_reporter(ctx: Context[ServerState, Any]) -> Progress:
+def _progress_reporter(ctx: RequestContext) -> Progress:
     async def report(progress: float, total: float | None, message: str) -> None:
         with contextlib.suppress(Exception):  # no progress token: nothing is sent
-            await ctx.report_progress(progress, total, message)
+            await ctx.session.report_progress(progress, total, message)
 
     return report
 

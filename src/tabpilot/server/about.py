@@ -1,0 +1,32 @@
+"""What the server says of itself: its name and the instructions every client reads at the handshake.
+
+Kept apart from the MCP SDK: `tabpilot serve` answers the handshake with them while the SDK is
+still being imported (`server/stdio.py`).
+"""
+
+from __future__ import annotations
+
+NAME = "tabpilot"
+TITLE = "tabpilot"
+
+INSTRUCTIONS = """\
+tabpilot drives a real Chromium with many tabs. The rules, said once for every tool:
+- Every tab has a stable integer id, never reused. Use ids, never list positions. A tabId
+  argument also takes the id's decimal string or the tab's CDP target id.
+- Tabs a page opens (target=_blank links, window.open, OAuth popups) are reported in the
+  ### Events section of the response to the action that opened them, with their opener,
+  and are NOT switched to. You decide: pass tabId to work on one, or activate it.
+- Every page tool takes an optional tabId and works on that tab WITHOUT activating it
+  (snapshot, click or type on a background tab). Without tabId it uses the active tab.
+  Activate a tab only to make it the default; closing the active tab activates the previous one.
+- Element refs belong to one tab: '3e5' is element e5 of tab 3. A ref acts on its own tab,
+  so you need no tabId with it. After navigation, take a new snapshot: old refs are stale.
+- Actions answer with what changed on the page; a snapshot of an unchanged page says so in one
+  line (full=true shows it all again).
+- Every response carries ### Events (what happened since your previous call, beyond what its
+  result says) and ### Tabs when the tab set changed, with new error counts per tab
+  (browser_observe what='errors' shows them). An open dialog blocks only its tab: handle it with
+  browser_handle_dialog.
+- Text like {{NAME}} in typed text is a secret the server fills in; responses show the name only.
+- Close tabs you no longer need (browser_tabs action=close or close_others).
+"""

@@ -1,0 +1,274 @@
+"""MCP over this process's stdin and stdout: read and written by the event loop, parsed once.
+
+`StdioTransport.open()` claims the process's standard streams at once (fd 0 then reads the null
+device and fd 1 writes to stderr, so nothing else, a child process or a stray print, touches the
+wire) and starts reading requests, before the MCP SDK is imported. While the SDK loads, the first
+request is answered here if it is the handshake (`handshake.early_answer`): the client's session
+is ready in tens of milliseconds instead of waiting for the SDK; the SDK still sees that request
+first, and its own answer is compared with the one sent and dropped. `serve(server)` then hands
+every request, in order, to the SDK's low-level server.
+
+What this does that the SDK's stdio transport does not (besides the early handshake):
+- no thread per line read or written: the loop reads and writes the pipes itself (each thread
+  handoff cost a tabpilot call 0.1-0.3 ms idle, and more while 20 busy tabs kept the loop busy);
+- a request the SDK's JSON-RPC model refuses (arguments nested hundreds of levels deep, a lone
+  surrogate such as `"\\ud800"`) is answered, not dropped: it is handed on as the same request
+  (same id and method) without its unreadable part, a tool call with `INVALID_ARGUMENTS` as its
+  only argument, so the server answers it with an error that says what was wrong.
+
+Where the loop cannot watch the streams (a regular file, or Windows), a thread reads stdin and
+writes go straight to the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import IO, TYPE_CHECKING, Any
+
+from .handshake import Greeting
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+    from mcp.shared.message import SessionMessage
+
+logger = logging.getLogger("tabpilot.server")
+
+INVALID_ARGUMENTS = "__tabpilot_unreadable_arguments__"
+"""The argument a rewritten tools/call carries: why its real arguments could not be read."""
+
+_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_METHOD = re.compile(rb'"method"\s*:\s*"([A-Za-z0-9_/.$-]+)"')
+_NAME = re.compile(rb'"name"\s*:\s*"([A-Za-z0-9_.-]+)"')
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+EOF_GRACE = 1.0
+"""Seconds the end of stdin waits for the answers to requests read just before it."""
+_LINE_LIMIT = 1 << 30
+"""Bytes one request may take (as good as none: the client is the process that started us)."""
+
+
+class StdioTransport:
+    """The process's stdin and stdout as an MCP wire (see the module docstring)."""
+
+    def __init__(self, greeting: Greeting | None = None) -> None:
+        self._greeting = greeting
+        self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._answered: dict[Any, dict[str, Any]] = {}
+        """Requests answered before the SDK was loaded, by id: the answer that was sent."""
+        self._write: Callable[[bytes], Any] | None = None
+        self._drain: Callable[[], Any] | None = None
+        self._close: Callable[[], Awaitable[None]] | None = None
+        self._reading: asyncio.Task[None] | None = None
+
+    async def open(self, wire: tuple[int, int] | None = None) -> None:
+        """Claim stdin and stdout (or use the descriptors `wire` gives: what to read, what to write)
+        and start reading, answering the handshake if it comes first."""
+        wire_in, wire_out = wire if wire is not None else _claim_standard_streams()
+        loop = asyncio.get_running_loop()
+        reader_file: IO[bytes] = os.fdopen(wire_in, "rb", buffering=0)
+        writer_file: IO[bytes] = os.fdopen(wire_out, "wb", buffering=0)
+        try:
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, writer_file)
+            stream = asyncio.StreamWriter(transport, protocol, None, loop)
+            self._write, self._drain = stream.write, stream.drain
+
+            async def close() -> None:
+                with contextlib.suppress(ConnectionError):
+                    await stream.drain()
+                stream.close()
+
+            self._close = close
+        except (ValueError, OSError, NotImplementedError):  # a regular file, or no pipe support
+            self._write = writer_file.write
+        try:
+            reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), reader_file)
+        except (ValueError, OSError, NotImplementedError):
+            threading.Thread(
+                target=self._read_in_thread, args=(reader_file, loop), name="tabpilot-stdin", daemon=True
+            ).start()
+        else:
+            self._reading = loop.create_task(self._read(reader))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while line := await reader.readline():
+                await self._take(line)
+        except (ConnectionError, ValueError) as exc:  # a torn pipe or an endless line: the end
+            logger.warning("stdin: %s; stopping", exc)
+        self._lines.put_nowait(None)
+
+    def _read_in_thread(self, source: IO[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        for line in source:
+            asyncio.run_coroutine_threadsafe(self._take(line), loop).result()
+        loop.call_soon_threadsafe(self._lines.put_nowait, None)
+
+    async def _take(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        if self._greeting is not None:  # before the server runs, only the first request
+            greeting, self._greeting = self._greeting, None
+            early = greeting.answer(line)
+            if early is not None:
+                request_id, answer = early
+                self._answered[request_id] = answer
+                await self._send(json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode())
+        self._lines.put_nowait(line)
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def serve(self, server: Server[Any]) -> None:
+        """Serve `server` until stdin ends: every request read so far, then the rest as it comes."""
+        import anyio
+        from mcp.shared.message import SessionMessage
+        from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
+
+        self._greeting = None  # the server answers from here on
+        to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+
+        reading = anyio.CancelScope()
+        unanswered: set[Any] = set()
+
+        async def feed() -> None:
+            with reading:
+                async with to_server:
+                    while (line := await self._lines.get()) is not None:
+                        message = parse(line)
+                        if isinstance(message, SessionMessage) and isinstance(
+                            message.message, JSONRPCRequest
+                        ):
+                            unanswered.add(message.message.id)
+                        await to_server.send(message)
+                    # The end of stdin: the SDK stops, cancelling what it has not answered yet. A
+                    # client that wrote its last requests and closed stdin at once (a file of
+                    # requests) still gets the answers that come within a moment.
+                    with anyio.move_on_after(EOF_GRACE):
+                        while unanswered:
+                            await anyio.sleep(0.01)
+
+        async def answer() -> None:
+            async with from_server:
+                async for sent in from_server:
+                    message = sent.message
+                    if isinstance(message, JSONRPCResponse | JSONRPCError):
+                        unanswered.discard(message.id)
+                        if message.id in self._answered:  # the handshake, answered early: not again
+                            self._check_early(
+                                message.id, message.model_dump(by_alias=True, exclude_unset=True)
+                            )
+                            continue
+                    await self._send(message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(feed)
+            group.start_soon(answer)
+            async with to_client:
+                await server.run(from_client, to_client, server.create_initialization_options())
+            reading.cancel()  # the server stopped (stdin ended, or its lifespan failed)
+        # Every answer is written: let the pipe take the last of them before the process ends.
+        if self._close is not None:
+            await self._close()
+
+    def _check_early(self, request_id: Any, sdk_answer: dict[str, Any]) -> None:
+        sent = self._answered.pop(request_id)
+        if sdk_answer != sent:
+            logger.warning(
+                "the handshake answer sent before the MCP SDK was loaded differs from the SDK's own; "
+                "please report this (sent: %s; the SDK's: %s)",
+                json.dumps(sent)[:2000],
+                json.dumps(sdk_answer)[:2000],
+            )
+
+    async def _send(self, data: bytes) -> None:
+        assert self._write is not None
+        self._write(data + b"\n")
+        if self._drain is not None:
+            with contextlib.suppress(ConnectionError):  # the client is gone: stdin ends next
+                await self._drain()
+
+
+def parse(line: bytes) -> SessionMessage | Exception:
+    """One line read from the client, as the SDK takes it (see `unreadable`)."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import jsonrpc_message_adapter
+
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except Exception as exc:  # what the SDK's own transport would drop
+        rewritten = unreadable(line, exc)
+        if rewritten is None:
+            return exc  # nothing to answer: the SDK logs it
+        return SessionMessage(jsonrpc_message_adapter.validate_python(rewritten, by_name=False))
+
+
+def unreadable(line: bytes, error: Exception) -> dict[str, Any] | None:
+    """The answerable request that a line the SDK cannot read becomes (None: no id to answer)."""
+    request = _request_parts(line)
+    if request is None:
+        return None
+    request_id, method, tool = request
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if method == "tools/call" and tool is not None:
+        message["params"] = {"name": tool, "arguments": {INVALID_ARGUMENTS: _reason(line, error)}}
+    return message
+
+
+def _reason(line: bytes, error: Exception) -> str:
+    from pydantic import ValidationError
+
+    said = str(error).lower()
+    if "surrogate" in said or ("hex escape" in said and _SURROGATE.search(line)):
+        return "it holds a lone surrogate (such as \\ud800), which is not valid Unicode text"
+    if "recursion" in said or "depth" in said:
+        return "it is nested too deeply"
+    errors = error.errors() if isinstance(error, ValidationError) else []
+    what = str(errors[0].get("msg", "")) if errors else type(error).__name__
+    return f"it is not valid JSON-RPC ({what[:200]})"
+
+
+def _request_parts(line: bytes) -> tuple[int | str, str, str | None] | None:
+    """The id, method and tool name of a request, read leniently (the line may not parse)."""
+    found_id, method, name = _ID.search(line), _METHOD.search(line), _NAME.search(line)
+    if found_id is None or method is None:
+        return None
+    try:
+        request_id: int | str = json.loads(found_id.group(1))
+    except ValueError:
+        return None
+    tool = name.group(1).decode() if name is not None else None
+    return request_id, method.group(1).decode(), tool
+
+
+def _claim_standard_streams() -> tuple[int, int]:
+    """Private copies of fd 0 and fd 1 for the wire; fd 0 then reads the null device and fd 1
+    writes to stderr (what a child process or a stray print writes cannot tear a message)."""
+    sys.stdout.flush()
+    wire_in, wire_out = _private_copy(0), _private_copy(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    os.dup2(2, 1)
+    return wire_in, wire_out
+
+
+def _private_copy(fd: int) -> int:
+    """A copy of `fd` above the standard range, not inherited by child processes."""
+    if sys.platform == "win32":
+        copy = os.dup(fd)  # not inheritable by default
+    else:
+        import fcntl
+
+        copy = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    return copy
