@@ -280,6 +280,18 @@ def test_serve_reads_requests_from_a_file(browser_path: str, tmp_path: Path) -> 
     assert done.returncode == 0
 
 
+def test_serve_with_no_input_stops_at_once(browser_path: str) -> None:
+    """stdin the null device (which no event loop can wait on): the end of input, a clean stop."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == b"", done.stderr.decode()
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+
+
 def test_serve_keeps_stray_output_off_the_wire() -> None:
     """What the process or a child writes to fd 1 while serving goes to stderr, not into the protocol."""
     script = (

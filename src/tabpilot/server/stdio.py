@@ -16,8 +16,8 @@ What this does that the SDK's stdio transport does not (besides the early handsh
   (same id and method) without its unreadable part, a tool call with `INVALID_ARGUMENTS` as its
   only argument, so the server answers it with an error that says what was wrong.
 
-Where the loop cannot watch the streams (a regular file, or Windows), a thread reads stdin and
-writes go straight to the file.
+Where the loop cannot wait on the streams (a regular file, the null device, or Windows), a thread
+reads stdin and writes go straight to stdout.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -75,6 +76,8 @@ class StdioTransport:
         reader_file: IO[bytes] = os.fdopen(wire_in, "rb", buffering=0)
         writer_file: IO[bytes] = os.fdopen(wire_out, "wb", buffering=0)
         try:
+            if not _pollable(wire_out, selectors.EVENT_WRITE):
+                raise ValueError("stdout is not a pipe")
             transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, writer_file)
             stream = asyncio.StreamWriter(transport, protocol, None, loop)
             self._write, self._drain = stream.write, stream.drain
@@ -85,17 +88,16 @@ class StdioTransport:
                 stream.close()
 
             self._close = close
-        except (ValueError, OSError, NotImplementedError):  # a regular file, or no pipe support
+        except (ValueError, OSError, NotImplementedError):
             self._write = writer_file.write
-        try:
+        if _pollable(wire_in, selectors.EVENT_READ):
             reader = asyncio.StreamReader(limit=_LINE_LIMIT)
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), reader_file)
-        except (ValueError, OSError, NotImplementedError):
+            self._reading = loop.create_task(self._read(reader))
+        else:
             threading.Thread(
                 target=self._read_in_thread, args=(reader_file, loop), name="tabpilot-stdin", daemon=True
             ).start()
-        else:
-            self._reading = loop.create_task(self._read(reader))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -261,6 +263,19 @@ def _claim_standard_streams() -> tuple[int, int]:
         os.close(null)
     os.dup2(2, 1)
     return wire_in, wire_out
+
+
+def _pollable(fd: int, events: int) -> bool:
+    """Whether the event loop can wait on `fd`: pipes, sockets and terminals, not regular files or
+    the null device, and on Windows not the handles a parent passes (not opened for overlapped I/O)."""
+    if sys.platform == "win32":
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, events)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 def _private_copy(fd: int) -> int:
