@@ -19,7 +19,9 @@ Steps, per server:
 - a lab scenario as an agent would run it: open pages, follow a link that opens a tab, read it,
   click in it, go back to the first tab, close the rest. A page is read from a response that
   already shows it, else with a snapshot; the scenario counts the calls and the characters of
-  every response (text content plus structured content as JSON).
+  every response (text content plus structured content as JSON). tabpilot runs it a second time
+  with `--navigate-returns page` (navigations answer with URL and title, not the tree): the
+  measure of its default choice.
 
 tabpilot's `browser_snapshot` of an unchanged page answers in one line: the timed snapshot steps
 pass `full=true` (they measure producing the tree); the lab scenario uses the defaults.
@@ -219,15 +221,17 @@ class Tabpilot(Server):
     _opened_tab = re.compile(r"^Opened tab (\d+)", re.MULTILINE)
     _opened_event = re.compile(r"^- tab (\d+) opened \([^)]*\) by tab (\d+)", re.MULTILINE)
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, options: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.version = version
+        self.options = options
+        """More `tabpilot serve` options (the lab scenario's run with `--navigate-returns page`)."""
         self._tabs: list[int] = []
 
     needles = ("tabpilot", "serve")
 
     def argv(self, browser: str, workdir: str) -> list[str]:
-        return [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser]
+        return [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser, *self.options]
 
     async def list_tabs(self) -> CallToolResult:
         return await self.call("browser_tabs", action="list")
@@ -576,6 +580,10 @@ STEPS: list[tuple[str, str, str, str, float | None]] = [
     ("lab.calls", "lab scenario: calls (fewest)", "count", "ratio", None),
     ("lab.text_chars", "lab scenario: text content only", "chars", "info", None),
     ("lab.ms", "lab scenario: wall time", "ms", "info", None),
+    # The other answer a navigation can give (--navigate-returns page): URL and title, no tree.
+    ("lab.page.chars", "lab scenario, --navigate-returns page: response characters", "chars", "info", None),
+    ("lab.page.calls", "lab scenario, --navigate-returns page: calls", "count", "info", None),
+    ("lab.page.ms", "lab scenario, --navigate-returns page: wall time", "ms", "info", None),
 ]
 
 
@@ -804,21 +812,29 @@ class PeerBench:
     async def lab(self) -> None:
         self.progress.begin("peers: lab scenario")
         for server in self.servers:
-            self.progress.update(server.name)
-            async with self._process(server) as proc:
-                server.proc = proc
-                server.log = []
-                start = time.perf_counter()
-                try:
-                    await self._lab(server)
-                finally:
-                    log, server.log = server.log, None
-                self.add("lab.ms", server, (time.perf_counter() - start) * 1000)
-                self.add("lab.chars", server, sum(chars for _, chars, _ in log))
-                self.add("lab.text_chars", server, sum(text for _, _, text in log))
-                self.add("lab.calls", server, len(log))
-                self.lab_calls[server.key] = log
-            server.proc = None
+            log = await self._lab_run(server)
+            self.add("lab.text_chars", server, sum(text for _, _, text in log))
+            self.lab_calls[server.key] = log
+        # tabpilot's other choice for what a navigation answers, in the same scenario.
+        ours = next((s for s in self.servers if isinstance(s, Tabpilot)), None)
+        if ours is not None:
+            await self._lab_run(Tabpilot(ours.version, ("--navigate-returns", "page")), "lab.page.")
+
+    async def _lab_run(self, server: Server, prefix: str = "lab.") -> list[tuple[str, int, int]]:
+        self.progress.update(f"{server.name} {' '.join(getattr(server, 'options', ()))}".strip())
+        async with self._process(server) as proc:
+            server.proc = proc
+            server.log = []
+            start = time.perf_counter()
+            try:
+                await self._lab(server)
+            finally:
+                log, server.log = server.log, None
+            self.add(f"{prefix}ms", server, (time.perf_counter() - start) * 1000)
+            self.add(f"{prefix}chars", server, sum(chars for _, chars, _ in log))
+            self.add(f"{prefix}calls", server, len(log))
+        server.proc = None
+        return log
 
     async def _read(self, server: Server, tab: int, needle: str, seen: list[CallToolResult]) -> str:
         """The text that shows `needle` on `tab`: a response since the action, else a snapshot."""
