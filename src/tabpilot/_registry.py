@@ -106,11 +106,12 @@ class TabRegistry:
 
     def _info(self, tab: Tab, index: int, active: int | None, dialogs: bool) -> TabInfo:
         holder = tab.blocked_by() if dialogs else None
+        url, title, error_page = tab.location()
         return TabInfo(
             id=tab.id,
             instance_id=self.instance_id,
-            url=tab.url,
-            title=tab.title,
+            url=url,
+            title=title,
             active=tab.id == active,
             index=index,
             window_id=tab.window_id,
@@ -121,5 +122,5 @@ class TabRegistry:
             target_id=tab.target_id,
             chrome_tab_id=tab.chrome_tab_id,
             held_by=holder.id if holder is not None and holder is not tab else None,
-            error_page=tab.error_page,
+            error_page=error_page,
         )
