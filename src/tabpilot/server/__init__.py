@@ -10,11 +10,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .app import INSTRUCTIONS, TabpilotServer, create_server
+    from .about import INSTRUCTIONS
+    from .app import TabpilotServer, create_server
     from .config import ServerConfig
 
 __all__ = ["INSTRUCTIONS", "ServerConfig", "TabpilotServer", "create_server"]
-_HOMES = {"INSTRUCTIONS": "app", "TabpilotServer": "app", "create_server": "app", "ServerConfig": "config"}
+_HOMES = {"INSTRUCTIONS": "about", "TabpilotServer": "app", "create_server": "app", "ServerConfig": "config"}
 
 
 def __getattr__(name: str) -> Any:

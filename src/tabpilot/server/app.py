@@ -42,7 +42,7 @@ from .state import ServerState
 from .stdio import INVALID_ARGUMENTS
 from .tools.base import RequestContext, ToolRunner, ToolSpec, tool_runner
 
-__all__ = ["INSTRUCTIONS", "TabpilotServer", "create_server"]
+__all__ = ["TabpilotServer", "create_server"]
 
 logger = logging.getLogger("tabpilot.server")
 
@@ -127,7 +127,7 @@ class _Tool:
 class TabpilotServer(Server[ServerState]):
     """The SDK's low-level server with tabpilot's tools (see the module docstring)."""
 
-    def __init__(self, config: ServerConfig, tools: list[ToolSpec], lifespan: Any) -> None:
+    def __init__(self, tools: list[ToolSpec], lifespan: Any) -> None:
         super().__init__(
             NAME,
             title=TITLE,
@@ -138,7 +138,6 @@ class TabpilotServer(Server[ServerState]):
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
-        self.config = config
         self.tools = {spec.name: _Tool(spec) for spec in tools}
         self._listed: list[MCPTool] | None = None
         self.state: ServerState | None = None
@@ -268,5 +267,5 @@ def create_server(
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
 
-    server = TabpilotServer(config, select_tools(config.tools, config.caps), lifespan)
+    server = TabpilotServer(select_tools(config.tools, config.caps), lifespan)
     return server

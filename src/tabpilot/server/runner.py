@@ -1,9 +1,9 @@
 """Running the server until it should stop, and stopping it cleanly.
 
 Stdio stops at the end of stdin (the lifespan then closes every session's browser). It also stops
-on SIGINT (Ctrl-C), SIGTERM or SIGHUP: the SDK reads stdin in a worker thread that no cancellation
-reaches while the client keeps stdin open, so a signal does not wait for the transport: it closes
-the browsers itself (bounded), then ends the process. Either way no browser process and no
+on SIGINT (Ctrl-C), SIGTERM or SIGHUP, without waiting for the transport or for calls under way
+(stdin read from a file is read by a thread no cancellation reaches): it closes the browsers
+itself (bounded), then ends the process. Either way no browser process and no
 temporary profile outlive the server. A second signal while stopping exits at once. No traceback.
 
 `serve_stdio` claims stdin and stdout and starts reading them first (the handshake is answered
