@@ -3,9 +3,9 @@
 `StdioTransport.open()` claims the process's standard streams at once (fd 0 then reads the null
 device and fd 1 writes to stderr, so nothing else, a child process or a stray print, touches the
 wire) and starts reading requests, before the MCP SDK is imported. While the SDK loads, the first
-request is answered here if it is the handshake (`handshake.early_answer`): the client's session
-is ready in tens of milliseconds instead of waiting for the SDK; the SDK still sees that request
-first, and its own answer is compared with the one sent and dropped. `serve(server)` then hands
+request is answered here if it is the handshake (`handshake.Greeting`): the client's session is
+ready about 0.2 s after the spawn instead of 0.8 s; the SDK still sees that request first, and
+its own answer is compared with the one sent and dropped. `serve(server)` then hands
 every request, in order, to the SDK's low-level server.
 
 What this does that the SDK's stdio transport does not (besides the early handshake):
