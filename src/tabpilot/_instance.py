@@ -278,17 +278,19 @@ class Instance:
         commands it sent may never be answered). Work that finds its page closed checks that
         Playwright's driver still answers: a browser the driver connected to (the extension, CDP, a
         grid) outlives a killed driver and tells nothing, so the instance is declared lost then
-        (the next connect goes through a new driver)."""
+        (the next connect goes through a new driver). Work that fails on an instance lost
+        meanwhile fails with the instance's loss, and its reason."""
         try:
             return await self._linked(job)
         except Exception as exc:
-            if (
-                is_closed_error(exc)
-                and self.state == "open"
-                and self.browser is not None
-                and not await self.browser.driver_answers()
-            ):
+            if not is_closed_error(exc):
+                raise
+            if self.state == "open" and self.browser is not None and not await self.browser.driver_answers():
                 self._lost(DRIVER_STOPPED)
+            if self.state == "lost":
+                # Lost meanwhile (here, or by the liveness check that found the connection gone
+                # first): the error says why, once that is known, not only that the page went.
+                await self.loss_judged()
                 self.ensure_usable()
             raise
 
