@@ -186,7 +186,7 @@ class Call:
 
 def tool_runner(spec: ToolSpec) -> ToolRunner:
     """What the server runs for a call of `spec`, with the request's context and its arguments."""
-    defaults = {p.name: p.default for p in spec.arguments()}
+    defaults: dict[str, Any] = {}  # read from the signature at the first call, not at start-up
 
     async def run(ctx: RequestContext, kwargs: dict[str, Any]) -> CallToolResult:
         with logs.during_call() as records:
@@ -208,6 +208,8 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
         response = Response(
             spec.name, secrets=state.secrets, structured=state.config.structured_content, calls=spec.calls
         )
+        if spec.action_args and not defaults:
+            defaults.update((p.name, p.default) for p in spec.arguments())
         misplaced = spec.misplaced(kwargs, defaults)
         if misplaced is not None:  # refused before any browser work, as the SDK refuses a bad type
             response.error(misplaced)
