@@ -177,10 +177,7 @@ class Tab:
         """The page's URL; on Chromium's error page, the URL that failed to load (the document's
         own is `chrome-error://chromewebdata/`; the target's record, like the address bar, keeps
         the one that failed)."""
-        url = self._document_url
-        if url.startswith(ERROR_PAGE) and self._url and not self._url.startswith(ERROR_PAGE):
-            return self._url
-        return url
+        return self.location()[0]
 
     @property
     def _document_url(self) -> str:
@@ -196,7 +193,7 @@ class Tab:
     @property
     def title(self) -> str:
         """The page's title ('' on the error page, whose title is only the host that failed)."""
-        return "" if self.error_page else self._title
+        return self.location()[1]
 
     def location(self) -> tuple[str, str, bool]:
         """`url`, `title` and `error_page` together, from one look at the document's URL (each

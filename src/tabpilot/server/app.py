@@ -82,13 +82,14 @@ the same (`name(args)`), told when a model calls one (if this server has that to
 class _Tool:
     """One registered tool: its spec, its runner, and (built on first use) its argument model."""
 
-    __slots__ = ("_metadata", "_names", "run", "spec")
+    __slots__ = ("_metadata", "_names", "_schema", "run", "spec")
 
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
         self.run: ToolRunner = tool_runner(spec)
         self._metadata: FuncMetadata | None = None
         self._names: frozenset[str] | None = None
+        self._schema: dict[str, Any] | None = None
 
     @property
     def names(self) -> frozenset[str]:
@@ -111,6 +112,13 @@ class _Tool:
             self._metadata = func_metadata(signature, structured_output=False)
         return self._metadata
 
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The input schema of the argument model, as the SDK validates against it."""
+        if self._schema is None:
+            self._schema = self.metadata.arg_model.model_json_schema(by_alias=True)
+        return self._schema
+
     def listed(self) -> MCPTool:
         """The tool as tools/list shows it: a lean input schema, the title said once."""
         spec = self.spec
@@ -119,7 +127,7 @@ class _Tool:
             name=spec.name,
             title=spec.title or annotations.title,
             description=spec.description,
-            input_schema=lean_schema(self.metadata.arg_model.model_json_schema(by_alias=True)),
+            input_schema=lean_schema(self.schema),
             annotations=annotations.model_copy(update={"title": None}),
         )
 
@@ -152,7 +160,7 @@ class TabpilotServer(Server[ServerState]):
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self.tools.get(name)
-        return None if tool is None else tool.metadata.arg_model.model_json_schema(by_alias=True)
+        return None if tool is None else tool.schema
 
     async def _call_tool(self, ctx: RequestContext, params: CallToolRequestParams) -> CallToolResult:
         name, arguments = params.name, params.arguments or {}
