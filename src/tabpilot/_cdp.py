@@ -14,8 +14,10 @@ the page's session never hears of. `TargetSession.attach_children` has the page'
 to each such target as it starts (`Target.setAutoAttach`, not flattened): the child's messages
 travel inside the page session's, as the page session's travel inside the browser session's.
 The page's dedicated workers are attached the same way: their console lines, errors and requests
-are the tab's. (A worker's script can be loaded before its session is there: its request is then
-seen finishing but without its response.) Only a page's own iframes and workers: an iframe inside
+are the tab's. (A new worker waits for the sessions attached to it, but Chromium lets it run as soon
+as one says so, and Playwright's own session says so at once: the worker's script and its very
+first requests can be over before its session's commands arrive; `_telemetry._feed` settles the
+script's row and counts those requests as dropped.) Only a page's own iframes and workers: an iframe inside
 a cross-site iframe is not attached (a session nested two deep stalled that iframe's load now and
 then, measured), nor are its workers, nor shared and service workers (they serve many tabs).
 
@@ -187,8 +189,9 @@ class TargetSession:
         its iframe or worker goes, and with this one."""
         children = TargetSessions(_Through(self), on_child=on_child)
         self.on_close(children.close)
-        # The iframe or worker waits at its start until on_child has sent its commands (as it
-        # waits for Playwright's), so its first request and console line are seen.
+        # The iframe or worker is held at its start until on_child has sent its commands, or until
+        # another session (Playwright's) lets it go first: its console lines come anyway (Runtime
+        # replays them), its first requests only if the commands won (see the module docstring).
         self.send(
             "Target.setAutoAttach",
             {

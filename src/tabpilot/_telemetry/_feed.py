@@ -16,6 +16,13 @@ starts in one feed and ends in another (the iframe's document, the worker's scri
 between them (`Sink.hand_over`), and the raw headers the page's target hears of a worker's
 request are put on it where it is.
 
+A new worker waits at its start for the sessions attached to it, but Chromium lets it run as soon as
+one of them says so, and Playwright's driver says so at once: the worker's script can finish
+loading, and its first requests go out, before its feed's Network.enable is in place. The script's
+row is then settled once the worker answers an evaluation (its script has run): recorded as
+loaded, with what was seen of it. A worker's request whose start the feed never saw is counted as
+dropped when it ends; it is never recorded half-known.
+
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
 
@@ -64,6 +71,8 @@ from ._timing import NAVIGATION_TIMING, document_entry
 MAX_IN_FLIGHT = 2000
 FINISH_GRACE = 2.0
 """Seconds after its tab went within which a tab's session is expected to close."""
+SCRIPT_GRACE = 1.0
+"""Seconds after a worker first ran code within which its script's own end is expected to arrive."""
 RELEASE_EVERY = 200
 """Console messages after which the feed lets the page free the objects they showed."""
 
@@ -268,13 +277,14 @@ class TabFeed:
         )
         self._session.send("Runtime.enable")
         self._session.send("Log.enable")
-        if enabled is None or self._session.parent is not None:
+        if enabled is None or (self._session.parent is not None and self._session.kind != "worker"):
             return  # no network to record; an iframe's document is requested by its parent's target
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # a feed driven by hand, outside a loop: no page to ask
-        self._recovering = loop.create_task(self._recover_navigation(enabled))
+        recover = self._settle_worker_script if self._session.kind == "worker" else self._recover_navigation
+        self._recovering = loop.create_task(recover(enabled))
 
     async def _recover_navigation(self, enabled: Awaitable[Any]) -> None:
         """Record the page's document request if it went before the feed could see it.
@@ -298,6 +308,24 @@ class TabFeed:
         if entry is not None:
             self._saw_document = True
             self._sink.append("network_waterfall", entry)
+
+    async def _settle_worker_script(self, enabled: Awaitable[Any]) -> None:
+        """Record the worker's script as loaded if its end went before the feed could hear it (see
+        the module docstring). Its request started in the page's target under the worker's target
+        id; once the worker answers an evaluation its script has run, and the script's own end
+        (if the feed hears it at all) comes within `SCRIPT_GRACE`."""
+        try:
+            await enabled
+            await self._session.send("Runtime.evaluate", {"expression": "0", "silent": True})
+            await asyncio.sleep(SCRIPT_GRACE)
+        except Exception:
+            return  # the worker stopped first: its feed's end records what it had
+        if self._finished:
+            return
+        script = self._find(self._session.target_id)
+        if script is not None:  # loaded (the worker ran it); its end was not heard: no duration
+            del self._in_flight[self._session.target_id]
+            self._record(script, None, None)
 
     def stop(self) -> None:
         """The tab is gone. Its session still delivers what the target sent before it went (the
@@ -511,10 +539,18 @@ class TabFeed:
                 if other.loader_id != request.loader_id and other.frame_id == request.frame_id:
                     self._record_unfinished(request_id, "the page navigated away before the request finished")
 
+    def _unseen(self) -> None:
+        """A request ended whose start this feed never saw: a worker's that went before its
+        Network.enable (module docstring) is counted as dropped; a page's is its document's (the
+        navigation recovery has it) or from before the tab was tracked."""
+        if self._session.kind == "worker":
+            self._sink.shed("network_waterfall", self.tab_id)
+
     def _on_finished(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
         request = self._find(request_id)
         if request is None:
+            self._unseen()
             return
         del self._in_flight[request_id]
         self._record(request, params.get("timestamp", request.started_ts), None)
@@ -524,6 +560,7 @@ class TabFeed:
     def _on_failed(self, params: dict[str, Any]) -> None:
         request = self._find(params["requestId"])
         if request is None:
+            self._unseen()
             return
         del self._in_flight[params["requestId"]]
         failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")

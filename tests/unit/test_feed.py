@@ -1,0 +1,162 @@
+"""A worker's requests that went before its feed had Network on: its script is settled as loaded,
+the rest counted as dropped (a page's feed and a worker's, on scripted sessions)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from tabpilot import NetworkEntry
+from tabpilot._telemetry import _feed
+from tabpilot._telemetry._entries import TelemetryKind
+from tabpilot._telemetry._feed import TabFeed
+
+WORKER = "0A1B2C3D4E5F60718293A4B5C6D7E8F9"
+"""The worker's target id: its script's request id in the page's target."""
+
+
+class Session:
+    """A target session whose commands are answered at once (`answers`) and whose events are sent
+    by the test (`emit`)."""
+
+    def __init__(self, kind: str, target_id: str, parent: Session | None = None) -> None:
+        self.kind, self.target_id, self.parent = kind, target_id, parent
+        self.sent: list[str] = []
+        self._handlers: list[tuple[tuple[str, ...], Callable[[str, str], None]]] = []
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> asyncio.Future[dict[str, Any]]:
+        self.sent.append(method)
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        answer.set_result({"result": {"value": None}})
+        return answer
+
+    def on_events(self, methods: Iterable[str], handler: Callable[[str, str], None]) -> Callable[[], None]:
+        entry = (tuple(methods), handler)
+        self._handlers.append(entry)
+        return lambda: self._handlers.remove(entry)
+
+    def on_close(self, handler: Callable[[], None]) -> None:
+        pass
+
+    def emit(self, method: str, params: dict[str, Any]) -> None:
+        raw = json.dumps({"method": method, "params": params})
+        for methods, handler in list(self._handlers):
+            if method in methods:
+                handler(method, raw)
+
+
+class Sink:
+    body_cap = 1000
+    fetch_limit = 1_000_000
+    max_event_rate = 1000.0
+    redact = False
+    network = True
+    body_failures = 0
+    listener_errors = 0
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[TelemetryKind, Any]] = []
+        self.dropped: dict[TelemetryKind, int] = {}
+        self.feeds: list[TabFeed] = []
+        self._seq = itertools.count(1)
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def next_socket_id(self) -> int:
+        return next(self._seq)
+
+    def append(self, what: TelemetryKind, entry: Any) -> None:
+        self.entries.append((what, entry))
+
+    def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None:
+        self.dropped[what] = self.dropped.get(what, 0) + count
+
+    def read_body(self, read: Any) -> None:
+        read().close()
+
+    def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> Any:
+        for feed in self.feeds:
+            if feed is not to:
+                request = feed.give_up(request_id) if take else feed.holds(request_id)
+                if request is not None:
+                    return request
+        return None
+
+    def rows(self) -> list[NetworkEntry]:
+        return [e for what, e in self.entries if what == "network_waterfall"]
+
+
+def request(request_id: str, url: str, kind: str) -> dict[str, Any]:
+    return {
+        "requestId": request_id,
+        "type": kind,
+        "timestamp": 10.0,
+        "wallTime": 1000.0,
+        "request": {"url": url, "method": "GET", "headers": {}},
+    }
+
+
+@pytest.fixture
+def feeds() -> tuple[Sink, Session, TabFeed, Session, TabFeed]:
+    sink = Sink()
+    page = Session("page", "PAGE")
+    worker = Session("worker", WORKER, parent=page)
+    page_feed, worker_feed = TabFeed(sink, page, 3), TabFeed(sink, worker, 3)  # type: ignore[arg-type]
+    sink.feeds += [page_feed, worker_feed]
+    return sink, page, page_feed, worker, worker_feed
+
+
+async def test_a_workers_script_whose_end_went_unheard_is_recorded_as_loaded_once_the_worker_runs(
+    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_feed, "SCRIPT_GRACE", 0.05)
+    sink, page, page_feed, worker, worker_feed = feeds
+    page.emit("Network.requestWillBeSent", request(WORKER, "http://127.0.0.1:1/worker.js", "Script"))
+    assert [p.url for p in page_feed.pending()] == ["http://127.0.0.1:1/worker.js"]
+
+    worker_feed.start()  # its script's end went to the worker's target before Network was on
+    assert worker.sent[:3] == ["Network.enable", "Runtime.enable", "Log.enable"]
+    await asyncio.sleep(0.02)
+    assert "Runtime.evaluate" in worker.sent, "the feed asks the worker to run code"
+    assert sink.rows() == [], "the script's own end may still come within the grace"
+    await asyncio.sleep(0.1)
+
+    (row,) = sink.rows()
+    assert (row.url, row.tab_id, row.failure, row.duration_ms) == (
+        "http://127.0.0.1:1/worker.js",
+        3,
+        None,
+        -1.0,
+    )
+    assert page_feed.pending() == [] and worker_feed.pending() == []
+
+    # A worker's request whose start the feed never saw is counted as dropped when it ends.
+    worker.emit("Network.loadingFinished", {"requestId": "77.3", "timestamp": 11.0})
+    worker.emit("Network.loadingFailed", {"requestId": "77.4", "timestamp": 11.0, "errorText": "x"})
+    assert sink.dropped == {"network_waterfall": 2}
+    assert len(sink.rows()) == 1
+
+
+async def test_a_workers_script_whose_end_is_heard_is_recorded_once_with_its_duration(
+    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_feed, "SCRIPT_GRACE", 0.05)
+    sink, page, page_feed, worker, worker_feed = feeds
+    page.emit("Network.requestWillBeSent", request(WORKER, "http://127.0.0.1:1/worker.js", "Script"))
+    worker_feed.start()
+    worker.emit("Network.loadingFinished", {"requestId": WORKER, "timestamp": 10.25})
+    await asyncio.sleep(0.15)
+
+    (row,) = sink.rows()
+    assert (row.url, row.failure, row.duration_ms) == ("http://127.0.0.1:1/worker.js", None, 250.0)
+    assert sink.dropped == {} and page_feed.pending() == []
+
+    # A page's feed hears the end of requests from before it (its document's): never counted.
+    page.emit("Network.loadingFinished", {"requestId": "5.1", "timestamp": 11.0})
+    assert sink.dropped == {}
