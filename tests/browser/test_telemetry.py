@@ -667,9 +667,10 @@ async def test_cross_site_iframes_console_errors_and_requests_are_their_tabs(
         "fetch('/api/echo?from=mid').then((r) => console.log('mid fetched ' + r.status))</script>",
     )
     site.set_content("/slow-frame", "<script>fetch('/api/slow?ms=5000')</script>")
-    site.set_content(
+    site.set_content(  # the empty icon: no /favicon.ico 404 line in the tab's console
         "/host",
-        f'<iframe src="{other}/mid"></iframe><iframe id="slow" src="{other}/slow-frame"></iframe>',
+        f'<link rel="icon" href="data:,"><iframe src="{other}/mid"></iframe>'
+        f'<iframe id="slow" src="{other}/slow-frame"></iframe>',
     )
     telemetry, instance = await record()
     await open_tab(manager, instance, site.url("/page/a"))
