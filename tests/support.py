@@ -8,6 +8,7 @@ import asyncio
 import base64
 import contextlib
 import glob
+import itertools
 import json
 import os
 import select
@@ -30,8 +31,9 @@ from typing import Any, TypeVar
 from mcp.types import CallToolResult, ImageContent, TextContent
 from websockets.sync.client import connect as ws_sync_connect
 
-from tabpilot import Snapshot
+from tabpilot import NetworkEntry, Snapshot
 from tabpilot._profile import remove_profile
+from tabpilot._telemetry._entries import TelemetryKind
 from tabpilot.server.response import parse_response
 
 T = TypeVar("T")
@@ -758,3 +760,37 @@ def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionC
     finally:
         _stop(proc)
         remove_profile(profile)
+
+
+class RecordingSink:
+    """A telemetry feed's sink (`tabpilot._telemetry._feed.Sink`) that keeps what it is given:
+    the entries in order, and the counts of what was dropped."""
+
+    body_cap = 1000
+    fetch_limit = 1_000_000
+    max_event_rate = 1000.0
+    redact = False
+    network = True
+    body_failures = 0
+    listener_errors = 0
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[TelemetryKind, Any]] = []
+        self.dropped: dict[TelemetryKind, int] = {}
+        self._seq = itertools.count(1)
+        self._sockets = itertools.count(1)
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def next_socket_id(self) -> int:
+        return next(self._sockets)
+
+    def append(self, what: TelemetryKind, entry: Any) -> None:
+        self.entries.append((what, entry))
+
+    def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None:
+        self.dropped[what] = self.dropped.get(what, 0) + count
+
+    def rows(self) -> list[NetworkEntry]:
+        return [e for what, e in self.entries if what == "network_waterfall"]

@@ -4,16 +4,14 @@ the rest counted as dropped (a page's feed and a worker's, on scripted sessions)
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 
-from tabpilot import NetworkEntry
+from support import RecordingSink
 from tabpilot._telemetry import _feed
-from tabpilot._telemetry._entries import TelemetryKind
 from tabpilot._telemetry._feed import TabFeed
 
 WORKER = "0A1B2C3D4E5F60718293A4B5C6D7E8F9"
@@ -50,32 +48,12 @@ class Session:
                 handler(method, raw)
 
 
-class Sink:
-    body_cap = 1000
-    fetch_limit = 1_000_000
-    max_event_rate = 1000.0
-    redact = False
-    network = True
-    body_failures = 0
-    listener_errors = 0
+class Sink(RecordingSink):
+    """The recording sink with the tab's feeds, which hand requests over to one another."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[TelemetryKind, Any]] = []
-        self.dropped: dict[TelemetryKind, int] = {}
+        super().__init__()
         self.feeds: list[TabFeed] = []
-        self._seq = itertools.count(1)
-
-    def next_seq(self) -> int:
-        return next(self._seq)
-
-    def next_socket_id(self) -> int:
-        return next(self._seq)
-
-    def append(self, what: TelemetryKind, entry: Any) -> None:
-        self.entries.append((what, entry))
-
-    def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None:
-        self.dropped[what] = self.dropped.get(what, 0) + count
 
     def read_body(self, read: Any) -> None:
         read().close()
@@ -87,9 +65,6 @@ class Sink:
                 if request is not None:
                     return request
         return None
-
-    def rows(self) -> list[NetworkEntry]:
-        return [e for what, e in self.entries if what == "network_waterfall"]
 
 
 def request(request_id: str, url: str, kind: str) -> dict[str, Any]:
@@ -103,21 +78,22 @@ def request(request_id: str, url: str, kind: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def feeds() -> tuple[Sink, Session, TabFeed, Session, TabFeed]:
+def feeds(monkeypatch: pytest.MonkeyPatch) -> tuple[Sink, Session, TabFeed, Session, TabFeed]:
+    """A page's feed and its worker's; the page has started the worker's script request."""
+    monkeypatch.setattr(_feed, "SCRIPT_GRACE", 0.05)
     sink = Sink()
     page = Session("page", "PAGE")
     worker = Session("worker", WORKER, parent=page)
     page_feed, worker_feed = TabFeed(sink, page, 3), TabFeed(sink, worker, 3)  # type: ignore[arg-type]
     sink.feeds += [page_feed, worker_feed]
+    page.emit("Network.requestWillBeSent", request(WORKER, "http://127.0.0.1:1/worker.js", "Script"))
     return sink, page, page_feed, worker, worker_feed
 
 
 async def test_a_workers_script_whose_end_went_unheard_is_recorded_as_loaded_once_the_worker_runs(
-    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed], monkeypatch: pytest.MonkeyPatch
+    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed],
 ) -> None:
-    monkeypatch.setattr(_feed, "SCRIPT_GRACE", 0.05)
-    sink, page, page_feed, worker, worker_feed = feeds
-    page.emit("Network.requestWillBeSent", request(WORKER, "http://127.0.0.1:1/worker.js", "Script"))
+    sink, _page, page_feed, worker, worker_feed = feeds
     assert [p.url for p in page_feed.pending()] == ["http://127.0.0.1:1/worker.js"]
 
     worker_feed.start()  # its script's end went to the worker's target before Network was on
@@ -144,11 +120,9 @@ async def test_a_workers_script_whose_end_went_unheard_is_recorded_as_loaded_onc
 
 
 async def test_a_workers_script_whose_end_is_heard_is_recorded_once_with_its_duration(
-    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed], monkeypatch: pytest.MonkeyPatch
+    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed],
 ) -> None:
-    monkeypatch.setattr(_feed, "SCRIPT_GRACE", 0.05)
     sink, page, page_feed, worker, worker_feed = feeds
-    page.emit("Network.requestWillBeSent", request(WORKER, "http://127.0.0.1:1/worker.js", "Script"))
     worker_feed.start()
     worker.emit("Network.loadingFinished", {"requestId": WORKER, "timestamp": 10.25})
     await asyncio.sleep(0.15)

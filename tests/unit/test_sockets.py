@@ -2,31 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
-from typing import Any
-
-from tabpilot import NetworkEntry, WebSocketEntry
-from tabpilot._telemetry._entries import TelemetryKind
+from support import RecordingSink as Sink
+from tabpilot import WebSocketEntry
 from tabpilot._telemetry._sockets import MAX_SOCKETS, TabSockets
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.entries: list[tuple[TelemetryKind, Any]] = []
-        self._seq = itertools.count(1)
-        self._sockets = itertools.count(1)
-
-    def next_seq(self) -> int:
-        return next(self._seq)
-
-    def next_socket_id(self) -> int:
-        return next(self._sockets)
-
-    def append(self, what: TelemetryKind, entry: Any) -> None:
-        self.entries.append((what, entry))
-
-    def rows(self) -> list[NetworkEntry]:
-        return [e for what, e in self.entries if what == "network_waterfall"]
 
 
 def test_connections_beyond_the_cap_let_the_oldest_go_recorded_as_unfinished() -> None:
