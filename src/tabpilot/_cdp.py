@@ -14,12 +14,13 @@ the page's session never hears of. `TargetSession.attach_children` has the page'
 to each such target as it starts (`Target.setAutoAttach`, not flattened): the child's messages
 travel inside the page session's, as the page session's travel inside the browser session's.
 The page's dedicated workers are attached the same way: their console lines, errors and requests
-are the tab's. (A new worker waits for the sessions attached to it, but Chromium lets it run as soon
-as one says so, and Playwright's own session says so at once: the worker's script and its very
-first requests can be over before its session's commands arrive; `_telemetry._feed` settles the
-script's row and counts those requests as dropped.) Only a page's own iframes and workers: an iframe inside
-a cross-site iframe is not attached (a session nested two deep stalled that iframe's load now and
-then, measured), nor are its workers, nor shared and service workers (they serve many tabs).
+are the tab's. (A new worker waits for the sessions attached to it, but Chromium lets it run as
+soon as one says so, and Playwright's own session says so at once: the worker's script and its
+very first requests can be over before its session's commands arrive; `_telemetry._feed` settles
+the script's row and counts those requests as dropped.) Only a page's own iframes and workers: an
+iframe inside a cross-site iframe is not attached (a session nested two deep stalled that iframe's
+load now and then, measured), nor are its workers, nor shared and service workers (they serve
+many tabs).
 
 Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
 cannot keep before paying for parsing it.

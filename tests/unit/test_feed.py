@@ -26,6 +26,7 @@ class Session:
         self.kind, self.target_id, self.parent = kind, target_id, parent
         self.sent: list[str] = []
         self._handlers: list[tuple[tuple[str, ...], Callable[[str, str], None]]] = []
+        self._closing: list[Callable[[], None]] = []
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> asyncio.Future[dict[str, Any]]:
         self.sent.append(method)
@@ -39,7 +40,11 @@ class Session:
         return lambda: self._handlers.remove(entry)
 
     def on_close(self, handler: Callable[[], None]) -> None:
-        pass
+        self._closing.append(handler)
+
+    def close(self) -> None:
+        for handler in self._closing:
+            handler()
 
     def emit(self, method: str, params: dict[str, Any]) -> None:
         raw = json.dumps({"method": method, "params": params})
@@ -134,3 +139,18 @@ async def test_a_workers_script_whose_end_is_heard_is_recorded_once_with_its_dur
     # A page's feed hears the end of requests from before it (its document's): never counted.
     page.emit("Network.loadingFinished", {"requestId": "5.1", "timestamp": 11.0})
     assert sink.dropped == {}
+
+
+async def test_a_workers_script_is_settled_even_when_the_worker_stops_within_the_grace(
+    feeds: tuple[Sink, Session, TabFeed, Session, TabFeed],
+) -> None:
+    sink, _page, page_feed, worker, worker_feed = feeds
+    worker_feed.start()
+    await asyncio.sleep(0.02)  # the worker ran code
+    worker_feed.stop()
+    worker.close()
+    await asyncio.sleep(0.1)
+
+    (row,) = sink.rows()
+    assert (row.url, row.failure, row.duration_ms) == ("http://127.0.0.1:1/worker.js", None, -1.0)
+    assert page_feed.pending() == []

@@ -319,12 +319,12 @@ class TabFeed:
             await self._session.send("Runtime.evaluate", {"expression": "0", "silent": True})
             await asyncio.sleep(SCRIPT_GRACE)
         except Exception:
-            return  # the worker stopped first: its feed's end records what it had
-        if self._finished:
-            return
-        script = self._find(self._session.target_id)
-        if script is not None:  # loaded (the worker ran it); its end was not heard: no duration
-            del self._in_flight[self._session.target_id]
+            return  # the worker stopped before it ran: its feed's end records what it had
+        # Still in flight here or in the page's feed (even if the worker stopped meanwhile): the
+        # worker ran it, so it loaded; its end was not heard, so it has no duration.
+        target_id = self._session.target_id
+        script = self._in_flight.pop(target_id, None) or self._sink.hand_over(self.tab_id, target_id, self)
+        if script is not None:
             self._record(script, None, None)
 
     def stop(self) -> None:
