@@ -19,8 +19,8 @@ WORKER = "0A1B2C3D4E5F60718293A4B5C6D7E8F9"
 
 
 class Session:
-    """A target session whose commands are answered at once (`answers`) and whose events are sent
-    by the test (`emit`)."""
+    """A target session whose commands are answered at once and whose events the test sends
+    (`emit`)."""
 
     def __init__(self, kind: str, target_id: str, parent: Session | None = None) -> None:
         self.kind, self.target_id, self.parent = kind, target_id, parent
