@@ -322,9 +322,9 @@ class TabFeed:
             return  # the worker stopped before it ran: its feed's end records what it had
         # Still in flight here or in the page's feed (even if the worker stopped meanwhile): the
         # worker ran it, so it loaded; its end was not heard, so it has no duration.
-        target_id = self._session.target_id
-        script = self._in_flight.pop(target_id, None) or self._sink.hand_over(self.tab_id, target_id, self)
+        script = self._find(self._session.target_id)
         if script is not None:
+            del self._in_flight[self._session.target_id]
             self._record(script, None, None)
 
     def stop(self) -> None:
