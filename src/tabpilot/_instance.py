@@ -31,7 +31,7 @@ from ._errors import (
 )
 from ._navigation import navigate
 from ._policy import UrlPolicy
-from ._process import pid_alive, pid_ends, runs_profile
+from ._process import ProcessWatch, pid_alive, pid_ends, runs_profile
 from ._profile import remove_profile
 from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, is_closed_error, map_playwright_errors
 from ._services import InstanceServices
@@ -149,6 +149,8 @@ class Instance:
         self.pid: int | None = None
         """The browser's process, when it runs on this machine: a launched one, or the launched
         browser a context instance lives in."""
+        self._process: ProcessWatch | None = None
+        """Watches `pid` while the instance is open (`check_alive`)."""
         self._services = services
         self._owns_context = owns_context
         self._temp_profile = temp_profile
@@ -317,9 +319,18 @@ class Instance:
     def check_alive(self) -> bool:
         """Notice at once that a launched browser's process has gone (that of a context of one,
         too), without a browser round trip: a browser whose driver died tells nothing else."""
-        if self.state == "open" and self.pid is not None and not pid_alive(self.pid):
+        if self.state == "open" and self.pid is not None and not self._watch_process(self.pid).alive():
             self._lost(self._gone_reason())
         return self.state == "open"
+
+    def _watch_process(self, pid: int) -> ProcessWatch:
+        watch = self._process
+        if watch is None or watch.pid != pid:
+            if watch is not None:
+                watch.close()
+            watch = self._process = ProcessWatch(pid)
+            self._disposers.append(watch.close)  # the instance is open: disposed when it no longer is
+        return watch
 
     def _lost_error(self) -> InstanceLostError:
         """Why naming this lost instance fails, and what takes its place: an instance that already

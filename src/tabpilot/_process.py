@@ -2,14 +2,17 @@
 of a given profile, and which process is the browser a launch is starting.
 
 Read from /proc where there is one (Linux); elsewhere `pid_alive` falls back to a signal 0 and a
-launch's browser is not looked for (`launched_browser` never finds one).
+launch's browser is not looked for (`launched_browser` never finds one). A process asked about on
+every tool call is watched through a pidfd where Linux has them (`ProcessWatch`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
+import select
 
 FIND_EVERY = 0.05
 """Seconds between looks for the browser a launch started (one look reads every process's
@@ -30,6 +33,35 @@ def pid_alive(pid: int) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+class ProcessWatch:
+    """Whether one process still runs, asked often (every tool call asks about the browser).
+
+    Where Linux has pidfds, a pidfd polled without waiting: under a microsecond, against about 16
+    for reading /proc (`pid_alive`), and it keeps naming the same process if the pid is reused.
+    It turns readable when the process ends (a zombie has ended). Elsewhere, `pid_alive`.
+    `close()` releases the pidfd; the watch then falls back to `pid_alive`.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd: int | None = None
+        self._poll: select.poll | None = None
+        with contextlib.suppress(AttributeError, OSError):  # no pidfds here, or no such process
+            self._fd = os.pidfd_open(pid)
+            self._poll = select.poll()
+            self._poll.register(self._fd, select.POLLIN)
+
+    def alive(self) -> bool:
+        if self._poll is None:
+            return pid_alive(self.pid)
+        return not self._poll.poll(0)
+
+    def close(self) -> None:
+        fd, self._fd, self._poll = self._fd, None, None
+        if fd is not None:
+            os.close(fd)
 
 
 async def pid_ends(pid: int, *, within: float = math.inf, every: float = 0.005) -> bool:
