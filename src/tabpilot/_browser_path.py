@@ -102,14 +102,18 @@ def _playwright_cache_dirs() -> list[Path]:
         return [Path(playwright.__file__).parent / "driver" / "package" / ".local-browsers"]
     if configured:
         return [Path(configured).expanduser()]
-    home = Path.home()
+    cache = user_cache_dir()
+    return [cache / "ms-playwright"] if cache is not None else []
+
+
+def user_cache_dir() -> Path | None:
+    """This user's cache directory on this platform (None on Windows without LOCALAPPDATA)."""
     if sys.platform == "darwin":
-        return [home / "Library" / "Caches" / "ms-playwright"]
+        return Path.home() / "Library" / "Caches"
     if sys.platform == "win32":
         local = os.environ.get("LOCALAPPDATA")
-        return [Path(local) / "ms-playwright"] if local else []
-    cache = os.environ.get("XDG_CACHE_HOME") or str(home / ".cache")
-    return [Path(cache) / "ms-playwright"]
+        return Path(local) if local else None
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
 def _revision(directory: Path) -> int:

@@ -161,6 +161,36 @@ def test_the_driver_gets_tabpilots_node_options_and_the_users_after_them(
         proc.communicate(timeout=30)
 
 
+@pytest.mark.parametrize("users_cache", [False, True])
+def test_the_driver_keeps_its_compiled_code_in_the_users_cache_or_where_the_user_says(
+    browser_path: str, tmp_path: Path, users_cache: bool
+) -> None:
+    # The driver loads a large bundle at every start; Node's compile cache keeps it compiled.
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("NODE_DISABLE_COMPILE_CACHE", None)
+    env.pop("NODE_COMPILE_CACHE", None)
+    expected = tmp_path / "cache" / "tabpilot" / "node-compile-cache"
+    if users_cache:
+        expected = tmp_path / "mine"
+        env["NODE_COMPILE_CACHE"] = str(expected)
+    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
+    try:
+        _initialize(proc)
+        assert proc.stdout is not None
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        call = next(r for r in replies if r.get("id") == 2)["result"]
+        assert not call.get("isError"), call
+        (driver,) = [pid for pid in descendants(proc.pid) if "run-driver" in cmdline(pid)]
+        environ = Path(f"/proc/{driver}/environ").read_bytes().split(b"\0")
+        assert f"NODE_COMPILE_CACHE={expected}".encode() in environ, environ
+    finally:
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    # Node wrote the driver's compiled code there as it stopped (one folder per Node version).
+    written = [path for path in expected.rglob("*") if path.is_file()]
+    assert written, sorted(expected.rglob("*"))
+
+
 def test_the_log_goes_to_the_log_file_at_its_level_and_never_to_stdout(
     browser_path: str, tmp_path: Path
 ) -> None:

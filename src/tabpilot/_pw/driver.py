@@ -13,7 +13,7 @@ from typing import Any, Literal
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from .._browser_path import find_browser
+from .._browser_path import find_browser, user_cache_dir
 from .._errors import ConnectError
 from .._options import BrowserOptions
 from .._process import launch_ends
@@ -57,17 +57,42 @@ core, and freed memory stays in each: with two the driver held about 6 MB less a
 variable, and Chromium allocates with its own malloc (PartitionAlloc), which does not read it."""
 
 
+COMPILE_CACHE = ("tabpilot", "node-compile-cache")
+"""Where Node keeps the compiled code of Playwright's driver between starts, under the user's
+cache directory (`NODE_COMPILE_CACHE`, unless the user set one; Node's
+`NODE_DISABLE_COMPILE_CACHE=1` turns it off). The driver loads a large bundle at every start: with
+the cache it was up in 230 ms instead of 310 (medians of eight starts each), and the driver's start
+is on the way to the first tool result. Node keys the cache by its version and checks each entry
+against the source, so an upgraded Playwright gets entries of its own (about 1.3 MB a version)."""
+
+
+def _compile_cache() -> str | None:
+    """The driver's compile cache directory, made private to this user; None if there is none."""
+    root = user_cache_dir()
+    if root is None:
+        return None
+    directory = root.joinpath(*COMPILE_CACHE)
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(directory)
+
+
 @contextlib.contextmanager
 def _driver_environment(temp_dir: str) -> Any:
     """The driver's environment while Playwright starts it (it copies os.environ then):
-    NODE_OPTIONS, MALLOC_ARENA_MAX, and `temp_dir` as its TMPDIR, which the browsers it launches
-    inherit."""
+    NODE_OPTIONS, MALLOC_ARENA_MAX, NODE_COMPILE_CACHE, and `temp_dir` as its TMPDIR, which the
+    browsers it launches inherit."""
     users = os.environ.get("NODE_OPTIONS")
     changed = {
         "NODE_OPTIONS": f"{DRIVER_NODE_OPTIONS} {users}" if users else DRIVER_NODE_OPTIONS,
         "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX") or DRIVER_MALLOC_ARENAS,
         "TMPDIR": temp_dir,
     }
+    cache = os.environ.get("NODE_COMPILE_CACHE") or _compile_cache()
+    if cache is not None:
+        changed["NODE_COMPILE_CACHE"] = cache
     before = {name: os.environ.get(name) for name in changed}
     os.environ.update(changed)
     try:
