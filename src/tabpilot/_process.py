@@ -9,7 +9,6 @@ every tool call is watched through a pidfd where Linux has them (`ProcessWatch`)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 import select
@@ -48,10 +47,13 @@ class ProcessWatch:
         self.pid = pid
         self._fd: int | None = None
         self._poll: select.poll | None = None
-        with contextlib.suppress(AttributeError, OSError):  # no pidfds here, or no such process
-            self._fd = os.pidfd_open(pid)
-            self._poll = select.poll()
-            self._poll.register(self._fd, select.POLLIN)
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # no pidfds here, or no such process
+            return
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        self._fd, self._poll = fd, poll
 
     def alive(self) -> bool:
         if self._poll is None:
