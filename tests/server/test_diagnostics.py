@@ -108,6 +108,23 @@ def _first_call(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any], str]:
     return next(r for r in replies if r.get("id") == 2)["result"], stderr.decode()
 
 
+@contextmanager
+def _driver_environ(browser_path: str, env: dict[str, str]) -> Iterator[list[bytes]]:
+    """Serve with `env` until the first call has been answered: the environment of the server's
+    Playwright driver. The server stops (stdin closed) after the block."""
+    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
+    try:
+        _initialize(proc)
+        assert proc.stdout is not None
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        call = next(r for r in replies if r.get("id") == 2)["result"]
+        assert not call.get("isError"), call
+        (driver,) = [pid for pid in descendants(proc.pid) if "run-driver" in cmdline(pid)]
+        yield Path(f"/proc/{driver}/environ").read_bytes().split(b"\0")
+    finally:
+        proc.communicate(timeout=30)
+
+
 def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(tmp_path: Path) -> None:
     with _broken_browser(tmp_path) as broken:
         call, logged = _first_call(_tabpilot("serve", "--browser-path", broken))
@@ -142,23 +159,13 @@ def test_the_driver_gets_tabpilots_node_options_and_the_users_after_them(
     env.pop("MALLOC_ARENA_MAX", None)
     if users_arenas is not None:
         env["MALLOC_ARENA_MAX"] = users_arenas
-    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
-    try:
-        _initialize(proc)
-        assert proc.stdout is not None
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
-        call = next(r for r in replies if r.get("id") == 2)["result"]
-        assert not call.get("isError"), call
-        (driver,) = [pid for pid in descendants(proc.pid) if "run-driver" in cmdline(pid)]
-        environ = Path(f"/proc/{driver}/environ").read_bytes().split(b"\0")
+    with _driver_environ(browser_path, env) as environ:
         (options,) = [item.decode() for item in environ if item.startswith(b"NODE_OPTIONS=")]
         assert options == (
             "NODE_OPTIONS=--max-semi-space-size=1 --max-old-space-size=1024 --max-old-space-size=1500"
         ), options
         (arenas,) = [item.decode() for item in environ if item.startswith(b"MALLOC_ARENA_MAX=")]
         assert arenas == f"MALLOC_ARENA_MAX={users_arenas or 2}", arenas
-    finally:
-        proc.communicate(timeout=30)
 
 
 @pytest.mark.parametrize("users_cache", [False, True])
@@ -173,19 +180,8 @@ def test_the_driver_keeps_its_compiled_code_in_the_users_cache_or_where_the_user
     if users_cache:
         expected = tmp_path / "mine"
         env["NODE_COMPILE_CACHE"] = str(expected)
-    proc = _tabpilot("serve", "--browser-path", browser_path, env=env)
-    try:
-        _initialize(proc)
-        assert proc.stdout is not None
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
-        call = next(r for r in replies if r.get("id") == 2)["result"]
-        assert not call.get("isError"), call
-        (driver,) = [pid for pid in descendants(proc.pid) if "run-driver" in cmdline(pid)]
-        environ = Path(f"/proc/{driver}/environ").read_bytes().split(b"\0")
+    with _driver_environ(browser_path, env) as environ:
         assert f"NODE_COMPILE_CACHE={expected}".encode() in environ, environ
-    finally:
-        proc.communicate(timeout=30)
-    assert proc.returncode == 0
     # Node wrote the driver's compiled code there as it stopped (one folder per Node version).
     written = [path for path in expected.rglob("*") if path.is_file()]
     assert written, sorted(expected.rglob("*"))
