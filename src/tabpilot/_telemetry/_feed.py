@@ -322,9 +322,8 @@ class TabFeed:
             return  # the worker stopped before it ran: its feed's end records what it had
         # Still in flight here or in the page's feed (even if the worker stopped meanwhile): the
         # worker ran it, so it loaded; its end was not heard, so it has no duration.
-        script = self._find(self._session.target_id)
+        script = self._ending(self._session.target_id)
         if script is not None:
-            del self._in_flight[self._session.target_id]
             self._record(script, None, None)
 
     def stop(self) -> None:
@@ -503,6 +502,11 @@ class TabFeed:
                 self._in_flight[request_id] = request
         return request
 
+    def _ending(self, request_id: str) -> _Request | None:
+        """The request in flight with this id, as `_find` finds it, out of flight: it ends here."""
+        request = self._in_flight.pop(request_id, None)
+        return request if request is not None else self._sink.hand_over(self.tab_id, request_id, self)
+
     def holds(self, request_id: str) -> _Request | None:
         """This feed's request in flight with this id."""
         return self._in_flight.get(request_id)
@@ -548,21 +552,19 @@ class TabFeed:
 
     def _on_finished(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
-        request = self._find(request_id)
+        request = self._ending(request_id)
         if request is None:
             self._unseen()
             return
-        del self._in_flight[request_id]
         self._record(request, params.get("timestamp", request.started_ts), None)
         if request.response is not None and self._wants_body(request):
             self._body(request_id, request)
 
     def _on_failed(self, params: dict[str, Any]) -> None:
-        request = self._find(params["requestId"])
+        request = self._ending(params["requestId"])
         if request is None:
             self._unseen()
             return
-        del self._in_flight[params["requestId"]]
         failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")
         blocked = params.get("blockedReason")
         self._record(
