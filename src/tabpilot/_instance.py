@@ -324,13 +324,11 @@ class Instance:
         return self.state == "open"
 
     def _watch_process(self, pid: int) -> ProcessWatch:
-        watch = self._process
-        if watch is None or watch.pid != pid:
-            if watch is not None:
-                watch.close()
-            watch = self._process = ProcessWatch(pid)
-            self._disposers.append(watch.close)  # the instance is open: disposed when it no longer is
-        return watch
+        # `pid` is set once (at start, or by the manager for a context instance), so is the watch.
+        if self._process is None:
+            self._process = ProcessWatch(pid)
+            self._disposers.append(self._process.close)  # open now: disposed when it no longer is
+        return self._process
 
     def _lost_error(self) -> InstanceLostError:
         """Why naming this lost instance fails, and what takes its place: an instance that already
