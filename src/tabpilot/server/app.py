@@ -15,7 +15,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.lowlevel import Server
@@ -40,7 +40,10 @@ from .response import Response
 from .schema import lean_schema
 from .state import ServerState
 from .stdio import INVALID_ARGUMENTS
-from .tools.base import RequestContext, ToolRunner, ToolSpec, tool_runner
+from .tools.base import ToolRunner, ToolSpec, tool_runner
+
+if TYPE_CHECKING:
+    from .state import RequestContext
 
 __all__ = ["TabpilotServer", "create_server"]
 

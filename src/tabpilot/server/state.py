@@ -47,7 +47,8 @@ from .config import ServerConfig
 if TYPE_CHECKING:  # the SDK is imported by the server, not by its state (see runner.serve_stdio)
     from mcp.server.context import ServerRequestContext
 
-    RequestContext = ServerRequestContext[Any, Any]
+    # The request context of a tool call, as the SDK hands it to the server (one definition).
+    RequestContext = ServerRequestContext["ServerState", Any]
 
 logger = logging.getLogger("tabpilot.server")
 

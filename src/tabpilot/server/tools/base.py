@@ -35,9 +35,8 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, StrictInt, StrictStr
@@ -48,6 +47,9 @@ from .. import logs
 from ..advice import DEFAULT_CALLS, ToolCalls
 from ..response import Response
 from ..state import ServerState, SessionState
+
+if TYPE_CHECKING:
+    from ..state import RequestContext
 
 logger = logging.getLogger("tabpilot.server")
 
@@ -62,8 +64,7 @@ TabIdArg = Annotated[
 RefArg = Annotated[str, Field(description="Element ref, e.g. '3e5'.")]
 
 ToolFunction = Callable[..., Awaitable[None]]
-RequestContext = ServerRequestContext[ServerState, Any]
-ToolRunner = Callable[[RequestContext, dict[str, Any]], Awaitable[CallToolResult]]
+ToolRunner = Callable[["RequestContext", dict[str, Any]], Awaitable[CallToolResult]]
 """Runs a tool for one request, with its validated arguments."""
 Progress = Callable[[float, "float | None", str], Awaitable[None]]
 PROGRESS_INTERVAL = 1.0
