@@ -344,10 +344,12 @@ async def test_browser_tab_answers_with_the_seeds_exact_shapes(
 
         not_found = await fail(mcp, "browser_tab", {"action": "close", "tabId": 9999})
         assert not_found.startswith("Tab not found")
-        assert "browser_tab action=list" in not_found
+        assert "browser_tab(action='list')" in not_found
         last = await fail(mcp, "browser_tab", {"action": "close", "tabId": start})
-        assert last.startswith("Cannot close last tab")
-        assert "action=new" in last
+        assert last == (
+            f"Cannot close last tab: tab {start} is the only open tab. Open a new tab first "
+            "(browser_tab(action='new')), then close this one."
+        )
 
 
 # -- FoxMCP ---------------------------------------------------------------------------------------
@@ -585,15 +587,205 @@ async def test_a_tool_or_argument_the_set_does_not_have_is_refused_naming_what_i
         # ... but a slip of the pen is still caught.
         typo = await fail(mcp, "browser_snapshoot", {})
         assert "This server has no tool 'browser_snapshoot'. Did you mean browser_snapshot?" in typo
-        # Every call named so is one the default set has, with arguments it takes.
-        arguments = {t.name: set(t.input_schema["properties"]) for t in (await mcp.list_tools()).tools}
-        for ours, args in PEER_TOOLS.values():
-            assert (
-                ours in arguments
-                and {a.split("=")[0].strip() for a in args.split(",") if a} <= arguments[ours]
-            )
-    async with connect(tools=("browser-use",)) as mcp:  # only a tool this set has is named
+    async with connect(tools=("browser-use",)) as mcp:  # only a call this set has is named, in its words
+        back = await fail(mcp, "browser_navigate_back", {})
+        assert back.startswith(
+            "Error: This server has no tool 'browser_navigate_back'. Its browser_go_back does that. Its tools: "
+        ), back
         shot = await fail(mcp, "take_screenshot", {})
         assert shot.startswith(
-            "### Error\nThis server has no tool 'take_screenshot'. Its tools: browser_click,"
+            "Error: This server has no tool 'take_screenshot'. Its browser_get_state(include_screenshot=true) "
+            "does that."
         ), shot
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [("default",), ("browser-use",), ("browser-tab",), ("foxmcp",), ("pilo",), ("browser-tab", "pilo")],
+)
+async def test_every_call_an_unknown_tool_is_told_to_use_instead_is_one_the_server_takes(
+    connect: Callable[..., Client], tools: tuple[str, ...]
+) -> None:
+    async with connect(tools=tools) as mcp:
+        arguments = {t.name: set(t.input_schema["properties"]) for t in (await mcp.list_tools()).tools}
+        for peer in PEER_TOOLS:
+            said = await fail(mcp, peer, {})
+            advised = re.search(r"Its (\w+)(?:\(([^)]*)\))? does that\.", said)
+            if advised is None:
+                continue
+            tool, args = advised.group(1), advised.group(2) or ""
+            assert tool in arguments, said
+            assert set(re.findall(r"(\w+)=", args)) <= arguments[tool], said
+
+
+async def test_a_new_tab_with_a_url_that_cannot_load_opens_nothing_or_names_the_tab_it_opened(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect(tools=("browser-tab", "foxmcp", "browser-use")) as mcp:
+        before = await call(mcp, "tabs_list")
+        assert before.endswith(" (active)\n") and before.startswith("Open tabs (1 found):")
+        # A URL refused or malformed is refused before a tab opens: nothing new, the active tab stays.
+        blocked = await fail(mcp, "tabs_create", {"url": "file:///etc/passwd"})
+        assert blocked.startswith("Error creating tab: Navigation to file:///etc/passwd is blocked"), blocked
+        malformed = await fail(mcp, "tabs_create", {"url": "not a url"})
+        assert malformed.startswith("Error creating tab: 'not a url' is not a URL"), malformed
+        assert (await fail(mcp, "browser_tab", {"action": "new", "url": "not a url"})).startswith(
+            "'not a url' is not a URL"
+        )
+        assert (await fail(mcp, "browser_tab", {"action": "new", "url": "file:///etc/passwd"})).startswith(
+            "Navigation to file:///etc/passwd is blocked"
+        )
+        assert (
+            await fail(mcp, "browser_navigate", {"url": "file:///etc/passwd", "new_tab": True})
+        ).startswith("Error: Navigation to file:///etc/passwd is blocked")
+        assert await call(mcp, "tabs_list") == before
+        # A URL that fails once its tab is open (a port the browser refuses): the tab stays, as
+        # browser_tabs new keeps it, and the error names it and says it is the active tab now.
+        unsafe = "http://127.0.0.1:9/"
+        created = await fail(mcp, "tabs_create", {"url": unsafe})
+        assert created.startswith(
+            f"Error creating tab: Created tab 2 (active), but loading failed: Loading {unsafe}"
+        )
+        new = await fail(mcp, "browser_tab", {"action": "new", "url": unsafe})
+        assert new.startswith(
+            f"Opened tab 3 (now active in instance inst_1), but loading failed: Loading {unsafe}"
+        )
+        navigated = await fail(mcp, "browser_navigate", {"url": unsafe, "new_tab": True})
+        assert navigated.startswith('Error: Opened new tab tab_id "4" (now active), but loading failed:'), (
+            navigated
+        )
+        assert (await call(mcp, "tabs_list")).endswith(f"- ID 4: No title - {unsafe} (active)\n")
+
+
+async def test_browser_tab_with_two_instances_says_where_a_tab_is_and_advises_calls_that_work(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("default", "browser-tab")) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
+        launched = await mcp.call_tool("browser_instance", {"action": "launch"})
+        assert not launched.is_error
+        # Tab 1 is open, in inst_1: named with inst_2 it is "not found" there, and the advice works.
+        wrong = await fail(mcp, "browser_tab", {"action": "activate", "tabId": 1, "instanceId": "inst_2"})
+        assert wrong == (
+            "Tab not found: tab 1 is not in instance inst_2; it is in instance inst_1. Call "
+            "browser_tab(action='activate', tabId=1, instanceId='inst_1'), or leave instanceId out (tab ids "
+            "are unique across instances)."
+        )
+        activated = json.loads(
+            await call(mcp, "browser_tab", {"action": "activate", "tabId": 1, "instanceId": "inst_1"})
+        )
+        assert activated == {"success": True, "activeTabId": 1}
+        missing = await fail(mcp, "browser_tab", {"action": "close", "tabId": 99})
+        assert missing == (
+            "Tab not found: no open tab has id 99. Open tab ids: 1 (instance inst_1), 2 (instance inst_2). "
+            "List tabs to get valid IDs (browser_tab(action='list', instanceId='inst_1') or "
+            "browser_tab(action='list', instanceId='inst_2'))."
+        )
+        # Tab 2 is the last tab of inst_2, not the only open tab; the advised call opens one there.
+        last = await fail(mcp, "browser_tab", {"action": "close", "tabId": 2})
+        assert last == (
+            "Cannot close last tab: tab 2 is the only tab of instance inst_2 (the other instances' tabs are "
+            "their own). Open a new tab in it first (browser_tab(action='new', instanceId='inst_2')), then "
+            "close this one."
+        )
+        opened = json.loads(await call(mcp, "browser_tab", {"action": "new", "instanceId": "inst_2"}))
+        assert json.loads(await call(mcp, "browser_tab", {"action": "close", "tabId": 2})) == {
+            "success": True,
+            "closedTabId": 2,
+        }
+        # Without instanceId, list and new use the first connected instance, as the seed says, though
+        # activating inst_2's tab made inst_2 tabpilot's default.
+        await call(mcp, "browser_tab", {"action": "activate", "tabId": opened["tabId"]})
+        listed = json.loads(await call(mcp, "browser_tab", {"action": "list"}))
+        assert [t["id"] for t in listed["tabs"]] == [1]
+        fresh = json.loads(await call(mcp, "browser_tab", {"action": "new"}))
+        assert [t["id"] for t in json.loads(await call(mcp, "browser_tab", {"action": "list"}))["tabs"]] == [
+            1,
+            fresh["tabId"],
+        ]
+        # An argument the action does not use is refused, as browser_tabs refuses it, in this set's words.
+        refused = await fail(mcp, "browser_tab", {"action": "new", "tabId": 1})
+        assert refused == (
+            "browser_tab action='new' does not use tabId (tabId is for actions 'close', 'activate'). "
+            "Call again without tabId."
+        )
+        await mcp.call_tool("browser_instance", {"action": "close", "instanceId": "inst_2"})
+
+
+async def test_browser_use_and_pilo_errors_are_in_their_own_format_whoever_raises_them(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect(tools=("browser-use", "pilo")) as mcp:
+        for tool, arguments in (("browser_navigate", {"url": "not a url"}), ("goto", {"url": "not a url"})):
+            said = await fail(mcp, tool, arguments)
+            assert said == (
+                "Error: 'not a url' is not a URL: 'not a url' cannot be a host name. Pass a URL such as "
+                "https://example.com/page."
+            )
+        scroll = await fail(mcp, "browser_scroll", {"direction": "left"})
+        assert scroll == (
+            "Error: Invalid arguments for browser_scroll:\n"
+            "- argument 'direction': Input should be 'up' or 'down' (got 'left')\nFix them and call again."
+        )
+        extra = await fail(mcp, "switch_tab", {"tabId": "1", "tab_id": "1"})
+        assert extra == "Error: Unknown argument 'tab_id' for switch_tab. Its arguments are: tabId."
+
+
+CLOSER = '<title>Closer</title><button onclick="window.close()">Done</button>'
+OPENER = "<title>Opener</title><button onclick=\"window.open('/closer', 'p', 'width=300,height=300')\">Open</button>"
+
+
+async def test_a_click_that_makes_its_tab_close_says_so_and_names_the_current_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/opener", OPENER)
+    site.set_content("/closer", CLOSER)
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/opener")})
+        await call(mcp, "browser_get_state")
+        assert 'New tab: tab_id "2"' in await call(mcp, "browser_click", {"index": 1})
+        await call(mcp, "browser_switch_tab", {"tab_id": "2"})
+        await call(mcp, "browser_get_state")
+        done = await call(mcp, "browser_click", {"index": 1})
+        assert (
+            done == f'Clicked element 1\nTab # 2 closed (by page), now on tab_id "1": {site.url("/opener")}'
+        )
+    async with connect(tools=("pilo",)) as mcp:
+        await call(mcp, "goto", {"url": site.url("/opener")})
+        opened = await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Open"')})
+        assert "BROWSER_TAB_OPENED: Tab 2" in opened
+        await call(mcp, "switch_tab", {"tabId": "2"})
+        await until_title(mcp, 2, "Closer")
+        done = await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Done"')})
+        host = site.url("/").split("/")[2]
+        assert done == (
+            f'Clicked 2e2.\nBROWSER_TAB_CLOSED: Tab 2 (closed by page).\nCurrent tab: Tab 1: {host} - "Opener".'
+        )
+
+
+async def test_pilo_snapshot_of_a_current_tab_that_closes_as_it_is_read_is_of_the_tab_current_then(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The popup closes itself the moment its alert is accepted, and get_snapshot accepts it (this set
+    # has no dialog tool): the tab current when the call began is gone before its snapshot is read.
+    site.set_content("/opener", OPENER)
+    site.set_content(
+        "/closer",
+        "<title>Closer</title><button onclick=\"setTimeout(() => { alert('bye'); window.close(); }, 200)\">"
+        "Done</button>",
+    )
+    async with connect(tools=("default", "pilo")) as mcp:
+        await call(mcp, "goto", {"url": site.url("/opener")})
+        await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Open"')})
+        await call(mcp, "switch_tab", {"tabId": "2"})
+        await until_title(mcp, 2, "Closer")
+        await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Done"')})
+        for _ in range(100):  # until the alert is up
+            if "alert dialog open" in await call(mcp, "browser_tabs", {"action": "list"}):
+                break
+            await asyncio.sleep(0.05)
+        snapshot = await call(mcp, "get_snapshot")
+        host = site.url("/").split("/")[2]
+        assert snapshot.startswith(f'Available tabs:\nTab 1 (current): {host} - "Opener"\n\n'), snapshot
+        assert "BROWSER_TAB_CLOSED: Tab 2" in snapshot
+        assert "Accepted an alert dialog: 'bye'" in snapshot

@@ -85,6 +85,9 @@ class ToolCalls:
     """What names an element in the set: 'a ref', 'an index'."""
     instances: bool = False
     """The set has browser_instance."""
+    plain_error: Callable[[str, str], str] | None = None
+    """How the set words an error of its tool (the tool's name, what went wrong), as the whole text
+    of the response; None: tabpilot's `### Error` section, followed by the other sections."""
 
 
 DEFAULT_CALLS = ToolCalls(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ import tabpilot
 from tabpilot import Instance
 
 from .about import INSTRUCTIONS, NAME, TITLE
+from .advice import DEFAULT_CALLS, ToolCalls
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .registry import select_tools
 from .response import Response
@@ -49,37 +51,73 @@ __all__ = ["TabpilotServer", "create_server"]
 
 logger = logging.getLogger("tabpilot.server")
 
-PEER_TOOLS: dict[str, tuple[str, str]] = {
+# The same call in each tool set that has one: the default set, browser-tab, browser-use, foxmcp, pilo.
+_TAB_LIST = (
+    "browser_tabs(action='list')",
+    "browser_tab(action='list')",
+    "browser_list_tabs",
+    "tabs_list",
+    "list_tabs",
+)
+_TAB_NEW = (
+    "browser_tabs(action='new', url=...)",
+    "browser_tab(action='new', url=...)",
+    "browser_navigate(url=..., new_tab=true)",
+    "tabs_create(url=...)",
+)
+_TAB_SELECT = (
+    "browser_tabs(action='activate', tabId=...)",
+    "browser_tab(action='activate', tabId=...)",
+    "browser_switch_tab(tab_id=...)",
+    "tabs_switch(tab_id=...)",
+    "switch_tab(tabId=...)",
+)
+_TAB_CLOSE = (
+    "browser_tabs(action='close', tabId=...)",
+    "browser_tab(action='close', tabId=...)",
+    "browser_close_tab(tab_id=...)",
+    "tabs_close(tab_id=...)",
+    "close_tab(tabId=...)",
+)
+PEER_TOOLS: dict[str, tuple[str, ...]] = {
     # Playwright MCP
-    "browser_navigate_back": ("browser_navigate", "action='back'"),
-    "browser_navigate_forward": ("browser_navigate", "action='forward'"),
-    "browser_take_screenshot": ("browser_screenshot", ""),
-    "browser_console_messages": ("browser_observe", "what='logs'"),
-    "browser_network_requests": ("browser_observe", "what='network_waterfall'"),
-    "browser_tab_list": ("browser_tabs", "action='list'"),
-    "browser_tab_new": ("browser_tabs", "action='new'"),
-    "browser_tab_select": ("browser_tabs", "action='activate', tabId=..."),
-    "browser_tab_close": ("browser_tabs", "action='close', tabId=..."),
-    "browser_close": ("browser_tabs", "action='close'"),
+    "browser_navigate_back": ("browser_navigate(action='back')", "browser_go_back"),
+    "browser_navigate_forward": ("browser_navigate(action='forward')",),
+    "browser_take_screenshot": ("browser_screenshot", "browser_get_state(include_screenshot=true)"),
+    "browser_console_messages": ("browser_observe(what='logs')",),
+    "browser_network_requests": ("browser_observe(what='network_waterfall')",),
+    "browser_tab_list": _TAB_LIST,
+    "browser_tab_new": _TAB_NEW,
+    "browser_tab_select": _TAB_SELECT,
+    "browser_tab_close": _TAB_CLOSE,
+    "browser_close": ("browser_tabs(action='close')",),
     # Chrome DevTools MCP
-    "list_pages": ("browser_tabs", "action='list'"),
-    "new_page": ("browser_tabs", "action='new', url=..."),
-    "select_page": ("browser_tabs", "action='activate', tabId=..."),
-    "close_page": ("browser_tabs", "action='close', tabId=..."),
-    "navigate_page": ("browser_navigate", "url=..."),
-    "take_snapshot": ("browser_snapshot", ""),
-    "take_screenshot": ("browser_screenshot", ""),
-    "list_console_messages": ("browser_observe", "what='logs'"),
-    "get_console_message": ("browser_observe", "what='logs'"),
-    "list_network_requests": ("browser_observe", "what='network_waterfall'"),
-    "get_network_request": ("browser_observe", "what='network_waterfall'"),
-    "evaluate_script": ("browser_evaluate", "function=..."),
-    "fill": ("browser_type", "ref=..., text=..."),
-    "upload_file": ("browser_file_upload", ""),
-    "resize_page": ("browser_resize", ""),
+    "list_pages": _TAB_LIST,
+    "new_page": _TAB_NEW,
+    "select_page": _TAB_SELECT,
+    "close_page": _TAB_CLOSE,
+    "navigate_page": ("browser_navigate(url=...)", "goto(url=...)"),
+    "take_snapshot": ("browser_snapshot", "browser_get_state", "get_snapshot"),
+    "take_screenshot": ("browser_screenshot", "browser_get_state(include_screenshot=true)"),
+    "list_console_messages": ("browser_observe(what='logs')",),
+    "get_console_message": ("browser_observe(what='logs')",),
+    "list_network_requests": ("browser_observe(what='network_waterfall')",),
+    "get_network_request": ("browser_observe(what='network_waterfall')",),
+    "evaluate_script": ("browser_evaluate(function=...)",),
+    "fill": ("browser_type(ref=..., text=...)",),
+    "upload_file": ("browser_file_upload",),
+    "resize_page": ("browser_resize",),
 }
-"""Tools of other browser servers that models know by name: the call of this server's that does
-the same (`name(args)`), told when a model calls one (if this server has that tool)."""
+"""Tools of other browser servers that models know by name: the calls that do the same in this
+server's tool sets (`name(args)`), the first one this server has (that tool, taking those
+arguments) told when a model calls one."""
+
+
+def _callable(call: str, tools: dict[str, _Tool]) -> bool:
+    """Whether `name(arg=..., ...)` is a call these tools take: the tool, and each argument named."""
+    name, _, args = call.partition("(")
+    tool = tools.get(name)
+    return tool is not None and set(re.findall(r"(\w+)=", args)) <= tool.names
 
 
 class _Tool:
@@ -206,9 +244,9 @@ class TabpilotServer(Server[ServerState]):
     def _unknown_tool(self, name: str) -> str:
         """A name this server has no tool for: the likeliest meant, and every name it has."""
         names = sorted(self.tools)
-        ours, args = PEER_TOOLS.get(name, ("", ""))
-        if ours in self.tools:
-            guess = f" Its {ours}({args}) does that." if args else f" Its {ours} does that."
+        ours = self._peer_call(name)
+        if ours is not None:
+            guess = f" Its {ours} does that."
         else:
             # Compared without the `browser_` most names share, which would make any two alike
             # (browser_close is not browser_observe).
@@ -217,9 +255,22 @@ class TabpilotServer(Server[ServerState]):
             guess = f" Did you mean {bare[near[0]]}?" if near else ""
         return f"This server has no tool {name!r}.{guess} Its tools: {', '.join(names)}."
 
+    def _peer_call(self, name: str) -> str | None:
+        """This server's call that does what another server's tool `name` does, if it has one."""
+        return next((c for c in PEER_TOOLS.get(name, ()) if _callable(c, self.tools)), None)
+
+    def _calls_for(self, name: str) -> ToolCalls:
+        """The tool set whose words an argument error of `name` is in: the tool's own, else (a
+        tool this server does not have) the set of the tool advised instead, else the first set."""
+        tool = self.tools.get(name)
+        if tool is None:
+            ours = self._peer_call(name)
+            tool = self.tools.get(ours.partition("(")[0]) if ours else next(iter(self.tools.values()), None)
+        return tool.spec.calls if tool is not None else DEFAULT_CALLS
+
     async def _argument_error(self, name: str, ctx: RequestContext, text: str) -> CallToolResult:
         state = ctx.lifespan_context
-        response = Response(name, structured=state.config.structured_content)
+        response = Response(name, structured=state.config.structured_content, calls=self._calls_for(name))
         response.error(text)
         return await response.build(state.peek_session(ctx))
 

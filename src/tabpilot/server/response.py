@@ -192,6 +192,10 @@ class Response:
     async def build(self, session: SessionState | None) -> CallToolResult:
         """Settle the browser, collect what the client has not seen, and render both forms."""
         data: dict[str, Any] = {}
+        if self.is_error and self._plain is None and self.calls.plain_error is not None:
+            # Every error of a compatible set reads as that system's do, whoever raised it (the tool,
+            # the wrapper, the argument check): one place, not a catch in each tool.
+            self._plain = self.calls.plain_error(self.tool, "\n".join(self._error_lines))
         if self._plain is not None:
             data["result"] = self._plain_data
             if self.is_error:

@@ -1,5 +1,5 @@
 """What the compatible tool sets share: reading interactive elements out of a snapshot, accepting
-dialogs, and URL shortening.
+dialogs, URL shortening, opening a tab on a URL, and the tabs their pages closed.
 
 Pure functions first (unit-tested without a browser), then the few helpers that touch a tab.
 """
@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import DialogInfo, Tab, parse_ref
+from tabpilot import DialogInfo, Tab, TabEvent, TabpilotError, navigate, normalize_url, parse_ref
 
-from ..advice import dialog_noun, dialog_said
+from ..advice import ToolCalls, dialog_noun, dialog_said, error_text
+from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -150,3 +151,44 @@ async def accept_dialog(tab: Tab) -> str:
 
 def dialog_note(info: DialogInfo) -> str:
     return f"Accepted {dialog_noun(info.type)}{dialog_said(info.type, info.message)}"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedTab:
+    tab: Tab
+    note: str = ""
+    """What the load said besides (an HTTP error status)."""
+    failed: str | None = None
+    """Why its URL did not load, in the set's words: the tab is open all the same (on about:blank,
+    or an error page), and the answer must name it, as the default set's browser_tabs new does."""
+
+
+async def open_tab(
+    call: Call,
+    url: str | None,
+    calls: ToolCalls,
+    *,
+    background: bool = False,
+    instance_id: str | int | None = None,
+) -> OpenedTab:
+    """Open a tab and load `url` in it. A URL that is malformed or refused raises before any tab
+    opens; a load that fails once the tab is open is told in `failed`."""
+    target = normalize_url(url) if url else None
+    if target:
+        call.session.policy.check(target)
+    tab = await call.manager.new_tab(None, background=background, instance_id=instance_id)
+    call.acted_tab = tab
+    if not target:
+        return OpenedTab(tab)
+    try:
+        return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
+    except TabpilotError as exc:
+        return OpenedTab(tab, failed=error_text(exc, calls))
+
+
+def closed_untold(call: Call) -> list[TabEvent]:
+    """Tabs closed since this client's previous answer, not by a tool (their page's window.close(),
+    the user, a crash, the tab cap). The compatible sets show no `### Events`: the action that made
+    its own tab close, or the next call after a close no call made, says so itself."""
+    events = call.manager.events.history(since=call.session.last_event_seq)
+    return [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]

@@ -10,10 +10,13 @@ the seed (two-space indented) and its structured content the same object:
     activate      {"success": true, "activeTabId"}
 
 Tab ids are tabpilot's stable integer ids, so an id from `browser_tab` works in every other tool
-set. Without `instanceId` the default instance is used, as the seed's "first connected instance".
+set, and a tab id names its tab whatever instance holds it. Without `instanceId`, list and new use
+the seed's "first connected instance": the earliest instance still open.
 `close_others` keeps pinned tabs open as well (tabpilot's rule); `remainingTabId` names the kept tab.
 Errors come back with `isError: true` and begin with the seed's texts, "Tab not found" and
-"Cannot close last tab", followed by what to do next.
+"Cannot close last tab", followed by what to do next. An argument the action does not use (`tabId`
+for new) is refused. A URL that is malformed or refused is refused before a tab opens; a tab whose
+URL then fails to load stays open, and the error names it.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from typing import Annotated, Any, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import LastTabError, TabManager, TabNotFoundError, TabpilotError
+from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, TabpilotError
 
-from ..advice import ToolCalls, error_text
+from ..advice import ToolCalls
 from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec
+from ._common import open_tab
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
@@ -39,12 +43,22 @@ CALLS = ToolCalls(
     close_tabs="browser_tab action=close or close_others",
     open_tab="browser_tab(action='new', url=...)",
     handle_dialog=None,
+    plain_error=lambda tool, text: text,  # the seed's errors are their text alone ("Tab not found: ...")
 )
 """This set's calls, as an error's advice names them."""
 
 
+def first_instance(manager: TabManager, instance_id: str | int | None) -> Instance:
+    """The instance `instanceId` names; without one, as the seed says, the first connected instance
+    (the earliest still open), not tabpilot's default, which moves to the instance of the tab last
+    activated. With none open, the default: its error (or its relaunch) says what happened."""
+    if instance_id is not None:
+        return manager.instance(instance_id)
+    return next((i for i in manager.instances if i.state == "open"), None) or manager.instance()
+
+
 def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str, Any]:
-    instance = manager.instance(instance_id)
+    instance = first_instance(manager, instance_id)
     infos = manager.tabs(instance.id)
     active = instance.active_tab
     return {
@@ -56,18 +70,52 @@ def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str,
     }
 
 
-def _tab_not_found(manager: TabManager, tab_id: object) -> str:
-    ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
-    return (
-        f"Tab not found: no open tab has id {tab_id}. Open tab ids: {ids}. "
-        "List tabs to get valid IDs (browser_tab action=list)."
+def _several(manager: TabManager) -> bool:
+    return sum(i.state == "open" for i in manager.instances) > 1
+
+
+def _call(action: str, **arguments: object) -> str:
+    given = "".join(f", {name}={value!r}" for name, value in arguments.items() if value is not None)
+    return f"browser_tab(action={action!r}{given})"
+
+
+def _tab_not_found(
+    manager: TabManager, exc: TabNotFoundError, action: str, instance_id: str | int | None
+) -> str:
+    tab_id = exc.tab_id
+    argument = "keepTabId" if action == "close_others" else "tabId"
+    try:
+        owner = manager.tab(tab_id) if tab_id is not None else None
+    except (TabpilotError, ValueError):
+        owner = None
+    if owner is not None and instance_id is not None:  # open, but in another instance than the one named
+        named = manager.instance(instance_id).id
+        return (
+            f"Tab not found: tab {owner.id} is not in instance {named}; it is in instance {owner.instance_id}. "
+            f"Call {_call(action, **{argument: owner.id}, instanceId=owner.instance_id)}, or leave instanceId "
+            "out (tab ids are unique across instances)."
+        )
+    infos = manager.tabs()
+    several = _several(manager)
+    ids = ", ".join(f"{i.id} (instance {i.instance_id})" if several else str(i.id) for i in infos) or "none"
+    listing = (
+        " or ".join(_call("list", instanceId=i.id) for i in manager.instances if i.state == "open")
+        if several
+        else _call("list")
     )
+    return f"Tab not found: no open tab has id {tab_id}. Open tab ids: {ids}. List tabs to get valid IDs ({listing})."
 
 
-def _last_tab(tab_id: object) -> str:
+def _last_tab(manager: TabManager, exc: LastTabError) -> str:
+    if not _several(manager):
+        return (
+            f"Cannot close last tab: tab {exc.tab_id} is the only open tab. Open a new tab first "
+            f"({_call('new')}), then close this one."
+        )
     return (
-        f"Cannot close last tab: tab {tab_id} is the only open tab. Open a new tab first "
-        "(browser_tab action=new), then close this one."
+        f"Cannot close last tab: tab {exc.tab_id} is the only tab of instance {exc.instance_id} (the other "
+        f"instances' tabs are their own). Open a new tab in it first ({_call('new', instanceId=exc.instance_id)}), "
+        "then close this one."
     )
 
 
@@ -87,15 +135,13 @@ async def browser_tab(
     try:
         result = await _run(call, action, instanceId, tabId, keepTabId, url)
     except TabNotFoundError as exc:
-        call.response.plain(_tab_not_found(manager, exc.tab_id), error=True)
+        call.response.error(_tab_not_found(manager, exc, action, instanceId))
         return
     except LastTabError as exc:
-        call.response.plain(_last_tab(exc.tab_id), error=True)
+        call.response.error(_last_tab(manager, exc))
         return
-    except (TabpilotError, ValueError) as exc:
-        call.response.plain(error_text(exc, CALLS), error=True)
-        return
-    call.response.plain(json.dumps(result, indent=2), result)
+    if result is not None:
+        call.response.plain(json.dumps(result, indent=2), result)
 
 
 async def _run(
@@ -105,13 +151,19 @@ async def _run(
     tab_id: int | str | None,
     keep_tab_id: int | str | None,
     url: str | None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     manager = call.manager
     if action == "list":
         return list_result(manager, instance_id)
     if action == "new":
-        tab = await manager.new_tab(url or None, instance_id=instance_id)
-        call.acted_tab = tab
+        instance = first_instance(manager, instance_id)
+        opened = await open_tab(call, url, CALLS, instance_id=instance.id)
+        tab = opened.tab
+        if opened.failed is not None:
+            call.response.error(
+                f"Opened tab {tab.id} (now active in instance {instance.id}), but loading failed: {opened.failed}"
+            )
+            return None
         await tab.refresh_title()
         return {"tabId": tab.id, "url": tab.url, "title": tab.title}
     if action == "close_others":
@@ -141,5 +193,6 @@ TOOLS: list[ToolSpec] = [
         "(made active). When you don't specify a tabId in other tools, the active tab is used.",
         ToolAnnotations(destructive_hint=True, open_world_hint=True),
         calls=CALLS,
+        action_args={"tabId": ("close", "activate"), "keepTabId": ("close_others",), "url": ("new",)},
     )
 ]

@@ -54,14 +54,21 @@ from tabpilot import (
     click,
     evaluate,
     navigate,
-    normalize_url,
     screenshot,
     type_text,
 )
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec
-from ._common import SnapshotElement, accept_dialog, describe_elements, dialog_note, interactive_elements
+from ._common import (
+    SnapshotElement,
+    accept_dialog,
+    closed_untold,
+    describe_elements,
+    dialog_note,
+    interactive_elements,
+    open_tab,
+)
 
 CALLS = ToolCalls(
     read=lambda tab: "browser_get_state",
@@ -71,6 +78,7 @@ CALLS = ToolCalls(
     open_tab="browser_navigate(url=..., new_tab=true)",
     handle_dialog=None,  # dialogs are accepted by themselves
     element="an index",
+    plain_error=lambda tool, text: f"Error: {text}",
 )
 """This set's calls, as an error's advice names them."""
 
@@ -150,6 +158,21 @@ def _lines(*notes: str) -> str:
     return "".join(f"\n{note}" for note in notes if note)
 
 
+async def _closed_lines(call: Call) -> str:
+    """A line per tab closed by no call since the previous answer (the action's own tab, closed by
+    its page's window.close()), and the tab that is active now: later calls act on that one."""
+    await call.manager.settle(grace=0)
+    urls = {t.id: t.url for t in call.manager.tabs()}
+    lines = []
+    for event in closed_untold(call):
+        line = f"Tab # {event.tab_id} closed (by {event.data.get('by')})"
+        now = event.data.get("activeTabId")
+        if event.data.get("activeChanged") and now in urls:
+            line += f', now on tab_id "{now}": {short(urls[now])}'
+        lines.append(line)
+    return _lines(*lines)
+
+
 def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
     state = call.session.state_for(BrowserUseState)
     state_tab, elements = state.tab_id, state.elements
@@ -175,7 +198,7 @@ def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
 
 def _stale(index: int) -> str:
     return (
-        f"Error: Element with index {index} is no longer on the page (it changed since browser_get_state). "
+        f"Element with index {index} is no longer on the page (it changed since browser_get_state). "
         "Call browser_get_state again and use an index from it."
     )
 
@@ -188,7 +211,7 @@ def _not_found(manager: TabManager, tab_id: object) -> str:
         or "none"
     )
     return (
-        f"Error: No tab with tab_id {tab_id!r}. Open tabs: {tabs}. "
+        f"No tab with tab_id {tab_id!r}. Open tabs: {tabs}. "
         "Use a tab_id from browser_list_tabs or browser_get_state."
     )
 
@@ -200,13 +223,9 @@ async def browser_get_state(
     ] = False,
 ) -> None:
     manager = call.manager
-    try:
-        tab, _ = await _active(call)  # the accepted dialog is in the event history
-        await manager.settle(grace=0)
-        snap = await tab.snapshot()
-    except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
-        return
+    tab, _ = await _active(call)  # the accepted dialog is in the event history
+    await manager.settle(grace=0)
+    snap = await tab.snapshot()
     elements = interactive_elements(snap.text)
     details = await describe_elements(tab, elements)
     state = call.session.state_for(BrowserUseState)
@@ -240,7 +259,7 @@ async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
     try:
         tab = manager.activate(call.tab(tab_id).id)
     except TabpilotError:
-        call.response.plain(_not_found(manager, tab_id), error=True)
+        call.response.error(_not_found(manager, tab_id))
         return
     call.response.plain(f"Switched to tab {tab.id}: {short(tab.url)}")
 
@@ -250,13 +269,9 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
     try:
         tab = call.tab(tab_id)
     except TabpilotError:
-        call.response.plain(_not_found(manager, tab_id), error=True)
+        call.response.error(_not_found(manager, tab_id))
         return
-    try:
-        closed = await manager.close_tab(tab.id)
-    except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
-        return
+    closed = await manager.close_tab(tab.id)
     now = manager.tab(closed.active_tab_id).url if closed.active_tab_id is not None else "about:blank"
     call.response.plain(f"Closed tab # {closed.closed_tab_id}, now on {now}")
 
@@ -266,22 +281,20 @@ async def browser_navigate(
     url: Annotated[str, Field(description="The URL to navigate to")],
     new_tab: Annotated[bool, Field(description="Whether to open in a new tab")] = False,
 ) -> None:
-    manager = call.manager
-    try:
-        if new_tab:
-            call.session.policy.check(normalize_url(url))
-            tab = await manager.new_tab(None)
-            call.acted_tab = tab
-            await navigate(tab, "goto", url)
-            call.response.plain(
-                f'Opened new tab with URL: {short(url)}\nNew tab: tab_id "{tab.id}", now active.'
+    if new_tab:
+        opened = await open_tab(call, url, CALLS)
+        if opened.failed is not None:
+            call.response.error(
+                f'Opened new tab tab_id "{opened.tab.id}" (now active), but loading failed: {opened.failed}'
             )
-        else:
-            tab, note = await _active(call)
-            await navigate(tab, "goto", url)
-            call.response.plain(f"Navigated to: {short(url)}" + _lines(note))
-    except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
+            return
+        call.response.plain(
+            f'Opened new tab with URL: {short(url)}\nNew tab: tab_id "{opened.tab.id}", now active.'
+        )
+        return
+    tab, note = await _active(call)
+    await navigate(tab, "goto", url)
+    call.response.plain(f"Navigated to: {short(url)}" + _lines(note) + await _closed_lines(call))
 
 
 def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = None) -> str:
@@ -306,19 +319,24 @@ async def browser_click(
         element = _element(call, tab, index)
         if new_tab and element.href:
             full_url = urljoin(tab.url, element.href)
-            call.session.policy.check(full_url)
-            opened = await manager.new_tab(full_url)
+            opened = await open_tab(call, full_url, CALLS)
+            if opened.failed is not None:
+                call.response.error(
+                    f'Opened element {index} in new tab tab_id "{opened.tab.id}" (now active), but loading '
+                    f"failed: {opened.failed}"
+                )
+                return
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
-                + _lines(f'New tab: tab_id "{opened.id}", now active.', note)
+                + _lines(f'New tab: tab_id "{opened.tab.id}", now active.', note)
             )
             return
         result = await click(tab, element.ref, dialogs="accept")
     except StaleRefError:
-        call.response.plain(_stale(index), error=True)
+        call.response.error(_stale(index))
         return
     except TabpilotError as exc:
-        call.response.plain(f"Error: {_failed(exc, index, element)}", error=True)
+        call.response.error(_failed(exc, index, element))
         return
     text = f"Clicked element {index}"
     if new_tab:
@@ -328,6 +346,7 @@ async def browser_click(
         text
         + new_tab_lines(manager, result.opened_tab_ids, active_id=result.followed_tab_id)
         + _lines(note, *dialogs)
+        + await _closed_lines(call)
     )
 
 
@@ -336,47 +355,33 @@ async def browser_type(
     index: Annotated[int, Field(description="The index of the input element (from browser_get_state)")],
     text: Annotated[str, Field(description="The text to type")],
 ) -> None:
-    try:
-        tab, note = await _active(call)
-        element = _element(call, tab, index)
-    except TabpilotError as exc:  # no such index, or no tab: its own message says what to do
-        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
-        return
+    tab, note = await _active(call)
+    element = _element(call, tab, index)  # no such index: its own message says what to do
     try:
         await type_text(tab, element.ref, text, dialogs="accept")
     except StaleRefError:
-        call.response.plain(_stale(index), error=True)
+        call.response.error(_stale(index))
         return
     except TabpilotError as exc:
-        call.response.plain(
-            f"Error: could not type into element {index}: {_failed(exc, index, element)}",
-            error=True,
-        )
+        call.response.error(f"could not type into element {index}: {_failed(exc, index, element)}")
         return
-    call.response.plain(typed_text(index, text) + _lines(note))
+    call.response.plain(typed_text(index, text) + _lines(note) + await _closed_lines(call))
 
 
 async def browser_go_back(call: Call) -> None:
-    try:
-        tab, note = await _active(call)
-        result = await navigate(tab, "back")
-    except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
-        return
-    call.response.plain("Navigated back" + (f" ({result.note})" if result.note else "") + _lines(note))
+    tab, note = await _active(call)
+    result = await navigate(tab, "back")
+    tail = f" ({result.note})" if result.note else ""
+    call.response.plain("Navigated back" + tail + _lines(note) + await _closed_lines(call))
 
 
 async def browser_scroll(
     call: Call,
     direction: Annotated[Literal["up", "down"], Field(description="Direction to scroll")] = "down",
 ) -> None:
-    try:
-        tab, note = await _active(call)
-        await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
-    except TabpilotError as exc:
-        call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
-        return
-    call.response.plain(f"Scrolled {direction}" + _lines(note))
+    tab, note = await _active(call)
+    await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
+    call.response.plain(f"Scrolled {direction}" + _lines(note) + await _closed_lines(call))
 
 
 TOOLS: list[ToolSpec] = [

@@ -33,6 +33,7 @@ from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec
+from ._common import open_tab
 
 TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
 
@@ -89,8 +90,17 @@ def _problem(manager: TabManager, exc: TabpilotError) -> str:
     if isinstance(exc, TabNotFoundError):
         ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
         return f"No tab with ID {exc.tab_id}. Open tab IDs: {ids}. Call tabs_list to see them."
-    return " ".join(error_text(exc, CALLS).split())
+    return error_text(exc, CALLS)
 
+
+_DOING = {
+    "tabs_list": "getting tabs",
+    "tabs_create": "creating tab",
+    "tabs_close": "closing tab",
+    "tabs_switch": "switching to tab",
+    "windows_list": "getting windows",
+}
+"""FoxMCP's leading words of each tool's errors: `Error creating tab: ...`."""
 
 CALLS = ToolCalls(
     read=None,
@@ -99,6 +109,7 @@ CALLS = ToolCalls(
     close_tabs="tabs_close",
     open_tab="tabs_create(url=...)",
     handle_dialog=None,
+    plain_error=lambda tool, text: f"Error {_DOING.get(tool, 'calling ' + tool)}: {' '.join(text.split())}",
 )
 """This set's calls, as an error's advice names them."""
 
@@ -107,7 +118,7 @@ async def tabs_list(call: Call) -> None:
     try:
         text = tabs_list_text(call.manager.tabs())
     except TabpilotError as exc:
-        call.response.plain(f"Error getting tabs: {_problem(call.manager, exc)}", error=True)
+        call.response.error(_problem(call.manager, exc))
         return
     call.response.plain(text)
 
@@ -119,15 +130,16 @@ async def tabs_create(
     pinned: Annotated[bool, Field(description="Whether the tab should be pinned (default: False)")] = False,
 ) -> None:
     manager = call.manager
-    try:
-        tab = await manager.new_tab(url, background=not active)
-        call.acted_tab = tab
-        if pinned:
-            manager.pin(tab.id)
-        await tab.refresh_title()
-        call.response.plain(created_text(manager.info(tab)))
-    except TabpilotError as exc:
-        call.response.plain(f"Error creating tab: {_problem(manager, exc)}", error=True)
+    opened = await open_tab(call, url, CALLS, background=not active)
+    tab = opened.tab
+    if pinned:
+        manager.pin(tab.id)
+    if opened.failed is not None:
+        how = "active" if active else "in the background"
+        call.response.error(f"Created tab {tab.id} ({how}), but loading failed: {opened.failed}")
+        return
+    await tab.refresh_title()
+    call.response.plain(created_text(manager.info(tab)))
 
 
 async def tabs_close(call: Call, tab_id: TabIdParam) -> None:
@@ -136,7 +148,7 @@ async def tabs_close(call: Call, tab_id: TabIdParam) -> None:
         tab = call.tab(tab_id)
         await manager.close_tab(tab.id)
     except TabpilotError as exc:
-        call.response.plain(f"Error closing tab: {_problem(manager, exc)}", error=True)
+        call.response.error(_problem(manager, exc))
         return
     call.response.plain(f"Successfully closed tab {tab.id}")
 
@@ -146,7 +158,7 @@ async def tabs_switch(call: Call, tab_id: TabIdParam) -> None:
     try:
         tab = manager.activate(call.tab(tab_id).id)
     except TabpilotError as exc:
-        call.response.plain(f"Error switching to tab: {_problem(manager, exc)}", error=True)
+        call.response.error(_problem(manager, exc))
         return
     call.response.plain(f"Successfully switched to tab {tab.id}")
 

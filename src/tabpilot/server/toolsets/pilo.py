@@ -38,9 +38,9 @@ from pydantic import Field
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
 from tabpilot import click as click_ref
 
-from ..advice import ToolCalls, error_text, short
+from ..advice import ToolCalls, short
 from ..tools.base import Call, ToolSpec
-from ._common import accept_dialog, dialog_note, host_of
+from ._common import accept_dialog, closed_untold, dialog_note, host_of
 
 
 @dataclass(slots=True)
@@ -94,6 +94,7 @@ CALLS = ToolCalls(
     close_tabs="close_tab",
     open_tab=None,  # tabs are opened by pages only
     handle_dialog=None,  # dialogs are accepted by themselves
+    plain_error=lambda tool, text: f"Error: {text}",
 )
 """This set's calls, as an error's advice names them."""
 
@@ -126,8 +127,19 @@ def _opened_text(manager: TabManager, events: Sequence[TabEvent]) -> str:
     )
 
 
-async def _fail(call: Call, exc: Exception) -> None:
-    call.response.plain(f"Error: {error_text(exc, CALLS)}", error=True)
+async def _closed_lines(call: Call) -> str:
+    """A line per tab closed by no call since the previous answer (the current tab, closed by its
+    page's window.close() after a click), and which tab is current now: the next calls act on it."""
+    manager = call.manager
+    await manager.settle(grace=0)
+    closed = closed_untold(call)
+    tabs = manager.tabs()
+    lines = [f"{line} (closed by {e.data.get('by')})." for e in closed for line in event_lines([e], tabs)]
+    instance = manager.default_instance
+    current = instance.active_tab if instance is not None else None
+    if current is not None and any(e.data.get("activeChanged") for e in closed):
+        lines.append(f'Current tab: Tab {current.id}: {host_of(current.url)} - "{current.title}".')
+    return _lines(*lines)
 
 
 async def list_tabs(call: Call) -> None:
@@ -138,37 +150,34 @@ async def list_tabs(call: Call) -> None:
 
 
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
-    try:
-        tab = call.manager.activate(call.tab(tabId).id)
-    except TabpilotError as exc:
-        await _fail(call, exc)
-        return
+    tab = call.manager.activate(call.tab(tabId).id)
     call.response.plain(
         f'Switched to tab {tab.id}: {host_of(tab.url)} - "{tab.title}". The next snapshot will show this tab.'
     )
 
 
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
-    manager = call.manager
-    try:
-        closed = await manager.close_tab(call.tab(tabId).id)
-    except TabpilotError as exc:
-        await _fail(call, exc)
-        return
+    closed = await call.manager.close_tab(call.tab(tabId).id)
     current = closed.active_tab_id
     call.response.plain(f"Closed tab {closed.closed_tab_id}. Current tab: {current}.")
 
 
 async def get_snapshot(call: Call) -> None:
     manager = call.manager
+    tab, note = await _current(call)
+    await manager.settle(grace=0)
+    await manager.refresh()  # titles a script changed since load: Chromium sends no title events
     try:
-        tab, note = await _current(call)
-        await manager.settle(grace=0)
-        await manager.refresh()  # titles a script changed since load: Chromium sends no title events
         snap = await tab.snapshot()
-    except TabpilotError as exc:
-        await _fail(call, exc)
-        return
+    except TabpilotError:
+        if not tab.is_gone:
+            raise
+        # Its page closed it while this call began (a popup's window.close() a moment after the
+        # click that caused it): the current tab is another one now, and the snapshot is of that.
+        await manager.settle(grace=0)
+        tab, later = await _current(call)
+        note = note or later
+        snap = await tab.snapshot()
     tabs = manager.tabs()
     # The first snapshot reports no events: every tab there is already is in its list.
     state = call.session.state_for(PiloState)
@@ -186,21 +195,19 @@ async def click(
     call: Call, ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")]
 ) -> None:
     manager = call.manager
-    try:
-        tab, note = await _current(call)
-        _own_ref(tab, ref)
-        since = manager.events.last_seq
-        result = await click_ref(tab, ref, dialogs="accept")
-    except (TabpilotError, ValueError) as exc:
-        await _fail(call, exc)
-        return
+    tab, note = await _current(call)
+    _own_ref(tab, ref)
+    since = manager.events.last_seq
+    result = await click_ref(tab, ref, dialogs="accept")
     dialogs = [dialog_note(d) for d in result.accepted_dialogs]
     opened = [
         e
         for e in manager.events.history(since=since)
         if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
     ]
-    call.response.plain(f"Clicked {ref}.{_opened_text(manager, opened)}" + _lines(note, *dialogs))
+    call.response.plain(
+        f"Clicked {ref}.{_opened_text(manager, opened)}" + _lines(note, *dialogs) + await _closed_lines(call)
+    )
 
 
 async def fill(
@@ -208,27 +215,21 @@ async def fill(
     ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")],
     value: Annotated[str, Field(description="The text to put in the field")],
 ) -> None:
-    try:
-        tab, note = await _current(call)
-        _own_ref(tab, ref)
-        await type_text(tab, ref, value, dialogs="accept")
-    except (TabpilotError, ValueError) as exc:
-        await _fail(call, exc)
-        return
-    call.response.plain(f"Filled {ref} with {value!r}." + _lines(note))
+    tab, note = await _current(call)
+    _own_ref(tab, ref)
+    await type_text(tab, ref, value, dialogs="accept")
+    call.response.plain(f"Filled {ref} with {value!r}." + _lines(note) + await _closed_lines(call))
 
 
 async def goto(
     call: Call, url: Annotated[str, Field(description="The URL to open in the current tab")]
 ) -> None:
-    try:
-        tab, note = await _current(call)
-        result = await navigate(tab, "goto", url)
-    except TabpilotError as exc:
-        await _fail(call, exc)
-        return
+    tab, note = await _current(call)
+    result = await navigate(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
-    call.response.plain(f"Navigated tab {tab.id} to {short(result.url)}.{tail}" + _lines(note))
+    call.response.plain(
+        f"Navigated tab {tab.id} to {short(result.url)}.{tail}" + _lines(note) + await _closed_lines(call)
+    )
 
 
 TOOLS: list[ToolSpec] = [
