@@ -3,9 +3,12 @@ DevToolsActivePort file through which a running Chrome with remote debugging on 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
+import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -19,6 +22,7 @@ _SCHEMES: dict[Protocol, tuple[str, ...]] = {
     "playwright": ("ws", "wss"),
 }
 _WS_PATH = re.compile(r"/devtools/browser/[A-Za-z0-9._-]+")
+_BROWSER_ID = re.compile(r"/devtools/browser/([A-Za-z0-9._-]+)/?")
 
 
 def check_scheme(endpoint: str, protocol: Protocol) -> None:
@@ -47,6 +51,25 @@ def check_scheme(endpoint: str, protocol: Protocol) -> None:
         "Give http://host:port (the browser's --remote-debugging-port) or its ws://host:port/devtools/browser/<id> URL.",
         reason="bad_url",
     )
+
+
+def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], timeout: float) -> str | None:
+    """The id of the browser at a CDP endpoint, whatever address reaches it: the one in its
+    ws://.../devtools/browser/<id> URL (new at every browser start), which an http(s) endpoint's
+    /json/version gives. Blocking. None when the endpoint does not say: not reachable (connecting
+    then says why), or a proxy whose URL names no browser (each connection may get another one)."""
+    parts = urlsplit(endpoint)
+    url = endpoint
+    if parts.scheme.lower() in ("http", "https"):
+        # As Playwright finds the browser's WebSocket URL.
+        request = urllib.request.Request(endpoint.rstrip("/") + "/json/version/", headers=dict(headers))
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
+                url = json.loads(reply.read()).get("webSocketDebuggerUrl") or ""
+        except (OSError, ValueError, AttributeError):
+            return None
+    match = _BROWSER_ID.fullmatch(urlsplit(str(url)).path)
+    return match.group(1) if match else None
 
 
 def check_profile_dir(path: str) -> str:
