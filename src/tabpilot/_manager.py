@@ -371,7 +371,7 @@ class TabManager:
         have tab ids there.
         """
         check_scheme(endpoint, "cdp")
-        browser_id = await asyncio.to_thread(cdp_browser_id, endpoint, self.options.cdp_headers, timeout)
+        browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
         if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
             self._refuse_connected(browser_id, endpoint)
             self._connecting.add(browser_id)
