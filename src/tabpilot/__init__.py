@@ -31,6 +31,7 @@ from ._bridge import DEFAULT_PORT as DEFAULT_EXTENSION_PORT
 from ._bridge import ExtensionBridge, ExtensionScope, extension_id, extension_path
 from ._browser_path import find_browser
 from ._cdp import TargetSession
+from ._endpoints import check_profile_dir
 from ._errors import (
     ActionError,
     BrowserNotFoundError,
@@ -168,6 +169,7 @@ __all__ = [
     "WebSocketEntry",
     "__version__",
     "check_file_paths",
+    "check_profile_dir",
     "click",
     "describe_wait",
     "drag",

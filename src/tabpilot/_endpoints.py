@@ -3,9 +3,12 @@ DevToolsActivePort file through which a running Chrome with remote debugging on 
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -19,6 +22,7 @@ _SCHEMES: dict[Protocol, tuple[str, ...]] = {
     "playwright": ("ws", "wss"),
 }
 _WS_PATH = re.compile(r"/devtools/browser/[A-Za-z0-9._-]+")
+_BROWSER_ID = re.compile(r"/devtools/browser/([A-Za-z0-9._-]+)/?")
 
 
 def check_scheme(endpoint: str, protocol: Protocol) -> None:
@@ -49,20 +53,66 @@ def check_scheme(endpoint: str, protocol: Protocol) -> None:
     )
 
 
-def check_profile_dir(path: str) -> str:
-    """A profile directory the user named: absolute (or ~), a directory or creatable."""
+async def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], timeout: float) -> str | None:
+    """The id of the browser at a CDP endpoint, whatever address reaches it: the one in its
+    ws://.../devtools/browser/<id> URL (new at every browser start), which an http(s) endpoint's
+    /json/version gives. None when the endpoint does not say: not reachable (connecting then says
+    why), or a proxy whose URL names no browser (each connection may get another one)."""
+    url = endpoint
+    if urlsplit(endpoint).scheme.lower() in ("http", "https"):
+        try:
+            reply = await asyncio.wait_for(_get(endpoint.rstrip("/") + "/json/version/", headers), timeout)
+            url = str(json.loads(reply).get("webSocketDebuggerUrl") or "")
+        except (TimeoutError, OSError, EOFError, ValueError, AttributeError, asyncio.LimitOverrunError):
+            return None
+    match = _BROWSER_ID.fullmatch(urlsplit(url).path)
+    return match.group(1) if match else None
+
+
+async def _get(url: str, headers: Sequence[tuple[str, str]]) -> bytes:
+    """The body of a plain HTTP GET (on the event loop: no thread, no proxy of the environment)."""
+    parts = urlsplit(url)
+    secure = parts.scheme.lower() == "https"
+    host = parts.hostname or ""
+    reader, writer = await asyncio.open_connection(
+        host, parts.port or (443 if secure else 80), ssl=secure or None
+    )
+    try:
+        lines = [f"GET {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1"]
+        lines += [f"Host: {parts.netloc}", "Connection: close", *(f"{k}: {v}" for k, v in headers)]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = head.split(b" ", 2)
+        if len(status) < 2 or status[1] != b"200":
+            raise ValueError(f"{url} answered {head[:80]!r}")
+        length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        # Chrome keeps the connection open: read what Content-Length says, else to the end.
+        body = await (reader.readexactly(int(length.group(1))) if length else reader.read())
+    finally:
+        writer.close()
+    return body
+
+
+def check_profile_dir(path: str, *, create: bool = True) -> str:
+    """A profile directory the user named, expanded: absolute (or ~), a directory or creatable;
+    made if `create` (else only checked, as a command line is before anything starts)."""
     expanded = Path(path).expanduser()
     if not expanded.is_absolute() or ".." in expanded.parts:
         raise ValueError(
-            f"user_data_dir {path!r} must be an absolute path without '..' (relative paths would depend on "
-            "where the server was started)."
+            f"the profile directory {path!r} must be an absolute path without '..' (a relative path would "
+            "depend on where the server was started)."
         )
     if expanded.exists() and not expanded.is_dir():
-        raise ValueError(f"user_data_dir {path!r} exists and is not a directory.")
+        raise ValueError(f"the profile directory {path!r} exists and is not a directory.")
+    if not create:
+        existing = next(p for p in (expanded, *expanded.parents) if p.exists())
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise ValueError(f"the profile directory {path!r} cannot be created: {existing} is not writable.")
+        return str(expanded)
     try:
         expanded.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"user_data_dir {path!r} cannot be created: {exc.strerror}.") from None
+        raise ValueError(f"the profile directory {path!r} cannot be created: {exc.strerror}.") from None
     return str(expanded)
 
 

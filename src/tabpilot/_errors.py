@@ -177,6 +177,8 @@ ConnectReason = Literal[
     "not_grid",
     "no_node",
     "no_cdp",
+    "already_connected",
+    "driver",
     "no_debugging",
     "failed",
 ]
@@ -186,7 +188,9 @@ class ConnectError(InstanceError):
     """`reason`: unreachable, no answer in time, an endpoint of the other protocol (`use_cdp`:
     connect it over CDP; `use_server`: as a Playwright browser server), not an endpoint URL, not a
     Selenium Grid (`not_grid`), no grid node offers the browser (`no_node`), a grid session without
-    a CDP endpoint (`no_cdp`), a Chrome profile without remote debugging on (`no_debugging`), other."""
+    a CDP endpoint (`no_cdp`), a browser an open instance is connected to already (`already_connected`,
+    `instance_id` is that instance), a Chrome profile without remote debugging on (`no_debugging`),
+    Playwright's driver that stopped as it started (`driver`: no browser option is at fault), other."""
 
     def __init__(
         self, fact: str, advice: str = "", *, instance_id: str | None = None, reason: ConnectReason = "failed"

@@ -10,7 +10,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from ._bridge import ExtensionBridge
-from ._endpoints import check_profile_dir, check_scheme, running_chrome_endpoint, stale_port_error
+from ._endpoints import (
+    cdp_browser_id,
+    check_profile_dir,
+    check_scheme,
+    running_chrome_endpoint,
+    stale_port_error,
+)
 from ._errors import ConnectError, ExtensionNotConnectedError, InstanceNotFoundError, TabNotFoundError
 from ._events import EventBus
 from ._extension_watch import ExtensionWatch
@@ -73,6 +79,11 @@ class TabManager:
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
         self._grid_sessions: dict[str, GridSession] = {}
+        self._browser_ids: dict[str, str] = {}
+        """The browser each CDP instance (by instance id) is connected to, by its id: one browser,
+        one instance, whatever URL reached it (else its pages would each have two tab ids)."""
+        self._connecting: set[str] = set()
+        """The ids of browsers being connected now."""
         """The grid session each grid instance drives (by instance id): the one whose close ends it."""
         self._default_id: str | None = None
         self._driver = driver or Driver()
@@ -356,17 +367,51 @@ class TabManager:
         """Attach to a running Chromium over CDP (`http://host:port` or `ws://...`).
 
         Its open tabs are registered at once; tabs other clients open or close there are seen.
+        A browser an open instance is connected to already (by any URL) is refused: its pages
+        have tab ids there.
         """
         check_scheme(endpoint, "cdp")
-        browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
-        return await self._adopt(
-            kind="cdp",
-            endpoint=endpoint,
-            browser=browser,
-            context=context,
-            instance_id=instance_id,
-            headless=False,
-        )
+        browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
+        if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
+            self._refuse_connected(browser_id, endpoint)
+            self._connecting.add(browser_id)
+        try:
+            browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
+            instance = await self._adopt(
+                kind="cdp",
+                endpoint=endpoint,
+                browser=browser,
+                context=context,
+                instance_id=instance_id,
+                headless=False,
+            )
+        finally:
+            self._connecting.discard(browser_id or "")
+        if browser_id is not None:
+            self._browser_ids[instance.id] = browser_id
+        return instance
+
+    def _refuse_connected(self, browser_id: str, endpoint: str) -> None:
+        """Refuse a second instance for the browser `browser_id`; a lost instance of it does not
+        count (connecting again is how its pages get their ids back)."""
+        if browser_id in self._connecting:
+            raise ConnectError(
+                f"The browser at {endpoint} is being connected already (another call is connecting it).",
+                "Wait for that connection and use its instance.",
+                reason="already_connected",
+            )
+        for iid, known in self._browser_ids.items():
+            instance = self._instances[iid]
+            if known != browser_id or instance.state != "open":
+                continue
+            via = f" (as {instance.endpoint})" if instance.endpoint != endpoint else ""
+            raise ConnectError(
+                f"The browser at {endpoint} is the one instance {iid} is connected to{via}: one browser is "
+                "driven by one instance, so that each of its tabs has one id.",
+                f"Use instance {iid} and its tabs; to connect the browser again, close {iid} first.",
+                instance_id=iid,
+                reason="already_connected",
+            )
 
     async def connect_ws(
         self, ws_endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0
@@ -512,6 +557,7 @@ class TabManager:
         instance = self.instance(instance_id)
         await instance.close()
         del self._instances[instance.id]
+        self._browser_ids.pop(instance.id, None)
         if self._default_id == instance.id:
             # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
             usable = [i.id for i in self._instances.values() if i.state == "open"]

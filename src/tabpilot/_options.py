@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,8 +45,8 @@ def parse_header(text: str) -> tuple[str, str]:
 
 
 def _positive_seconds(value: float, name: str) -> float:
-    if not value > 0:
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
     return float(value)
 
 

@@ -3,7 +3,8 @@
 
 The browser options are the library's `BrowserOptions`: every field has exactly one flag here
 (`BROWSER_FLAGS`), and `--config FILE` takes the same options as JSON, keyed by flag name
-without the dashes (`{"viewport-size": "1280x720", "max-tabs": 10}`); the command line wins.
+without the dashes (`{"viewport-size": "1280x720", "max-tabs": 10}`, a list for a repeatable or
+comma-separated option); the command line wins.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from tabpilot import (
     DEFAULT_EXTENSION_PORT,
+    BrowserNotFoundError,
     BrowserOptions,
     Secrets,
     __version__,
     extension_id,
     extension_path,
+    find_browser,
 )
 
 from .cli_flags import (
@@ -54,6 +57,10 @@ if TYPE_CHECKING:
 
 SERVE_OPTIONS: dict[str, dict[str, Any]] = {}
 """Every `serve` option by flag name without dashes, with how argparse reads it (for --config)."""
+COMMA_LISTS = frozenset(
+    {"tools", "caps", "allowed-origins", "blocked-origins", "proxy-bypass", "extension-id"}
+)
+"""The options whose value is a comma-separated list: a config file may give a JSON list instead."""
 
 
 def _option(group: Any, flag: str, **options: Any) -> None:
@@ -81,7 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         type=file,
         help="read options from this JSON file, keyed by flag name without dashes "
-        '(e.g. {"viewport-size": "1280x720", "max-tabs": 10}); the command line wins',
+        '(e.g. {"viewport-size": "1280x720", "max-tabs": 10, "tools": ["default", "foxmcp"]}): true/false '
+        "for a switch, a list for a repeatable option or one that takes a comma-separated list; the "
+        "command line wins",
     )
     transport = serve.add_argument_group("transport")
     _option(
@@ -367,6 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def in_config_file(key: str, path: str) -> str:
+    """An option given in a config file, named for the operator."""
+    return f"option {key!r} of --config {path}"
+
+
 def read_config_file(path: str) -> dict[str, Any]:
     """The options of a JSON config file, as argparse would have parsed the same flags."""
     try:
@@ -392,28 +406,43 @@ def read_config_file(path: str) -> dict[str, Any]:
                 values[dest] = value if action == "store_true" else not value
             elif action == "append":
                 items = value if isinstance(value, list) else [value]
-                values[dest] = [convert(str(item)) for item in items]
+                values[dest] = [convert(_scalar(item)) for item in items]
+            elif isinstance(value, list) and key in COMMA_LISTS:
+                values[dest] = convert(",".join(_scalar(item) for item in value))
+            elif isinstance(value, dict) and convert is json_object:
+                values[dest] = convert(json.dumps(value))  # read as the JSON the flag would have taken
             else:
-                # An object (--grid-capabilities) is read as the JSON the flag would have taken.
-                text = json.dumps(value) if isinstance(value, dict) else str(value)
-                values[dest] = convert(text)
+                values[dest] = convert(_scalar(value))
         except (ValueError, argparse.ArgumentTypeError) as exc:
-            raise ValueError(f"--config {path}: option {key!r}: {exc}") from None
+            raise ValueError(f"{in_config_file(key, path)}: {exc}") from None
         choices = options.get("choices")
         if choices is not None and values[dest] not in choices:
-            raise ValueError(f"--config {path}: option {key!r} must be one of {', '.join(map(str, choices))}")
+            raise ValueError(f"{in_config_file(key, path)} must be one of {', '.join(map(str, choices))}")
     return values
+
+
+def _scalar(value: Any) -> str:
+    """A config file's value of one flag, as the command line would have it."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"give one value as a string or number, not {json.dumps(value)}")
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """The ServerConfig for parsed `serve` arguments; raises ValueError for unusable combinations."""
     given = vars(args)
+    if not SERVE_OPTIONS:
+        build_parser()
+    flag_of = {options.get("dest", flag.replace("-", "_")): flag for flag, options in SERVE_OPTIONS.items()}
     values: dict[str, Any] = {}
+    how: dict[str, str] = {}  # how each option was given, by flag name without dashes
     if "config" in given:
-        if not SERVE_OPTIONS:
-            build_parser()
-        values.update(read_config_file(given["config"]))
-    values.update({k: v for k, v in given.items() if k not in ("command", "config")})
+        from_file = read_config_file(given["config"])
+        values.update(from_file)
+        how.update({flag_of[dest]: in_config_file(flag_of[dest], given["config"]) for dest in from_file})
+    from_command_line = {k: v for k, v in given.items() if k not in ("command", "config")}
+    values.update(from_command_line)
+    how.update({flag_of[dest]: f"--{flag_of[dest]}" for dest in from_command_line})
     browser = BrowserOptions()
     changes: dict[str, Any] = {}
     for name in BrowserOptions.field_names():
@@ -431,7 +460,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     try:
         secrets = Secrets.from_dotenv(secrets_file) if secrets_file else Secrets()
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"--secrets {secrets_file}: {exc}") from None
+        raise ValueError(f"{how.get('secrets', '--secrets')}: {exc}") from None
     config = ServerConfig(
         browser=browser,
         cdp_endpoint=values.get("cdp_endpoint"),
@@ -466,6 +495,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         allow_instances=values.get("allow_instances", False),
         log_level=values.get("log_level", "warning"),
         log_file=values.get("log_file"),
+        given=how,
     )
     sources = [
         flag
@@ -480,6 +510,12 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     ]
     if len(sources) > 1:
         raise ValueError(f"{' and '.join(sources)} exclude each other: give one")
+    if config.browser.browser_path and not sources:
+        # Checked when the server launches its browser; with an endpoint only a later launch uses it.
+        try:
+            find_browser(config.browser.browser_path)
+        except BrowserNotFoundError as exc:
+            raise ValueError(f"{config.named('browser-path')}: {exc}") from None
     if config.grid_capabilities is not None and not config.selenium_grid:
         raise ValueError(
             "--grid-capabilities applies to --selenium-grid sessions: give --selenium-grid URL too"

@@ -4,12 +4,15 @@ looks like) and `BROWSER_FLAGS`: the one flag of every `BrowserOptions` field.""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tabpilot import parse_header, parse_viewport
+from tabpilot import check_profile_dir, parse_header, parse_viewport
 
 
 def host_port(text: str) -> tuple[str, int]:
@@ -51,12 +54,14 @@ def extension_ids(text: str) -> tuple[str, ...]:
 
 
 def seconds(text: str) -> float:
+    """Every option in seconds: positive and finite (inf or 1e999 would wait forever, or overflow
+    the timer it sets)."""
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
     return value
 
 
@@ -89,9 +94,31 @@ def directory(text: str) -> str:
 
 def file(text: str) -> str:
     path = Path(text).expanduser()
-    if not path.is_file():
+    if not path.is_file() or not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not a readable file")
     return str(path.resolve())
+
+
+def script_file(text: str) -> str:
+    """A JavaScript file, read as the browser gets it (UTF-8)."""
+    path = file(text)
+    try:
+        Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a UTF-8 text file ({exc})") from None
+    return path
+
+
+def json_object_file(text: str) -> str:
+    """A file holding a JSON object (a storage state)."""
+    path = file(text)
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON file ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} does not hold a JSON object")
+    return path
 
 
 # Every BrowserOptions field: its flag and how argparse reads it.
@@ -108,6 +135,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         "--user-data-dir",
         {
             "metavar": "DIR",
+            "type": parsed(functools.partial(check_profile_dir, create=False)),
             "help": "a persistent profile directory (absolute path): logins and cookies survive restarts. Default: a fresh temporary profile, deleted at exit",
         },
     ),
@@ -115,7 +143,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         "--storage-state",
         {
             "metavar": "FILE",
-            "type": file,
+            "type": json_object_file,
             "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)",
         },
     ),
@@ -151,7 +179,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "metavar": "FILE",
             "action": "append",
-            "type": file,
+            "type": script_file,
             "help": "JavaScript file run in every page (popups too) before its own scripts; repeatable",
         },
     ),

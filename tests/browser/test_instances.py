@@ -178,6 +178,25 @@ async def test_closing_connected_instances_leaves_their_browsers_running(
         await browser.close()
 
 
+async def test_a_browser_is_connected_once_whatever_url_names_it_so_each_of_its_tabs_has_one_id(
+    manager: TabManager, remote: RemoteChromium
+) -> None:
+    connected = await manager.connect_cdp(remote.http)
+    tab_ids = [t.id for t in manager.tabs()]
+    aliases = (remote.http, remote.http + "/", f"http://localhost:{remote.port}", remote.ws)
+    for alias in aliases:
+        with pytest.raises(ConnectError) as refused:
+            await manager.connect_cdp(alias)
+        assert (refused.value.reason, refused.value.instance_id) == ("already_connected", connected.id)
+        assert f"is the one instance {connected.id} is connected to" in str(refused.value)
+    assert manager.instances == [connected] and [t.id for t in manager.tabs()] == tab_ids
+
+    # Closed, it may be connected again, by any of its URLs.
+    await manager.close_instance(connected.id)
+    again = await manager.connect_cdp(f"http://localhost:{remote.port}/")
+    assert again.state == "open" and manager.instances == [again]
+
+
 async def test_a_killed_remote_browser_takes_only_its_own_tabs_and_naming_them_fails_fast(
     manager: TabManager, browser_path: str, pw_server: PlaywrightServer, site: LocalSite
 ) -> None:

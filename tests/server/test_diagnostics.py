@@ -125,12 +125,24 @@ def _driver_environ(browser_path: str, env: dict[str, str]) -> Iterator[list[byt
         proc.communicate(timeout=30)
 
 
-def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("given", ["flag", "config file"])
+def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(
+    tmp_path: Path, given: str
+) -> None:
     with _broken_browser(tmp_path) as broken:
-        call, logged = _first_call(_tabpilot("serve", "--browser-path", broken))
+        if given == "flag":
+            args, named = ["--browser-path", broken], "--browser-path"
+        else:
+            config = tmp_path / "tabpilot.json"
+            config.write_text(json.dumps({"browser-path": broken}))
+            args, named = ["--config", str(config)], f"option 'browser-path' of --config {config}"
+        call, logged = _first_call(_tabpilot("serve", *args))
     assert "ERROR tabpilot.server: the browser could not start" in logged, logged
     assert "FATAL: this browser cannot start here" in logged
-    assert call["isError"] and "FATAL: this browser cannot start here" in call["content"][0]["text"]
+    said = call["content"][0]["text"]
+    assert call["isError"] and "FATAL: this browser cannot start here" in said
+    # The call names the option the browser was started with, as the operator gave it.
+    assert said.endswith(f"\nCheck {named}; the server's log has the details."), said
     assert "Traceback" not in logged
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -155,6 +156,11 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
                 "caps": "forms,observe",
                 "allowed-file-root": [str(tmp_path)],
                 "secrets": str(secrets),
+                # A comma-separated option takes a JSON list too; a repeatable one, a list of its values.
+                "tools": ["default", "foxmcp"],
+                "allowed-origins": ["http://127.0.0.1", "*.test"],
+                "extension-id": ["a" * 32, "b" * 32],
+                "browser-arg": ["--lang=de", "--mute-audio"],
             }
         )
     )
@@ -166,6 +172,40 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
     assert config.browser.user_agent == "from-flag" and config.browser.timeout_action == 7
     assert config.caps == ("forms", "observe") and config.allowed_file_roots == (str(tmp_path),)
     assert config.secrets.expand("{{PASSWORD}}") == "pw-1234"
+    assert config.tools == ("default", "foxmcp") and config.allowed_origins == ("http://127.0.0.1", "*.test")
+    assert config.extension_ids == ("a" * 32, "b" * 32)
+    assert config.browser.browser_args == ("--lang=de", "--mute-audio")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"user-data-dir": "relative/dir"},
+            "option 'user-data-dir' of --config {file}: the profile directory ",
+        ),
+        (
+            {"timeout-navigation": 1e999},
+            "option 'timeout-navigation' of --config {file}: 'inf' is not a positive, ",
+        ),
+        (
+            {"max-tabs": [3]},
+            "option 'max-tabs' of --config {file}: give one value as a string or number, not [3]",
+        ),
+        (
+            {"browser-path": "/no/such/chrome"},
+            "option 'browser-path' of --config {file}: The browser given by ",
+        ),
+    ],
+)
+def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
+    tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    config_file = tmp_path / "tabpilot.json"
+    config_file.write_text(json.dumps(options))
+    with pytest.raises(ValueError) as refused:
+        config_from_args(build_parser().parse_args(["serve", "--config", str(config_file)]))
+    assert str(refused.value).startswith(message.format(file=config_file)), refused.value
 
 
 @pytest.mark.parametrize(
@@ -175,6 +215,31 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
         (["--tools", "default,playwright"], "Unknown tool set 'playwright'. Known sets: browser-tab"),
         (["--allowed-file-root", "/no/such/folder"], "is not a folder"),
         (["--secrets", "/no/such/file.env"], "is not a readable file"),
+        (
+            ["--user-data-dir", "relative/dir"],
+            "argument --user-data-dir: the profile directory 'relative/dir' must be an absolute path",
+        ),
+        (
+            ["--browser-path", "/no/such/chrome"],
+            "--browser-path: The browser given by the browser path option",
+        ),
+        (
+            ["--browser-path", __file__],
+            f"--browser-path: The browser given by the browser path option ({__file__}) is not",
+        ),
+        (["--storage-state", __file__], "argument --storage-state: "),
+        (["--init-script", sys.executable], "is not a UTF-8 text file"),
+        # Every option in seconds is positive and finite, by one check.
+        (
+            ["--session-idle-timeout", "inf"],
+            "argument --session-idle-timeout: 'inf' is not a positive, finite number",
+        ),
+        (["--timeout-action", "inf"], "argument --timeout-action: 'inf' is not a positive, finite number"),
+        (
+            ["--timeout-navigation", "1e400"],
+            "argument --timeout-navigation: '1e400' is not a positive, finite number",
+        ),
+        (["--timeout-action", "nan"], "argument --timeout-action: 'nan' is not a positive, finite number"),
     ],
 )
 def test_bad_tool_options_are_refused_before_a_browser_starts(
@@ -191,6 +256,13 @@ def test_bad_tool_options_are_refused_before_a_browser_starts(
         cli.main(["serve", *argv])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_browser_path_is_checked_only_when_the_server_launches_its_browser() -> None:
+    # With an endpoint, the server launches no browser at start; only a later launch would use it.
+    parser = build_parser()
+    argv = ["serve", "--browser-path", "/no/such/chrome", "--cdp-endpoint", "http://127.0.0.1:9222"]
+    assert config_from_args(parser.parse_args(argv)).browser.browser_path == "/no/such/chrome"
 
 
 def test_the_registry_offers_exactly_the_names_the_config_checks() -> None:

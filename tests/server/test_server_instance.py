@@ -60,6 +60,19 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
             True,
         )
 
+        # The browser it started with, under another of its URLs, is refused: its tabs have ids already.
+        for alias in (f"http://localhost:{remote.port}/", remote.ws):
+            again = await client.call_tool("browser_instance", {"action": "connect", "cdpEndpoint": alias})
+            assert again.is_error and section(again, "Error") == (
+                f"The browser at {alias} is the one instance {first['id']} is connected to (as {remote.http}): "
+                "one browser is driven by one instance, so that each of its tabs has one id. "
+                f"Use instance {first['id']}: its tabs are in browser_tabs(action='list'); to connect the browser "
+                f"again, close it first (browser_instance action=close, instanceId={first['id']!r})."
+            ), text(again)
+        assert [
+            i["id"] for i in result_of(await call(client, "browser_instance", action="list"))["instances"]
+        ] == [first["id"]]
+
         over_pw = result_of(await call(client, "browser_instance", action="connect", wsEndpoint=pw_server.ws))
         assert over_pw["kind"] == "playwright-server" and not over_pw["default"]
         launching = await call(client, "browser_instance", action="launch")

@@ -266,11 +266,13 @@ def driver_error(exc: Exception, node_options: str | None) -> ConnectError:
             f"{fact} NODE_OPTIONS is set to {node_options!r}: Node stops at once on an option it does not "
             "allow there (its message is on stderr).",
             "Unset NODE_OPTIONS, or remove that option from it, and start tabpilot again.",
+            reason="driver",
         )
     return ConnectError(
         fact,
         "Node's message is on stderr. Reinstall Playwright for Python (`make install`, or "
         "`pip install --force-reinstall playwright`) if its driver is damaged.",
+        reason="driver",
     )
 
 

@@ -143,6 +143,13 @@ def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:
             f"{exc.advice} Then call again (tabpilot serve --auto-connect reads the DevToolsActivePort file of "
             "the profile --user-data-dir names, or of Chrome's default profile)."
         )
+    if exc.reason == "already_connected" and exc.instance_id is not None:
+        return f"Use instance {exc.instance_id}: its tabs are in {calls.list_tabs}" + (
+            f"; to connect the browser again, close it first (browser_instance action=close, "
+            f"instanceId={exc.instance_id!r})."
+            if calls.instances
+            else "."
+        )
     if exc.reason == "use_server":
         return "For a Playwright browser server use wsEndpoint instead (the ws:// URL `playwright launch-server` prints)."
     return exc.advice

@@ -8,6 +8,7 @@ browser is launched or reached is the library's `BrowserOptions` (`browser`), th
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,9 +78,36 @@ class ServerConfig:
     """Over HTTP, whether clients may launch or connect browsers (browser_instance launch/connect)."""
     log_level: LogLevel = "warning"
     log_file: str | None = None
+    given: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """How each option the operator set was given, by flag name without dashes: `--browser-path`,
+    or `browser-path in /etc/tabpilot.json` (--config), so that a message names it as it was given."""
 
     def __post_init__(self) -> None:
         check_names(self.tools, self.caps)  # a typo is refused before any browser starts
+
+    def named(self, flag: str) -> str:
+        """How to name the option `flag` (without dashes) to the operator."""
+        return self.given.get(flag, f"--{flag}")
+
+    def browser_start_options(self) -> list[str]:
+        """The options set that decide how the browser starts or is reached, named as given: where to
+        look when it does not start."""
+        browser = self.browser
+        set_ = {
+            "cdp-endpoint": self.cdp_endpoint,
+            "ws-endpoint": self.ws_endpoint,
+            "selenium-grid": self.selenium_grid,
+            "grid-capabilities": self.grid_capabilities,
+            "auto-connect": self.auto_connect,
+            "browser-path": browser.browser_path,
+            "user-data-dir": browser.user_data_dir,
+            "storage-state": browser.storage_state,
+            "init-script": browser.init_scripts,
+            "browser-arg": browser.browser_args,
+            "proxy-server": browser.proxy_server,
+            "cdp-header": browser.cdp_headers,
+        }
+        return [self.named(flag) for flag, value in set_.items() if value]
 
     @property
     def instances_allowed(self) -> bool:

@@ -41,10 +41,20 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
-from tabpilot import Secrets, Tab, TabManager, TabNotFoundError, TabpilotError, parse_ref
+from tabpilot import (
+    BrowserNotFoundError,
+    ConnectError,
+    Secrets,
+    Tab,
+    TabManager,
+    TabNotFoundError,
+    TabpilotError,
+    parse_ref,
+)
 
 from .. import logs
 from ..advice import DEFAULT_CALLS, ToolCalls
+from ..config import ServerConfig
 from ..response import Response
 from ..state import ServerState, SessionState
 
@@ -185,6 +195,13 @@ class Call:
         return tab
 
 
+def _check_start_options(config: ServerConfig) -> str:
+    """Where to look when the browser does not start: the options it starts with, as they were given."""
+    options = config.browser_start_options()
+    check = f"Check {', '.join(options)}" if options else "Check that Chromium is installed"
+    return f"{check}; the server's log has the details."
+
+
 def tool_runner(spec: ToolSpec) -> ToolRunner:
     """What the server runs for a call of `spec`, with the request's context and its arguments."""
     defaults: dict[str, Any] = {}  # read from the signature at the first call, not at start-up
@@ -219,13 +236,18 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
             session = await state.session(ctx)
         except TabpilotError as exc:
             response.fail(exc)
+            from_options = isinstance(exc, BrowserNotFoundError) or (
+                isinstance(exc, ConnectError) and exc.reason != "driver"
+            )
+            if from_options and state.config.browser_start_options():
+                response.error(_check_start_options(state.config))
             return await response.build(None)
         except Exception as exc:
             logger.exception("could not start the browser session")  # the whole story goes to the log
             said = str(exc).strip().splitlines()
             response.error(
                 f"Could not start the browser: {said[0].rstrip('.') if said else type(exc).__name__}. "
-                "Check --browser-path or the endpoint option; the server's log has the details."
+                + _check_start_options(state.config)
             )
             return await response.build(None)
         call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
