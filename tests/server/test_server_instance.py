@@ -293,7 +293,9 @@ async def test_bad_endpoints_and_arguments_get_clear_errors_at_once(
             started = time.monotonic()
             result = await client.call_tool("browser_instance", arguments)
             assert result.is_error and message in section(result, "Error"), text(result)
-            assert time.monotonic() - started < 3
+            # Refused or failed fast, not waited out: well under the 10 s connect timeout (a bound
+            # wide enough for a loaded machine; what it catches is a wait for the timeout).
+            assert time.monotonic() - started < 7
 
 
 async def test_serve_with_an_endpoint_option_drives_that_browser_instead_of_launching(
