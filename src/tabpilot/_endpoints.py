@@ -4,7 +4,6 @@ DevToolsActivePort file through which a running Chrome with remote debugging on 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import sys
@@ -14,6 +13,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ._errors import ConnectError
+from ._http import request_json
 
 Protocol = Literal["cdp", "playwright"]
 
@@ -60,37 +60,18 @@ async def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], time
     why), or a proxy whose URL names no browser (each connection may get another one)."""
     url = endpoint
     if urlsplit(endpoint).scheme.lower() in ("http", "https"):
+        version = endpoint.rstrip("/") + "/json/version"
         try:
-            reply = await asyncio.wait_for(_get(endpoint.rstrip("/") + "/json/version/", headers), timeout)
-            url = str(json.loads(reply).get("webSocketDebuggerUrl") or "")
-        except (TimeoutError, OSError, EOFError, ValueError, AttributeError, asyncio.LimitOverrunError):
+            status, reply = await asyncio.wait_for(
+                asyncio.to_thread(request_json, "GET", version, headers, timeout, env_proxy=False), timeout
+            )
+        except (TimeoutError, OSError, ValueError):
             return None
+        if status != 200 or not isinstance(reply, dict):
+            return None
+        url = str(reply.get("webSocketDebuggerUrl") or "")
     match = _BROWSER_ID.fullmatch(urlsplit(url).path)
     return match.group(1) if match else None
-
-
-async def _get(url: str, headers: Sequence[tuple[str, str]]) -> bytes:
-    """The body of a plain HTTP GET (on the event loop: no thread, no proxy of the environment)."""
-    parts = urlsplit(url)
-    secure = parts.scheme.lower() == "https"
-    host = parts.hostname or ""
-    reader, writer = await asyncio.open_connection(
-        host, parts.port or (443 if secure else 80), ssl=secure or None
-    )
-    try:
-        lines = [f"GET {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1"]
-        lines += [f"Host: {parts.netloc}", "Connection: close", *(f"{k}: {v}" for k, v in headers)]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-        head = await reader.readuntil(b"\r\n\r\n")
-        status = head.split(b" ", 2)
-        if len(status) < 2 or status[1] != b"200":
-            raise ValueError(f"{url} answered {head[:80]!r}")
-        length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-        # Chrome keeps the connection open: read what Content-Length says, else to the end.
-        body = await (reader.readexactly(int(length.group(1))) if length else reader.read())
-    finally:
-        writer.close()
-    return body
 
 
 def check_profile_dir(path: str, *, create: bool = True) -> str:

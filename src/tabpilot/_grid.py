@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import threading
 import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ._errors import ConnectError
+from ._http import request_json
 from ._options import BrowserOptions
-
-_JSON = "application/json; charset=utf-8"  # the grid refuses a bare application/json
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,28 +121,6 @@ def _delete_orphan(creating: asyncio.Future[GridSession]) -> None:
 # -- the WebDriver calls (blocking; run in a worker thread) ------------------------------------------
 
 
-def _call(
-    method: str, url: str, headers: Sequence[tuple[str, str]], timeout: float, body: Any = None
-) -> tuple[int, Any]:
-    """(HTTP status, decoded JSON or None) of one request; an HTTP error status is returned, not raised."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Accept", "application/json")
-    if data is not None:
-        request.add_header("Content-Type", _JSON)
-    for name, value in headers:
-        request.add_header(name, value)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
-            status, raw = reply.status, reply.read()
-    except urllib.error.HTTPError as exc:
-        status, raw = exc.code, exc.read()
-    try:
-        return status, json.loads(raw)
-    except ValueError:
-        return status, None
-
-
 def _unreachable(grid: str, exc: BaseException, timeout: float) -> ConnectError:
     reason = getattr(exc, "reason", exc)
     if isinstance(reason, TimeoutError):
@@ -168,7 +143,7 @@ def _value(payload: Any) -> Any:
 def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, timeout: float) -> None:
     """Fail at once when the grid says no node can serve `browser` (it would queue the request)."""
     try:
-        status, payload = _call("GET", f"{grid}/status", headers, min(timeout, 10.0))
+        status, payload = request_json("GET", f"{grid}/status", headers, min(timeout, 10.0))
     except (OSError, urllib.error.URLError) as exc:
         raise _unreachable(grid, exc, min(timeout, 10.0)) from exc
     value = _value(payload)
@@ -204,7 +179,7 @@ def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: f
     browser = str(body["capabilities"]["alwaysMatch"].get("browserName", "chrome"))
     _check_status(grid, headers, browser, timeout)
     try:
-        status, payload = _call("POST", f"{grid}/session", headers, timeout, body)
+        status, payload = request_json("POST", f"{grid}/session", headers, timeout, body)
     except (OSError, urllib.error.URLError) as exc:
         error = _unreachable(grid, exc, timeout)
         if error.reason == "timeout":
@@ -246,7 +221,7 @@ def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: f
 
 def _delete(session: GridSession) -> None:
     try:
-        _call("DELETE", session.url, session.options.cdp_headers, 10.0)
+        request_json("DELETE", session.url, session.options.cdp_headers, 10.0)
     except (OSError, urllib.error.URLError):
         pass  # the grid is gone, and the session with it
 
