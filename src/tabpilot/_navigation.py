@@ -79,7 +79,8 @@ async def navigate(
     policy: UrlPolicy | None = None,
     timeout: float | None = None,
 ) -> NavigationResult:
-    """Navigate `tab` and wait for the page to load (or for a dialog to block it).
+    """Navigate `tab` and wait for the page to load (or for a dialog to block it). It runs in its
+    turn with the tab's input actions (`Tab.input_turn`): after those that asked before it.
 
     `policy` defaults to the one the tab's manager enforces; `timeout` to its navigation timeout.
     """
@@ -91,6 +92,13 @@ async def navigate(
             raise ValueError("goto needs url: the address to load (or go back, forward or reload).")
         target = normalize_url(url)
         policy.check(target)
+    async with tab.input_turn():  # after the actions before it on the tab, before those after
+        return await _navigate(tab, action, target, policy, timeout)
+
+
+async def _navigate(
+    tab: Tab, action: NavigateAction, target: str, policy: UrlPolicy, timeout: float
+) -> NavigationResult:
     handle = await tab.usable()
     what = _what(action, target, tab.id)
     was_at = handle.url

@@ -10,8 +10,9 @@ A tab knows nothing of the instance that holds it beyond `TabHost`, what the ins
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
-from contextlib import AbstractContextManager
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -162,6 +163,8 @@ class Tab:
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
+        self._input_turns: deque[asyncio.Future[None]] = deque()
+        """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -333,6 +336,9 @@ class Tab:
             dispose()
         if self._bound is not None:
             self._bound.set()  # wake waiters: they see the tab closed
+        for turn in self._input_turns:  # and the actions waiting for their turn
+            if not turn.done():
+                turn.set_result(None)
 
     def add_disposer(self, dispose: Disposer) -> None:
         """Run `dispose` when the tab goes (listeners others attached for it)."""
@@ -438,6 +444,38 @@ class Tab:
             if not same_site or (site and _site(tab.url) == site):
                 return tab
         return None
+
+    # -- input: one action at a time -------------------------------------------------------------
+
+    @asynccontextmanager
+    async def input_turn(self) -> AsyncIterator[None]:
+        """Wait for this tab's turn to use its page's input, and hold it for the block.
+
+        A page has one mouse pointer, one keyboard and one focus: two actions at once move them
+        under each other (a click lands on another element, text goes into another field). Actions
+        that use them, and navigations (which replace what they act on), run one at a time per tab,
+        in the order they asked. Other tabs' actions, and work that only reads or scripts the page
+        (snapshots, evaluate, screenshots, waits), never wait for a turn; neither does handling a
+        dialog, and a dialog ends the action that raised it (the watch's race), so it never holds
+        the turn. An action's timeout starts with its turn: the wait before it is bounded by the
+        timeouts of the actions ahead. When the tab closes, every action still waiting fails at once
+        (TabNotFoundError).
+        """
+        self.ensure_open()
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._input_turns.append(turn)
+        try:
+            self._pass_turn()
+            await turn
+            self.ensure_open()
+            yield
+        finally:
+            self._input_turns.remove(turn)
+            self._pass_turn()
+
+    def _pass_turn(self) -> None:
+        if self._input_turns and not self._input_turns[0].done():
+            self._input_turns[0].set_result(None)
 
     async def raise_if_unresponsive(self, exc: ActionError) -> None:
         """After page work timed out (`exc`): when the page does not answer at all (a script stuck
