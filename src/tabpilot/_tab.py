@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -165,6 +165,8 @@ class Tab:
         self._title_task: asyncio.Task[None] | None = None
         self._input_turns: deque[asyncio.Future[None]] = deque()
         """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
+        self._document_due = False
+        """A navigation asked for a document that has not arrived yet (`expecting_document`)."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -355,6 +357,7 @@ class Tab:
         self.host.dialog_opened(self, info)
 
     def _on_download(self, url: str, filename: str) -> None:
+        self._document_due = False  # the download took the document's place
         self.host.emit("download", self.id, url=url, suggestedFilename=filename)
 
     def _on_load(self) -> None:
@@ -368,6 +371,7 @@ class Tab:
         self._fetch_title_soon()
 
     def _on_navigated(self) -> None:
+        self._document_due = False  # committed: the page answers again
         if self.status != "crashed":
             self.status = "loading"
 
@@ -477,10 +481,37 @@ class Tab:
         if self._input_turns and not self._input_turns[0].done():
             self._input_turns[0].set_result(None)
 
+    # -- responsiveness -------------------------------------------------------------------------
+
+    @contextmanager
+    def expecting_document(self) -> Iterator[None]:
+        """Around a navigation: until its new document arrives, the browser holds back every
+        message to the page (scripts, snapshots and input wait), so a page that does not answer then
+        is waiting for its server, not stuck in a script. A navigation that times out before its
+        document arrived leaves the tab expecting it (the browser still waits for it) until it
+        arrives or the tab's page goes another way (an error page, a download, a crash)."""
+        self._document_due = True
+        timed_out = False
+        try:
+            yield
+        except ActionError as exc:
+            timed_out = exc.reason in ("timeout", "busy")
+            raise
+        finally:
+            if not timed_out:
+                self._document_due = False
+
+    @property
+    def document_due(self) -> bool:
+        """Whether a navigation's document has not arrived yet (`expecting_document`)."""
+        return self._document_due and self.status != "crashed" and not self.is_gone
+
     async def raise_if_unresponsive(self, exc: ActionError) -> None:
         """After page work timed out (`exc`): when the page does not answer at all (a script stuck
-        in a loop), raise an error that says so; otherwise return, for `exc` to be raised."""
-        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
+        in a loop), raise an error that says so; otherwise return, for `exc` to be raised. A page
+        whose next document has not arrived does not answer either: waiting for its server, it is
+        not stuck, so this returns at once."""
+        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None or self.document_due:
             return
         holder = self._held_by(same_site=False)
         if holder is not None and (info := holder.dialog) is not None:

@@ -1052,6 +1052,29 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
 
 
+async def test_a_page_whose_server_has_not_answered_yet_is_loading_not_stuck(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    # Until a navigation's document arrives, the browser holds back every message to the page: a
+    # check of whether a script blocks it would wait too. Only a page that arrived can be stuck.
+    site.set_content("/spin", "<title>Spin</title><script>for (;;) {}</script>")
+    options = BrowserOptions(timeout_navigation=1, timeout_action=1)
+    async with Client(make_server(browser=options)) as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        slow = site.url("/api/slow?ms=8000")
+        loading = error(await mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}))
+        assert f"Loading {slow} on tab {tab} did not finish loading within 1 s" in loading
+        assert "not responding" not in loading and "script" not in loading
+        snapped = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+        assert f"Taking a snapshot of tab {tab} did not finish" in snapped
+        assert "not responding" not in snapped and "script" not in snapped
+
+        spinning = await open_tab(mcp, site.url("/page/b"))
+        stuck = error(await mcp.call_tool("browser_navigate", {"url": site.url("/spin"), "tabId": spinning}))
+        assert f"tab {spinning} is not responding (a script on it keeps it busy" in stuck
+        ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": spinning}))
+
+
 async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
