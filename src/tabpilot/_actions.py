@@ -9,6 +9,10 @@ is stale or belongs to another tab fails at once (`Tab.element`), never after a 
     result = await click(tab, "3e5")
     result.opened_tab_ids    # tabs the click opened, registered and announced
 
+Actions that use the page's input (click, type, keys, select, hover, fill a form, drag, upload)
+run one at a time per tab, in the order they were called (`Tab.input_turn`): the tab has one
+pointer, keyboard and focus. Their timeouts start with their turn.
+
 While it runs, an action watches for a dialog on its tab and for the tabs it opens
 (`tabpilot._watch`). `dialogs="accept"` accepts dialogs instead of stopping at the first one.
 Timeouts default to the tab's manager's action timeout.
@@ -183,10 +187,11 @@ async def click(
     if bad:
         raise ValueError(f"modifiers: unknown {', '.join(map(repr, bad))}; use {', '.join(MODIFIERS)}.")
     timeout = timeout or tab.host.timeouts.action
-    element = await _element_in_front(tab, ref)
-    what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
-    job = element.click(button=button, modifiers=held, double=double_click, timeout=timeout)
-    _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True)
+    async with tab.input_turn():
+        element = await _element_in_front(tab, ref)
+        what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
+        job = element.click(button=button, modifiers=held, double=double_click, timeout=timeout)
+        _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True)
     if follow_new_tab:
         for tab_id in reversed(result.opened_tab_ids):
             if tab.host.activate_tab(tab_id):  # not if it closed at once (tab cap, closed itself)
@@ -215,24 +220,25 @@ async def type_text(
             + "."
         )
     timeout = timeout or tab.host.timeouts.action
-    element = await tab.element(ref)
     what = f"Typing into {ref} on tab {tab.id}"
-    # Keys typed one by one go through the field's own editor (a date field's segments take
-    # '11242026'): only a value set at once must be in the field's format.
-    await check_field(tab, element, what, ref, uses=("text",), text=None if slowly else text)
     # Typing key by key takes time in proportion to the text; the timeout covers each key too.
     limit = timeout + (0.05 * len(text) if slowly else 0)
+    async with tab.input_turn():
+        element = await tab.element(ref)
+        # Keys typed one by one go through the field's own editor (a date field's segments take
+        # '11242026'): only a value set at once must be in the field's format.
+        await check_field(tab, element, what, ref, uses=("text",), text=None if slowly else text)
 
-    async def job() -> None:
-        if slowly:
-            await element.fill("", timeout=timeout)  # replaces the text, like fill
-            await element.type_keys(text, timeout=limit)
-        else:
-            await element.fill(text, timeout=limit)
-        if submit:
-            await element.press("Enter", timeout=timeout)
+        async def job() -> None:
+            if slowly:
+                await element.fill("", timeout=timeout)  # replaces the text, like fill
+                await element.type_keys(text, timeout=limit)
+            else:
+                await element.fill(text, timeout=limit)
+            if submit:
+                await element.press("Enter", timeout=timeout)
 
-    _, result = await _act(tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs)
+        _, result = await _act(tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs)
     return result
 
 
@@ -266,14 +272,15 @@ async def press_key(
         raise ValueError("key must name a key, e.g. Enter, Tab, ArrowDown or Control+a.")
     key = key_name(key)
     timeout = timeout or tab.host.timeouts.action
-    if ref is not None:
-        element = await tab.element(ref)
-        job: Awaitable[None] = element.press(key, timeout=timeout)
-        what = f"Pressing {key} on {ref} on tab {tab.id}"
-    else:
-        job = asyncio.wait_for((await tab.usable()).press_key(key), timeout)
-        what = f"Pressing {key} on tab {tab.id}"
-    _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
+    async with tab.input_turn():
+        if ref is not None:
+            element = await tab.element(ref)
+            job: Awaitable[None] = element.press(key, timeout=timeout)
+            what = f"Pressing {key} on {ref} on tab {tab.id}"
+        else:
+            job = asyncio.wait_for((await tab.usable()).press_key(key), timeout)
+            what = f"Pressing {key} on tab {tab.id}"
+        _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return replace(result, value=key)
 
 
@@ -284,26 +291,24 @@ async def select_option(
     if isinstance(values, str):
         values = [values]
     timeout = timeout or tab.host.timeouts.action
-    element = await tab.element(ref)
     what = f"Selecting {list(values)} in {ref} on tab {tab.id}"
-    await check_field(tab, element, what, ref, uses=("options",), values=values)
-    selected, result = await _act(
-        tab,
-        what,
-        element.select(values, timeout=timeout),
-        ref=ref,
-        timeout=timeout,
-    )
+    async with tab.input_turn():
+        element = await tab.element(ref)
+        await check_field(tab, element, what, ref, uses=("options",), values=values)
+        selected, result = await _act(
+            tab, what, element.select(values, timeout=timeout), ref=ref, timeout=timeout
+        )
     return _with(result, value=selected)
 
 
 async def hover(tab: Tab, ref: str, *, timeout: float | None = None) -> ActionResult:
     """Move the mouse over an element (menus and tooltips that open on hover)."""
     timeout = timeout or tab.host.timeouts.action
-    element = await _element_in_front(tab, ref)
-    _, result = await _act(
-        tab, f"Hovering {ref} on tab {tab.id}", element.hover(timeout=timeout), ref=ref, timeout=timeout
-    )
+    async with tab.input_turn():
+        element = await _element_in_front(tab, ref)
+        _, result = await _act(
+            tab, f"Hovering {ref} on tab {tab.id}", element.hover(timeout=timeout), ref=ref, timeout=timeout
+        )
     return result
 
 
@@ -315,7 +320,11 @@ async def fill_form(
     checked before anything is filled."""
     if not fields:
         raise ValueError("fields must name at least one field: [(ref, value), ...].")
-    timeout = timeout or tab.host.timeouts.action
+    async with tab.input_turn():
+        return await _fill_form(tab, fields, timeout or tab.host.timeouts.action)
+
+
+async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout: float) -> ActionResult:
     elements: list[tuple[str, ElementHandle, FieldValue]] = []
     selects: dict[str, bool] = {}
     for ref, value in fields:  # every field, before anything is filled
@@ -357,12 +366,13 @@ async def fill_form(
 async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | None = None) -> ActionResult:
     """Drag one element onto another (both refs of this tab)."""
     timeout = timeout or tab.host.timeouts.action
-    source = await _element_in_front(tab, source_ref)
-    target = await tab.element(target_ref)
     what = f"Dragging {source_ref} to {target_ref} on tab {tab.id}"
-    _, result = await _act(
-        tab, what, source.drag_to(target, timeout=timeout), ref=source_ref, timeout=timeout
-    )
+    async with tab.input_turn():
+        source = await _element_in_front(tab, source_ref)
+        target = await tab.element(target_ref)
+        _, result = await _act(
+            tab, what, source.drag_to(target, timeout=timeout), ref=source_ref, timeout=timeout
+        )
     return result
 
 
@@ -400,15 +410,16 @@ async def upload_files(
     one of them."""
     files = check_file_paths(paths, roots) if roots else [str(Path(p).expanduser().resolve()) for p in paths]
     timeout = timeout or tab.host.timeouts.action
-    element = await tab.element(ref)
     what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"
-    state = await element.input_state()
-    if state is None or state["kind"] == "file":  # gone meanwhile: set_files says so
-        job: Awaitable[None] = element.set_files(files, timeout=timeout)
-    else:
-        await _bring_to_front(tab)  # the click waits for animation frames
-        job = _upload_through_picker(tab, element, ref, files, what, timeout)
-    _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
+    async with tab.input_turn():
+        element = await tab.element(ref)
+        state = await element.input_state()
+        if state is None or state["kind"] == "file":  # gone meanwhile: set_files says so
+            job: Awaitable[None] = element.set_files(files, timeout=timeout)
+        else:
+            await _bring_to_front(tab)  # the click waits for animation frames
+            job = _upload_through_picker(tab, element, ref, files, what, timeout)
+        _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return result
 
 

@@ -79,7 +79,8 @@ async def navigate(
     policy: UrlPolicy | None = None,
     timeout: float | None = None,
 ) -> NavigationResult:
-    """Navigate `tab` and wait for the page to load (or for a dialog to block it).
+    """Navigate `tab` and wait for the page to load (or for a dialog to block it). It runs in its
+    turn with the tab's input actions (`Tab.input_turn`): after those that asked before it.
 
     `policy` defaults to the one the tab's manager enforces; `timeout` to its navigation timeout.
     """
@@ -91,11 +92,22 @@ async def navigate(
             raise ValueError("goto needs url: the address to load (or go back, forward or reload).")
         target = normalize_url(url)
         policy.check(target)
+    async with tab.input_turn():  # after the actions before it on the tab, before those after
+        return await _navigate(tab, action, target, policy, timeout)
+
+
+async def _navigate(
+    tab: Tab, action: NavigateAction, target: str, policy: UrlPolicy, timeout: float
+) -> NavigationResult:
     handle = await tab.usable()
     what = _what(action, target, tab.id)
     was_at = handle.url
     try:
-        with tab.host.watch(tab) as watch, map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)):
+        with (
+            tab.host.watch(tab) as watch,
+            tab.expecting_document(),
+            map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)),
+        ):
             status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
         await tab.raise_if_unresponsive(exc)
@@ -108,7 +120,7 @@ async def navigate(
                 f"and tab {tab.id} stays on {handle.url}.",
                 stayed=True,
             )
-        raise _navigation_error(exc, what, target, handle.url, policy, timeout) from exc.__cause__
+        raise _navigation_error(exc, what, target, tab, policy, timeout) from exc.__cause__
     if not finished:
         leaving = tab.dialog is not None and tab.dialog.type == "beforeunload"
         return NavigationResult(
@@ -132,11 +144,20 @@ async def navigate(
 
 
 def _navigation_error(
-    exc: ActionError, what: str, target: str, now_at: str, policy: UrlPolicy, timeout: float
+    exc: ActionError, what: str, target: str, tab: Tab, policy: UrlPolicy, timeout: float
 ) -> Exception:
     """Navigation's own words for what `map_playwright_errors` found."""
     if exc.reason == "tab_closed":
         return exc
+    now_at = tab.handle.url
+    if exc.reason in ("timeout", "busy") and tab.document_due:
+        return ActionError(
+            f"{what} did not finish loading within {timeout:g} s: the server has not sent the page yet.",
+            f"The browser keeps waiting for it (tab {tab.id} shows {now_at} until it comes): take a "
+            "snapshot in a while, or load another page.",
+            tab_id=exc.tab_id,
+            reason="timeout",
+        )
     if exc.reason in ("timeout", "busy"):
         return ActionError(
             f"{what} did not finish loading within {timeout:g} s.",

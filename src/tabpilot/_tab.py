@@ -10,8 +10,9 @@ A tab knows nothing of the instance that holds it beyond `TabHost`, what the ins
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
-from contextlib import AbstractContextManager
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -162,6 +163,10 @@ class Tab:
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
+        self._input_turns: deque[asyncio.Future[None]] = deque()
+        """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
+        self._document_due = False
+        """A navigation asked for a document that has not arrived yet (`expecting_document`)."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -333,6 +338,9 @@ class Tab:
             dispose()
         if self._bound is not None:
             self._bound.set()  # wake waiters: they see the tab closed
+        for turn in self._input_turns:  # and the actions waiting for their turn
+            if not turn.done():
+                turn.set_result(None)
 
     def add_disposer(self, dispose: Disposer) -> None:
         """Run `dispose` when the tab goes (listeners others attached for it)."""
@@ -349,6 +357,7 @@ class Tab:
         self.host.dialog_opened(self, info)
 
     def _on_download(self, url: str, filename: str) -> None:
+        self._document_due = False  # the download took the document's place
         self.host.emit("download", self.id, url=url, suggestedFilename=filename)
 
     def _on_load(self) -> None:
@@ -362,6 +371,7 @@ class Tab:
         self._fetch_title_soon()
 
     def _on_navigated(self) -> None:
+        self._document_due = False  # committed: the page answers again
         if self.status != "crashed":
             self.status = "loading"
 
@@ -439,10 +449,69 @@ class Tab:
                 return tab
         return None
 
+    # -- input: one action at a time -------------------------------------------------------------
+
+    @asynccontextmanager
+    async def input_turn(self) -> AsyncIterator[None]:
+        """Wait for this tab's turn to use its page's input, and hold it for the block.
+
+        A page has one mouse pointer, one keyboard and one focus: two actions at once move them
+        under each other (a click lands on another element, text goes into another field). Actions
+        that use them, and navigations (which replace what they act on), run one at a time per tab,
+        in the order they asked. Other tabs' actions, and work that only reads or scripts the page
+        (snapshots, evaluate, screenshots, waits), never wait for a turn; neither does handling a
+        dialog, and a dialog ends the action that raised it (the watch's race), so it never holds
+        the turn. An action's timeout starts with its turn: the wait before it is bounded by the
+        timeouts of the actions ahead. When the tab closes, every action still waiting fails at once
+        (TabNotFoundError).
+        """
+        self.ensure_open()
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._input_turns.append(turn)
+        try:
+            self._pass_turn()
+            await turn
+            self.ensure_open()
+            yield
+        finally:
+            self._input_turns.remove(turn)
+            self._pass_turn()
+
+    def _pass_turn(self) -> None:
+        if self._input_turns and not self._input_turns[0].done():
+            self._input_turns[0].set_result(None)
+
+    # -- responsiveness -------------------------------------------------------------------------
+
+    @contextmanager
+    def expecting_document(self) -> Iterator[None]:
+        """Around a navigation: until its new document arrives, the browser holds back every
+        message to the page (scripts, snapshots and input wait), so a page that does not answer then
+        is waiting for its server, not stuck in a script. A navigation that times out before its
+        document arrived leaves the tab expecting it (the browser still waits for it) until it
+        arrives or the tab's page goes another way (an error page, a download, a crash)."""
+        self._document_due = True
+        timed_out = False
+        try:
+            yield
+        except ActionError as exc:
+            timed_out = exc.reason in ("timeout", "busy")
+            raise
+        finally:
+            if not timed_out:
+                self._document_due = False
+
+    @property
+    def document_due(self) -> bool:
+        """Whether a navigation's document has not arrived yet (`expecting_document`)."""
+        return self._document_due and self.status != "crashed" and not self.is_gone
+
     async def raise_if_unresponsive(self, exc: ActionError) -> None:
         """After page work timed out (`exc`): when the page does not answer at all (a script stuck
-        in a loop), raise an error that says so; otherwise return, for `exc` to be raised."""
-        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
+        in a loop), raise an error that says so; otherwise return, for `exc` to be raised. A page
+        whose next document has not arrived does not answer either: waiting for its server, it is
+        not stuck, so this returns at once."""
+        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None or self.document_due:
             return
         holder = self._held_by(same_site=False)
         if holder is not None and (info := holder.dialog) is not None:

@@ -12,7 +12,7 @@ import anyio
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
-from support import data, error, ok, png_size, ref_of, section, tab_line, text
+from support import data, error, ok, png_size, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 
@@ -903,6 +903,104 @@ async def test_concurrent_calls_each_report_only_their_own_effects(
             ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": popup_ids[0]}))
 
 
+BUTTONS = "<title>Buttons</title><script>window.hits = []</script>" + "".join(
+    f'<button onclick="hits.push({n})">B{n}</button>' for n in range(8)
+)
+
+
+async def hits(mcp: Client, tab: int) -> Any:
+    return result_of(await mcp.call_tool("browser_evaluate", {"function": "() => hits", "tabId": tab}))[
+        "value"
+    ]
+
+
+async def test_parallel_clicks_on_one_tab_each_reach_their_button_in_the_order_they_were_called(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # One pointer per page: clicks at once moved it under each other, and most landed elsewhere.
+    site.set_content("/buttons", BUTTONS)
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/buttons"))
+        other = await open_tab(mcp, site.url("/buttons"))
+        mine, theirs = await snapshot(mcp, tab), await snapshot(mcp, other)
+        clicked = await asyncio.gather(
+            *(mcp.call_tool("browser_click", {"ref": ref_of(mine, f"B{n}")}) for n in range(8)),
+            *(mcp.call_tool("browser_click", {"ref": ref_of(theirs, f"B{n}")}) for n in (5, 6)),
+        )
+        for result in clicked:
+            ok(result)
+        assert await hits(mcp, tab) == list(range(8))
+        assert await hits(mcp, other) == [5, 6]
+
+
+async def test_parallel_typing_into_two_fields_of_one_tab_puts_each_text_in_its_field(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    values = "() => [document.getElementById('name').value, document.getElementById('message').value]"
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/form"))
+        for slowly in (False, True):
+            snap = await snapshot(mcp, tab)
+            name, message = ref_of(snap, 'textbox "Name"'), ref_of(snap, 'textbox "Message"')
+            typed = await asyncio.gather(
+                mcp.call_tool("browser_type", {"ref": name, "text": f"Ada {slowly}", "slowly": slowly}),
+                mcp.call_tool("browser_type", {"ref": message, "text": f"Hi {slowly}", "slowly": slowly}),
+                mcp.call_tool("browser_press_key", {"key": "End", "ref": name}),
+            )
+            for result in typed:
+                ok(result)
+            found = result_of(await mcp.call_tool("browser_evaluate", {"function": values}))["value"]
+            assert found == [f"Ada {slowly}", f"Hi {slowly}"]
+
+
+async def test_actions_waiting_behind_one_that_raised_a_dialog_are_refused_and_work_once_it_is_handled(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/alerting", BUTTONS + "<button onclick=\"alert('stop')\">Alert</button>")
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/alerting"))
+        snap = await snapshot(mcp, tab)
+        raised, *waiting = await asyncio.gather(
+            mcp.call_tool("browser_click", {"ref": ref_of(snap, "Alert")}),
+            mcp.call_tool("browser_click", {"ref": ref_of(snap, "B1")}),
+            mcp.call_tool("browser_hover", {"ref": ref_of(snap, "B2")}),
+        )
+        assert f"It opened an alert dialog on tab {tab}: 'stop'" in section(ok(raised), "Result")
+        for result in waiting:
+            assert f"Tab {tab} has an open alert dialog" in error(result)
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "B1")}))
+        assert await hits(mcp, tab) == [1]
+
+
+async def test_actions_waiting_for_their_turn_on_a_tab_that_closes_fail_saying_it_closed(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    # The first click waits for a covered button (up to the action timeout); the others queue behind it.
+    site.set_content(
+        "/covered",
+        BUTTONS + '<div style="position:fixed;inset:0;background:white">Cover</div>',
+    )
+    async with Client(make_server(browser=BrowserOptions(timeout_action=60))) as mcp:
+        await start_on(mcp, site.url("/page/a"))
+        tab = await open_tab(mcp, site.url("/covered"))
+        snap = await snapshot(mcp, tab)
+
+        async def close_soon() -> CallToolResult:
+            await asyncio.sleep(0.5)
+            return await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab})
+
+        *clicks, closed = await asyncio.gather(
+            *(mcp.call_tool("browser_click", {"ref": ref_of(snap, f"B{n}")}) for n in range(3)),
+            close_soon(),
+        )
+        ok(closed)
+        first, *waiting = (error(result) for result in clicks)
+        assert f"Clicking {ref_of(snap, 'B0')} on tab {tab} failed: tab {tab} closed" in first
+        for failed in waiting:
+            assert f"Tab {tab} not found. It was closed by a tool call." in failed
+
+
 async def test_a_call_whose_tab_another_call_closes_fails(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -952,6 +1050,29 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
         other = await open_tab(mcp, site.url("/page/a"))
         assert "Page a" in await snapshot(mcp, other)
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
+
+
+async def test_a_page_whose_server_has_not_answered_yet_is_loading_not_stuck(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    # Until a navigation's document arrives, the browser holds back every message to the page: a
+    # check of whether a script blocks it would wait too. Only a page that arrived can be stuck.
+    site.set_content("/spin", "<title>Spin</title><script>for (;;) {}</script>")
+    options = BrowserOptions(timeout_navigation=1, timeout_action=1)
+    async with Client(make_server(browser=options)) as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        slow = site.url("/api/slow?ms=8000")
+        loading = error(await mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}))
+        assert f"Loading {slow} on tab {tab} did not finish loading within 1 s" in loading
+        assert "not responding" not in loading and "script" not in loading
+        snapped = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+        assert f"Taking a snapshot of tab {tab} did not finish" in snapped
+        assert "not responding" not in snapped and "script" not in snapped
+
+        spinning = await open_tab(mcp, site.url("/page/b"))
+        stuck = error(await mcp.call_tool("browser_navigate", {"url": site.url("/spin"), "tabId": spinning}))
+        assert f"tab {spinning} is not responding (a script on it keeps it busy" in stuck
+        ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": spinning}))
 
 
 async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
