@@ -383,7 +383,11 @@ class Tab:
                     ready, title = await asyncio.wait_for(
                         handle.evaluate("() => [document.readyState, document.title]"), 5
                     )
-                    if ready == "complete" and self.status == "loading" and handle.url != "about:blank":
+                    if (
+                        ready == "complete"
+                        and self.status == "loading"
+                        and not self._blank_on_its_way(handle)
+                    ):
                         self.status = "complete"
                     self._title = title or self._title
                 else:
@@ -392,6 +396,13 @@ class Tab:
                 pass  # navigating, closed, or blocked by a dialog: the next load tries again
 
         self._title_task = asyncio.get_running_loop().create_task(fetch())
+
+    def _blank_on_its_way(self, handle: PageHandle) -> bool:
+        """Whether the page shows the empty document a new tab starts with while its first page is
+        still on its way: about:blank (complete at once) where the target names another URL, or
+        none yet. A tab meant to be blank (`window.open('about:blank')`, or `window.open('')` that
+        the opener writes into) is named about:blank by its target too, and is loaded."""
+        return handle.url == "about:blank" and self._url != "about:blank"
 
     # -- guards --------------------------------------------------------------------------------
 
