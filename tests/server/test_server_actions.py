@@ -181,6 +181,36 @@ async def test_a_submit_that_makes_its_popup_close_itself_is_not_an_error(
             assert "no snapshot" not in text(result)
 
 
+async def test_a_popup_that_closes_itself_meanwhile_is_never_offered_as_a_tab_to_use(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Each popup closes itself a little later than the one before: one of them closes while the
+    # response of the click that opened it is being built.
+    delays = (0, 30, 60, 90, 120, 150)
+    site.set_content(
+        "/closers",
+        "<title>Closers</title>"
+        + "".join(
+            f"<button onclick=\"var w = window.open('/page/q'); setTimeout(() => w.close(), {ms})\">"
+            f"after {ms}</button>"
+            for ms in delays
+        ),
+    )
+    async with connect() as mcp:
+        opener = await start_on(mcp, site.url("/closers"))
+        page = await snapshot(mcp, opener)
+        for ms in delays:
+            clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, f'button "after {ms}"')}))
+            said = section(clicked, "Result")
+            closed = [e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_closed"]
+            for popup in data(clicked)["result"]["openedTabIds"]:
+                if popup in closed:
+                    assert f"tabId={popup}" not in said, text(clicked)
+                    assert f"It opened tab {popup}, which closed again." in said, text(clicked)
+                else:
+                    assert f"It opened tab {popup} in the background (use tabId={popup})." in said
+
+
 async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -448,6 +478,20 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed"]  # structured: kept
         after = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 2 + 2", "tabId": tab}))
         assert data(after)["result"]["value"] == 4
+
+
+async def test_a_note_after_an_evaluate_result_starts_below_its_code_block(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        opens = "() => { window.open('/page/b'); return 'ok' }"
+        result = ok(await mcp.call_tool("browser_evaluate", {"function": opens, "tabId": tab}))
+        (popup,) = data(result)["result"]["openedTabIds"]
+        assert section(result, "Result") == (
+            f'Ran the script on tab {tab}. Result:\n```json\n"ok"\n```\n'
+            f"It opened tab {popup} in the background (use tabId={popup})."
+        )
 
 
 POKE = """<!doctype html><title>Popup</title>

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,15 @@ def dialog_said(dialog_type: str, message: str | None) -> str:
 def dialog_noun(dialog_type: str) -> str:
     """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
     return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
+
+
+def sentences(parts: Sequence[str]) -> str:
+    """The non-empty `parts` of a result, one after another; one that follows a code block starts
+    on a line of its own (Markdown would read it as part of the block)."""
+    text = ""
+    for part in filter(None, parts):
+        text += ("\n" if text.endswith("```") else " " if text else "") + part
+    return text
 
 
 @dataclass(frozen=True, slots=True)
