@@ -158,6 +158,8 @@ class Tab:
         self._bound: asyncio.Event | None = None
         self._dialog: DialogHandle | None = None
         self._dialog_waiters: set[asyncio.Future[DialogInfo]] = set()
+        self._held: set[asyncio.Future[Any]] = set()
+        """Work this tab's dialog holds up (a script that opened it), until it is done (`hold`)."""
         self._refs: set[str] = set()
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
@@ -213,6 +215,11 @@ class Tab:
     def dialog(self) -> DialogInfo | None:
         d = self._dialog
         return DialogInfo(d.type, d.message, d.default_value) if d else None
+
+    @property
+    def holds_work(self) -> bool:
+        """Whether work held up by this tab's dialog (a script that opened it) is still running."""
+        return bool(self._held)
 
     @property
     def last_snapshot(self) -> Snapshot | None:
@@ -497,8 +504,15 @@ class Tab:
 
     # -- dialogs -------------------------------------------------------------------------------
 
+    def hold(self, work: asyncio.Future[Any]) -> None:
+        """`work` waits for this tab's dialog (a script that opened it, `evaluate`): handling the
+        dialog waits briefly for it to finish."""
+        self._held.add(work)
+        work.add_done_callback(self._held.discard)
+
     async def handle_dialog(self, *, accept: bool, prompt_text: str | None = None) -> DialogInfo:
-        """Accept or dismiss the open dialog of this tab."""
+        """Accept or dismiss the open dialog of this tab. Work the dialog held up (`hold`: a script
+        that opened it) is waited for, up to the action timeout or until it opens the next dialog."""
         self.ensure_open()
         dialog = self._dialog
         if dialog is None:
@@ -515,10 +529,26 @@ class Tab:
             self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
             if left is not None:
                 await asyncio.wait([left[0]], timeout=self.host.timeouts.navigation)
+            await self._held_finished()
         finally:
             if left is not None:
                 left[1]()
         return info
+
+    async def _held_finished(self) -> None:
+        """Wait, up to the action timeout, until the work the dialog held up (`hold`) has finished
+        or opened the next dialog on this tab, so the caller hears of its outcome at once."""
+        if not self._held:
+            return
+        finished = asyncio.ensure_future(asyncio.wait(set(self._held)))
+        opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
+        self._dialog_waiters.add(opened)
+        either: set[asyncio.Future[Any]] = {finished, opened}
+        try:
+            await asyncio.wait(either, timeout=self.host.timeouts.action, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._dialog_waiters.discard(opened)
+            finished.cancel()  # stops this wait only: the held work goes on
 
     def _page_left(self) -> tuple[asyncio.Future[None], Disposer]:
         """A future that is done when the tab's next page has loaded, the tab closed or crashed,

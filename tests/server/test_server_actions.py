@@ -12,7 +12,7 @@ import anyio
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
-from support import data, error, ok, png_size, ref_of, section, tab_line, text
+from support import data, error, ok, png_size, poll, ref_of, section, tab_line, text
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 
@@ -473,11 +473,63 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         assert "dialog" not in section(result, "Events"), "the result states it; Events does not repeat it"
         assert "alert dialog open: 'hey'" in tab_line(result, tab)
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
-        assert f"Accepted the alert dialog 'hey' on tab {tab}." in section(handled, "Result")
-        assert "dialog closed" not in section(handled, "Events")
-        assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed"]  # structured: kept
+        assert section(handled, "Result") == (
+            f"Accepted the alert dialog 'hey' on tab {tab}.\n"
+            f"The script it held up on tab {tab} returned:\n```json\nnull\n```"
+        )
+        assert "### Events" not in text(handled)
+        # structured: kept
+        assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed", "script_result"]
         after = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 2 + 2", "tabId": tab}))
         assert data(after)["result"]["value"] == 4
+
+
+async def test_a_script_held_up_by_a_dialog_answers_with_the_call_that_handles_it(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+        asks = "() => confirm('proceed?') ? 'YES-RESULT' : 'NO-RESULT'"
+        started = ok(await mcp.call_tool("browser_evaluate", {"function": asks, "tabId": tab}))
+        assert "its result comes after the dialog" in section(started, "Result")
+
+        handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert section(handled, "Result") == (
+            f"Accepted the confirm dialog 'proceed?' on tab {tab}.\n"
+            f'The script it held up on tab {tab} returned:\n```json\n"YES-RESULT"\n```'
+        )
+        assert data(handled)["result"]["scriptResults"] == [{"tabId": tab, "value": "YES-RESULT"}]
+        assert "script" not in section(handled, "Events"), "the result says it"
+
+        # A script that asks twice: the first answer says it goes on; the second brings its result.
+        twice = "() => [confirm('one'), confirm('two')]"
+        ok(await mcp.call_tool("browser_evaluate", {"function": twice, "tabId": tab}))
+        first = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert "A script it held up is still running" in section(first, "Result")
+        assert f"tab {tab} shows a confirm dialog: 'two'" in section(first, "Events")
+        second = ok(await mcp.call_tool("browser_handle_dialog", {"accept": False, "tabId": tab}))
+        assert "returned:\n```json\n[true, false]\n```" in section(second, "Result")
+
+        # Its error is told the same way.
+        throws = "() => { if (confirm('fail?')) throw new Error('kaboom') }"
+        ok(await mcp.call_tool("browser_evaluate", {"function": throws, "tabId": tab}))
+        failed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert f"The script it held up on tab {tab} ended with an error: " in section(failed, "Result")
+        assert "kaboom" in section(failed, "Result")
+
+        # One that goes on longer than the answer waits for (the action timeout) comes in ### Events.
+        slow = "async () => { confirm('wait?'); await new Promise(r => setTimeout(r, 1500)); return 'late' }"
+        ok(await mcp.call_tool("browser_evaluate", {"function": slow, "tabId": tab}))
+        answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        told = f'tab {tab}: the script that waited for its dialog returned "late"'
+        if "still running" in section(answered, "Result"):
+            answered = await poll(
+                lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+                lambda listed: told in section(listed, "Events"),
+            )
+        assert told in section(answered, "Events") or '"late"' in section(answered, "Result"), text(answered)
+        logged = ok(await mcp.call_tool("browser_observe", {"what": "tab_events", "tabId": tab}))
+        assert told in section(logged, "Result")
 
 
 async def test_a_note_after_an_evaluate_result_starts_below_its_code_block(
