@@ -240,6 +240,27 @@ async def test_a_title_a_script_changes_shows_in_the_next_list(
         assert "After" in section(listed, "Tabs")
 
 
+async def test_a_new_tab_that_another_call_made_inactive_meanwhile_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        first = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["activeTabId"]
+        # The new tab is activated at once, then loads a page that answers slowly; meanwhile
+        # another call activates the first tab.
+        slow = site.url("/api/slow?ms=1500")
+        opening = asyncio.ensure_future(mcp.call_tool("browser_tabs", {"action": "new", "url": slow}))
+        await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda listed: result_of(listed)["count"] == 2,
+        )
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first}))
+        opened = ok(await opening)
+        tab = result_of(opened)["tabId"]
+        assert section(opened, "Result") == (
+            f"Opened tab {tab} and activated it; since then, tab {first} became the active tab."
+        )
+
+
 BLANK_POPUPS = """<title>Opener</title>
 <button onclick="window.open('about:blank')">blank popup</button>
 <button onclick="var w = window.open(''); w.document.write('<title>Written</title><h1>Report</h1>');
