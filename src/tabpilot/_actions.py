@@ -453,6 +453,11 @@ async def wait_for(
         raise ValueError("wait_for needs text, textGone or time: what to wait for.")
     if time is not None and time < 0:
         raise ValueError("time must be zero or more seconds.")
+    for name, value in (("text", text), ("textGone", text_gone)):
+        if value is not None and not value.strip():
+            raise ValueError(
+                f"{name} is empty: give the words to wait for, or wait a time in seconds instead."
+            )
     handle = await tab.usable()
 
     async def job() -> None:

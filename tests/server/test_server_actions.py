@@ -727,6 +727,9 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
 
         nothing = error(await mcp.call_tool("browser_wait_for", {"tabId": form}))
         assert "'text', 'textGone' or 'time'" in nothing
+        for name in ("text", "textGone"):
+            empty = error(await mcp.call_tool("browser_wait_for", {name: "", "tabId": form}))
+            assert f"{name} is empty: give the words to wait for" in empty, empty
 
 
 async def test_evaluate_returns_the_value_and_takes_a_ref(
