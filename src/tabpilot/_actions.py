@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ._errors import ActionError, PathNotAllowedError, quoted
+from ._errors import ActionError, PathNotAllowedError, TabpilotError, quoted
 from ._fields import check_field, field_uses, toggle_text
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._tab import Tab
@@ -464,6 +464,11 @@ async def wait_for(
         raise ValueError("wait_for needs text, textGone or time: what to wait for.")
     if time is not None and time < 0:
         raise ValueError("time must be zero or more seconds.")
+    for name, value in (("text", text), ("textGone", text_gone)):
+        if value is not None and not value.strip():
+            raise ValueError(
+                f"{name} is empty: give the words to wait for, or wait a time in seconds instead."
+            )
     handle = await tab.usable()
 
     async def job() -> None:
@@ -588,21 +593,48 @@ async def evaluate(
 
     `result.value` is the script's result in JSON values only (`_values.json_value`: a Date as its
     ISO string, a RegExp as `/x/i`, NaN as "NaN", a self-reference as "[Circular]"). If the script
-    opens a dialog, the result comes only once the dialog is handled: `result.dialog` says so and
-    `value` is None.
+    opens a dialog, `result.dialog` says so and `value` is None: the script goes on once the
+    dialog is handled (`Tab.handle_dialog` waits briefly for it), and its result (or error) comes
+    as a `script_result` event of its tab, `heldBy` the tab that showed the dialog.
     """
     if not function.strip():
         raise ValueError("function must be JavaScript, e.g. '() => document.title'.")
     timeout = timeout or tab.host.timeouts.action
     if ref is not None:
         element = await tab.element(ref)
-        job: Awaitable[Any] = element.evaluate(function, timeout=timeout)
+        evaluation = asyncio.ensure_future(element.evaluate(function, timeout=timeout))
+        job: Awaitable[Any] = asyncio.shield(evaluation)
         what = f"Evaluating on {ref} on tab {tab.id}"
     else:
-        job = asyncio.wait_for((await tab.usable()).evaluate(function), timeout)
+        evaluation = asyncio.ensure_future((await tab.usable()).evaluate(function))
+        job = asyncio.wait_for(asyncio.shield(evaluation), timeout)
         what = f"Evaluating on tab {tab.id}"
-    value, result = await _act(tab, what, job, ref=ref, timeout=timeout)
+    try:
+        value, result = await _act(tab, what, job, ref=ref, timeout=timeout)
+    except BaseException:
+        evaluation.cancel()  # still running after a timeout: nobody waits for it any more
+        raise
+    if result.dialog is not None:
+        # A dialog holds the script up; once it is handled the script goes on, with no time limit
+        # of this call's (the dialog may wait for a person): its result comes as an event.
+        holder = next((t for t in tab.host.tabs if t.id == result.dialog_tab_id), tab)
+        holder.hold(asyncio.ensure_future(_held_result(tab, evaluation, what, holder.id)))
+        return result
     return _with(result, value=json_value(value))
+
+
+async def _held_result(tab: Tab, evaluation: asyncio.Future[Any], what: str, held_by: int) -> None:
+    """Emit the outcome of a script a dialog held up (`evaluate`) as a `script_result` event."""
+    try:
+        with map_playwright_errors(Doing(what, tab_id=tab.id)):
+            value = json_value(await evaluation)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a script's own error, the tab closed or navigated
+        error = exc.fact if isinstance(exc, TabpilotError) else f"{what} failed: {exc}"
+        tab.host.emit("script_result", tab.id, heldBy=held_by, error=error)
+        return
+    tab.host.emit("script_result", tab.id, heldBy=held_by, value=value)
 
 
 async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ActionError, NavigationBlockedError
 from ._policy import UrlPolicy
-from ._pw import ERROR_PAGE, Doing, first_line, map_playwright_errors
+from ._pw import Doing, first_line, map_playwright_errors
 from ._tab import Tab
 
 NavigateAction = Literal["goto", "back", "forward", "reload"]
@@ -114,10 +114,10 @@ async def _navigate(
         if exc.reason == "download":
             return NavigationResult(
                 tab.id,
-                handle.url,
+                tab.url,
                 None,
-                f"{target or handle.url} is a file, not a page: the browser downloads it (see ### Events) "
-                f"and tab {tab.id} stays on {handle.url}.",
+                f"{target or tab.url} is a file, not a page: the browser downloads it (see ### Events) "
+                f"and tab {tab.id} {_stays(tab)}.",
                 stayed=True,
             )
         raise _navigation_error(exc, what, target, tab, policy, timeout) from exc.__cause__
@@ -125,7 +125,7 @@ async def _navigate(
         leaving = tab.dialog is not None and tab.dialog.type == "beforeunload"
         return NavigationResult(
             tab.id,
-            handle.url,
+            tab.url,
             None,
             f"Tab {tab.id} has not left its page: the page asks first (a beforeunload dialog). Accept the "
             "dialog to go on to the new page, or dismiss it to stay."
@@ -137,10 +137,16 @@ async def _navigate(
     # Playwright answers None both when there is no history entry to go to and when the entry has
     # no response of its own (a pushState or #hash entry, about:blank): only the URL tells them apart.
     if status is None and action in ("back", "forward") and handle.url == was_at:
-        note = f"There is no page to go {action} to in tab {tab.id}'s history; it stays on {handle.url}."
-        return NavigationResult(tab.id, handle.url, status, note, stayed=True)
+        note = f"There is no page to go {action} to in tab {tab.id}'s history; it {_stays(tab)}."
+        return NavigationResult(tab.id, tab.url, status, note, stayed=True)
     note = f"The server answered HTTP {status}." if status is not None and status >= 400 else ""
-    return NavigationResult(tab.id, handle.url, status, note)
+    return NavigationResult(tab.id, tab.url, status, note)
+
+
+def _stays(tab: Tab) -> str:
+    """Where a tab that did not move is, in words: its URL as users see it (`Tab.url`: on the
+    browser's error page, the URL that failed, never the error page's own)."""
+    return f"shows the browser's error page for {tab.url}" if tab.error_page else f"stays on {tab.url}"
 
 
 def _navigation_error(
@@ -167,10 +173,11 @@ def _navigation_error(
         )
     cause = exc.__cause__
     message = first_line(cause) if cause is not None else exc.fact
-    if "ERR_BLOCKED_BY_CLIENT" in message and not policy.allows(target or now_at):
+    if "ERR_BLOCKED_BY_CLIENT" in message and not policy.allows(target or tab.url):
         try:
-            policy.check(target or now_at)
+            policy.check(target or tab.url)
         except NavigationBlockedError as blocked:
             return blocked
-    where = "shows the browser's error page" if now_at.startswith(ERROR_PAGE) else f"stays on {now_at}"
-    return ActionError(f"{what} failed: {message}.", f"Check the URL; the tab {where}.", tab_id=exc.tab_id)
+    return ActionError(
+        f"{what} failed: {message}.", f"Check the URL; the tab {_stays(tab)}.", tab_id=exc.tab_id
+    )

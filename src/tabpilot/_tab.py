@@ -159,6 +159,8 @@ class Tab:
         self._bound: asyncio.Event | None = None
         self._dialog: DialogHandle | None = None
         self._dialog_waiters: set[asyncio.Future[DialogInfo]] = set()
+        self._held: set[asyncio.Future[Any]] = set()
+        """Work this tab's dialog holds up (a script that opened it), until it is done (`hold`)."""
         self._refs: set[str] = set()
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
@@ -218,6 +220,11 @@ class Tab:
     def dialog(self) -> DialogInfo | None:
         d = self._dialog
         return DialogInfo(d.type, d.message, d.default_value) if d else None
+
+    @property
+    def holds_work(self) -> bool:
+        """Whether work held up by this tab's dialog (a script that opened it) is still running."""
+        return bool(self._held)
 
     @property
     def last_snapshot(self) -> Snapshot | None:
@@ -393,7 +400,11 @@ class Tab:
                     ready, title = await asyncio.wait_for(
                         handle.evaluate("() => [document.readyState, document.title]"), 5
                     )
-                    if ready == "complete" and self.status == "loading" and handle.url != "about:blank":
+                    if (
+                        ready == "complete"
+                        and self.status == "loading"
+                        and not self._blank_on_its_way(handle)
+                    ):
                         self.status = "complete"
                     self._title = title or self._title
                 else:
@@ -402,6 +413,13 @@ class Tab:
                 pass  # navigating, closed, or blocked by a dialog: the next load tries again
 
         self._title_task = asyncio.get_running_loop().create_task(fetch())
+
+    def _blank_on_its_way(self, handle: PageHandle) -> bool:
+        """Whether the page shows the empty document a new tab starts with while its first page is
+        still on its way: about:blank (complete at once) where the target names another URL, or
+        none yet. A tab meant to be blank (`window.open('about:blank')`, or `window.open('')` that
+        the opener writes into) is named about:blank by its target too, and is loaded."""
+        return handle.url == "about:blank" and self._url != "about:blank"
 
     # -- guards --------------------------------------------------------------------------------
 
@@ -555,8 +573,15 @@ class Tab:
 
     # -- dialogs -------------------------------------------------------------------------------
 
+    def hold(self, work: asyncio.Future[Any]) -> None:
+        """`work` waits for this tab's dialog (a script that opened it, `evaluate`): handling the
+        dialog waits briefly for it to finish."""
+        self._held.add(work)
+        work.add_done_callback(self._held.discard)
+
     async def handle_dialog(self, *, accept: bool, prompt_text: str | None = None) -> DialogInfo:
-        """Accept or dismiss the open dialog of this tab."""
+        """Accept or dismiss the open dialog of this tab. Work the dialog held up (`hold`: a script
+        that opened it) is waited for, up to the action timeout or until it opens the next dialog."""
         self.ensure_open()
         dialog = self._dialog
         if dialog is None:
@@ -573,10 +598,26 @@ class Tab:
             self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
             if left is not None:
                 await asyncio.wait([left[0]], timeout=self.host.timeouts.navigation)
+            await self._held_finished()
         finally:
             if left is not None:
                 left[1]()
         return info
+
+    async def _held_finished(self) -> None:
+        """Wait, up to the action timeout, until the work the dialog held up (`hold`) has finished
+        or opened the next dialog on this tab, so the caller hears of its outcome at once."""
+        if not self._held:
+            return
+        finished = asyncio.ensure_future(asyncio.wait(set(self._held)))
+        opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
+        self._dialog_waiters.add(opened)
+        either: set[asyncio.Future[Any]] = {finished, opened}
+        try:
+            await asyncio.wait(either, timeout=self.host.timeouts.action, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._dialog_waiters.discard(opened)
+            finished.cancel()  # stops this wait only: the held work goes on
 
     def _page_left(self) -> tuple[asyncio.Future[None], Disposer]:
         """A future that is done when the tab's next page has loaded, the tab closed or crashed,

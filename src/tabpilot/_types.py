@@ -37,6 +37,7 @@ EventType = Literal[
     "dialog_opened",
     "dialog_closed",
     "download",
+    "script_result",
     "instance_lost",
     "instance_relaunched",
 ]

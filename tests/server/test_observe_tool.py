@@ -257,6 +257,10 @@ async def test_a_filter_for_another_kind_is_an_error_that_says_where_it_applies(
         assert "direction filter applies to websocket_events" in section(result, "Error")
         too_many = await mcp.call_tool("browser_observe", {"what": "logs", "limit": 5000})
         assert too_many.is_error
+        crossed = {"what": "network_waterfall", "statusMin": 500, "statusMax": 200}
+        upside_down = await mcp.call_tool("browser_observe", crossed)
+        assert upside_down.is_error
+        assert "statusMin 500 is above statusMax 200" in section(upside_down, "Error")
 
 
 async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(

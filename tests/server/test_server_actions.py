@@ -12,7 +12,7 @@ import anyio
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
-from support import data, error, ok, png_size, ref_of, result_of, section, tab_line, text
+from support import data, error, ok, png_size, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 
@@ -179,6 +179,36 @@ async def test_a_submit_that_makes_its_popup_close_itself_is_not_an_error(
                 result = ok(await mcp.call_tool("browser_wait_for", {"time": 0.5, "tabId": opener}))
             assert f"tab {popup} closed (by page)" in section(result, "Events"), text(result)
             assert "no snapshot" not in text(result)
+
+
+async def test_a_popup_that_closes_itself_meanwhile_is_never_offered_as_a_tab_to_use(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Each popup closes itself a little later than the one before: one of them closes while the
+    # response of the click that opened it is being built.
+    delays = (0, 30, 60, 90, 120, 150)
+    site.set_content(
+        "/closers",
+        "<title>Closers</title>"
+        + "".join(
+            f"<button onclick=\"var w = window.open('/page/q'); setTimeout(() => w.close(), {ms})\">"
+            f"after {ms}</button>"
+            for ms in delays
+        ),
+    )
+    async with connect() as mcp:
+        opener = await start_on(mcp, site.url("/closers"))
+        page = await snapshot(mcp, opener)
+        for ms in delays:
+            clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, f'button "after {ms}"')}))
+            said = section(clicked, "Result")
+            closed = [e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_closed"]
+            for popup in data(clicked)["result"]["openedTabIds"]:
+                if popup in closed:
+                    assert f"tabId={popup}" not in said, text(clicked)
+                    assert f"It opened tab {popup}, which closed again." in said, text(clicked)
+                else:
+                    assert f"It opened tab {popup} in the background (use tabId={popup})." in said
 
 
 async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
@@ -443,11 +473,77 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         assert "dialog" not in section(result, "Events"), "the result states it; Events does not repeat it"
         assert "alert dialog open: 'hey'" in tab_line(result, tab)
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
-        assert f"Accepted the alert dialog 'hey' on tab {tab}." in section(handled, "Result")
-        assert "dialog closed" not in section(handled, "Events")
-        assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed"]  # structured: kept
+        assert section(handled, "Result") == (
+            f"Accepted the alert dialog 'hey' on tab {tab}.\n"
+            f"The script it held up on tab {tab} returned:\n```json\nnull\n```"
+        )
+        assert "### Events" not in text(handled)
+        # structured: kept
+        assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed", "script_result"]
         after = ok(await mcp.call_tool("browser_evaluate", {"function": "() => 2 + 2", "tabId": tab}))
         assert data(after)["result"]["value"] == 4
+
+
+async def test_a_script_held_up_by_a_dialog_answers_with_the_call_that_handles_it(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+        asks = "() => confirm('proceed?') ? 'YES-RESULT' : 'NO-RESULT'"
+        started = ok(await mcp.call_tool("browser_evaluate", {"function": asks, "tabId": tab}))
+        assert "its result comes after the dialog" in section(started, "Result")
+
+        handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert section(handled, "Result") == (
+            f"Accepted the confirm dialog 'proceed?' on tab {tab}.\n"
+            f'The script it held up on tab {tab} returned:\n```json\n"YES-RESULT"\n```'
+        )
+        assert data(handled)["result"]["scriptResults"] == [{"tabId": tab, "value": "YES-RESULT"}]
+        assert "script" not in section(handled, "Events"), "the result says it"
+
+        # A script that asks twice: the first answer says it goes on; the second brings its result.
+        twice = "() => [confirm('one'), confirm('two')]"
+        ok(await mcp.call_tool("browser_evaluate", {"function": twice, "tabId": tab}))
+        first = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert "A script it held up is still running" in section(first, "Result")
+        assert f"tab {tab} shows a confirm dialog: 'two'" in section(first, "Events")
+        second = ok(await mcp.call_tool("browser_handle_dialog", {"accept": False, "tabId": tab}))
+        assert "returned:\n```json\n[true, false]\n```" in section(second, "Result")
+
+        # Its error is told the same way.
+        throws = "() => { if (confirm('fail?')) throw new Error('kaboom') }"
+        ok(await mcp.call_tool("browser_evaluate", {"function": throws, "tabId": tab}))
+        failed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        assert f"The script it held up on tab {tab} ended with an error: " in section(failed, "Result")
+        assert "kaboom" in section(failed, "Result")
+
+        # One that goes on longer than the answer waits for (the action timeout) comes in ### Events.
+        slow = "async () => { confirm('wait?'); await new Promise(r => setTimeout(r, 1500)); return 'late' }"
+        ok(await mcp.call_tool("browser_evaluate", {"function": slow, "tabId": tab}))
+        answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+        told = f'tab {tab}: the script that waited for its dialog returned "late"'
+        if "still running" in section(answered, "Result"):
+            answered = await poll(
+                lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+                lambda listed: told in section(listed, "Events"),
+            )
+        assert told in section(answered, "Events") or '"late"' in section(answered, "Result"), text(answered)
+        logged = ok(await mcp.call_tool("browser_observe", {"what": "tab_events", "tabId": tab}))
+        assert told in section(logged, "Result")
+
+
+async def test_a_note_after_an_evaluate_result_starts_below_its_code_block(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        opens = "() => { window.open('/page/b'); return 'ok' }"
+        result = ok(await mcp.call_tool("browser_evaluate", {"function": opens, "tabId": tab}))
+        (popup,) = data(result)["result"]["openedTabIds"]
+        assert section(result, "Result") == (
+            f'Ran the script on tab {tab}. Result:\n```json\n"ok"\n```\n'
+            f"It opened tab {popup} in the background (use tabId={popup})."
+        )
 
 
 POKE = """<!doctype html><title>Popup</title>
@@ -631,6 +727,9 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
 
         nothing = error(await mcp.call_tool("browser_wait_for", {"tabId": form}))
         assert "'text', 'textGone' or 'time'" in nothing
+        for name in ("text", "textGone"):
+            empty = error(await mcp.call_tool("browser_wait_for", {name: "", "tabId": form}))
+            assert f"{name} is empty: give the words to wait for" in empty, empty
 
 
 async def test_evaluate_returns_the_value_and_takes_a_ref(

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from mcp import Client
 
-from support import data, free_port, poll, ref_of, section, tab_line, text
+from support import data, free_port, ok, poll, ref_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
 
 
@@ -185,6 +185,10 @@ async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
         assert tab_line(listed, tab) == f"- tab {tab}: {down} [active, failed to load (error page)]"
         (info,) = data(listed)["result"]["tabs"]
         assert (info["url"], info["title"], info["status"], info["errorPage"]) == (down, "", "complete", True)
+        # A download from there names the tab's place as the list does.
+        fetched = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/api/file")}))
+        assert section(fetched, "Result").endswith(f"tab {tab} shows the browser's error page for {down}.")
+        assert "chrome-error" not in text(fetched) and data(fetched)["result"]["url"] == down
 
         # A tab a page opens on a URL that fails is listed the same way.
         went = await mcp.call_tool("browser_navigate", {"url": site.url("/down-link")})

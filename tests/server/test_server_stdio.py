@@ -75,7 +75,8 @@ async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
 
 def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str) -> None:
     """Nested too deeply or holding a lone surrogate: the SDK's stdio transport would drop these
-    without a reply; the server answers each with an error and keeps serving."""
+    without a reply; arguments that are a list it refuses with a bare "Invalid request
+    parameters". The server answers each with an error that says why and keeps serving."""
     server = subprocess.Popen(
         [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
         stdin=subprocess.PIPE,
@@ -114,8 +115,13 @@ def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str
             assert reply["id"] == expected_id and reply["result"]["isError"], reply
             said = reply["result"]["content"][0]["text"]
             assert "could not be read" in said and reason in said and "Nothing was done" in said, said
-        listed = ask('{"jsonrpc":"2.0","id":4,"method":"tools/list"}')
-        assert listed["id"] == 4 and listed["result"]["tools"]  # still serving
+        # Arguments that are no object are answered the same way, saying what they must be.
+        listed_args = ask(call % (4, "[]"))
+        assert listed_args["id"] == 4 and listed_args["result"]["isError"], listed_args
+        said = listed_args["result"]["content"][0]["text"]
+        assert "could not be read: they are a list, not an object" in said and "Nothing was done" in said
+        listed = ask('{"jsonrpc":"2.0","id":5,"method":"tools/list"}')
+        assert listed["id"] == 5 and listed["result"]["tools"]  # still serving
     finally:
         server.stdin.close()
         assert server.wait(timeout=10) == 0  # the end of stdin still stops it

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from mcp import Client
+from mcp.types import CallToolResult
 
 from support import error, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import cli
@@ -237,6 +238,56 @@ async def test_a_title_a_script_changes_shows_in_the_next_list(
         )
         assert [t["title"] for t in result_of(listed)["tabs"]] == ["After"]
         assert "After" in section(listed, "Tabs")
+
+
+async def test_a_new_tab_that_another_call_made_inactive_meanwhile_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        first = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["activeTabId"]
+        # The new tab is activated at once, then loads a page that answers slowly; meanwhile
+        # another call activates the first tab.
+        slow = site.url("/api/slow?ms=1500")
+        opening = asyncio.ensure_future(mcp.call_tool("browser_tabs", {"action": "new", "url": slow}))
+        await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda listed: result_of(listed)["count"] == 2,
+        )
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first}))
+        opened = ok(await opening)
+        tab = result_of(opened)["tabId"]
+        assert section(opened, "Result") == (
+            f"Opened tab {tab} and activated it; since then, tab {first} became the active tab."
+        )
+
+
+BLANK_POPUPS = """<title>Opener</title>
+<button onclick="window.open('about:blank')">blank popup</button>
+<button onclick="var w = window.open(''); w.document.write('<title>Written</title><h1>Report</h1>');
+  w.document.close()">written popup</button>"""
+
+
+async def test_a_popup_at_about_blank_lists_as_loaded_once_its_document_is(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A popup meant to be blank, or written into by its opener, stays at about:blank: no load event
+    # of a page of its own ever comes; its document says it is loaded.
+    site.set_content("/blank-popups", BLANK_POPUPS)
+    async with connect() as mcp:
+        page = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/blank-popups")}))
+        snap = section(page, "Snapshot")
+        blank = result_of(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "blank popup")}))
+        written = result_of(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "written popup")}))
+        popups = [*blank["openedTabIds"], *written["openedTabIds"]]
+        assert len(popups) == 2
+
+        def loaded(listed: CallToolResult) -> bool:
+            return all(t["status"] == "complete" for t in result_of(listed)["tabs"])
+
+        listed = ok(await poll(lambda: mcp.call_tool("browser_tabs", {"action": "list"}), loaded))
+        assert [t["status"] for t in result_of(listed)["tabs"]] == ["complete"] * 3
+        assert "loading" not in section(listed, "Tabs")
+        assert "Written (about:blank) [opened by tab" in tab_line(listed, popups[1])
 
 
 async def test_by_default_responses_are_text_only_and_the_text_names_every_id(

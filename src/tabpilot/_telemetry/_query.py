@@ -66,6 +66,12 @@ class Query:
         ):
             if value is not None and not applies:
                 raise ValueError(f"The {name} filter applies to {kinds}, not to {what}.")
+        low, high = self.status_min, self.status_max
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                f"statusMin {low} is above statusMax {high}: no status is both. Pass the lower bound as "
+                "statusMin, or only one of them."
+            )
         if self.level is not None and self.level.lower() not in LEVEL_RANK:
             raise ValueError(f"level must be one of {', '.join(LEVELS_ACCEPTED)}; got {self.level!r}")
         if self.direction is not None and self.direction not in ("sent", "received"):

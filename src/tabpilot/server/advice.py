@@ -7,9 +7,10 @@ Every line about a tab, an event or an entry is written here and nowhere else.
 
 from __future__ import annotations
 
+import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,36 @@ def dialog_said(dialog_type: str, message: str | None) -> str:
 def dialog_noun(dialog_type: str) -> str:
     """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
     return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
+
+
+def sentences(parts: Sequence[str]) -> str:
+    """The non-empty `parts` of a result, one after another; one that follows a code block starts
+    on a line of its own (Markdown would read it as part of the block)."""
+    text = ""
+    for part in filter(None, parts):
+        text += ("\n" if text.endswith("```") else " " if text else "") + part
+    return text
+
+
+MAX_RESULT_CHARS = 20_000
+"""A script's result longer than this (as JSON) is cut, in text and structured content alike: ask
+the page for less (a selector, a slice)."""
+
+
+def script_value(value: Any) -> tuple[str, dict[str, Any]]:
+    """A script's result as JSON text (cut at MAX_RESULT_CHARS, saying so) and the structured
+    facts about it: `value`, or when cut `valueJson` (the JSON as far as it goes), `truncated`
+    and `valueChars`."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= MAX_RESULT_CHARS:
+        return text, {"value": value}
+    cut = text[:MAX_RESULT_CHARS]
+    shown = f"{cut}... ({len(text) - MAX_RESULT_CHARS} more characters cut)"
+    return shown, {"valueJson": cut, "truncated": True, "valueChars": len(text)}
+
+
+def json_block(text: str) -> str:
+    return f"```json\n{text}\n```"
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +423,12 @@ def event_line(event: TabEvent) -> str:
         )
     if event.type == "dialog_closed":
         return f"tab {tab}: dialog closed"
+    if event.type == "script_result":
+        dialog = "its dialog" if d.get("heldBy") == tab else f"the dialog on tab {d.get('heldBy')}"
+        held = f"the script that waited for {dialog}"
+        if "error" in d:
+            return f"tab {tab}: {held} ended with an error: {d['error']}"
+        return f"tab {tab}: {held} returned {script_value(d.get('value'))[0]}"
     if event.type == "download":
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":

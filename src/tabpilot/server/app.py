@@ -16,9 +16,11 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp.types import (
@@ -188,6 +190,7 @@ class TabpilotServer(Server[ServerState]):
             on_call_tool=self._call_tool,
         )
         self.tools = {spec.name: _Tool(spec) for spec in tools}
+        self.middleware.append(_arguments_not_an_object)
         self._listed: list[MCPTool] | None = None
         self.state: ServerState | None = None
         """The running server's state (set while its lifespan runs), for the HTTP layer."""
@@ -211,7 +214,8 @@ class TabpilotServer(Server[ServerState]):
                 name,
                 ctx,
                 f"The arguments of this {name} call could not be read: {unreadable}. Nothing was done. "
-                "Send them as valid JSON (UTF-8 text, nested at most a few dozen levels) and call again.",
+                "Send them as one JSON object of names and values (UTF-8 text, nested at most a few dozen "
+                "levels) and call again.",
             )
         tool = self.tools.get(name)
         if tool is None:
@@ -273,6 +277,23 @@ class TabpilotServer(Server[ServerState]):
         response = Response(name, structured=state.config.structured_content, calls=self._calls_for(name))
         response.error(text)
         return await response.build(state.peek_session(ctx))
+
+
+_JSON_KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+async def _arguments_not_an_object(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """A tools/call whose `arguments` is no object (`[]`, a string) is answered like arguments that
+    could not be read, saying what they must be; the SDK would refuse it with a bare "Invalid
+    request parameters" that names neither the arguments nor the fix."""
+    params = ctx.params
+    if ctx.method == "tools/call" and params is not None and isinstance(params.get("name"), str):
+        given = params.get("arguments")
+        if given is not None and not isinstance(given, dict):
+            kind = _JSON_KINDS.get(type(given), "no object")
+            why = {INVALID_ARGUMENTS: f'they are {kind}, not an object (e.g. {{"tabId": 3}})'}
+            ctx = replace(ctx, params={**params, "arguments": why})
+    return await call_next(ctx)
 
 
 def _shown(value: Any, cap: int = 200) -> str:

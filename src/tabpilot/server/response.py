@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +111,7 @@ class Response:
         self._secrets = secrets
         self._structured = structured
         self.is_error = False
-        self._result_lines: list[str] = []
+        self._result_lines: list[str | Callable[[], str]] = []
         self._result_data: dict[str, Any] = {}
         self._error_lines: list[str] = []
         self._force_tabs = False
@@ -128,8 +128,10 @@ class Response:
 
     # -- what tools call ---------------------------------------------------------------------
 
-    def result(self, text: str, data: dict[str, Any] | None = None) -> None:
-        """Add a line to `### Result`, and facts to structured `result`."""
+    def result(self, text: str | Callable[[], str], data: dict[str, Any] | None = None) -> None:
+        """Add a line to `### Result`, and facts to structured `result`. A function as `text` is
+        called when the response is built, for a line about what may change until then (a tab the
+        action opened may close itself): it then tells the same moment as ### Events and ### Tabs."""
         self._result_lines.append(text)
         if data:
             self._result_data.update(data)
@@ -147,7 +149,11 @@ class Response:
     def summary(self) -> str:
         """The first line of the error or result: what the action log records."""
         lines = self._error_lines if self.is_error else self._result_lines
-        return lines[0] if lines else (self._plain or "done")
+        first = lines[0] if lines else None
+        return (first() if callable(first) else first) or self._plain or "done"
+
+    def _result_text(self) -> str:
+        return "\n".join(line() if callable(line) else line for line in self._result_lines)
 
     def plain(self, text: str, data: Any = None, *, error: bool = False) -> None:
         """Answer with exactly `text`, no sections: for compatible tool sets that must mimic another
@@ -211,8 +217,6 @@ class Response:
         if self.is_error:
             sections.append(Section("Error", "\n".join(self._error_lines)))
             data["error"] = "\n".join(self._error_lines)
-        else:
-            sections.append(Section("Result", "\n".join(self._result_lines) or "Done."))
         if self._result_data:
             data["result"] = self._result_data
         if session is not None:
@@ -234,6 +238,8 @@ class Response:
             if page_section is not None and not self._page_news(session, data):
                 page_section = None
             sections += [s for s in (tabs, page_section, snapshot_section) if s is not None]
+        if not self.is_error:  # written last: its lines may tell what happened until now
+            sections.insert(0, Section("Result", self._result_text() or "Done."))
         return self._result([render(sections)], data)
 
     def _page_news(self, session: SessionState, data: dict[str, Any]) -> bool:

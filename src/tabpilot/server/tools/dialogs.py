@@ -13,7 +13,7 @@ from pydantic import Field
 
 from tabpilot import NoDialogError, Tab, quoted
 
-from ..advice import dialog_said
+from ..advice import dialog_said, json_block, script_value
 from .base import Call, TabIdValue, ToolSpec
 
 
@@ -35,6 +35,7 @@ async def browser_handle_dialog(
         raise ValueError(
             f"Tab {tab.id} has no open dialog. Tabs with an open dialog: {shown}; pass tabId={waiting[0].id}."
         )
+    since = call.manager.events.last_seq
     info = await tab.handle_dialog(accept=accept, prompt_text=promptText)
     verb = "Accepted" if accept else "Dismissed"
     answer = (
@@ -53,7 +54,33 @@ async def browser_handle_dialog(
         {"tabId": tab.id, "accepted": accept, "dialog": info.to_dict()},
     )
     call.response.told("dialog_closed", tab.id)
+    _held_scripts(call, tab, since)
     call.response.set_page(tab, changes=True)
+
+
+def _held_scripts(call: Call, tab: Tab, since: int) -> None:
+    """Tell the outcome of the scripts the dialog held up (browser_evaluate) that finished once it
+    was handled; of one still running, that its outcome comes in ### Events."""
+    lines, outcomes = [], []
+    for event in call.manager.events.history(since=since):
+        if event.type != "script_result" or event.data.get("heldBy") != tab.id or event.tab_id is None:
+            continue
+        held = f"The script it held up on tab {event.tab_id}"
+        if "error" in event.data:
+            lines.append(f"{held} ended with an error: {event.data['error']}")
+            outcomes.append({"tabId": event.tab_id, "error": event.data["error"]})
+        else:
+            text, facts = script_value(event.data.get("value"))
+            lines.append(f"{held} returned:\n{json_block(text)}")
+            outcomes.append({"tabId": event.tab_id, **facts})
+        call.response.told("script_result", event.tab_id)
+    if tab.holds_work:
+        lines.append(
+            "A script it held up is still running (or waits for another dialog); its result comes in "
+            "### Events when it ends."
+        )
+    if lines:
+        call.response.result("\n".join(lines), {"scriptResults": outcomes} if outcomes else None)
 
 
 TOOLS = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 from mcp.types import ToolAnnotations
@@ -10,11 +9,9 @@ from pydantic import Field
 
 from tabpilot import Tab, evaluate
 
+from ..advice import json_block, script_value
 from .base import Call, TabIdArg, ToolSpec
 from .input import report
-
-MAX_RESULT_CHARS = 20_000
-"""Longer results are cut (text and structured content); ask the page for less (a selector, a slice)."""
 
 
 async def browser_evaluate(
@@ -29,25 +26,12 @@ async def browser_evaluate(
 ) -> None:
     result = await evaluate(tab, function, ref=ref)
     if result.dialog is not None:
-        report(call, tab, f"The script started on tab {tab.id}; its result comes after the dialog.", result)
+        said = "its result comes after the dialog (with the answer that handles it, or in ### Events)."
+        report(call, tab, f"The script started on tab {tab.id}; {said}", result)
         return
-    text = json.dumps(result.value, ensure_ascii=False)
-    cut = len(text) > MAX_RESULT_CHARS
-    shown = text[:MAX_RESULT_CHARS] + (
-        f"... ({len(text) - MAX_RESULT_CHARS} more characters cut)" if cut else ""
-    )
-    report(
-        call,
-        tab,
-        f"Ran the script on tab {tab.id}. Result:\n```json\n{shown}\n```",
-        result,
-        # A cut result is not sent whole in the structured content either: the cap is for both.
-        **(
-            {"valueJson": text[:MAX_RESULT_CHARS], "truncated": True, "valueChars": len(text)}
-            if cut
-            else {"value": result.value}
-        ),
-    )
+    text, facts = script_value(result.value)
+    # A cut result is not sent whole in the structured content either: the cap is for both.
+    report(call, tab, f"Ran the script on tab {tab.id}. Result:\n{json_block(text)}", result, **facts)
 
 
 TOOLS = [

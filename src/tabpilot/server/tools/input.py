@@ -27,7 +27,7 @@ from tabpilot import (
     wait_for,
 )
 
-from ..advice import dialog_noun, dialog_said
+from ..advice import dialog_noun, dialog_said, sentences
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
@@ -45,33 +45,30 @@ def _modifier_names(value: object) -> object:
 
 def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
     """Fill the response of a page action: what it did, tabs it opened, a dialog it raised."""
-    lines = [done]
-    if result.closed_itself:
-        lines.append(f"Tab {tab.id} closed itself afterwards.")
     opened = list(result.opened_tab_ids)
     followed = result.followed_tab_id
-    ids = ", ".join(map(str, opened))
-    tabs = f"tab{'s' if len(opened) > 1 else ''} {ids}"
-    if followed is not None and set(opened) <= {followed}:
-        lines.append(f"It opened tab {followed}, which is now the active tab.")
-    elif followed is not None:
-        lines.append(f"It opened {tabs}; tab {followed} is now the active tab.")
-    elif opened:
-        lines.append(f"It opened {tabs} in the background (use tabId={opened[0]}).")
+    notes: list[str] = []
     if result.dialog is not None:
         shown = result.dialog_tab_id or tab.id
         held = "" if shown == tab.id else f", which tab {tab.id} waits for too"
-        lines.append(
+        notes.append(
             f"It opened {dialog_noun(result.dialog.type)} on tab {shown}"
             f"{dialog_said(result.dialog.type, result.dialog.message)}{held}. The page "
             f"waits until you handle it with browser_handle_dialog(tabId={shown}, accept=true|false)."
         )
         call.response.told("dialog_opened", shown)
     if result.file_picker:
-        lines.append(
+        notes.append(
             "It opened a file picker, which tabpilot held back: choose files with "
             f'browser_file_upload(ref="{facts.get("ref")}", paths=[...]).'
         )
+    closed = f"Tab {tab.id} closed itself afterwards." if result.closed_itself else ""
+
+    def text() -> str:
+        # Written when the response is built: a tab the action opened may have closed itself by
+        # then, as ### Events in the same response says.
+        return sentences([done, closed, _opened_text(call, opened, followed), *notes])
+
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
     if result.file_picker:
         data["filePicker"] = True
@@ -79,9 +76,34 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
         data["activeTabId"] = followed
     if result.dialog is not None:
         data["dialog"] = {**result.dialog.to_dict(), "tabId": result.dialog_tab_id or tab.id}
-    call.response.result(" ".join(lines), data)
+    call.response.result(text, data)
     if not tab.is_gone:
         call.response.set_page(tab, changes=True)
+
+
+def _opened_text(call: Call, opened: list[int], followed: int | None) -> str:
+    """What a response says of the tabs an action opened: which to use, and which closed again."""
+    if not opened:
+        return ""
+    open_now = {info.id for info in call.manager.tabs()}
+    here = [tab_id for tab_id in opened if tab_id in open_now]
+    gone = [tab_id for tab_id in opened if tab_id not in here]
+    said = []
+    if followed in here and here == [followed]:
+        said.append(f"It opened tab {followed}, which is now the active tab.")
+    elif followed in here:
+        said.append(f"It opened {_tabs(here)}; tab {followed} is now the active tab.")
+    elif here:
+        said.append(f"It opened {_tabs(here)} in the background (use tabId={here[0]}).")
+    if gone:
+        also = " also" if here else ""
+        which = "which closed again" if len(gone) == 1 else "which all closed again"
+        said.append(f"It{also} opened {_tabs(gone)}, {which}.")
+    return " ".join(said)
+
+
+def _tabs(ids: list[int]) -> str:
+    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}"
 
 
 async def browser_click(

@@ -71,10 +71,16 @@ async def browser_tabs(
         with_snapshot = bool(target) and call.session.config.navigate_returns == "snapshot"
         if target and not with_snapshot and not tab.is_gone and tab.dialog is None:
             await tab.refresh_title()  # the result promises the loaded page's title
-        response.result(
-            f"Opened tab {tab.id} {how}." + (f" {note}" if note else ""),
-            {"tabId": tab.id, "url": tab.url, "title": tab.title},
-        )
+
+        def opened() -> str:
+            # Written when the response is built: another call may have activated a tab since.
+            active = None if background or tab.is_gone else manager.instance_of(tab).active_tab
+            since = ""
+            if not background and not tab.is_gone and active is not tab:
+                since = f"; since then, {f'tab {active.id} became' if active else 'no tab is'} the active tab"
+            return f"Opened tab {tab.id} {how}{since}." + (f" {note}" if note else "")
+
+        response.result(opened, {"tabId": tab.id, "url": tab.url, "title": tab.title})
         response.told("tab_opened", tab.id)
         if not background:
             response.told("tab_activated", tab.id)
