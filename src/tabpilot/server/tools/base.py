@@ -49,11 +49,13 @@ from tabpilot import (
     TabManager,
     TabNotFoundError,
     TabpilotError,
+    navigate,
+    normalize_url,
     parse_ref,
 )
 
 from .. import logs
-from ..advice import DEFAULT_CALLS, ToolCalls
+from ..advice import DEFAULT_CALLS, ToolCalls, error_text
 from ..config import ServerConfig
 from ..response import Response
 from ..state import ServerState, SessionState
@@ -350,3 +352,36 @@ def _record_action(call: Call, arguments: dict[str, Any]) -> None:
         )
     except Exception:  # telemetry must never break a tool
         logger.exception("recording action %s failed", call.tool)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedTab:
+    tab: Tab
+    note: str = ""
+    """What the load said besides (an HTTP error status)."""
+    failed: str | None = None
+    """Why its URL did not load, in the set's words: the tab is open all the same (on about:blank,
+    or an error page), and the answer must name it, as browser_tabs new does."""
+
+
+async def open_tab(
+    call: Call,
+    url: str | None,
+    calls: ToolCalls = DEFAULT_CALLS,
+    *,
+    background: bool = False,
+    instance_id: str | int | None = None,
+) -> OpenedTab:
+    """Open a tab and load `url` in it. A URL that is malformed or refused raises before any tab
+    opens; a load that fails once the tab is open is told in `failed`."""
+    target = normalize_url(url) if url else None
+    if target:
+        call.session.policy.check(target)
+    tab = await call.manager.new_tab(None, background=background, instance_id=instance_id)
+    call.acted_tab = tab
+    if not target:
+        return OpenedTab(tab)
+    try:
+        return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
+    except TabpilotError as exc:
+        return OpenedTab(tab, failed=error_text(exc, calls))

@@ -16,10 +16,7 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import TabpilotError, navigate, normalize_url
-
-from ..advice import error_text
-from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec
+from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec, open_tab
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
 
@@ -55,20 +52,13 @@ async def browser_tabs(
         )
         response.show_tabs()
     elif action == "new":
-        target = normalize_url(url) if url else None
-        if target:
-            call.session.policy.check(target)  # before a tab exists for a refused URL
-        tab = await manager.new_tab(None, background=background, instance_id=instanceId)
-        call.acted_tab = tab
+        made = await open_tab(call, url, background=background, instance_id=instanceId)
+        tab, note, target = made.tab, made.note, bool(url)
         how = "in the background" if background else "and activated it"
-        note = ""
-        if target:
-            try:
-                note = (await navigate(tab, "goto", target)).note
-            except TabpilotError as exc:
-                # The tab exists; the agent needs its id as much as the reason.
-                response.error(f"Opened tab {tab.id} {how}, but loading failed: {error_text(exc)}")
-        with_snapshot = bool(target) and call.session.config.navigate_returns == "snapshot"
+        if made.failed is not None:
+            # The tab exists; the agent needs its id as much as the reason.
+            response.error(f"Opened tab {tab.id} {how}, but loading failed: {made.failed}")
+        with_snapshot = target and call.session.config.navigate_returns == "snapshot"
         if target and not with_snapshot and not tab.is_gone and tab.dialog is None:
             await tab.refresh_title()  # the result promises the loaded page's title
 

@@ -1,5 +1,5 @@
 """What the compatible tool sets share: reading interactive elements out of a snapshot, accepting
-dialogs, URL shortening, opening a tab on a URL, and the tabs their pages closed.
+dialogs, URL shortening, and the tabs their pages closed.
 
 Pure functions first (unit-tested without a browser), then the few helpers that touch a tab.
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import DialogInfo, Tab, TabEvent, TabpilotError, navigate, normalize_url, parse_ref
+from tabpilot import DialogInfo, Tab, TabEvent, parse_ref
 
-from ..advice import ToolCalls, dialog_noun, dialog_said, error_text
+from ..advice import dialog_noun, dialog_said
 from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
@@ -151,39 +151,6 @@ async def accept_dialog(tab: Tab) -> str:
 
 def dialog_note(info: DialogInfo) -> str:
     return f"Accepted {dialog_noun(info.type)}{dialog_said(info.type, info.message)}"
-
-
-@dataclass(frozen=True, slots=True)
-class OpenedTab:
-    tab: Tab
-    note: str = ""
-    """What the load said besides (an HTTP error status)."""
-    failed: str | None = None
-    """Why its URL did not load, in the set's words: the tab is open all the same (on about:blank,
-    or an error page), and the answer must name it, as the default set's browser_tabs new does."""
-
-
-async def open_tab(
-    call: Call,
-    url: str | None,
-    calls: ToolCalls,
-    *,
-    background: bool = False,
-    instance_id: str | int | None = None,
-) -> OpenedTab:
-    """Open a tab and load `url` in it. A URL that is malformed or refused raises before any tab
-    opens; a load that fails once the tab is open is told in `failed`."""
-    target = normalize_url(url) if url else None
-    if target:
-        call.session.policy.check(target)
-    tab = await call.manager.new_tab(None, background=background, instance_id=instance_id)
-    call.acted_tab = tab
-    if not target:
-        return OpenedTab(tab)
-    try:
-        return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
-    except TabpilotError as exc:
-        return OpenedTab(tab, failed=error_text(exc, calls))
 
 
 def closed_untold(call: Call) -> list[TabEvent]:

@@ -30,8 +30,7 @@ from pydantic import Field
 from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, TabpilotError
 
 from ..advice import ToolCalls
-from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec
-from ._common import open_tab
+from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec, open_tab
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 

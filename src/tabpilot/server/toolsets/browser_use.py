@@ -59,7 +59,7 @@ from tabpilot import (
 )
 
 from ..advice import ToolCalls, error_text, short
-from ..tools.base import Call, ToolSpec
+from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,
     accept_dialog,
@@ -67,7 +67,6 @@ from ._common import (
     describe_elements,
     dialog_note,
     interactive_elements,
-    open_tab,
 )
 
 CALLS = ToolCalls(

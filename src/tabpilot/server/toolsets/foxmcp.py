@@ -32,8 +32,7 @@ from pydantic import Field
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
 from ..advice import ToolCalls, error_text, short
-from ..tools.base import Call, ToolSpec
-from ._common import open_tab
+from ..tools.base import Call, ToolSpec, open_tab
 
 TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
 
