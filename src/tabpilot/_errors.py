@@ -246,21 +246,34 @@ class LastTabError(TabError):
 
 
 class TabLimitError(TabError):
-    def __init__(self, instance_id: str, count: int, limit: int, policy: str, *, total: bool = False) -> None:
-        """`total`: the cap shared by every manager of the browser (count and limit are theirs)."""
+    def __init__(
+        self,
+        instance_id: str,
+        count: int,
+        limit: int,
+        policy: str,
+        *,
+        total: bool = False,
+        own: int | None = None,
+    ) -> None:
+        """`total`: the cap shared by every manager of the browser (count and limit are theirs);
+        `own`: how many of those tabs are the refused manager's."""
         super().__init__(
             f"Cannot open a new tab: {count} tabs are open in all sessions together, their limit "
             f"(total {limit})."
             if total
             else f"Cannot open a new tab: instance {instance_id} has {count} tabs, its limit "
             f"(max_tabs={limit}, policy {policy}).",
-            "Close tabs you no longer need, then retry.",
+            "Other managers hold them all: retry once they have closed tabs."
+            if total and own == 0
+            else "Close tabs you no longer need, then retry.",
         )
         self.total = total
         self.instance_id = instance_id
         self.count = count
         self.limit = limit
         self.policy = policy
+        self.own = own
 
 
 class DialogOpenError(TabError):

@@ -459,17 +459,18 @@ class Instance:
             state = await asyncio.wait_for(self.context.save_storage_state(os.fspath(path)), 30)
         return {"cookies": len(state.get("cookies", [])), "origins": len(state.get("origins", []))}
 
-    async def close(self) -> None:
+    async def close(self, *, cause: CloseCause = "tool") -> None:
         """Close what this instance owns: the browser it launched or the context it created.
 
-        A browser it only connected to keeps running; the connection is dropped.
+        A browser it only connected to keeps running; the connection is dropped. `cause`: why its
+        tabs are reported closed ("shutdown": its manager is being closed).
         """
         if self.state in ("closing", "closed"):
             return
         was_lost = self.state == "lost"
         self.state = "closing"
         for tab in self.tabs:
-            self._tracker.tab_gone(tab, "tool")
+            self._tracker.tab_gone(tab, cause)
         self._dispose()
         self._tracker.cancel()
         if not was_lost:
@@ -634,7 +635,12 @@ class Instance:
             if rules.tab_limit_policy != "close-oldest" or victim is None:
                 if budget is not None and total_full:
                     raise TabLimitError(
-                        self.id, budget.used, budget.limit, rules.tab_limit_policy, total=True
+                        self.id,
+                        budget.used,
+                        budget.limit,
+                        rules.tab_limit_policy,
+                        total=True,
+                        own=len(self._services.all_open_tabs()),
                     )
                 raise TabLimitError(self.id, len(self._registry), rules.max_tabs, rules.tab_limit_policy)
             await self.close_tab(victim, cause="cap")

@@ -150,7 +150,7 @@ class TabManager:
         self._extensions.close()
         # Newest first: a context instance closes before the browser it lives in.
         for instance in reversed(list(self._instances.values())):
-            await instance.close()
+            await instance.close(cause="shutdown")
         if self._owns_driver:
             await self._driver.stop()
 

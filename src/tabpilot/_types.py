@@ -10,13 +10,14 @@ from typing import Any, Literal
 
 TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
-CloseCause = Literal["tool", "page", "external", "crash", "cap"]
+CloseCause = Literal["tool", "page", "external", "crash", "cap", "shutdown"]
 CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a tool call.",
     "page": "Its page closed it.",
     "external": "It was closed outside tabpilot (by the user or another client).",
     "crash": "It crashed and was closed.",
     "cap": "It was closed to keep the tab limit.",
+    "shutdown": "It was closed as its manager shut down (a server does that when a client's session ends).",
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
 

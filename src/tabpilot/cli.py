@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         type=host_port,
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a bare PORT binds "
-        "127.0.0.1). Each client session gets its own isolated browser context. Host and Origin "
-        "headers are checked against the bind address.",
+        "127.0.0.1; an IPv6 address goes in brackets: [::1]:8931). Each client session gets its own "
+        "isolated browser context. Host and Origin headers are checked against the bind address.",
     )
     _option(
         transport,
@@ -114,8 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--session-idle-timeout",
         metavar="SECONDS",
         type=seconds,
-        help="close an HTTP session (and its browser context) after this long without requests "
-        f"(default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",
+        help="close an HTTP session (and its browser context) after this long with no request of it in "
+        "progress (a running call and an open notification stream both count), counted from the end of "
+        f"its last one; its id then answers 404 (default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",
     )
     _option(
         transport,
@@ -225,9 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-total-tabs",
         metavar="N",
         type=positive,
-        help="most tabs of all instances and HTTP sessions together; beyond it a page-opened tab closes "
-        "at once and a new tab is refused, never another session's tab closed "
-        f"(default {DEFAULT_MAX_TOTAL_TABS})",
+        help="most tabs of all instances and HTTP sessions together (the tabs they see: the shared "
+        "browser's own is not counted); beyond it a page-opened tab closes at once and a new tab is "
+        f"refused, never another session's tab closed (default {DEFAULT_MAX_TOTAL_TABS})",
     )
     _option(
         tabs,

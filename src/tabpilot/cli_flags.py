@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import ipaddress
 import json
 import math
 import os
@@ -16,13 +17,39 @@ from tabpilot import check_profile_dir, parse_header, parse_viewport
 
 
 def host_port(text: str) -> tuple[str, int]:
-    """`PORT`, `HOST:PORT` or `[V6]:PORT`."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "127.0.0.1", text
+    """`PORT`, `HOST:PORT` or `[IPV6]:PORT` (an IPv6 address in brackets, as in a URL: its own colons
+    would read as the port's). The host comes back without brackets."""
+    if text.startswith("["):
+        host, sep, port = text[1:].partition("]")
+        if not _is_ipv6(host):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: brackets hold an IPv6 address, e.g. [::1]:8931 (IPv6 loopback)"
+            )
+        if not sep or not port.startswith(":"):
+            raise argparse.ArgumentTypeError(f"{text!r} has no port: write [{host}]:PORT, e.g. [{host}]:8931")
+        port = port[1:]
+    else:
+        host, sep, port = text.rpartition(":")
+        if ":" in host:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: write an IPv6 address in brackets, with the port after them: [::1]:8931 "
+                "(IPv6 loopback), [ADDRESS]:PORT for another"
+            )
+        if not sep:
+            host, port = "127.0.0.1", text
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931)")
-    return host.strip("[]") or "127.0.0.1", int(port)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931, or [::1]:8931 for IPv6; a bare PORT binds 127.0.0.1)"
+        )
+    return host or "127.0.0.1", int(port)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def origins(text: str) -> tuple[str, ...]:

@@ -232,6 +232,20 @@ async def test_closing_the_last_tab_of_an_instance_is_refused(
     assert not only.closed and manager.tab(only.id) is only
 
 
+async def test_tabs_closed_with_their_manager_are_reported_as_its_shutdown_not_a_tool_call(
+    manager: TabManager, browser_path: str
+) -> None:
+    """What a server's session sees of its tabs when the session ends: its manager closes them."""
+    async with TabManager(browser_path=browser_path) as own:
+        closed_alone = await own.attach_isolated(manager.instances[0])
+        kept = await own.attach_isolated(manager.instances[0])
+        first = await own.new_tab(instance_id=closed_alone.id)
+        second = await own.new_tab(instance_id=kept.id)
+        await own.close_instance(closed_alone.id)  # a tool's doing
+    closed = [(e.tab_id, e.data["by"]) for e in own.events.history() if e.type == "tab_closed"]
+    assert closed == [(first.id, "tool"), (second.id, "shutdown")]
+
+
 async def test_close_others_keeps_the_given_tab_and_pinned_tabs(
     manager: TabManager, instance: Instance
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -19,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support import data, error, ok, ref_of, result_of, section, text, wait_until
 from tabpilot import BrowserOptions, Instance, TabManager, cli
 from tabpilot.server import ServerConfig, create_server
-from tabpilot.server.http import check_bind, http_app
+from tabpilot.server.http import check_bind, http_app, url_host
 
 
 def contexts(shared: Instance) -> int:
@@ -29,23 +30,78 @@ def contexts(shared: Instance) -> int:
 
 
 @asynccontextmanager
-async def serve(shared_browser: Instance, **options: Any) -> AsyncIterator[str]:
-    """Serve a tabpilot server over HTTP on a free loopback port; yields the /mcp URL."""
-    config = ServerConfig(http_host="127.0.0.1", http_port=0, structured_content=True, **options)
+async def serve(
+    shared_browser: Instance | None, *, host: str = "127.0.0.1", **options: Any
+) -> AsyncIterator[str]:
+    """Serve a tabpilot server over HTTP on a free loopback port; yields the /mcp URL. Without a
+    shared browser the server launches its own, as `tabpilot serve --http` does."""
+    config = ServerConfig(http_host=host, http_port=0, structured_content=True, **options)
     server = create_server(config, shared=shared_browser)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.bind((host, 0))
     port = sock.getsockname()[1]
     uv = uvicorn.Server(uvicorn.Config(http_app(server, config), log_level="warning", lifespan="on"))
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     while not uv.started:
         await asyncio.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://{url_host(host)}:{port}/mcp"
     finally:
         uv.should_exit = True
         await task
         sock.close()
+
+
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """Open an MCP session by hand, without the notification stream (GET) the SDK's client keeps
+    open; returns the headers its requests carry."""
+    opened = await http.post(
+        url,
+        headers=HEADERS,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+    )
+    assert opened.status_code == 200, opened.text
+    headers = {
+        **HEADERS,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return headers
+
+
+async def raw_call(
+    http: httpx2.AsyncClient, url: str, headers: dict[str, str], tool: str, arguments: dict[str, Any]
+) -> httpx2.Response:
+    return await http.post(
+        url,
+        headers=headers,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        },
+    )
+
+
+def answer(response: httpx2.Response) -> str:
+    """The text of a tool call's result, from its SSE response."""
+    assert response.status_code == 200, response.text
+    messages = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+    return str(messages[-1]["result"]["content"][0]["text"])
 
 
 async def test_two_sessions_see_only_their_own_tabs(shared_browser: Instance, site: Any) -> None:
@@ -123,6 +179,50 @@ async def test_an_idle_session_releases_its_browser_context(shared_browser: Inst
         assert contexts(shared_browser) == contexts_before
 
 
+async def test_a_session_is_not_idle_while_a_call_of_it_runs(shared_browser: Instance, site: Any) -> None:
+    contexts_before = contexts(shared_browser)
+    async with serve(shared_browser, session_idle_timeout=0.5) as url, httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, url)
+        answer(
+            await raw_call(http, url, headers, "browser_tabs", {"action": "new", "url": site.url("/page/a")})
+        )
+        # Three idle timeouts long, and no other request meanwhile: the session is busy, not idle.
+        waited = answer(await raw_call(http, url, headers, "browser_wait_for", {"time": 1.5}))
+        assert "Waited for 1.5 s" in waited and "closed" not in waited, waited
+        listed = answer(await raw_call(http, url, headers, "browser_tabs", {"action": "list"}))
+        assert site.url("/page/a") in listed, listed
+        assert contexts(shared_browser) == contexts_before + 1
+        # Idle from the end of that call on: the SDK ends the MCP session and its context goes.
+        await wait_until(lambda: contexts(shared_browser) == contexts_before)
+        expired = await raw_call(http, url, headers, "browser_tabs", {"action": "list"})
+        assert expired.status_code == 404  # as the MCP spec says; never a fresh context under that id
+        assert contexts(shared_browser) == contexts_before
+
+
+async def test_an_open_notification_stream_keeps_its_session(shared_browser: Instance, site: Any) -> None:
+    """The SDK's client keeps a GET stream open while it is connected: it is not idle, whatever the
+    time between its calls."""
+    async with serve(shared_browser, session_idle_timeout=0.3) as url, Client(url) as client:
+        opened = ok(await client.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
+        await asyncio.sleep(1.2)
+        listed = ok(await client.call_tool("browser_tabs", {"action": "list"}))
+        assert [t["id"] for t in result_of(listed)["tabs"]][-1] == result_of(opened)["tabId"]
+        assert "### Events" not in text(listed)  # nothing closed, nothing reopened
+
+
+async def test_a_session_the_client_ended_answers_404(shared_browser: Instance) -> None:
+    contexts_before = contexts(shared_browser)
+    async with serve(shared_browser) as url, httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, url)
+        answer(await raw_call(http, url, headers, "browser_tabs", {"action": "list"}))
+        assert contexts(shared_browser) == contexts_before + 1
+        assert (await http.delete(url, headers=headers)).status_code == 200
+        await wait_until(lambda: contexts(shared_browser) == contexts_before)
+        ended = await raw_call(http, url, headers, "browser_tabs", {"action": "list"})
+        assert ended.status_code == 404
+        assert contexts(shared_browser) == contexts_before
+
+
 async def test_a_session_cannot_reach_other_browsers(shared_browser: Instance, site: Any) -> None:
     """Over HTTP, a client may not read a DevTools endpoint (it lists every tab of a browser and
     how to drive it) nor launch or connect browsers unless the operator allows it."""
@@ -179,6 +279,83 @@ async def test_the_total_tab_cap_holds_across_sessions(shared_browser: Instance,
             a_tabs = result_of(ok(await a.call_tool("browser_tabs", {"action": "list"})))["tabs"]
             b_tabs = result_of(ok(await b.call_tool("browser_tabs", {"action": "list"})))["tabs"]
             assert (len(a_tabs), len(b_tabs)) == (2, 1)
+
+
+async def test_the_total_tab_cap_counts_the_tabs_sessions_use_not_the_shared_browsers_own(
+    browser_path: str,
+) -> None:
+    """Served as `tabpilot serve --http` does: the server launches the shared browser, whose own
+    tab no session sees; the cap is the sessions' tabs."""
+    options = BrowserOptions(browser_path=browser_path)
+    async with serve(None, browser=options, max_total_tabs=2) as url, Client(url) as a, Client(url) as b:
+        ok(await a.call_tool("browser_tabs", {"action": "list"}))  # a's first tab
+        ok(await a.call_tool("browser_tabs", {"action": "new"}))  # and its second: 2 in all
+        refused = error(await a.call_tool("browser_tabs", {"action": "new"}))
+        assert (
+            "2 tabs are open in all sessions and instances together, the limit (--max-total-tabs 2)."
+            in refused
+        )
+        assert "Close tabs you no longer need" in refused
+        # b finds no room for a first tab: it starts without one, and opening one says why.
+        listed = ok(await b.call_tool("browser_tabs", {"action": "list"}))
+        assert result_of(listed)["tabs"] == []
+        refused = error(await b.call_tool("browser_tabs", {"action": "new"}))
+        assert "this session has none of them. The other sessions hold them all" in refused
+        assert "Close tabs" not in refused
+        tabs = result_of(ok(await a.call_tool("browser_tabs", {"action": "list"})))["tabs"]
+        ok(await a.call_tool("browser_tabs", {"action": "close", "tabId": tabs[0]["id"]}))
+        ok(await b.call_tool("browser_tabs", {"action": "new"}))  # the room a made
+
+
+async def test_a_session_with_its_one_tab_at_the_total_cap_is_told_to_use_that_tab(
+    shared_browser: Instance,
+) -> None:
+    async with serve(shared_browser, max_total_tabs=1) as url, Client(url) as client:
+        ok(await client.call_tool("browser_tabs", {"action": "list"}))
+        refused = error(await client.call_tool("browser_tabs", {"action": "new"}))
+        assert "1 tab is open in all sessions and instances together" in refused
+        # A browser keeps its last tab: closing it is no way out.
+        assert "Load the page in the tab you have instead, or ask whoever runs the server to raise" in refused
+
+
+async def test_ipv6_loopback_is_served_with_its_host_checked(shared_browser: Instance) -> None:
+    try:
+        socket.socket(socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("this machine has no IPv6")
+    async with serve(shared_browser, host="::1") as url:
+        assert url.startswith("http://[::1]:")
+        async with Client(url) as client:  # its Host header is [::1]:PORT
+            ok(await client.call_tool("browser_tabs", {"action": "list"}))
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        headers = {**HEADERS, "mcp-protocol-version": "2025-11-25"}
+        async with httpx2.AsyncClient() as http:
+            host = await http.post(url, json=body, headers={**headers, "host": "evil.example:80"})
+            assert host.status_code == 421
+            origin = await http.post(url, json=body, headers={**headers, "origin": "http://evil.example"})
+            assert origin.status_code == 403
+            own = await http.post(url, json=body, headers={**headers, "origin": url.removesuffix("/mcp")})
+            assert own.status_code not in (403, 421)
+
+
+def test_an_ipv6_address_is_given_in_brackets(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli.build_parser()
+    config = cli.config_from_args(parser.parse_args(["serve", "--http", "[::1]:8931"]))
+    assert (config.http_host, config.http_port) == ("::1", 8931)
+    check_bind(config)  # loopback: no token needed
+    for bare in ("::1", "::1:8931"):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["serve", "--http", bare])
+        assert exited.value.code == 2
+        assert (
+            "write an IPv6 address in brackets, with the port after them: [::1]:8931"
+            in capsys.readouterr().err
+        )
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--http", "[::1]"])
+    assert "'[::1]' has no port: write [::1]:PORT" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"Refusing to serve HTTP on \[::\]"):
+        check_bind(ServerConfig(http_host="::"))
 
 
 async def test_sessions_get_a_new_browser_after_the_shared_one_died(browser_path: str, site: Any) -> None:

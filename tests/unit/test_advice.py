@@ -1,9 +1,10 @@
-"""How a tab's page is written in ### Tabs and ### Page, and a telemetry row in browser_observe."""
+"""How a tab's page is written in ### Tabs and ### Page, a telemetry row in browser_observe, an
+event in ### Events, and the tab limits' errors."""
 
 from __future__ import annotations
 
-from tabpilot import NetworkEntry
-from tabpilot.server.advice import entry_line, page_line
+from tabpilot import NetworkEntry, TabEvent, TabLimitError
+from tabpilot.server.advice import entry_line, error_text, event_line, page_line
 
 
 def test_a_title_is_written_with_its_url_and_a_title_that_only_repeats_the_url_is_not() -> None:
@@ -32,3 +33,25 @@ def test_a_request_row_says_its_status_its_failure_or_that_no_status_was_seen() 
     assert "→ FAILED net::ERR_ABORTED (script" in entry_line(_row(None, "net::ERR_ABORTED"))
     # A request seen finishing without its response (a worker's script loaded before the session).
     assert "→ status not seen (script, 12 ms, 248 B)" in entry_line(_row(None, None))
+
+
+def test_a_tab_closed_as_its_session_ended_says_so_instead_of_naming_a_tool() -> None:
+    closed = TabEvent(5, 0.0, "tab_closed", 3, "inst_1", {"by": "shutdown", "activeTabId": None})
+    assert event_line(closed) == "tab 3 closed (its session ended)"
+
+
+def test_the_total_tab_limit_says_whose_tabs_are_open_and_what_the_caller_can_do() -> None:
+    def refused(count: int, own: int) -> str:
+        return error_text(TabLimitError("inst_1", count, 3, "reject", total=True, own=own))
+
+    assert refused(3, 3) == (
+        "Cannot open a new tab: 3 tabs are open in all sessions and instances together, the limit "
+        "(--max-total-tabs 3). Close tabs you no longer need (browser_tabs action=close or close_others), "
+        "then retry."
+    )
+    assert "; 2 of them are this session's. Close tabs you no longer need" in refused(3, 2)
+    assert "; 1 of them is this session's. Load the page in the tab you have instead" in refused(3, 1)
+    assert "; this session has none of them. The other sessions hold them all" in refused(3, 0)
+    one = error_text(TabLimitError("inst_1", 1, 1, "reject"))
+    assert one.startswith("Cannot open a new tab: instance inst_1 has 1 tab, the limit (--max-tabs 1")
+    assert one.endswith("Load the page in the tab you have instead.")

@@ -215,6 +215,16 @@ def _last_tab_advice(exc: LastTabError, calls: ToolCalls) -> str:
     return f"Open another tab first ({calls.open_tab}){instance}."
 
 
+def _tab_limit_advice(exc: TabLimitError, calls: ToolCalls) -> str:
+    higher = ", or ask whoever runs the server to raise --max-total-tabs" if exc.total else ""
+    if exc.total and exc.own == 0:
+        return f"The other sessions hold them all: retry once they have closed tabs or ended{higher}."
+    if (exc.own if exc.total else exc.count) == 1:
+        # The one tab cannot be closed (a browser keeps its last tab): closing is no way out.
+        return f"Load the page in the tab you have instead{higher}."
+    return f"Close tabs you no longer need ({calls.close_tabs}), then retry."
+
+
 def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:
     again = f" and open {short(exc.url)} again with {calls.open_tab}" if calls.open_tab else ""
     return f"Close it with {calls.close_tab(exc.tab_id)}{again}."
@@ -259,10 +269,7 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
     (TabNotFoundError, _not_found_advice),
     (LastTabError, _last_tab_advice),
     (TabCrashedError, _crashed_advice),
-    (
-        TabLimitError,
-        lambda e, calls: f"Close tabs you no longer need ({calls.close_tabs}), then retry.",
-    ),
+    (TabLimitError, _tab_limit_advice),
     (
         InstanceLostError,
         _lost_advice,
@@ -326,11 +333,12 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
     if isinstance(exc, TabLimitError):
         if exc.total:
             return (
-                f"Cannot open a new tab: {exc.count} tabs are open in all sessions and instances together, "
-                f"the limit (--max-total-tabs {exc.limit}). {_advice_for(exc, calls)}"
+                f"Cannot open a new tab: {_tabs_open(exc.count)} in all sessions and instances together, "
+                f"the limit (--max-total-tabs {exc.limit}){_whose(exc)}. {_advice_for(exc, calls)}"
             )
+        tabs = "1 tab" if exc.count == 1 else f"{exc.count} tabs"
         return (
-            f"Cannot open a new tab: instance {exc.instance_id} has {exc.count} tabs, the limit (--max-tabs "
+            f"Cannot open a new tab: instance {exc.instance_id} has {tabs}, the limit (--max-tabs "
             f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc, calls)}"
         )
     if isinstance(exc, PathNotAllowedError):
@@ -344,6 +352,19 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
         advice = _advice_for(exc, calls)
         return exc.worded(exc.fact, advice).strip()
     return str(exc)
+
+
+def _tabs_open(count: int) -> str:
+    return "1 tab is open" if count == 1 else f"{count} tabs are open"
+
+
+def _whose(exc: TabLimitError) -> str:
+    """How many of the tabs over the total are the caller's, where not all of them are."""
+    if exc.own is None or exc.own == exc.count:
+        return ""
+    if not exc.own:
+        return "; this session has none of them"
+    return f"; {exc.own} of them {'is' if exc.own == 1 else 'are'} this session's"
 
 
 def _advice_for(exc: TabpilotError, calls: ToolCalls) -> str:
@@ -391,6 +412,10 @@ def page_line(title: str, url: str) -> str:
     return f"{short(title, 200)} ({short(url)})"
 
 
+_CLOSED_AS = {"cap": "over the tab limit", "shutdown": "its session ended"}
+"""How a `tab_closed` event says its cause where "by <cause>" would not read right."""
+
+
 def event_line(event: TabEvent) -> str:
     """One line of an `### Events` section."""
     d, tab = event.data, event.tab_id
@@ -406,7 +431,7 @@ def event_line(event: TabEvent) -> str:
         if d.get("activeChanged"):
             active = d.get("activeTabId")
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
-        by = "over the tab limit" if d.get("by") == "cap" else f"by {d.get('by')}"
+        by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")
         return f"tab {tab} closed ({by}){tail}"
     if event.type == "tab_activated":
         return f"tab {tab} is now active"

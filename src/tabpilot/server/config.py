@@ -69,6 +69,7 @@ class ServerConfig:
     redact: bool = True
     # HTTP transport (None: stdio)
     http_host: str | None = None
+    """The address to bind; an IPv6 one without brackets ("::1": `--http [::1]:PORT` gives that)."""
     http_port: int = 8931
     auth_token: str | None = None
     session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT

@@ -38,12 +38,17 @@ MCP_PATH = "/mcp"
 
 
 def is_loopback(host: str) -> bool:
-    if host in ("localhost", "::1", "[::1]"):
+    if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def url_host(host: str) -> str:
+    """The host as a URL and a Host header write it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def check_bind(config: ServerConfig) -> None:
@@ -51,7 +56,7 @@ def check_bind(config: ServerConfig) -> None:
     host = config.http_host or "127.0.0.1"
     if not is_loopback(host) and not config.auth_token:
         raise ValueError(
-            f"Refusing to serve HTTP on {host}: that is reachable from other machines, and anyone who "
+            f"Refusing to serve HTTP on {url_host(host)}: that is reachable from other machines, and anyone who "
             "reaches it controls your browser. Bind 127.0.0.1, or pass --auth-token TOKEN to require a "
             "bearer token."
         )
@@ -61,8 +66,7 @@ def transport_security(config: ServerConfig) -> TransportSecuritySettings:
     host = config.http_host or "127.0.0.1"
     if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    shown = f"[{host.strip('[]')}]" if ":" in host else host
-    names = dict.fromkeys([shown, "127.0.0.1", "localhost", "[::1]"])
+    names = dict.fromkeys([url_host(host), "127.0.0.1", "localhost", "[::1]"])
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{n}:*" for n in names],
@@ -90,7 +94,9 @@ async def _plain(
 
 class _Guard:
     """Bearer token check, steering sessionless-protocol requests to the handshake, and telling
-    the server state which sessions are alive and which ended (DELETE)."""
+    the server state which sessions have a request in progress (an open GET stream included: the
+    SDK counts it too, so a session and its browser context end together) and which ended
+    (DELETE)."""
 
     def __init__(self, app: ASGIApp, server: TabpilotServer, token: str | None) -> None:
         self.app = app
@@ -124,10 +130,12 @@ class _Guard:
             return
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
         state = self.server.state
-        if session and state is not None:
-            state.seen(session)
-        await self.app(scope, receive, send)
-        if session and state is not None and scope.get("method") == "DELETE":
+        if not session or state is None:
+            await self.app(scope, receive, send)
+            return
+        with state.serving(session):
+            await self.app(scope, receive, send)
+        if scope.get("method") == "DELETE":
             await state.release(session)  # the client ended its MCP session
 
 
@@ -162,12 +170,12 @@ def listen(config: ServerConfig) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host.strip("[]"), config.http_port))
+        sock.bind((host, config.http_port))
     except OSError as exc:
         sock.close()
         why = "it is in use (another server runs there?)" if exc.errno == errno.EADDRINUSE else exc.strerror
         raise ValueError(
-            f"cannot listen on {host}:{config.http_port}: {why}. Choose another with --http HOST:PORT"
+            f"cannot listen on {url_host(host)}:{config.http_port}: {why}. Choose another with --http HOST:PORT"
         ) from exc
     sock.listen(128)
     return sock
@@ -176,8 +184,8 @@ def listen(config: ServerConfig) -> socket.socket:
 def start_banner(config: ServerConfig, port: int) -> str:
     """What an operator reads when the server is up: where, and how a client connects."""
     host = config.http_host or "127.0.0.1"
-    url = f"http://{host if ':' not in host or host.startswith('[') else f'[{host}]'}:{port}{MCP_PATH}"
-    everywhere = host in ("0.0.0.0", "::", "[::]")
+    url = f"http://{url_host(host)}:{port}{MCP_PATH}"
+    everywhere = host in ("0.0.0.0", "::")
     reach = f"http://<this machine's name>:{port}{MCP_PATH}" if everywhere else url
     entry: dict[str, Any] = {"type": "http", "url": reach}
     if config.auth_token:

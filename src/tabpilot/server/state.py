@@ -15,8 +15,11 @@ Which session a request belongs to:
   tool call finds it running or on its way.
 - streamable HTTP: the `Mcp-Session-Id` of the request. Each session gets a fresh browser
   context of the shared browser, released when the client ends the session (the HTTP layer sees
-  its DELETE and calls `release`) or after `session_idle_timeout` without a request (the SDK
-  forgets the MCP session then too; a client that vanished is caught this way).
+  its DELETE and calls `release`) or once it has been idle for `session_idle_timeout`: no request
+  of it in progress (a long call and an open GET stream for server notifications both count), for
+  that long since the last one ended. That is the rule the SDK ends the MCP session by, and it has
+  ended it by then, so the id answers 404 and never gets a fresh context; a client that vanished
+  is caught this way (its GET stream ends with its connection).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tabpilot import (
@@ -37,6 +40,7 @@ from tabpilot import (
     TabBudget,
     TabEvent,
     TabIds,
+    TabLimitError,
     TabManager,
     Telemetry,
     UrlPolicy,
@@ -131,7 +135,10 @@ class ServerState:
         self._host: TabManager | None = None
         self._sessions: dict[str, SessionState] = {}
         self._starting: dict[str, asyncio.Task[SessionState]] = {}
-        self._last_seen: dict[str, float] = {}
+        self._in_flight: dict[str, int] = {}
+        """Requests of each HTTP session being served now (sessions with none are left out)."""
+        self._last_ended: dict[str, float] = {}
+        """When the last request of each HTTP session ended (monotonic clock)."""
         self._reaper: asyncio.Task[None] | None = None
         self._warming: asyncio.Task[Any] | None = None
         """The shared browser's start at launch (over HTTP), which a stop must wait for."""
@@ -186,8 +193,6 @@ class ServerState:
     async def session(self, ctx: RequestContext) -> SessionState:
         """The request's session, created (browser and all) on its first tool call."""
         key = self.session_key(ctx)
-        if key != LOCAL_SESSION:
-            self.seen(key)
         found = self._sessions.get(key)
         if found is not None:
             return found
@@ -215,23 +220,35 @@ class ServerState:
             task = self._start_session(LOCAL_SESSION)
         task.add_done_callback(_report_start)
 
-    def seen(self, key: str) -> None:
-        """A request of HTTP session `key` arrived: it is not idle."""
-        self._last_seen[key] = time.monotonic()
+    @contextlib.contextmanager
+    def serving(self, key: str) -> Iterator[None]:
+        """A request of HTTP session `key` is being served: the session is not idle until it has
+        ended (and `session_idle_timeout` has passed since)."""
+        self._in_flight[key] = self._in_flight.get(key, 0) + 1
         if self._reaper is None and not self._closed:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+        try:
+            yield
+        finally:
+            left = self._in_flight.pop(key) - 1
+            if left:
+                self._in_flight[key] = left
+            self._last_ended[key] = time.monotonic()
 
     async def _reap_idle(self) -> None:
         timeout = self.config.session_idle_timeout
         while not self._closed:
             await asyncio.sleep(min(max(timeout / 4, 0.05), 30))
             now = time.monotonic()
-            for key, seen in list(self._last_seen.items()):
-                if now - seen > timeout:
-                    logger.info("releasing HTTP session %s: idle for %.0f s", key, now - seen)
-                    await self.release(key)
+            for key, ended in list(self._last_ended.items()):
+                if key in self._in_flight or now - ended <= timeout:
+                    continue
+                if key in self._sessions:
+                    logger.info("releasing HTTP session %s: idle for %.0f s", key, now - ended)
+                await self.release(key)
 
-    def new_manager(self) -> TabManager:
+    def new_manager(self, *, counted: bool = True) -> TabManager:
+        """A manager with the server's options; `counted`: its tabs count against --max-total-tabs."""
         config = self.config
         return TabManager(
             options=config.browser,
@@ -241,7 +258,7 @@ class ServerState:
             policy=self.policy,
             tab_ids=self.tab_ids,
             driver=self.driver,
-            budget=self.budget,
+            budget=self.budget if counted else None,
         )
 
     async def _open_session(self, key: str) -> SessionState:
@@ -256,8 +273,10 @@ class ServerState:
         try:
             if isolated:
                 await manager.attach_isolated(await self._shared_instance())
-                # A fresh context has no page; give the session a tab to start from.
-                await manager.new_tab()
+                # A fresh context has no page; give the session a tab to start from, if the total
+                # allows one (other sessions hold them all: it starts empty, and opening a tab says why).
+                with contextlib.suppress(TabLimitError):
+                    await manager.new_tab()
             elif config.extension:
                 bridge = await self.extension_bridge()
                 manager.watch_extension(bridge)
@@ -280,8 +299,12 @@ class ServerState:
         return session
 
     async def release(self, key: str) -> None:
-        """Close a session's browser context (or browser) and forget it."""
-        self._last_seen.pop(key, None)
+        """Close a session's browser context (or browser) and forget it; one still being opened is
+        waited for, then closed (a call cut short by the session's end may have started it)."""
+        self._last_ended.pop(key, None)
+        starting = self._starting.get(key)
+        if starting is not None:
+            await asyncio.gather(starting, return_exceptions=True)
         session = self._sessions.pop(key, None)
         if session is not None:
             with contextlib.suppress(Exception):
@@ -296,8 +319,9 @@ class ServerState:
                 return shared
             if self._host is not None:
                 await self._host.close()
-            # Launched like any session's browser; sessions use isolated contexts of it.
-            host = self._host = self.new_manager()
+            # Launched like any session's browser; sessions use isolated contexts of it. Its own
+            # tab is no session's (none sees or uses it): it does not count against the total.
+            host = self._host = self.new_manager(counted=False)
             self._shared = await open_browser(host, self.config)
             return self._shared
 
