@@ -25,7 +25,9 @@ def make_tab() -> Tab:
 
 
 async def test_turns_go_in_the_order_asked_and_one_at_a_time() -> None:
-    tab, ran, running = make_tab(), [], set()
+    tab = make_tab()
+    ran: list[int] = []
+    running: set[int] = set()
 
     async def act(n: int) -> None:
         async with tab.input_turn():
