@@ -228,7 +228,8 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "metavar": "SECONDS",
             "type": seconds,
-            "help": "how long a click, type or other element action may take (default 5)",
+            "help": "how long a click, type or other element action may take (default 5); counted from "
+            "its turn: actions on one tab run one at a time, in the order called",
         },
     ),
     "timeout_navigation": (
