@@ -728,6 +728,16 @@ class Tab:
         try:
             found = await asyncio.wait_for(element.count(), timeout=REF_CHECK_TIMEOUT)
         except Exception:
+            if self.document_due:  # the browser holds every message to the page until it comes
+                raise ActionError(
+                    f"Tab {self.id} is waiting for its next page, which its server has not sent yet: "
+                    f"the page does not answer until it comes, so ref {tab_ref(self.id, page_ref)} could "
+                    "not be checked.",
+                    f"Take a snapshot of tab {self.id} in a while and use a ref from it, or load another page.",
+                    tab_id=self.id,
+                    ref=ref,
+                    reason="timeout",
+                ) from None
             found = 0
         if not found:
             self._refs.discard(page_ref)

@@ -1160,13 +1160,19 @@ async def test_a_page_whose_server_has_not_answered_yet_is_loading_not_stuck(
     options = BrowserOptions(timeout_navigation=1, timeout_action=1)
     async with Client(make_server(browser=options)) as mcp:
         tab = await start_on(mcp, site.url("/page/a"))
-        slow = site.url("/api/slow?ms=8000")
+        snap = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})))["snapshot"]
+        button = ref_of(snap, "button")
+        slow = site.url("/api/slow?ms=20000")
         loading = error(await mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}))
         assert f"Loading {slow} on tab {tab} did not finish loading within 1 s" in loading
         assert "not responding" not in loading and "script" not in loading
         snapped = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert f"Taking a snapshot of tab {tab} did not finish" in snapped
         assert "not responding" not in snapped and "script" not in snapped
+        # A ref of the page before cannot be checked either: said so, not called stale.
+        clicked = error(await mcp.call_tool("browser_click", {"ref": button}))
+        assert f"Tab {tab} is waiting for its next page, which its server has not sent yet" in clicked
+        assert "no longer matches" not in clicked
 
         spinning = await open_tab(mcp, site.url("/page/b"))
         stuck = error(await mcp.call_tool("browser_navigate", {"url": site.url("/spin"), "tabId": spinning}))
