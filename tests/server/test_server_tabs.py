@@ -249,9 +249,10 @@ async def test_a_new_tab_that_another_call_made_inactive_meanwhile_says_so(
         # another call activates the first tab.
         slow = site.url("/api/slow?ms=1500")
         opening = asyncio.ensure_future(mcp.call_tool("browser_tabs", {"action": "new", "url": slow}))
+        # Listed once it is there and active (it is registered a moment before it is activated).
         await poll(
             lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
-            lambda listed: result_of(listed)["count"] == 2,
+            lambda listed: result_of(listed)["count"] == 2 and result_of(listed)["activeTabId"] != first,
         )
         ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first}))
         opened = ok(await opening)
