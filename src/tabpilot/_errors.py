@@ -236,13 +236,18 @@ class TabNotFoundError(TabError):
 
 
 class LastTabError(TabError):
-    def __init__(self, tab_id: int, instance_id: str) -> None:
+    def __init__(self, tab_id: int, instance_id: str, *, room: bool = True) -> None:
+        """`room`: another tab could be opened (False: a tab limit leaves no room for one)."""
         super().__init__(
             f"Cannot close last tab: tab {tab_id} is the only tab of instance {instance_id}.",
-            "Open another tab first, or close the instance.",
+            "Open another tab first, or close the instance."
+            if room
+            else "Load the page you need in this tab instead (the tab limit leaves no room for another), "
+            "or close the instance.",
             tab_id=tab_id,
         )
         self.instance_id = instance_id
+        self.room = room
 
 
 class TabLimitError(TabError):

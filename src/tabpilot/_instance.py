@@ -672,7 +672,9 @@ class Instance:
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:
         tab.ensure_open()
         if not force and len(self._registry) <= 1:
-            raise LastTabError(tab.id, self.id)
+            rules = self._services.rules
+            full = len(self._registry) >= rules.max_tabs or (rules.budget is not None and rules.budget.full)
+            raise LastTabError(tab.id, self.id, room=not full)
         tab.closing_cause = cause
         try:
             if not tab.is_ready:

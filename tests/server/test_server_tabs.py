@@ -141,6 +141,12 @@ async def test_the_tab_cap_refuses_a_new_tab_with_a_clear_error(connect: Callabl
         refused = await mcp.call_tool("browser_tabs", {"action": "new"})
         assert refused.is_error
         assert "--max-tabs 2" in section(refused, "Error")
+    # At a limit of one tab, the last tab cannot be closed and no other opened: the advice is neither.
+    async with connect(max_tabs=1) as mcp:
+        only = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["activeTabId"]
+        kept = section(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": only}), "Error")
+        assert f"Cannot close last tab: tab {only}" in kept
+        assert "Load the page you need in this tab instead" in kept and "Open another tab" not in kept
 
 
 async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(

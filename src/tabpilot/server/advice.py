@@ -209,9 +209,11 @@ def _dialog_advice(exc: DialogOpenError, calls: ToolCalls) -> str:
 
 
 def _last_tab_advice(exc: LastTabError, calls: ToolCalls) -> str:
+    instance = ", or close the instance" if calls.instances else ""
+    if not exc.room:
+        return f"Load the page you need in this tab instead (the tab limit leaves no room for another){instance}."
     if calls.open_tab is None:
         return "Keep it open: a browser needs one tab."
-    instance = ", or close the instance" if calls.instances else ""
     return f"Open another tab first ({calls.open_tab}){instance}."
 
 
