@@ -161,9 +161,12 @@ async def _closed_lines(call: Call) -> str:
     """A line per tab closed by no call since the previous answer (the action's own tab, closed by
     its page's window.close()), and the tab that is active now: later calls act on that one."""
     await call.manager.settle(grace=0)
+    closed = closed_untold(call)
+    if not closed:
+        return ""  # the usual answer: no list of the tabs to build
     urls = {t.id: t.url for t in call.manager.tabs()}
     lines = []
-    for event in closed_untold(call):
+    for event in closed:
         line = f"Tab # {event.tab_id} closed (by {event.data.get('by')})"
         now = event.data.get("activeTabId")
         if event.data.get("activeChanged") and now in urls:

@@ -133,6 +133,8 @@ async def _closed_lines(call: Call) -> str:
     manager = call.manager
     await manager.settle(grace=0)
     closed = closed_untold(call)
+    if not closed:
+        return ""  # the usual answer: no list of the tabs to build
     tabs = manager.tabs()
     lines = [f"{line} (closed by {e.data.get('by')})." for e in closed for line in event_lines([e], tabs)]
     instance = manager.default_instance
