@@ -90,6 +90,10 @@ class ActionResult:
     file_picker: bool = False
     """A click opened a file picker; tabpilot held it back (`upload_files` on the same ref
     clicks again and gives the picker its files)."""
+    loading: str | None = None
+    """The action started loading a page into its tab (a link, a form it submitted) whose server
+    had not sent it when the action's time ran out: its URL ('' if the browser did not say). The
+    action is done; the tab shows the page when it comes (`Tab.document_due` until then)."""
 
 
 async def _bring_to_front(tab: Tab) -> None:
@@ -127,22 +131,32 @@ async def _act(
     watch_tabs: bool = True,
     dialogs: DialogPolicy = "report",
     pickers: bool = False,
+    gives_input: bool = True,
 ) -> tuple[Any, ActionResult]:
     """Run an action's `job` under a watch; `pickers`: report a file picker it opened (a click;
-    an upload answers the picker its own click opens)."""
+    an upload answers the picker its own click opens). `gives_input`: the job is input (a click,
+    keys), done once given even when Playwright then waits for the document it made the tab load:
+    if that document is slow, the result says so (`ActionResult.loading`) instead of failing."""
     closed_itself = False
+    loading: str | None = None
+    due_before = tab.document_due
     with tab.host.watch(tab) as watch:
         try:
             with map_playwright_errors(Doing(what, tab_id=tab.id, ref=ref, timeout=timeout)):
                 value, _ = await watch.run(job, dialogs=dialogs)
         except ActionError as exc:
-            await tab.raise_if_unresponsive(exc)
-            # The action made its own tab close (a sign-in popup's submit loads a page that calls
-            # window.close()): it did its job, though Playwright fails the step still in flight.
-            # Closed by another call (a tool), or with its browser, it failed.
-            if not (tab.handle.is_closed() and tab.closing_cause is None and tab.host.check_alive()):
-                raise
-            value, closed_itself = None, True
+            if gives_input and exc.reason in ("timeout", "busy") and tab.document_due and not due_before:
+                # The action started a navigation (Playwright waits for its document, up to the
+                # timeout) whose server is slow: the input was given, and the page is on its way.
+                value, loading = None, tab.due_url
+            else:
+                await tab.raise_if_unresponsive(exc)
+                # The action made its own tab close (a sign-in popup's submit loads a page that
+                # calls window.close()): it did its job, though Playwright fails the step still in
+                # flight. Closed by another call (a tool), or with its browser, it failed.
+                if not (tab.handle.is_closed() and tab.closing_cause is None and tab.host.check_alive()):
+                    raise
+                value, closed_itself = None, True
         opened = await watch.opened_tabs() if watch_tabs else ()
     active = tab.host.active_tab
     return value, ActionResult(
@@ -154,6 +168,7 @@ async def _act(
         accepted_dialogs=tuple(watch.accepted),
         closed_itself=closed_itself,
         file_picker=pickers and watch.file_pickers > 0,
+        loading=loading,
     )
 
 
@@ -287,7 +302,8 @@ async def press_key(
 async def select_option(
     tab: Tab, ref: str, values: Sequence[str], *, timeout: float | None = None
 ) -> ActionResult:
-    """Select options of a <select> by value or label; `result.value` lists the values now selected."""
+    """Select options of a <select> by value or label; `result.value` lists the values now selected
+    (the values asked for, if the selection started loading a page that had not come in time)."""
     if isinstance(values, str):
         values = [values]
     timeout = timeout or tab.host.timeouts.action
@@ -298,7 +314,9 @@ async def select_option(
         selected, result = await _act(
             tab, what, element.select(values, timeout=timeout), ref=ref, timeout=timeout
         )
-    return _with(result, value=selected)
+    # A selection that made the page load a slow page: Playwright did not get to say what it
+    # selected before the time ran out, so the values asked for stand for them.
+    return _with(result, value=list(values) if result.loading is not None else selected)
 
 
 async def hover(tab: Tab, ref: str, *, timeout: float | None = None) -> ActionResult:
@@ -482,7 +500,13 @@ async def wait_for(
     what = describe_wait(text=text, text_gone=text_gone, time=time)
     try:
         _, result = await _act(
-            tab, f"Waiting for {what} on tab {tab.id}", job(), ref=None, timeout=timeout, watch_tabs=False
+            tab,
+            f"Waiting for {what} on tab {tab.id}",
+            job(),
+            ref=None,
+            timeout=timeout,
+            watch_tabs=False,
+            gives_input=False,
         )
     except ActionError as exc:
         if exc.reason == "timeout":
@@ -561,7 +585,13 @@ async def screenshot(
         )
 
     data, result = await _act(
-        tab, what, asyncio.wait_for(shoot(), timeout), ref=ref, timeout=timeout, watch_tabs=False
+        tab,
+        what,
+        asyncio.wait_for(shoot(), timeout),
+        ref=ref,
+        timeout=timeout,
+        watch_tabs=False,
+        gives_input=False,
     )
     if data is None:
         raise ActionError(
@@ -610,7 +640,7 @@ async def evaluate(
         job = asyncio.wait_for(asyncio.shield(evaluation), timeout)
         what = f"Evaluating on tab {tab.id}"
     try:
-        value, result = await _act(tab, what, job, ref=ref, timeout=timeout)
+        value, result = await _act(tab, what, job, ref=ref, timeout=timeout, gives_input=False)
     except BaseException:
         evaluation.cancel()  # still running after a timeout: nobody waits for it any more
         raise

@@ -110,7 +110,8 @@ async def _navigate(
         ):
             status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
-        await tab.raise_if_unresponsive(exc)
+        if not tab.document_due:  # else `_navigation_error` says the page is on its way
+            await tab.raise_if_unresponsive(exc)
         if exc.reason == "download":
             return NavigationResult(
                 tab.id,

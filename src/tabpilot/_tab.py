@@ -168,7 +168,10 @@ class Tab:
         self._input_turns: deque[asyncio.Future[None]] = deque()
         """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
         self._document_due = False
-        """A navigation asked for a document that has not arrived yet (`expecting_document`)."""
+        """A navigation asked for a document that has not arrived yet (`expecting_document`,
+        `document_requested`)."""
+        self._due_url = ""
+        """The URL of that document, when the browser said it ('' until then)."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -364,7 +367,7 @@ class Tab:
         self.host.dialog_opened(self, info)
 
     def _on_download(self, url: str, filename: str) -> None:
-        self._document_due = False  # the download took the document's place
+        self.document_settled()  # the download took the document's place
         self.host.emit("download", self.id, url=url, suggestedFilename=filename)
 
     def _on_load(self) -> None:
@@ -378,7 +381,7 @@ class Tab:
         self._fetch_title_soon()
 
     def _on_navigated(self) -> None:
-        self._document_due = False  # committed: the page answers again
+        self.document_settled()  # committed: the page answers again
         if self.status != "crashed":
             self.status = "loading"
 
@@ -517,20 +520,54 @@ class Tab:
             raise
         finally:
             if not timed_out:
-                self._document_due = False
+                self.document_settled()
+
+    def document_requested(self, url: str) -> None:
+        """The browser started loading a new document into the tab (`url`), whoever asked for it:
+        a link, a form, a script, a navigation of tabpilot's. Until it arrives (`document_settled`)
+        the page answers nothing, as under `expecting_document`."""
+        self._document_due = True
+        self._due_url = url
+
+    def document_settled(self) -> None:
+        """The document a navigation asked for arrived, or the navigation ended without one (a
+        download, an empty answer such as HTTP 204, a navigation called off)."""
+        self._document_due = False
+        self._due_url = ""
 
     @property
     def document_due(self) -> bool:
         """Whether a navigation's document has not arrived yet (`expecting_document`)."""
         return self._document_due and self.status != "crashed" and not self.is_gone
 
+    @property
+    def due_url(self) -> str:
+        """The URL of the document the tab waits for while `document_due` ('' if not known)."""
+        return self._due_url if self.document_due else ""
+
+    def loading_error(self, exc: ActionError) -> ActionError:
+        """`exc` (page work that timed out while `document_due`) told as what it is: the page is
+        waiting for its server, not broken."""
+        loading = f"loading {self._due_url}" if self._due_url else "loading its next page"
+        return ActionError(
+            f"{exc.fact.rstrip('.')}: tab {self.id} is {loading}, whose server has not sent it yet "
+            "(the page answers nothing until it comes).",
+            f"The browser keeps waiting for it: take a snapshot of tab {self.id} in a while, or load "
+            "another page.",
+            tab_id=self.id,
+            ref=exc.ref,
+            reason="timeout",
+        )
+
     async def raise_if_unresponsive(self, exc: ActionError) -> None:
         """After page work timed out (`exc`): when the page does not answer at all (a script stuck
         in a loop), raise an error that says so; otherwise return, for `exc` to be raised. A page
         whose next document has not arrived does not answer either: waiting for its server, it is
-        not stuck, so this returns at once."""
-        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None or self.document_due:
+        not stuck, and `loading_error` is raised at once."""
+        if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
             return
+        if self.document_due:
+            raise self.loading_error(exc) from exc
         holder = self._held_by(same_site=False)
         if holder is not None and (info := holder.dialog) is not None:
             raise DialogOpenError(holder.id, info, waiting_tab_id=self.id) from exc
@@ -720,24 +757,20 @@ class Tab:
         return page_ref
 
     async def element(self, ref: str) -> ElementHandle:
-        """The element a ref names, checked to exist now, so a stale ref fails at once."""
+        """The element a ref names, checked to exist now, so a stale ref fails at once. While the
+        tab waits for its next document (`document_due`) that fails at once too: the page answers
+        nothing until the document comes, and no ref of the page it leaves works on the next."""
         self.ensure_no_dialog()
         page_ref = self.resolve_ref(ref)
         await self.ready()
+        if self.document_due:
+            raise self._leaving_error(page_ref, ref)
         element = self.handle.element(page_ref)
         try:
             found = await asyncio.wait_for(element.count(), timeout=REF_CHECK_TIMEOUT)
         except Exception:
-            if self.document_due:  # the browser holds every message to the page until it comes
-                raise ActionError(
-                    f"Tab {self.id} is waiting for its next page, which its server has not sent yet: "
-                    f"the page does not answer until it comes, so ref {tab_ref(self.id, page_ref)} could "
-                    "not be checked.",
-                    f"Take a snapshot of tab {self.id} in a while and use a ref from it, or load another page.",
-                    tab_id=self.id,
-                    ref=ref,
-                    reason="timeout",
-                ) from None
+            if self.document_due:  # a navigation started meanwhile
+                raise self._leaving_error(page_ref, ref) from None
             found = 0
         if not found:
             self._refs.discard(page_ref)
@@ -748,6 +781,18 @@ class Tab:
                 tab_id=self.id,
             )
         return element
+
+    def _leaving_error(self, page_ref: str, ref: str) -> ActionError:
+        loading = f"loading {self._due_url}" if self._due_url else "waiting for its next page"
+        return ActionError(
+            f"Tab {self.id} is {loading}, whose server has not sent it yet: ref "
+            f"{tab_ref(self.id, page_ref)} is on the page it is leaving, which answers nothing until "
+            "the new one comes.",
+            f"Take a snapshot of tab {self.id} in a while and use a ref from it, or load another page.",
+            tab_id=self.id,
+            ref=ref,
+            reason="timeout",
+        )
 
 
 def _consume(task: asyncio.Future[Any]) -> None:

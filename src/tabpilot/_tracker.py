@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -301,6 +302,7 @@ class TabTracker:
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
         tab.add_disposer(session.on_events(("Page.windowOpen",), on_window_open))
+        tab.add_disposer(session.on_events(DOCUMENT_EVENTS, lambda m, raw: _document_event(tab, m, raw)))
         session.send("Page.enable")
         self._target_sessions[tab.id] = session
 
@@ -461,6 +463,25 @@ class TabTracker:
         )
         if was_active and new_active is not None:
             self._host.emit("tab_activated", new_active, previousTabId=tab.id, reason="promoted")
+
+
+DOCUMENT_EVENTS = ("Page.frameStartedNavigating", "Page.frameNavigated", "Page.frameStoppedLoading")
+"""What a page's session says of its documents: one asked for, one arrived, loading over."""
+_SAME_DOCUMENT = frozenset({"sameDocument", "historySameDocument"})
+
+
+def _document_event(tab: Tab, method: str, raw: str) -> None:
+    """Keep `Tab.document_due` true from the moment the browser starts loading a new document
+    into the tab's main frame (a link, a form, a script, tabpilot's own navigation) until it
+    arrives or loading ends without one (a download, HTTP 204): the page answers nothing
+    meanwhile, and a click that started it must not read as a page stuck in a script."""
+    params = json.loads(raw).get("params") or {}
+    if params.get("frameId", (params.get("frame") or {}).get("id")) != tab.target_id:
+        return  # an iframe's
+    if method != "Page.frameStartedNavigating":
+        tab.document_settled()
+    elif params.get("navigationType") not in _SAME_DOCUMENT:
+        tab.document_requested(str(params.get("url", "")))
 
 
 def _unexplained_close_cause(tab: Tab) -> CloseCause:

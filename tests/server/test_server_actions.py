@@ -1167,17 +1167,62 @@ async def test_a_page_whose_server_has_not_answered_yet_is_loading_not_stuck(
         assert f"Loading {slow} on tab {tab} did not finish loading within 1 s" in loading
         assert "not responding" not in loading and "script" not in loading
         snapped = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
-        assert f"Taking a snapshot of tab {tab} did not finish" in snapped
+        assert (
+            f"Taking a snapshot of tab {tab} did not finish within 1 s: tab {tab} is loading {slow}"
+            in snapped
+        )
         assert "not responding" not in snapped and "script" not in snapped
-        # A ref of the page before cannot be checked either: said so, not called stale.
+        # A ref of the page before cannot be checked either: said so at once, not called stale.
         clicked = error(await mcp.call_tool("browser_click", {"ref": button}))
-        assert f"Tab {tab} is waiting for its next page, which its server has not sent yet" in clicked
+        assert (
+            f"Tab {tab} is loading {slow}, whose server has not sent it yet: ref {button} is on the page"
+            in clicked
+        )
         assert "no longer matches" not in clicked
 
         spinning = await open_tab(mcp, site.url("/page/b"))
         stuck = error(await mcp.call_tool("browser_navigate", {"url": site.url("/spin"), "tabId": spinning}))
         assert f"tab {spinning} is not responding (a script on it keeps it busy" in stuck
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": spinning}))
+
+
+async def test_a_click_that_loads_a_slow_page_is_done_and_says_the_page_is_on_its_way(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    # Playwright's click waits for the document a link asks for; a slow server ran the click out
+    # of time, and the tab was then called stuck in a script. The click was given: say so.
+    slow = site.url("/api/slow?ms=3000")
+    site.set_content(
+        "/links",
+        f'<title>Links</title><a href="{slow}">slow page</a> <a href="/api/status/204">empty answer</a> '
+        '<input aria-label="name">',
+    )
+    options = BrowserOptions(timeout_navigation=1, timeout_action=1)
+    async with Client(make_server(browser=options)) as mcp:
+        tab = await start_on(mcp, site.url("/links"))
+        snap = await snapshot(mcp, tab)
+        # A link answered with no document (HTTP 204) leaves the page as it was, and usable.
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "empty answer")}))
+        typed = ok(await mcp.call_tool("browser_type", {"ref": ref_of(snap, "name"), "text": "still here"}))
+        assert "loading" not in text(typed)
+
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "slow page")}))
+        said = section(clicked, "Result")
+        assert f"Clicked {ref_of(snap, 'slow page')} on tab {tab}. It made tab {tab} load {slow}" in said
+        assert "not responding" not in text(clicked) and "did not finish" not in text(clicked)
+        assert data(clicked)["result"]["loading"] == slow
+        assert section(clicked, "Snapshot") == f"(none yet: tab {tab} is loading {slow})"
+        # Meanwhile the page answers nothing: a ref of the page it leaves fails at once, saying why.
+        stale = error(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "name")}))
+        assert f"Tab {tab} is loading {slow}, whose server has not sent it yet" in stale
+
+        arrived = await poll(lambda: snapshot_text(mcp, tab), lambda snap: "slow 3000" in snap, timeout=10)
+        assert "slow 3000" in arrived
+
+
+async def snapshot_text(mcp: Client, tab_id: int) -> str:
+    result = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab_id})
+    return text(result)
 
 
 async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(

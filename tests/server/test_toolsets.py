@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
 from support import ref_of, text
-from tabpilot import TabInfo
+from tabpilot import BrowserOptions, TabInfo
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.app import PEER_TOOLS
@@ -392,6 +392,35 @@ async def test_foxmcp_tools_answer_in_foxmcps_text_formats(
 
 
 # -- Pilo -----------------------------------------------------------------------------------------
+
+
+async def test_compatible_sets_say_a_click_made_the_tab_load_a_slow_page(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Playwright's click waits for the document it makes the tab load: with a slow server the time
+    # ran out and the click failed, though it was done. The sets' own answers say it is loading.
+    slow = site.url("/api/slow?ms=4000")
+    site.set_content(
+        "/slow-links",
+        f'<title>Slow links</title><a href="{slow}">slow page</a>',
+    )
+    options = BrowserOptions(timeout_navigation=1, timeout_action=1)
+    async with connect(tools=("pilo",), browser=options) as mcp:
+        await call(mcp, "goto", {"url": site.url("/slow-links")})
+        snap = await call(mcp, "get_snapshot")
+        tab = int(snap.splitlines()[1].split()[1])
+        link = ref_of(snap, "slow page")
+        clicked = await call(mcp, "click", {"ref": link})
+        assert clicked == f"Clicked {link}.\nTab {tab} is loading {slow}; its server has not sent it yet."
+    async with connect(tools=("browser-use",), browser=options) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/slow-links")})
+        state = json.loads(await call(mcp, "browser_get_state"))
+        link_index = next(e["index"] for e in state["interactive_elements"] if e["tag"] == "a")
+        clicked = await call(mcp, "browser_click", {"index": link_index})
+        assert re.fullmatch(
+            rf"Clicked element {link_index}\nTab \d+ is loading {re.escape(slow)}; its server has not sent it yet\.",
+            clicked,
+        )
 
 
 async def test_pilo_sees_a_tab_a_click_opens_in_the_click_response_and_the_next_snapshot(

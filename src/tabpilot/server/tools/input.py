@@ -62,6 +62,12 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
             "It opened a file picker, which tabpilot held back: choose files with "
             f'browser_file_upload(ref="{facts.get("ref")}", paths=[...]).'
         )
+    if result.loading is not None:
+        page = result.loading or "a new page"
+        notes.append(
+            f"It made tab {tab.id} load {page}, whose server has not sent it yet: the browser keeps "
+            f"waiting for it. Take a snapshot of tab {tab.id} in a while."
+        )
     closed = f"Tab {tab.id} closed itself afterwards." if result.closed_itself else ""
 
     def text() -> str:
@@ -72,6 +78,8 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
     if result.file_picker:
         data["filePicker"] = True
+    if result.loading is not None:
+        data["loading"] = result.loading
     if followed is not None:
         data["activeTabId"] = followed
     if result.dialog is not None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import DialogInfo, Tab, TabEvent, parse_ref
+from tabpilot import ActionResult, DialogInfo, Tab, TabEvent, parse_ref
 
 from ..advice import dialog_noun, dialog_said
 from ..tools.base import Call
@@ -151,6 +151,19 @@ async def accept_dialog(tab: Tab) -> str:
 
 def dialog_note(info: DialogInfo) -> str:
     return f"Accepted {dialog_noun(info.type)}{dialog_said(info.type, info.message)}"
+
+
+def note_lines(*notes: str) -> str:
+    """Notes as lines to append to an answer, each after a line break; empty ones left out."""
+    return "".join(f"\n{note}" for note in notes if note)
+
+
+def loading_note(result: ActionResult) -> str:
+    """What the compatible sets say of an action that made its tab load a page whose server had not
+    sent it in time ('' when it did not): the action is done; the page is on its way."""
+    if result.loading is None:
+        return ""
+    return f"Tab {result.tab_id} is loading {result.loading or 'a new page'}; its server has not sent it yet."
 
 
 def closed_untold(call: Call) -> list[TabEvent]:

@@ -67,6 +67,8 @@ from ._common import (
     describe_elements,
     dialog_note,
     interactive_elements,
+    loading_note,
+    note_lines,
 )
 
 CALLS = ToolCalls(
@@ -153,10 +155,6 @@ async def _active(call: Call) -> tuple[Tab, str]:
     return tab, await accept_dialog(tab)
 
 
-def _lines(*notes: str) -> str:
-    return "".join(f"\n{note}" for note in notes if note)
-
-
 async def _closed_lines(call: Call) -> str:
     """A line per tab closed by no call since the previous answer (the action's own tab, closed by
     its page's window.close()), and the tab that is active now: later calls act on that one."""
@@ -172,7 +170,7 @@ async def _closed_lines(call: Call) -> str:
         if event.data.get("activeChanged") and now in urls:
             line += f', now on tab_id "{now}": {short(urls[now])}'
         lines.append(line)
-    return _lines(*lines)
+    return note_lines(*lines)
 
 
 def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
@@ -296,7 +294,7 @@ async def browser_navigate(
         return
     tab, note = await _active(call)
     await navigate(tab, "goto", url)
-    call.response.plain(f"Navigated to: {short(url)}" + _lines(note) + await _closed_lines(call))
+    call.response.plain(f"Navigated to: {short(url)}" + note_lines(note) + await _closed_lines(call))
 
 
 def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = None) -> str:
@@ -330,7 +328,7 @@ async def browser_click(
                 return
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
-                + _lines(f'New tab: tab_id "{opened.tab.id}", now active.', note)
+                + note_lines(f'New tab: tab_id "{opened.tab.id}", now active.', note)
             )
             return
         result = await click(tab, element.ref, dialogs="accept")
@@ -347,7 +345,7 @@ async def browser_click(
     call.response.plain(
         text
         + new_tab_lines(manager, result.opened_tab_ids, active_id=result.followed_tab_id)
-        + _lines(note, *dialogs)
+        + note_lines(note, *dialogs, loading_note(result))
         + await _closed_lines(call)
     )
 
@@ -360,21 +358,23 @@ async def browser_type(
     tab, note = await _active(call)
     element = _element(call, tab, index)  # no such index: its own message says what to do
     try:
-        await type_text(tab, element.ref, text, dialogs="accept")
+        result = await type_text(tab, element.ref, text, dialogs="accept")
     except StaleRefError:
         call.response.error(_stale(index))
         return
     except TabpilotError as exc:
         call.response.error(f"could not type into element {index}: {_failed(exc, index, element)}")
         return
-    call.response.plain(typed_text(index, text) + _lines(note) + await _closed_lines(call))
+    call.response.plain(
+        typed_text(index, text) + note_lines(note, loading_note(result)) + await _closed_lines(call)
+    )
 
 
 async def browser_go_back(call: Call) -> None:
     tab, note = await _active(call)
     result = await navigate(tab, "back")
     tail = f" ({result.note})" if result.note else ""
-    call.response.plain("Navigated back" + tail + _lines(note) + await _closed_lines(call))
+    call.response.plain("Navigated back" + tail + note_lines(note) + await _closed_lines(call))
 
 
 async def browser_scroll(
@@ -383,7 +383,7 @@ async def browser_scroll(
 ) -> None:
     tab, note = await _active(call)
     await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
-    call.response.plain(f"Scrolled {direction}" + _lines(note) + await _closed_lines(call))
+    call.response.plain(f"Scrolled {direction}" + note_lines(note) + await _closed_lines(call))
 
 
 TOOLS: list[ToolSpec] = [

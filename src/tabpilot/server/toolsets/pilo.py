@@ -40,7 +40,7 @@ from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short
 from ..tools.base import Call, ToolSpec
-from ._common import accept_dialog, closed_untold, dialog_note, host_of
+from ._common import accept_dialog, closed_untold, dialog_note, host_of, loading_note, note_lines
 
 
 @dataclass(slots=True)
@@ -105,10 +105,6 @@ async def _current(call: Call) -> tuple[Tab, str]:
     return tab, await accept_dialog(tab)
 
 
-def _lines(*notes: str) -> str:
-    return "".join(f"\n{note}" for note in notes if note)
-
-
 def _own_ref(tab: Tab, ref: str) -> None:
     ref_tab, _ = parse_ref(ref)
     if ref_tab is not None and ref_tab != tab.id:
@@ -141,7 +137,7 @@ async def _closed_lines(call: Call) -> str:
     current = instance.active_tab if instance is not None else None
     if current is not None and any(e.data.get("activeChanged") for e in closed):
         lines.append(f'Current tab: Tab {current.id}: {host_of(current.url)} - "{current.title}".')
-    return _lines(*lines)
+    return note_lines(*lines)
 
 
 async def list_tabs(call: Call) -> None:
@@ -208,7 +204,9 @@ async def click(
         if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
     ]
     call.response.plain(
-        f"Clicked {ref}.{_opened_text(manager, opened)}" + _lines(note, *dialogs) + await _closed_lines(call)
+        f"Clicked {ref}.{_opened_text(manager, opened)}"
+        + note_lines(note, *dialogs, loading_note(result))
+        + await _closed_lines(call)
     )
 
 
@@ -219,8 +217,10 @@ async def fill(
 ) -> None:
     tab, note = await _current(call)
     _own_ref(tab, ref)
-    await type_text(tab, ref, value, dialogs="accept")
-    call.response.plain(f"Filled {ref} with {value!r}." + _lines(note) + await _closed_lines(call))
+    result = await type_text(tab, ref, value, dialogs="accept")
+    call.response.plain(
+        f"Filled {ref} with {value!r}." + note_lines(note, loading_note(result)) + await _closed_lines(call)
+    )
 
 
 async def goto(
@@ -230,7 +230,7 @@ async def goto(
     result = await navigate(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
     call.response.plain(
-        f"Navigated tab {tab.id} to {short(result.url)}.{tail}" + _lines(note) + await _closed_lines(call)
+        f"Navigated tab {tab.id} to {short(result.url)}.{tail}" + note_lines(note) + await _closed_lines(call)
     )
 
 
