@@ -172,6 +172,9 @@ class Tab:
         `document_requested`)."""
         self._due_url = ""
         """The URL of that document, when the browser said it ('' until then)."""
+        self._stuck = False
+        """The page did not answer a trivial script the last time it was asked (`raise_if_unresponsive`),
+        and no new document came since."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -378,6 +381,7 @@ class Tab:
     def _on_new_document(self) -> None:
         # A new document has new elements: every ref of the old one is stale.
         self._refs.clear()
+        self._stuck = False
         self._fetch_title_soon()
 
     def _on_navigated(self) -> None:
@@ -573,11 +577,13 @@ class Tab:
             raise DialogOpenError(holder.id, info, waiting_tab_id=self.id) from exc
         try:
             await asyncio.wait_for(self._handle.evaluate("1"), RESPONSIVE_TIMEOUT)
+            self._stuck = False
             return
         except TimeoutError:
             pass
         except Exception:  # closed, navigating: answered in its own way
             return
+        self._stuck = True
         raise ActionError(
             f"{exc.fact.rstrip('.')}: tab {self.id} is not responding (a script on it keeps it busy, "
             "e.g. an endless loop).",
@@ -766,12 +772,25 @@ class Tab:
         if self.document_due:
             raise self._leaving_error(page_ref, ref)
         element = self.handle.element(page_ref)
+        # A page found stuck in a script before gets the time a trivial script has, not a ref's.
+        limit = RESPONSIVE_TIMEOUT if self._stuck else REF_CHECK_TIMEOUT
         try:
-            found = await asyncio.wait_for(element.count(), timeout=REF_CHECK_TIMEOUT)
-        except Exception:
+            found = await asyncio.wait_for(element.count(), timeout=limit)
+        except Exception as exc:
             if self.document_due:  # a navigation started meanwhile
                 raise self._leaving_error(page_ref, ref) from None
-            found = 0
+            if not isinstance(exc, TimeoutError):
+                found = 0  # its document went away meanwhile: the ref's element with it
+            else:  # the page did not answer: not a sign that the element is gone
+                checking = ActionError(
+                    f"Checking ref {tab_ref(self.id, page_ref)} on tab {self.id} did not finish within {limit:g} s.",
+                    f"The page may be busy: take a snapshot of tab {self.id} and retry.",
+                    tab_id=self.id,
+                    ref=ref,
+                    reason="timeout",
+                )
+                await self.raise_if_unresponsive(checking)
+                raise checking from None
         if not found:
             self._refs.discard(page_ref)
             raise StaleRefError(

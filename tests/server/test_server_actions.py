@@ -1137,15 +1137,24 @@ async def test_a_cancelled_slow_typing_stops_typing(connect: Callable[..., Clien
 async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_working(
     make_server: Callable[..., Any], site: LocalSite
 ) -> None:
-    site.set_content("/stuck", "<button onclick='setTimeout(() => { for (;;) {} }, 50)'>Hang</button>")
+    site.set_content(
+        "/stuck", "<button onclick='setTimeout(() => { for (;;) {} }, 50)'>Hang</button><button>Other</button>"
+    )
     async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
         tab = await start_on(mcp, site.url("/stuck"))
-        ok(await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, tab), "Hang")}))
+        snap = await snapshot(mcp, tab)
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Hang")}))
         await asyncio.sleep(0.2)
-        for tool, args in (("browser_snapshot", {}), ("browser_evaluate", {"function": "() => 1"})):
+        for tool, args in (
+            ("browser_snapshot", {}),
+            ("browser_evaluate", {"function": "() => 1"}),
+            # A ref whose check the page does not answer is not a ref whose element went away.
+            ("browser_click", {"ref": ref_of(snap, "Other")}),
+        ):
             failed = error(await mcp.call_tool(tool, {**args, "tabId": tab}))
             assert f"tab {tab} is not responding" in failed, failed
             assert f"browser_tabs(action='close', tabId={tab})" in failed
+            assert "no longer matches" not in failed
         other = await open_tab(mcp, site.url("/page/a"))
         assert "Page a" in await snapshot(mcp, other)
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
