@@ -532,6 +532,15 @@ class Tab:
         the page answers nothing, as under `expecting_document`."""
         self._document_due = True
         self._due_url = url
+        if self.status == "complete":
+            self.status = "loading"
+
+    def loading_stopped(self) -> None:
+        """The browser stopped loading the tab's page: its document came and loaded, or the
+        navigation ended without one (a download, an empty answer such as HTTP 204, called off)."""
+        self.document_settled()
+        if self.status == "loading":
+            self.status = "complete"
 
     def document_settled(self) -> None:
         """The document a navigation asked for arrived, or the navigation ended without one (a

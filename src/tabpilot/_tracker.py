@@ -474,12 +474,15 @@ def _document_event(tab: Tab, method: str, raw: str) -> None:
     """Keep `Tab.document_due` true from the moment the browser starts loading a new document
     into the tab's main frame (a link, a form, a script, tabpilot's own navigation) until it
     arrives or loading ends without one (a download, HTTP 204): the page answers nothing
-    meanwhile, and a click that started it must not read as a page stuck in a script."""
+    meanwhile, and a click that started it must not read as a page stuck in a script. The tab is
+    `loading` from that moment too, as the browser's own tab strip shows it."""
     params = json.loads(raw).get("params") or {}
     if params.get("frameId", (params.get("frame") or {}).get("id")) != tab.target_id:
         return  # an iframe's
-    if method != "Page.frameStartedNavigating":
+    if method == "Page.frameNavigated":
         tab.document_settled()
+    elif method == "Page.frameStoppedLoading":
+        tab.loading_stopped()
     elif params.get("navigationType") not in _SAME_DOCUMENT:
         tab.document_requested(str(params.get("url", "")))
 

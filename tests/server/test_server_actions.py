@@ -1138,7 +1138,8 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
     make_server: Callable[..., Any], site: LocalSite
 ) -> None:
     site.set_content(
-        "/stuck", "<button onclick='setTimeout(() => { for (;;) {} }, 50)'>Hang</button><button>Other</button>"
+        "/stuck",
+        "<button onclick='setTimeout(() => { for (;;) {} }, 50)'>Hang</button><button>Other</button>",
     )
     async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
         tab = await start_on(mcp, site.url("/stuck"))
@@ -1214,6 +1215,8 @@ async def test_a_click_that_loads_a_slow_page_is_done_and_says_the_page_is_on_it
         ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "empty answer")}))
         typed = ok(await mcp.call_tool("browser_type", {"ref": ref_of(snap, "name"), "text": "still here"}))
         assert "loading" not in text(typed)
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert "loading" not in tab_line(listed, tab)
 
         clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "slow page")}))
         said = section(clicked, "Result")
@@ -1221,6 +1224,8 @@ async def test_a_click_that_loads_a_slow_page_is_done_and_says_the_page_is_on_it
         assert "not responding" not in text(clicked) and "did not finish" not in text(clicked)
         assert data(clicked)["result"]["loading"] == slow
         assert section(clicked, "Snapshot") == f"(none yet: tab {tab} is loading {slow})"
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert "loading" in tab_line(listed, tab)  # as the browser's tab strip shows it
         # Meanwhile the page answers nothing: a ref of the page it leaves fails at once, saying why.
         stale = error(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "name")}))
         assert f"Tab {tab} is loading {slow}, whose server has not sent it yet" in stale
@@ -1248,7 +1253,10 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
             f"Tab {tab} has not left its page: the page asks first (a beforeunload dialog). Accept the dialog "
             "to go on to the new page, or dismiss it to stay."
         )
-        assert tab_line(held, tab).endswith("[beforeunload dialog open (the page asks before it is left)]")
+        # The browser started the navigation (the tab is loading) and holds it until the page's answer.
+        assert tab_line(held, tab).endswith(
+            "[loading, beforeunload dialog open (the page asks before it is left)]"
+        )
         assert f"tab {tab} shows a beforeunload dialog (the page asks before it is left)" in section(
             held, "Events"
         )
@@ -1260,6 +1268,9 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
         assert site.url("/beforeunload") in tab_line(stayed, tab) or site.url("/beforeunload") in section(
             stayed, "Page"
         )
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert "loading" not in tab_line(listed, tab)  # it stays, and the page answers again
+        ok(await mcp.call_tool("browser_type", {"ref": ref_of(snap, "textbox"), "text": "more"}))
 
         # Accepting lets the page go: the answer comes once the next page (a slow one) has loaded.
         slow = site.url("/api/slow?ms=400")
