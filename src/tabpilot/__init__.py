@@ -67,7 +67,7 @@ from ._policy import UrlPolicy
 from ._pw import Driver, MouseButton
 from ._refs import parse_ref, scope_snapshot
 from ._secrets import Secrets
-from ._services import TabBudget
+from ._services import BrowserClaims, TabBudget
 from ._tab import Snapshot, Tab
 from ._telemetry import (
     ActionEntry,
@@ -105,6 +105,7 @@ __all__ = [
     "ActionError",
     "ActionResult",
     "BodyEntry",
+    "BrowserClaims",
     "BrowserNotFoundError",
     "BrowserOptions",
     "CloseCause",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -26,7 +27,7 @@ from ._instance import DRIVER_STOPPED, BrowserLink, Cleanup, Instance
 from ._options import BrowserOptions
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver, is_closed_error
-from ._services import InstanceServices, TabBudget, TabRules, TargetHook
+from ._services import BrowserClaims, InstanceServices, TabBudget, TabRules, TargetHook
 from ._tab import Tab, Timeouts
 from ._types import CloseResult, InstanceInfo, InstanceKind, OpenCause, TabInfo, TabLimitPolicy, closed_reason
 from ._watch import NEW_TAB_GRACE
@@ -58,8 +59,10 @@ class TabManager:
         tab_ids: TabIds | None = None,
         driver: Driver | None = None,
         budget: TabBudget | None = None,
+        browser_claims: BrowserClaims | None = None,
     ) -> None:
-        """`budget`: a total tab cap shared with other managers (see `TabBudget`)."""
+        """`budget`: a total tab cap shared with other managers (see `TabBudget`);
+        `browser_claims`: the browsers connected, shared with other managers (`BrowserClaims`)."""
         if max_tabs < 1:
             raise ValueError("max_tabs must be at least 1")
         if tab_limit_policy not in ("reject", "close-oldest"):
@@ -79,11 +82,7 @@ class TabManager:
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
         self._grid_sessions: dict[str, GridSession] = {}
-        self._browser_ids: dict[str, str] = {}
-        """The browser each CDP instance (by instance id) is connected to, by its id: one browser,
-        one instance, whatever URL reached it (else its pages would each have two tab ids)."""
-        self._connecting: set[str] = set()
-        """The ids of browsers being connected now."""
+        self._claims = browser_claims or BrowserClaims()
         """The grid session each grid instance drives (by instance id): the one whose close ends it."""
         self._default_id: str | None = None
         self._driver = driver or Driver()
@@ -374,8 +373,7 @@ class TabManager:
         browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
         if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
             self._refuse_connected(browser_id, endpoint)
-            self._connecting.add(browser_id)
-        try:
+        with self._claims.connecting(browser_id) if browser_id is not None else contextlib.nullcontext():
             browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
             instance = await self._adopt(
                 kind="cdp",
@@ -385,25 +383,33 @@ class TabManager:
                 instance_id=instance_id,
                 headless=False,
             )
-        finally:
-            self._connecting.discard(browser_id or "")
         if browser_id is not None:
-            self._browser_ids[instance.id] = browser_id
+            self._claims.hold(browser_id, self, instance.id, lambda: instance.state == "open")
         return instance
 
     def _refuse_connected(self, browser_id: str, endpoint: str) -> None:
         """Refuse a second instance for the browser `browser_id`; a lost instance of it does not
         count (connecting again is how its pages get their ids back)."""
-        if browser_id in self._connecting:
+        if self._claims.is_connecting(browser_id):
             raise ConnectError(
                 f"The browser at {endpoint} is being connected already (another call is connecting it).",
                 "Wait for that connection and use its instance.",
                 reason="already_connected",
             )
-        for iid, known in self._browser_ids.items():
-            instance = self._instances[iid]
-            if known != browser_id or instance.state != "open":
-                continue
+        held = self._claims.holder(browser_id)
+        if held is None:
+            return
+        owner, iid = held
+        if owner is not self:
+            raise ConnectError(
+                f"The browser at {endpoint} is driven by another client of this server already (an "
+                "instance of its own): one browser is driven by one instance, so that each of its tabs "
+                "has one id and one client.",
+                "Connect another browser, or have that client close its instance first.",
+                reason="already_connected",
+            )
+        instance = self._instances.get(iid)
+        if instance is not None:
             via = f" (as {instance.endpoint})" if instance.endpoint != endpoint else ""
             raise ConnectError(
                 f"The browser at {endpoint} is the one instance {iid} is connected to{via}: one browser is "
@@ -557,7 +563,7 @@ class TabManager:
         instance = self.instance(instance_id)
         await instance.close()
         del self._instances[instance.id]
-        self._browser_ids.pop(instance.id, None)
+        self._claims.release(self, instance.id)
         if self._default_id == instance.id:
             # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
             usable = [i.id for i in self._instances.values() if i.state == "open"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ._cdp import TargetSession
@@ -45,6 +46,44 @@ class TabBudget:
     @property
     def full(self) -> bool:
         return self.used >= self.limit
+
+
+class BrowserClaims:
+    """The browsers instances are connected to over CDP, known by the id in their DevTools URL, for
+    every manager that shares it (the sessions of one server): one browser is driven by one open
+    instance, whatever URL reached it and whichever client asked, else each of its pages would
+    have two tab ids and two clients would act on the same tabs unknowingly."""
+
+    def __init__(self) -> None:
+        self._holders: dict[str, tuple[object, str, Callable[[], bool]]] = {}
+        self._connecting: set[str] = set()
+
+    def holder(self, browser_id: str) -> tuple[object, str] | None:
+        """The owner (a manager) and instance id of the open instance connected to `browser_id`."""
+        held = self._holders.get(browser_id)
+        if held is None or not held[2]():  # a lost or closed instance does not count
+            return None
+        return held[0], held[1]
+
+    def is_connecting(self, browser_id: str) -> bool:
+        return browser_id in self._connecting
+
+    @contextmanager
+    def connecting(self, browser_id: str) -> Iterator[None]:
+        """While `browser_id` is being connected: a second connect meanwhile is told so."""
+        self._connecting.add(browser_id)
+        try:
+            yield
+        finally:
+            self._connecting.discard(browser_id)
+
+    def hold(self, browser_id: str, owner: object, instance_id: str, is_open: Callable[[], bool]) -> None:
+        self._holders[browser_id] = (owner, instance_id, is_open)
+
+    def release(self, owner: object, instance_id: str) -> None:
+        for browser_id, (held_by, held_id, _) in list(self._holders.items()):
+            if held_by is owner and held_id == instance_id:
+                del self._holders[browser_id]
 
 
 @dataclass(slots=True)

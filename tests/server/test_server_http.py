@@ -17,7 +17,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support import data, error, ok, ref_of, result_of, section, text, wait_until
+from support import RemoteChromium, data, error, ok, ref_of, result_of, section, text, wait_until
 from tabpilot import BrowserOptions, Instance, TabManager, cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app, url_host
@@ -247,6 +247,28 @@ async def test_a_session_cannot_reach_other_browsers(shared_browser: Instance, s
             assert "--allow-instances" in error(launch)
             listed = ok(await client.call_tool("browser_instance", {"action": "list"}))
             assert result_of(listed)["count"] == 1  # the session's own browser context, nothing more
+
+
+async def test_two_clients_cannot_drive_one_browser_at_once(
+    shared_browser: Instance, remote: RemoteChromium
+) -> None:
+    """Each HTTP session has its own manager: a browser one session connected is refused to the
+    next under any of its URLs, else its pages would have two ids and two clients acting on them."""
+    async with serve(shared_browser, allow_instances=True) as url:
+        async with Client(url) as first, Client(url) as second:
+            connect = {"action": "connect", "cdpEndpoint": remote.http}
+            iid = result_of(ok(await first.call_tool("browser_instance", connect)))["instanceId"]
+            for alias in (remote.http, remote.ws):
+                refused = error(await second.call_tool("browser_instance", {**connect, "cdpEndpoint": alias}))
+                assert refused.startswith(
+                    f"The browser at {alias} is driven by another client of this server already"
+                ), refused
+            listed = result_of(ok(await second.call_tool("browser_instance", {"action": "list"})))
+            assert listed["count"] == 1  # its own browser context only
+
+            ok(await first.call_tool("browser_instance", {"action": "close", "instanceId": iid}))
+            again = result_of(ok(await second.call_tool("browser_instance", connect)))
+            ok(await second.call_tool("browser_instance", {"action": "close", "instanceId": again["instanceId"]}))
 
 
 async def test_clients_beyond_max_sessions_are_refused(shared_browser: Instance) -> None:

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tabpilot import (
+    BrowserClaims,
     Driver,
     ExtensionBridge,
     Instance,
@@ -128,6 +129,7 @@ class ServerState:
         )
         self.tab_ids = TabIds()
         self.budget = TabBudget(config.max_total_tabs)
+        self.browser_claims = BrowserClaims()
         self.secrets = config.secrets
         self.driver = Driver()
         self._shared = shared
@@ -259,6 +261,7 @@ class ServerState:
             tab_ids=self.tab_ids,
             driver=self.driver,
             budget=self.budget if counted else None,
+            browser_claims=self.browser_claims,
         )
 
     async def _open_session(self, key: str) -> SessionState:
