@@ -268,7 +268,11 @@ async def test_two_clients_cannot_drive_one_browser_at_once(
 
             ok(await first.call_tool("browser_instance", {"action": "close", "instanceId": iid}))
             again = result_of(ok(await second.call_tool("browser_instance", connect)))
-            ok(await second.call_tool("browser_instance", {"action": "close", "instanceId": again["instanceId"]}))
+            ok(
+                await second.call_tool(
+                    "browser_instance", {"action": "close", "instanceId": again["instanceId"]}
+                )
+            )
 
 
 async def test_clients_beyond_max_sessions_are_refused(shared_browser: Instance) -> None:

@@ -352,6 +352,20 @@ async def test_browser_tab_answers_with_the_seeds_exact_shapes(
         )
 
 
+async def test_browser_tab_at_a_tab_limit_of_one_does_not_advise_opening_a_tab(
+    connect: Callable[..., Client],
+) -> None:
+    async with connect(tools=("browser-tab",), max_tabs=1) as mcp:
+        (only,) = json.loads(await call(mcp, "browser_tab", {"action": "list"}))["tabs"]
+        last = await fail(mcp, "browser_tab", {"action": "close", "tabId": only["id"]})
+        assert last == (
+            f"Cannot close last tab: tab {only['id']} is the only open tab, and the tab limit leaves no room "
+            "to open another first. Keep it open."
+        )
+        refused = await fail(mcp, "browser_tab", {"action": "new"})
+        assert "limit" in refused  # as said: no room for another
+
+
 # -- FoxMCP ---------------------------------------------------------------------------------------
 
 

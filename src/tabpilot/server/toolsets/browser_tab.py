@@ -106,15 +106,21 @@ def _tab_not_found(
 
 
 def _last_tab(manager: TabManager, exc: LastTabError) -> str:
-    if not _several(manager):
+    several = _several(manager)
+    which = (
+        f"the only tab of instance {exc.instance_id} (the other instances' tabs are their own)"
+        if several
+        else "the only open tab"
+    )
+    if not exc.room:  # a tab limit of one: no new tab could be opened first
         return (
-            f"Cannot close last tab: tab {exc.tab_id} is the only open tab. Open a new tab first "
-            f"({_call('new')}), then close this one."
+            f"Cannot close last tab: tab {exc.tab_id} is {which}, and the tab limit leaves no room to "
+            "open another first. Keep it open."
         )
+    new_tab = _call("new", instanceId=exc.instance_id) if several else _call("new")
     return (
-        f"Cannot close last tab: tab {exc.tab_id} is the only tab of instance {exc.instance_id} (the other "
-        f"instances' tabs are their own). Open a new tab in it first ({_call('new', instanceId=exc.instance_id)}), "
-        "then close this one."
+        f"Cannot close last tab: tab {exc.tab_id} is {which}. Open a new tab {'in it ' if several else ''}first "
+        f"({new_tab}), then close this one."
     )
 
 
