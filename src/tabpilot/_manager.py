@@ -82,8 +82,9 @@ class TabManager:
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
         self._grid_sessions: dict[str, GridSession] = {}
-        self._claims = browser_claims or BrowserClaims()
         """The grid session each grid instance drives (by instance id): the one whose close ends it."""
+        self._claims = browser_claims or BrowserClaims()
+        """The browsers CDP instances are connected to (one browser, one instance)."""
         self._default_id: str | None = None
         self._driver = driver or Driver()
         self._owns_driver = driver is None

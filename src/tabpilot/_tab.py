@@ -561,9 +561,8 @@ class Tab:
     def loading_error(self, exc: ActionError) -> ActionError:
         """`exc` (page work that timed out while `document_due`) told as what it is: the page is
         waiting for its server, not broken."""
-        loading = f"loading {self._due_url}" if self._due_url else "loading its next page"
         return ActionError(
-            f"{exc.fact.rstrip('.')}: tab {self.id} is {loading}, whose server has not sent it yet "
+            f"{exc.fact.rstrip('.')}: tab {self.id} is {self._loading_what()}, whose server has not sent it yet "
             "(the page answers nothing until it comes).",
             f"The browser keeps waiting for it: take a snapshot of tab {self.id} in a while, or load "
             "another page.",
@@ -810,10 +809,12 @@ class Tab:
             )
         return element
 
+    def _loading_what(self) -> str:
+        return f"loading {self._due_url}" if self._due_url else "loading its next page"
+
     def _leaving_error(self, page_ref: str, ref: str) -> ActionError:
-        loading = f"loading {self._due_url}" if self._due_url else "waiting for its next page"
         return ActionError(
-            f"Tab {self.id} is {loading}, whose server has not sent it yet: ref "
+            f"Tab {self.id} is {self._loading_what()}, whose server has not sent it yet: ref "
             f"{tab_ref(self.id, page_ref)} is on the page it is leaving, which answers nothing until "
             "the new one comes.",
             f"Take a snapshot of tab {self.id} in a while and use a ref from it, or load another page.",
