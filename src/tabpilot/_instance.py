@@ -371,6 +371,7 @@ class Instance:
     async def start(self, *, initial_cause: OpenCause) -> None:
         context = self.context
         self._disposers.append(context.on_page(self._tracker.on_page))
+        self._disposers.append(context.on_dialog(self._tracker.on_dialog))
 
         def context_closed() -> None:
             self._lost("its browser context was closed" if self.kind == "context" else self._gone_reason())

@@ -300,7 +300,6 @@ class Tab:
         self._disposers += [
             handle.on_close(lambda: self.host.page_closed(self)),
             handle.on_crash(self.mark_crashed),
-            handle.on_dialog(self._on_dialog),
             handle.on_download(self._on_download),
             handle.on_load(self._on_load),
             handle.on_new_document(self._on_new_document),
@@ -361,7 +360,9 @@ class Tab:
 
     # -- page events ---------------------------------------------------------------------------
 
-    def _on_dialog(self, dialog: DialogHandle) -> None:
+    def on_dialog(self, dialog: DialogHandle) -> None:
+        """A dialog the tab's page opened (the instance hands it on: Playwright reports dialogs
+        per browser context, before the page may be bound to its tab)."""
         self._dialog = dialog
         info = DialogInfo(dialog.type, dialog.message, dialog.default_value)
         for waiter in self._dialog_waiters:

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ._cdp import TargetSession, TargetSessions
-from ._pw import CdpSession, ContextHandle, PageHandle
+from ._pw import CdpSession, ContextHandle, DialogHandle, PageHandle
 from ._registry import TabRegistry
 from ._services import InstanceServices
 from ._tab import Tab, TabHost
@@ -363,6 +363,28 @@ class TabTracker:
     def on_page(self, page: PageHandle) -> None:
         if self._is_open():
             self.bind_task(page)
+
+    def on_dialog(self, page: PageHandle | None, dialog: DialogHandle) -> None:
+        """A dialog of a page of the context: to the page's tab, once the page is bound to one (a
+        popup may ask before that: its dialog waits for the binding). A page that is no tab of
+        ours gets Playwright's own answer (`answer_unseen`)."""
+        tab = next((t for t in self.registry.tabs if t.is_ready and t.handle is page), None)
+        if tab is not None:
+            tab.on_dialog(dialog)
+            return
+        binding = self._binding.get(page) if page is not None else None
+        if binding is None:
+            self.spawn(dialog.answer_unseen(), settle=False)
+            return
+
+        def bound(task: asyncio.Task[Tab | None]) -> None:
+            found = None if task.cancelled() or task.exception() is not None else task.result()
+            if found is not None and not found.closed:
+                found.on_dialog(dialog)
+            elif self._is_open():
+                self.spawn(dialog.answer_unseen(), settle=False)
+
+        binding.add_done_callback(bound)
 
     def bind_task(self, page: PageHandle) -> asyncio.Task[Tab | None]:
         task = self._binding.get(page)

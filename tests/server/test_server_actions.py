@@ -76,6 +76,37 @@ async def test_a_target_blank_click_names_the_new_tab_and_its_opener_in_its_own_
         assert await active_tab(mcp) == home
 
 
+async def test_a_dialog_a_new_tab_opens_as_it_loads_waits_for_the_agent(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Playwright answers a dialog nobody listens for: one a popup opened before it was bound to its
+    # tab was dismissed by no one, the page going on as if the user said no.
+    site.set_content(
+        "/ask", "<title>Ask</title><script>document.title = 'answered ' + confirm('Allow access?')</script>"
+    )
+    site.set_content(
+        "/asker",
+        """<title>Asker</title><button onclick="window.open('/ask')">Popup</button>
+        <a href="/ask" target="_blank">Link</a>""",
+    )
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/asker"))
+        snap = await snapshot(mcp, home)
+        for label, accept in (("Popup", True), ("Link", False), ("Popup", False), ("Link", True)):
+            clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, label)}))
+            (new,) = data(clicked)["result"]["openedTabIds"]
+            # The dialog comes when the new page's script runs: in the click's answer, or a moment later.
+            listed = await poll(
+                lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+                lambda r: "confirm dialog open" in tab_line(r, new),  # noqa: B023
+            )
+            assert "confirm dialog open: 'Allow access?'" in tab_line(listed, new)
+            ok(await mcp.call_tool("browser_handle_dialog", {"accept": accept, "tabId": new}))
+            answered = await poll(lambda: snapshot_text(mcp, new), lambda t: "answered" in t)  # noqa: B023
+            assert f"answered {str(accept).lower()}" in answered
+            ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": new}))
+
+
 async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -121,6 +121,11 @@ class DialogHandle:
     async def dismiss(self) -> None:
         await self._dialog.dismiss()
 
+    async def answer_unseen(self) -> None:
+        """What Playwright does with a dialog nobody listens for: a beforeunload one is accepted
+        (the page may be left), any other dismissed."""
+        await (self._dialog.accept() if self._dialog.type == "beforeunload" else self._dialog.dismiss())
+
 
 class FilePicker:
     """A file picker a page opened, held back from the screen until it is given files."""
@@ -312,10 +317,6 @@ class PageHandle:
     def on_crash(self, handler: Callable[[], None]) -> Disposer:
         return _listen(self.page, "crash", lambda _page: handler())
 
-    def on_dialog(self, handler: Callable[[DialogHandle], None]) -> Disposer:
-        # While a listener is registered, Playwright leaves the dialog open for us to handle.
-        return _listen(self.page, "dialog", lambda dialog: handler(DialogHandle(dialog)))
-
     def on_download(self, handler: Callable[[str, str], None]) -> Disposer:
         return _listen(
             self.page,
@@ -484,6 +485,17 @@ class ContextHandle:
 
     def on_page(self, handler: Callable[[PageHandle], None]) -> Disposer:
         return _listen(self._context, "page", lambda page: handler(page_handle(page)))
+
+    def on_dialog(self, handler: Callable[[PageHandle | None, DialogHandle], None]) -> Disposer:
+        """`handler(page, dialog)` for every dialog of the context's pages. While a listener is
+        registered, Playwright leaves dialogs open for us to handle: registered on the context, it
+        is in place before any page of it exists, so a dialog a new page opens at once (a popup's
+        confirm() as it loads) is not answered by Playwright before the page is known as a tab."""
+        return _listen(
+            self._context,
+            "dialog",
+            lambda dialog: handler(page_handle(dialog.page) if dialog.page else None, DialogHandle(dialog)),
+        )
 
     def on_close(self, handler: Callable[[], None]) -> Disposer:
         return _listen(self._context, "close", lambda _context: handler())
