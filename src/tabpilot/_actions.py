@@ -27,9 +27,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ._errors import ActionError, PathNotAllowedError, TabpilotError, quoted
+from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted
 from ._fields import check_field, field_uses, toggle_text
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
+from ._refs import parse_ref
 from ._tab import Tab
 from ._types import DialogInfo
 from ._values import json_value
@@ -342,7 +343,22 @@ async def fill_form(
         return await _fill_form(tab, fields, timeout or tab.host.timeouts.action)
 
 
+def _refs_of_one_tab(tab: Tab, refs: Sequence[str]) -> None:
+    """One call acts on one tab: refs of several tabs in it are refused, saying so (each ref
+    alone would be refused for not being the tab's, whose advice is for one ref)."""
+    tabs = sorted({ref_tab for ref_tab, _ in map(parse_ref, refs) if ref_tab is not None})
+    if len(tabs) > 1:  # refs of one other tab: each ref's own check says whose it is
+        raise RefError(
+            f"Refs {', '.join(refs)} are on {len(tabs)} tabs ({', '.join(map(str, tabs))}): one call acts "
+            "on one tab.",
+            "Use refs from one tab's snapshot; act on the other tab in a call of its own.",
+            ref=next(ref for ref in refs if parse_ref(ref)[0] not in (None, tab.id)),
+            tab_id=tab.id,
+        )
+
+
 async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout: float) -> ActionResult:
+    _refs_of_one_tab(tab, [ref for ref, _ in fields])
     elements: list[tuple[str, ElementHandle, FieldValue]] = []
     selects: dict[str, bool] = {}
     for ref, value in fields:  # every field, before anything is filled
@@ -385,6 +401,7 @@ async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | N
     """Drag one element onto another (both refs of this tab)."""
     timeout = timeout or tab.host.timeouts.action
     what = f"Dragging {source_ref} to {target_ref} on tab {tab.id}"
+    _refs_of_one_tab(tab, [source_ref, target_ref])
     async with tab.input_turn():
         source = await _element_in_front(tab, source_ref)
         target = await tab.element(target_ref)

@@ -185,6 +185,37 @@ async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_
         )
 
 
+async def test_refs_of_two_tabs_in_one_call_are_refused_saying_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Each ref alone would be refused as "not this tab's, leave tabId out", which no tabId fixes.
+    site.set_content("/two", '<title>Two</title><input aria-label="name"><div draggable="true">item</div>')
+    async with connect() as mcp:
+        first, second = (
+            await background_tab(mcp, site.url("/two")),
+            await background_tab(mcp, site.url("/two")),
+        )
+        one, two = await snapshot(mcp, first), await snapshot(mcp, second)
+        fields = [
+            {"ref": ref_of(one, "name"), "value": "a"},
+            {"ref": ref_of(two, "name"), "value": "b"},
+        ]
+        refused = error(await mcp.call_tool("browser_fill_form", {"fields": fields}))
+        assert refused.startswith(
+            f"Refs {ref_of(one, 'name')}, {ref_of(two, 'name')} are on 2 tabs ({first}, {second}): one call "
+            "acts on one tab. Use refs from one tab's snapshot"
+        ), refused
+        assert "tabId" not in refused
+        for tab in (first, second):  # nothing was filled
+            assert await page_value(mcp, tab, "() => document.querySelector('input').value") == ""
+        dragged = error(
+            await mcp.call_tool(
+                "browser_drag", {"startRef": ref_of(one, "item"), "endRef": ref_of(two, "name")}
+            )
+        )
+        assert f"are on 2 tabs ({first}, {second}): one call acts on one tab" in dragged
+
+
 async def test_file_upload_takes_files_inside_the_allowed_roots_only(
     connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:
