@@ -16,6 +16,9 @@ def test_a_title_is_written_with_its_url_and_a_title_that_only_repeats_the_url_i
         page_line("127.0.0.1:8000/page/a", "http://127.0.0.1:8000/page/a") == "http://127.0.0.1:8000/page/a"
     )
     assert page_line("about:blank", "about:blank") == "about:blank"
+    # A popup its opener has not given a URL yet: no empty parentheses.
+    assert page_line("about:blank", "") == "about:blank"
+    assert page_line("", "") == "about:blank"
     assert page_line("", "http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
 
 

@@ -408,7 +408,9 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
 
 def page_line(title: str, url: str) -> str:
     """`Title (url)`, or the URL alone when the title says nothing more (a page without one, or
-    still loading: Chromium shows the URL, without its scheme, as the title)."""
+    still loading: Chromium shows the URL, without its scheme, as the title). A window not yet
+    given a URL (a popup whose opener has not loaded it) shows as about:blank, as it is."""
+    url = url or "about:blank"
     if not title or title in (url, url.split("://", 1)[-1]):
         return short(url)
     return f"{short(title, 200)} ({short(url)})"
