@@ -357,6 +357,7 @@ ActionReason = Literal[
     "detached",
     "timeout",
     "busy",
+    "loading",
     "unresponsive",
     "tab_closed",
     "navigated",

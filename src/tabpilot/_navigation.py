@@ -163,7 +163,7 @@ def _navigation_error(
             f"The browser keeps waiting for it (tab {tab.id} shows {now_at} until it comes): take a "
             "snapshot in a while, or load another page.",
             tab_id=exc.tab_id,
-            reason="timeout",
+            reason="loading",
         )
     if exc.reason in ("timeout", "busy"):
         return ActionError(

@@ -569,7 +569,7 @@ class Tab:
             "another page.",
             tab_id=self.id,
             ref=exc.ref,
-            reason="timeout",
+            reason="loading",
         )
 
     async def raise_if_unresponsive(self, exc: ActionError) -> None:
@@ -821,7 +821,7 @@ class Tab:
             f"Take a snapshot of tab {self.id} in a while and use a ref from it, or load another page.",
             tab_id=self.id,
             ref=ref,
-            reason="timeout",
+            reason="loading",
         )
 
 

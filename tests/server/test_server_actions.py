@@ -1260,6 +1260,7 @@ async def test_a_click_that_loads_a_slow_page_is_done_and_says_the_page_is_on_it
         # Meanwhile the page answers nothing: a ref of the page it leaves fails at once, saying why.
         stale = error(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "name")}))
         assert f"Tab {tab} is loading {slow}, whose server has not sent it yet" in stale
+        assert "in a while" in stale and "retry" not in stale  # a snapshot now would wait for it too
 
         arrived = await poll(lambda: snapshot_text(mcp, tab), lambda snap: "slow 3000" in snap, timeout=10)
         assert "slow 3000" in arrived
