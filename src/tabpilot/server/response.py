@@ -343,9 +343,6 @@ class Response:
 
     async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:
         previous = tab.last_snapshot
-        if tab.document_due:  # the page answers nothing until its next document comes
-            page = tab.due_url or "its next page"
-            return Section("Snapshot", f"(none yet: tab {tab.id} is loading {page})")
         try:
             fresh = await tab.snapshot()
         except DialogOpenError as exc:

@@ -86,7 +86,9 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
         data["dialog"] = {**result.dialog.to_dict(), "tabId": result.dialog_tab_id or tab.id}
     call.response.result(text, data)
     if not tab.is_gone:
-        call.response.set_page(tab, changes=True)
+        # A page the action made the tab load that had not come in the action's time: a snapshot
+        # would wait for it as long again; the result says to look in a while.
+        call.response.set_page(tab, changes=result.loading is None)
 
 
 def _opened_text(call: Call, opened: list[int], followed: int | None) -> str:
