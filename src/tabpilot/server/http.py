@@ -200,7 +200,9 @@ def start_banner(config: ServerConfig, port: int) -> str:
 
 def run_http(server: TabpilotServer, config: ServerConfig) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP (uvicorn stops gracefully: sessions' browsers close).
-    Raises ValueError when the address cannot be listened on."""
+    The exit code: 0 after SIGHUP, 130 after SIGINT; after SIGTERM uvicorn raises the signal again
+    once it has stopped, so the process ends as stopped by SIGTERM (status 143), as a supervisor
+    that sent it expects. Raises ValueError when the address cannot be listened on."""
     sock = listen(config)
     uv = uvicorn.Server(uvicorn_config(server, config))
     if hasattr(signal, "SIGHUP"):
