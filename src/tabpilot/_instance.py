@@ -25,6 +25,7 @@ from ._errors import (
     InstanceLostError,
     InstanceUnreachableError,
     LastTabError,
+    NavigationBlockedError,
     Replacement,
     TabLike,
     TabLimitError,
@@ -33,7 +34,15 @@ from ._navigation import navigate
 from ._policy import UrlPolicy
 from ._process import ProcessWatch, pid_alive, pid_ends, runs_profile
 from ._profile import remove_profile
-from ._pw import BrowserHandle, ContextHandle, Disposer, Doing, is_closed_error, map_playwright_errors
+from ._pw import (
+    BrowserHandle,
+    ContextHandle,
+    Disposer,
+    Doing,
+    PageHandle,
+    is_closed_error,
+    map_playwright_errors,
+)
 from ._services import InstanceServices
 from ._tab import Tab, Timeouts
 from ._tracker import TabTracker
@@ -390,7 +399,7 @@ class Instance:
                     self.pid = next(p["id"] for p in processes if p["type"] == "browser")
         if self.policy.restricts:
             # Pages start navigations too (links, scripts, popups): hold them to the same policy.
-            undo = await context.route_navigations(self.policy.allows, self.policy.page_routes)
+            undo = await context.route_navigations(self._refuses, self.policy.page_routes)
 
             def unroute() -> None:
                 self._tracker.spawn(undo(), settle=False)
@@ -401,6 +410,37 @@ class Instance:
         self._registry.ensure_active()
         if self.kind in REMOTE_KINDS and self._tracker.cdp is not None:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    def _refuses(self, page: PageHandle | None, url: str, in_frame: bool) -> bool:
+        """Whether the policy refuses a navigation of a page or of a frame in it (a link, a form, a
+        script; a reload or a step in history to such a URL). The browser shows its error page and
+        says only ERR_BLOCKED_BY_CLIENT, so an event says why, for the page's tab (none yet for a
+        new tab's first page)."""
+        try:
+            self.policy.check(url)
+        except NavigationBlockedError as refused:
+            blocked = refused  # `refused` is unset after this block; `tell` may run later
+
+            def tell(tab: Tab | None) -> None:
+                if tab is not None and not in_frame:
+                    tab.navigation_blocked(blocked)
+                self.emit(
+                    "navigation_blocked",
+                    tab.id if tab is not None else None,
+                    url=url,
+                    inFrame=in_frame,
+                    reason=blocked.reason,
+                    origin=blocked.origin,
+                    fact=blocked.fact,
+                    advice=blocked.advice,
+                )
+
+            if page is None:
+                tell(None)
+            else:
+                self._tracker.with_tab(page, tell, lambda: None)
+            return True
+        return False
 
     async def _beat(self) -> None:
         """Notice a remote browser that stopped answering (a dead host, a grid that ended the

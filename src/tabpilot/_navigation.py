@@ -93,15 +93,14 @@ async def navigate(
         target = normalize_url(url)
         policy.check(target)
     async with tab.input_turn():  # after the actions before it on the tab, before those after
-        return await _navigate(tab, action, target, policy, timeout)
+        return await _navigate(tab, action, target, timeout)
 
 
-async def _navigate(
-    tab: Tab, action: NavigateAction, target: str, policy: UrlPolicy, timeout: float
-) -> NavigationResult:
+async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: float) -> NavigationResult:
     handle = await tab.usable()
     what = _what(action, target, tab.id)
     was_at = handle.url
+    blocked_before = tab.last_blocked
     try:
         with (
             tab.host.watch(tab) as watch,
@@ -121,7 +120,10 @@ async def _navigate(
                 f"and tab {tab.id} {_stays(tab)}.",
                 stayed=True,
             )
-        raise _navigation_error(exc, what, target, tab, policy, timeout) from exc.__cause__
+        # The URL policy refused where the navigation led (back, forward or a reload to the error
+        # page of a URL it refuses): the tab learnt why as it happened.
+        blocked = tab.last_blocked if tab.last_blocked is not blocked_before else None
+        raise _navigation_error(exc, what, tab, blocked, timeout) from exc.__cause__
     if not finished:
         leaving = tab.dialog is not None and tab.dialog.type == "beforeunload"
         return NavigationResult(
@@ -151,7 +153,7 @@ def _stays(tab: Tab) -> str:
 
 
 def _navigation_error(
-    exc: ActionError, what: str, target: str, tab: Tab, policy: UrlPolicy, timeout: float
+    exc: ActionError, what: str, tab: Tab, blocked: NavigationBlockedError | None, timeout: float
 ) -> Exception:
     """Navigation's own words for what `map_playwright_errors` found."""
     if exc.reason == "tab_closed":
@@ -174,11 +176,8 @@ def _navigation_error(
         )
     cause = exc.__cause__
     message = first_line(cause) if cause is not None else exc.fact
-    if "ERR_BLOCKED_BY_CLIENT" in message and not policy.allows(target or tab.url):
-        try:
-            policy.check(target or tab.url)
-        except NavigationBlockedError as blocked:
-            return blocked
+    if "ERR_BLOCKED_BY_CLIENT" in message and blocked is not None:
+        return blocked
     return ActionError(
         f"{what} failed: {message}.", f"Check the URL; the tab {_stays(tab)}.", tab_id=exc.tab_id
     )

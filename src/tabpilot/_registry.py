@@ -123,4 +123,5 @@ class TabRegistry:
             chrome_tab_id=tab.chrome_tab_id,
             held_by=holder.id if holder is not None and holder is not tab else None,
             error_page=error_page,
+            blocked=error_page and tab.blocked,
         )

@@ -21,6 +21,7 @@ from ._errors import (
     ActionError,
     DialogOpenError,
     ForeignRefError,
+    NavigationBlockedError,
     NoDialogError,
     StaleRefError,
     TabCrashedError,
@@ -175,6 +176,8 @@ class Tab:
         self._stuck = False
         """The page did not answer a trivial script the last time it was asked (`raise_if_unresponsive`),
         and no new document came since."""
+        self._blocked: NavigationBlockedError | None = None
+        """The last navigation of the tab's page that the URL policy refused (`navigation_blocked`)."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"
@@ -202,6 +205,20 @@ class Tab:
     def error_page(self) -> bool:
         """Whether the tab shows Chromium's error page: its URL failed to load."""
         return self._document_url.startswith(ERROR_PAGE)
+
+    @property
+    def blocked(self) -> bool:
+        """Whether the tab shows the browser's error page because the URL policy refused its URL
+        (a link, a form or a script led it there: the instance aborts such navigations). Judged
+        by the URL: a new tab's first navigation is refused before its page is known as this tab."""
+        url, _title, error_page = self.location()
+        policy = self.host.policy
+        return error_page and policy.restricts and not policy.allows(url)
+
+    @property
+    def last_blocked(self) -> NavigationBlockedError | None:
+        """The last navigation of the tab's page that the URL policy refused (`navigation_blocked`)."""
+        return self._blocked
 
     @property
     def title(self) -> str:
@@ -369,6 +386,10 @@ class Tab:
             if not waiter.done():
                 waiter.set_result(info)
         self.host.dialog_opened(self, info)
+
+    def navigation_blocked(self, blocked: NavigationBlockedError) -> None:
+        """The URL policy refused a navigation of the tab's page (the instance aborted it)."""
+        self._blocked = blocked
 
     def _on_download(self, url: str, filename: str) -> None:
         self.document_settled()  # the download took the document's place

@@ -365,24 +365,33 @@ class TabTracker:
             self.bind_task(page)
 
     def on_dialog(self, page: PageHandle | None, dialog: DialogHandle) -> None:
-        """A dialog of a page of the context: to the page's tab, once the page is bound to one (a
-        popup may ask before that: its dialog waits for the binding). A page that is no tab of
-        ours gets Playwright's own answer (`answer_unseen`)."""
+        """A dialog of a page of the context: to the page's tab. A page that is no tab of ours
+        gets Playwright's own answer (`answer_unseen`)."""
+        self.with_tab(
+            page, lambda tab: tab.on_dialog(dialog), lambda: self.spawn(dialog.answer_unseen(), settle=False)
+        )
+
+    def with_tab(
+        self, page: PageHandle | None, use: Callable[[Tab], object], otherwise: Callable[[], object]
+    ) -> None:
+        """`use(tab)` with the tab of `page`, at once if the page is bound to one, else once it is
+        (a popup may ask before that: it waits for the binding); `otherwise()` if the page is no
+        tab of ours (not while the instance closes)."""
         tab = next((t for t in self.registry.tabs if t.is_ready and t.handle is page), None)
         if tab is not None:
-            tab.on_dialog(dialog)
+            use(tab)
             return
         binding = self._binding.get(page) if page is not None else None
         if binding is None:
-            self.spawn(dialog.answer_unseen(), settle=False)
+            otherwise()
             return
 
         def bound(task: asyncio.Task[Tab | None]) -> None:
             found = None if task.cancelled() or task.exception() is not None else task.result()
             if found is not None and not found.closed:
-                found.on_dialog(dialog)
+                use(found)
             elif self._is_open():
-                self.spawn(dialog.answer_unseen(), settle=False)
+                otherwise()
 
         binding.add_done_callback(bound)
 

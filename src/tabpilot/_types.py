@@ -38,6 +38,7 @@ EventType = Literal[
     "dialog_opened",
     "dialog_closed",
     "download",
+    "navigation_blocked",
     "script_result",
     "instance_lost",
     "instance_relaunched",
@@ -77,6 +78,8 @@ class TabInfo:
     its script thread): work on this tab is refused until that dialog is handled."""
     error_page: bool = False
     """The tab shows the browser's error page: `url` failed to load."""
+    blocked: bool = False
+    """That error page is the URL policy's doing: it refused `url`, where a page led the tab."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +98,7 @@ class TabInfo:
             "chromeTabId": self.chrome_tab_id,
             "heldBy": self.held_by,
             "errorPage": self.error_page,
+            "blocked": self.blocked,
         }
 
 

@@ -8,8 +8,9 @@ import contextlib
 import os
 import re
 import signal
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -473,6 +474,53 @@ async def test_a_browser_that_fails_to_start_says_how_in_its_own_words(tmp_path:
             "\n  waiting for a license server\n"
         )
         assert manager.instances == []
+
+
+@contextlib.contextmanager
+def _long_temp_dir(length: int) -> Iterator[Path]:
+    """A new directory whose path is `length` characters long (in /tmp: pytest's own temp dirs can
+    be longer than that), removed after."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-", dir="/tmp") as base:
+        made = Path(base) / ("x" * (length - len(base) - 1))
+        made.mkdir()
+        yield made
+
+
+@pytest.mark.parametrize(("length", "private"), [(50, True), (56, False)])
+async def test_a_browser_launches_under_a_long_temp_dir_that_it_can_use_and_leaves_it_empty(
+    browser_path: str, site: LocalSite, monkeypatch: pytest.MonkeyPatch, length: int, private: bool
+) -> None:
+    """Chromium makes a Unix socket in its TMPDIR, in a directory of 28 characters, and a socket's
+    path is at most 107 characters long: with a TMPDIR of up to 62 characters it starts. The
+    driver's private temp dir in the user's is used where the socket still fits under it, not
+    where it would not (the driver's dir of 25 characters made every TMPDIR of 38 to 62 characters
+    fail); either way nothing is left there once the manager stops."""
+    with _long_temp_dir(length) as temp:
+        monkeypatch.setenv("TMPDIR", str(temp))
+        monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+        async with TabManager(browser_path=browser_path) as manager:
+            await manager.launch()
+            tab = await manager.new_tab(site.url("/page/a"))
+            assert await tab.page.evaluate("document.title") == "Page a"
+            used = [p.name for p in temp.iterdir() if p.name.startswith("tp-")]
+            assert len(used) == (1 if private else 0), sorted(p.name for p in temp.iterdir())
+        assert not list(temp.iterdir()), "the temp dir is left as it was"
+
+
+async def test_a_temp_dir_too_long_for_chromium_is_named_as_the_reason_it_failed_to_start(
+    browser_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chromium itself quits on a TMPDIR of 63 characters or more: the error says to use a shorter one."""
+    with _long_temp_dir(70) as temp:
+        monkeypatch.setenv("TMPDIR", str(temp))
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        async with TabManager(browser_path=browser_path) as manager:
+            with pytest.raises(ConnectError) as failed:
+                await manager.launch()
+    assert "Socket path too long" in failed.value.fact
+    assert failed.value.advice.startswith("The path of its temp dir (TMPDIR) is too long"), (
+        failed.value.advice
+    )
 
 
 async def test_a_browser_whose_process_ends_while_it_starts_fails_the_launch_without_waiting_for_the_timeout(

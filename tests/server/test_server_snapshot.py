@@ -263,7 +263,68 @@ async def test_file_urls_and_origins_outside_the_policy_are_refused(
         assert "Page c" not in section(snapshot, "Snapshot"), text(snapshot)
         # The tab lists the address it was refused, as the browser's error page.
         listed = await mcp.call_tool("browser_tabs", {"action": "list"})
-        assert tab_line(listed, tab) == f"- tab {tab}: {other}/page/c [failed to load (error page)]"
+        assert (
+            tab_line(listed, tab) == f"- tab {tab}: {other}/page/c [blocked by the URL policy (error page)]"
+        )
+
+
+async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_says_the_url_policy_blocked_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Chromium shows only its error page (ERR_BLOCKED_BY_CLIENT) for a navigation the URL policy
+    aborts: a link in the tab, a step forward in its history to that page, a link to a new tab, a
+    frame. The response says the policy blocked it and why; the tab's line says so while it shows
+    that page."""
+    other = f"http://localhost:{site.port}"
+    target = f"{other}/page/c"
+    site.set_content(
+        "/links",
+        f'<title>Links</title><a href="{target}">same tab</a><a href="{target}" target="_blank">new tab</a>',
+    )
+    site.set_content("/framed", f'<title>Framed</title><iframe src="{other}/page/a"></iframe>')
+    why = f"Navigation to {target} is blocked: {other} is not in --allowed-origins. Choose a URL on an allowed origin."
+    blocked_mark = "[blocked by the URL policy (error page)]"
+    async with connect(allowed_origins=(site.origin,)) as mcp:
+        tab = await _open(mcp, site.url("/links"), background=False)
+        snapshot = section(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}), "Snapshot")
+
+        clicked = ok(
+            await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref_of(snapshot, "same tab")})
+        )
+        assert section(clicked, "Events") == (
+            f"- tab {tab} was led to a URL the URL policy blocks (by a link, a form or a script) and shows the "
+            f"browser's error page. {why}"
+        )
+        assert section(clicked, "Page") == f"tab {tab}: {target} {blocked_mark}"
+
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "back"}))
+        forward = await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "forward"})
+        assert forward.is_error
+        assert section(forward, "Error") == why
+        assert "URL policy" not in section(forward, "Events"), "the error said it"
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "back"}))
+        snapshot = section(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}), "Snapshot")
+        clicked = ok(await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref_of(snapshot, "new tab")}))
+        (opened,) = [e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_opened"]
+        assert (
+            f"- a new tab was kept from loading a URL the URL policy blocks; it shows the browser's error page. {why}"
+            in section(clicked, "Events")
+        )
+        listed = await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda listed: tab_line(listed, opened).endswith(f"{blocked_mark}"),
+        )
+        assert (
+            tab_line(listed, opened)
+            == f"- tab {opened}: {target} [opened by tab {tab}, blocked by the URL policy (error page)]"
+        )
+
+        framed = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/framed")}))
+        assert section(framed, "Events") == (
+            f"- tab {tab}: a frame in its page was kept from loading a URL the URL policy blocks. Navigation to "
+            f"{other}/page/a is blocked: {other} is not in --allowed-origins. Choose a URL on an allowed origin."
+        )
+        assert section(framed, "Page") == f"tab {tab}: Framed ({site.url('/framed')})"
 
 
 async def test_a_dialog_blocks_only_its_own_tab(connect: Callable[..., Client], site: LocalSite) -> None:

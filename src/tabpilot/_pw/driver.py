@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -79,17 +80,46 @@ def _compile_cache() -> str | None:
     return str(directory)
 
 
+PRIVATE_TEMP_PREFIX = "tp-"
+"""The name of the driver's private temp dir, before mkdtemp's random part: short, because Chromium
+puts a Unix socket under it (`SOCKET_PATH_LIMIT`)."""
+CHROMIUM_SOCKET = "org.chromium.Chromium.XXXXXX/SingletonSocket"
+"""Where Chromium puts its singleton socket under its TMPDIR (the X's are random); Chrome's own name,
+`com.google.Chrome.XXXXXX`, is shorter."""
+SOCKET_PATH_LIMIT = 103 if sys.platform == "darwin" else 107
+"""The longest path a Unix socket can have (sun_path holds 104 bytes on macOS, 108 on Linux, with
+its NUL). Chromium quits at once when its singleton socket's path is longer ("Socket path too
+long")."""
+
+
+def socket_fits(temp_dir: str) -> bool:
+    """Whether Chromium, given `temp_dir` as its TMPDIR, can make its singleton socket there."""
+    return len(os.path.join(temp_dir, CHROMIUM_SOCKET)) <= SOCKET_PATH_LIMIT
+
+
+def _private_temp_dir() -> str | None:
+    """A new private temp dir for the driver and its browsers, in the user's temp dir; None when a
+    socket path under it would be too long for Chromium (the user's TMPDIR is long), where the
+    user's temp dir serves as it is, as it would without tabpilot."""
+    made = tempfile.mkdtemp(prefix=PRIVATE_TEMP_PREFIX)
+    if socket_fits(made):
+        return made
+    os.rmdir(made)
+    return None
+
+
 @contextlib.contextmanager
-def _driver_environment(temp_dir: str) -> Any:
+def _driver_environment(temp_dir: str | None) -> Any:
     """The driver's environment while Playwright starts it (it copies os.environ then):
-    NODE_OPTIONS, MALLOC_ARENA_MAX, NODE_COMPILE_CACHE, and `temp_dir` as its TMPDIR, which the
-    browsers it launches inherit."""
+    NODE_OPTIONS, MALLOC_ARENA_MAX, NODE_COMPILE_CACHE, and `temp_dir` (if any) as its TMPDIR,
+    which the browsers it launches inherit."""
     users = os.environ.get("NODE_OPTIONS")
     changed = {
         "NODE_OPTIONS": f"{DRIVER_NODE_OPTIONS} {users}" if users else DRIVER_NODE_OPTIONS,
         "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX") or DRIVER_MALLOC_ARENAS,
-        "TMPDIR": temp_dir,
     }
+    if temp_dir is not None:
+        changed["TMPDIR"] = temp_dir
     cache = os.environ.get("NODE_COMPILE_CACHE") or _compile_cache()
     if cache is not None:
         changed["NODE_COMPILE_CACHE"] = cache
@@ -123,11 +153,12 @@ class Driver:
         self._starting: asyncio.Lock | None = None
         self._closing: set[asyncio.Future[None]] = set()
         self._temp_dirs: list[str] = []
-        """The temp dirs of the drivers this one started, removed once they stopped. Playwright
-        makes a `playwright-artifacts-*` folder in its temp dir for every browser (downloads go
-        there) and removes it when the browser closes, but not always when the browser was killed
-        as the driver stops, nor when the driver itself was killed; Chromium puts the directory of
-        its singleton socket there too."""
+        """The private temp dirs of the drivers this one started, removed once they stopped.
+        Playwright makes a `playwright-artifacts-*` folder in its temp dir for every browser
+        (downloads go there) and removes it when the browser closes, but not always when the
+        browser was killed as the driver stops, nor when the driver itself was killed; Chromium
+        puts the directory of its singleton socket there too. A driver started where a private dir
+        would make that socket's path too long has none (`_private_temp_dir`)."""
 
     async def __aenter__(self) -> Driver:
         await self.start()
@@ -143,9 +174,11 @@ class Driver:
             if self._playwright is None:
                 users = os.environ.get("NODE_OPTIONS")
                 # Made before TMPDIR changes, so it is where the user's temp files go.
-                self._temp_dirs.append(tempfile.mkdtemp(prefix="tabpilot-driver-"))
+                temp_dir = _private_temp_dir()
+                if temp_dir is not None:
+                    self._temp_dirs.append(temp_dir)
                 try:
-                    with _driver_environment(self._temp_dirs[-1]):
+                    with _driver_environment(temp_dir):
                         self._playwright = await async_playwright().start()
                 except Exception as exc:
                     raise driver_error(exc, users) from exc

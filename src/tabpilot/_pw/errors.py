@@ -301,6 +301,11 @@ def launch_error(exc: PlaywrightError, executable: str, user_data_dir: str | Non
     hint = "Check that the browser runs on this machine (run it by hand to see why not)."
     if user_data_dir is not None and ("ProcessSingleton" in everything or "profile" in everything.lower()):
         hint = f"The profile {user_data_dir} may be in use by another Chromium; a profile serves one browser at a time."
+    elif "Socket path too long" in everything:
+        hint = (
+            "The path of its temp dir (TMPDIR) is too long for the Unix socket Chromium makes there: set "
+            "TMPDIR to a shorter directory (such as /tmp) and start again."
+        )
     elif "Missing X server" in everything or "$DISPLAY" in everything:
         hint = "A headed browser needs a display: run headless, or set DISPLAY (e.g. under Xvfb)."
     detail = "".join(f"\n  {line}" for line in said[:8]) + ("\n" if said else "")

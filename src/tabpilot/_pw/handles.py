@@ -507,17 +507,28 @@ class ContextHandle:
         return CdpSession(await self._context.new_cdp_session(page.page))
 
     async def route_navigations(
-        self, allows: Callable[[str], bool], urls: str | re.Pattern[str] = "**/*"
+        self,
+        refuses: Callable[[PageHandle | None, str, bool], bool],
+        urls: str | re.Pattern[str] = "**/*",
     ) -> Callable[[], Awaitable[None]]:
-        """Abort top-level and frame navigations to URLs `allows` refuses, checking requests to
-        `urls` only (the others never leave the driver); returns the undo."""
+        """Abort top-level and frame navigations that `refuses(page, url, in_frame)` refuses
+        (`page` None: the first navigation of a new tab, whose page does not exist yet;
+        `in_frame`: a frame inside the page navigates, not the page itself), checking requests
+        to `urls` only (the others never leave the driver); returns the undo."""
 
         async def handle(route: Any) -> None:
             request = route.request
-            if request.is_navigation_request() and not allows(request.url):
-                await route.abort("blockedbyclient")
-            else:
-                await route.fallback()
+            if request.is_navigation_request():
+                try:
+                    frame: Frame | None = request.frame
+                except PlaywrightError:  # a popup's first request comes before its frame
+                    frame = None
+                page = page_handle(frame.page) if frame is not None else None
+                in_frame = frame is not None and frame.parent_frame is not None
+                if refuses(page, request.url, in_frame):
+                    await route.abort("blockedbyclient")
+                    return
+            await route.fallback()
 
         await self._context.route(urls, handle)
 

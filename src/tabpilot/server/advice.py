@@ -322,16 +322,21 @@ def error_text(exc: BaseException, calls: ToolCalls = DEFAULT_CALLS) -> str:
 _LONG_WORD = re.compile(rf"\S{{{URL_CHARS + 1},}}")
 
 
+def _blocked_text(exc: NavigationBlockedError) -> str:
+    """Why the URL policy refuses a URL, in the words of the server's options."""
+    if exc.reason in _BLOCKED:
+        return _BLOCKED[exc.reason](exc)
+    if exc.reason == "not_allowed":
+        return (
+            f"Navigation to {short(exc.url)} is blocked: {short(exc.origin)} is not in --allowed-origins. "
+            "Choose a URL on an allowed origin."
+        )
+    return str(exc)
+
+
 def _error_text(exc: BaseException, calls: ToolCalls) -> str:
     if isinstance(exc, NavigationBlockedError):
-        if exc.reason in _BLOCKED:
-            return _BLOCKED[exc.reason](exc)
-        if exc.reason == "not_allowed":
-            return (
-                f"Navigation to {short(exc.url)} is blocked: {short(exc.origin)} is not in --allowed-origins. "
-                "Choose a URL on an allowed origin."
-            )
-        return str(exc)
+        return _blocked_text(exc)
     if isinstance(exc, TabLimitError):
         if exc.total:
             return (
@@ -381,6 +386,13 @@ def _advice_for(exc: TabpilotError, calls: ToolCalls) -> str:
 
 ERROR_PAGE_MARK = "failed to load (error page)"
 """How a tab on the browser's error page is marked (its URL is the one that failed)."""
+BLOCKED_PAGE_MARK = "blocked by the URL policy (error page)"
+"""How a tab on the browser's error page is marked when the URL policy refused that URL (a link,
+a form or a script led the tab there; the `navigation_blocked` event said why)."""
+
+
+def error_page_mark(blocked: bool) -> str:
+    return BLOCKED_PAGE_MARK if blocked else ERROR_PAGE_MARK
 
 
 def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
@@ -395,7 +407,7 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
     if info.status != "complete":
         marks.append(info.status)
     if info.error_page:
-        marks.append(ERROR_PAGE_MARK)
+        marks.append(error_page_mark(info.blocked))
     if info.dialog is not None:
         marks.append(f"{info.dialog.type} dialog open{dialog_said(info.dialog.type, info.dialog.message)}")
     if info.held_by is not None:
@@ -458,6 +470,19 @@ def event_line(event: TabEvent) -> str:
         if "error" in d:
             return f"tab {tab}: {held} ended with an error: {d['error']}"
         return f"tab {tab}: {held} returned {script_value(d.get('value'))[0]}"
+    if event.type == "navigation_blocked":
+        refused = NavigationBlockedError(
+            d["fact"], d["advice"], url=d["url"], reason=d["reason"], origin=d["origin"]
+        )
+        why = _blocked_text(refused)
+        if tab is None:
+            return f"a new tab was kept from loading a URL the URL policy blocks; it shows the browser's error page. {why}"
+        if d.get("inFrame"):
+            return f"tab {tab}: a frame in its page was kept from loading a URL the URL policy blocks. {why}"
+        return (
+            f"tab {tab} was led to a URL the URL policy blocks (by a link, a form or a script) and shows the "
+            f"browser's error page. {why}"
+        )
     if event.type == "download":
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":

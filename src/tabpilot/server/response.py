@@ -33,8 +33,8 @@ from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabInfo, TabpilotE
 
 from .advice import (
     DEFAULT_CALLS,
-    ERROR_PAGE_MARK,
     ToolCalls,
+    error_page_mark,
     error_text,
     event_line,
     page_line,
@@ -336,8 +336,11 @@ class Response:
             self._result_data.update(url=tab.url, title=tab.title)
         mark = ""
         if tab.error_page:
+            blocked = tab.blocked
             data["page"]["errorPage"] = True
-            mark = f" [{ERROR_PAGE_MARK}]"
+            if blocked:
+                data["page"]["blocked"] = True
+            mark = f" [{error_page_mark(blocked)}]"
         page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}{mark}")
         return page, snapshot
 

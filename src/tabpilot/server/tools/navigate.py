@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Tab, navigate
+from tabpilot import NavigationBlockedError, Tab, navigate
 
 from ..advice import short
 from .base import Call, TabIdArg, ToolSpec
@@ -27,11 +27,16 @@ async def browser_navigate(
     tabId: TabIdArg = None,
 ) -> None:
     going = f"loading {short(url or '', 100)}" if action == "goto" else action
-    result = await call.with_progress(
-        navigate(tab, action, url),
-        total=call.manager.options.timeout_navigation,
-        message=f"{going} on tab {tab.id}",
-    )
+    try:
+        result = await call.with_progress(
+            navigate(tab, action, url),
+            total=call.manager.options.timeout_navigation,
+            message=f"{going} on tab {tab.id}",
+        )
+    except NavigationBlockedError:
+        # Back, forward or a reload to a URL the policy refuses: the error says what the event would.
+        call.response.told("navigation_blocked", tab.id)
+        raise
     # The URL it ended on is in ### Page.
     done = {"goto": "Navigated", "back": "Went back on", "forward": "Went forward on", "reload": "Reloaded"}
     # A dialog holds the navigation up, or the URL was a download: the note says so.
