@@ -170,6 +170,7 @@ class Instance:
             state=lambda: self.state,
             alive=self.answers,
             activate=self.activate,
+            refuses=self._refuses_in_tab if services.policy.restricts else None,
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []
@@ -416,31 +417,52 @@ class Instance:
         script; a reload or a step in history to such a URL). The browser shows its error page and
         says only ERR_BLOCKED_BY_CLIENT, so an event says why, for the page's tab (none yet for a
         new tab's first page)."""
+        blocked = self._refusal(url)
+        if blocked is None:
+            return False
+        if page is None:
+            self._emit_blocked(None, blocked, url, in_frame)
+        else:
+            self._tracker.with_tab(
+                page, lambda tab: self._tab_blocked(tab, blocked, url, in_frame), lambda: None
+            )
+        return True
+
+    def _refuses_in_tab(self, tab: Tab, url: str, in_frame: bool) -> bool:
+        """`_refuses` for a document request of `tab` its own session saw (`guard_documents`), a
+        step of a server's redirect included, which Playwright's routes never see."""
+        blocked = self._refusal(url)
+        if blocked is None:
+            return False
+        self._tab_blocked(tab, blocked, url, in_frame)
+        return True
+
+    def _refusal(self, url: str) -> NavigationBlockedError | None:
         try:
             self.policy.check(url)
         except NavigationBlockedError as refused:
-            blocked = refused  # `refused` is unset after this block; `tell` may run later
+            return refused
+        return None
 
-            def tell(tab: Tab | None) -> None:
-                if tab is not None and not in_frame:
-                    tab.navigation_blocked(blocked)
-                self.emit(
-                    "navigation_blocked",
-                    tab.id if tab is not None else None,
-                    url=url,
-                    inFrame=in_frame,
-                    reason=blocked.reason,
-                    origin=blocked.origin,
-                    fact=blocked.fact,
-                    advice=blocked.advice,
-                )
+    def _tab_blocked(self, tab: Tab, blocked: NavigationBlockedError, url: str, in_frame: bool) -> None:
+        if not in_frame:
+            tab.navigation_blocked(blocked)
+        # A new tab's first page may be refused before the tab is announced: said after that.
+        self._tracker.once_announced(tab, lambda: self._emit_blocked(tab, blocked, url, in_frame))
 
-            if page is None:
-                tell(None)
-            else:
-                self._tracker.with_tab(page, tell, lambda: None)
-            return True
-        return False
+    def _emit_blocked(
+        self, tab: Tab | None, blocked: NavigationBlockedError, url: str, in_frame: bool
+    ) -> None:
+        self.emit(
+            "navigation_blocked",
+            tab.id if tab is not None else None,
+            url=url,
+            inFrame=in_frame,
+            reason=blocked.reason,
+            origin=blocked.origin,
+            fact=blocked.fact,
+            advice=blocked.advice,
+        )
 
     async def _beat(self) -> None:
         """Notice a remote browser that stopped answering (a dead host, a grid that ended the

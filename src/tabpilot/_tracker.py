@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ._cdp import TargetSession, TargetSessions
+from ._document_guard import guard_documents
 from ._pw import CdpSession, ContextHandle, DialogHandle, PageHandle
 from ._registry import TabRegistry
 from ._services import InstanceServices
@@ -52,7 +53,10 @@ class TabTracker:
         state: Callable[[], InstanceState],
         alive: Callable[[], Awaitable[bool]],
         activate: Callable[[Tab], object],
+        refuses: Callable[[Tab, str, bool], bool] | None = None,
     ) -> None:
+        """`refuses(tab, url, in_frame)`: the URL policy, for every document request of a tab's
+        page (`guard_documents`); None when the policy restricts nothing."""
         self.registry = TabRegistry(host.instance_id)
         self.cdp: CdpSession | None = None
         """The instance's browser-level CDP session (set when it starts)."""
@@ -63,9 +67,11 @@ class TabTracker:
         self._state = state
         self._alive = alive
         self._activate = activate
+        self._refuses = refuses
         self._scope = TargetScope()
         self._binding: dict[PageHandle, asyncio.Task[Tab | None]] = {}
         self._announced: set[int] = set()
+        self._after_announce: dict[int, list[Callable[[], object]]] = {}
         self._follow: set[int] = set()
         self._watches: list[ActionWatch] = []
         self._target_sessions: dict[int, TargetSession] = {}
@@ -303,6 +309,9 @@ class TabTracker:
         # first request; the windows a page asks for come later.
         tab.add_disposer(session.on_events(("Page.windowOpen",), on_window_open))
         tab.add_disposer(session.on_events(DOCUMENT_EVENTS, lambda m, raw: _document_event(tab, m, raw)))
+        if self._refuses is not None:
+            refuses = self._refuses
+            tab.add_disposer(guard_documents(session, lambda url, in_frame: refuses(tab, url, in_frame)))
         session.send("Page.enable")
         self._target_sessions[tab.id] = session
 
@@ -430,6 +439,16 @@ class TabTracker:
         if tab.id in self._follow:
             self._follow.discard(tab.id)
             self._activate(tab)
+        for then in self._after_announce.pop(tab.id, []):
+            then()
+
+    def once_announced(self, tab: Tab, then: Callable[[], object]) -> None:
+        """`then()` once `tab` has been announced (its `tab_opened` sent), at once if it has: what
+        is said of a tab comes after the news that it opened."""
+        if tab.id in self._announced:
+            then()
+        elif not tab.closed:
+            self._after_announce.setdefault(tab.id, []).append(then)
 
     # -- tabs going away -----------------------------------------------------------------------------
 
@@ -439,6 +458,7 @@ class TabTracker:
             return
         self._follow.discard(tab.id)  # a tab that goes is not made active on its way out
         self._announce(tab)  # a tab is announced before it is reported closed
+        self._after_announce.pop(tab.id, None)
         tab.mark_closed()
         was_active = self.registry.remove(tab)
         if tab.target_id:

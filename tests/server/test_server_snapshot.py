@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 from mcp import Client
+from starlette.responses import RedirectResponse
 
 from support import data, free_port, ok, poll, ref_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
@@ -292,8 +293,8 @@ async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_sa
             await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref_of(snapshot, "same tab")})
         )
         assert section(clicked, "Events") == (
-            f"- tab {tab} was led to a URL the URL policy blocks (by a link, a form or a script) and shows the "
-            f"browser's error page. {why}"
+            f"- tab {tab} was kept from loading a URL the URL policy blocks (a link, a form, a script or a "
+            f"server's redirect led it there) and shows the browser's error page. {why}"
         )
         assert section(clicked, "Page") == f"tab {tab}: {target} {blocked_mark}"
 
@@ -306,10 +307,10 @@ async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_sa
         snapshot = section(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}), "Snapshot")
         clicked = ok(await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref_of(snapshot, "new tab")}))
         (opened,) = [e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_opened"]
-        assert (
-            f"- a new tab was kept from loading a URL the URL policy blocks; it shows the browser's error page. {why}"
-            in section(clicked, "Events")
-        )
+        # Said of the new tab after the news that it opened, or of "a new tab" when its first
+        # request came before its page existed (whichever check saw the request first).
+        events = section(clicked, "Events")
+        assert f"- tab {opened} opened (link) by tab {tab}" in events and why in events, events
         listed = await poll(
             lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
             lambda listed: tab_line(listed, opened).endswith(f"{blocked_mark}"),
@@ -325,6 +326,35 @@ async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_sa
             f"{other}/page/a is blocked: {other} is not in --allowed-origins. Choose a URL on an allowed origin."
         )
         assert section(framed, "Page") == f"tab {tab}: Framed ({site.url('/framed')})"
+
+
+async def test_a_server_redirect_to_a_blocked_origin_is_blocked_too(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Playwright's routes see only the first request of a redirect chain: an allowed URL whose
+    server redirects to a refused origin loaded it. Each step of the chain is held to the policy."""
+    other = f"http://localhost:{site.port}"
+    target = f"{other}/page/c"
+
+    async def redirect(_request: object) -> RedirectResponse:
+        return RedirectResponse(target, status_code=302)
+
+    site.set_route("/away", redirect)
+    site.set_content("/leaving", f'<title>Leaving</title><a href="{site.url("/away")}">away</a>')
+    why = f"Navigation to {target} is blocked: {other} is not in --allowed-origins. Choose a URL on an allowed origin."
+    async with connect(allowed_origins=(site.origin,)) as mcp:
+        tab = await _open(mcp, site.url("/leaving"), background=False)
+        navigated = await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/away")})
+        assert navigated.is_error, text(navigated)
+        assert section(navigated, "Error") == why
+        listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert "Page c" not in text(listed)
+
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/leaving")}))
+        snapshot = section(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}), "Snapshot")
+        clicked = ok(await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref_of(snapshot, "away")}))
+        assert why in section(clicked, "Events"), text(clicked)
+        assert section(clicked, "Page") == f"tab {tab}: {target} [blocked by the URL policy (error page)]"
 
 
 async def test_a_dialog_blocks_only_its_own_tab(connect: Callable[..., Client], site: LocalSite) -> None:

@@ -480,8 +480,8 @@ def event_line(event: TabEvent) -> str:
         if d.get("inFrame"):
             return f"tab {tab}: a frame in its page was kept from loading a URL the URL policy blocks. {why}"
         return (
-            f"tab {tab} was led to a URL the URL policy blocks (by a link, a form or a script) and shows the "
-            f"browser's error page. {why}"
+            f"tab {tab} was kept from loading a URL the URL policy blocks (a link, a form, a script or a "
+            f"server's redirect led it there) and shows the browser's error page. {why}"
         )
     if event.type == "download":
         return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
