@@ -179,7 +179,8 @@ class BodyEntry:
 
     Text bodies are kept up to the byte cap (`truncated` says it was cut); binary bodies are not
     stored (`omitted="binary"`). `omitted` says why there is no body: binary, too large, disabled,
-    no body, unavailable (the page closed before it could be read).
+    no body, unavailable (the page closed before it could be read), busy (too many bodies were
+    waiting to be read: it was not read).
     """
 
     seq: int

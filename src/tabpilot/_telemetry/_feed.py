@@ -225,7 +225,8 @@ class Sink(Protocol):
 
     def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None: ...
 
-    def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
+    def read_body(self, read: Callable[[], Awaitable[None]]) -> bool:
+        """Run `read` soon; False: too many reads wait already, and it is not run."""
 
     def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> _Request | None:
         """A request in flight in another feed of the tab, taken from it for `to` (or, without
@@ -615,7 +616,8 @@ class TabFeed:
                 data = None
             self._body_entry(request, *fields(data))
 
-        sink.read_body(read)
+        if not sink.read_body(read):
+            self._body_entry(request, None, known[1], False, "busy")
 
     @staticmethod
     def _wants_body(request: _Request) -> bool:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .._tab import Tab
 
 MAX_BODY_READS = 256
-"""Body reads waiting at once; past it a body is recorded as not read ("busy")."""
+"""Body reads waiting at once (by default); past it a body is recorded as not read ("busy")."""
 _CONCURRENT_READS = 6
 
 
@@ -57,7 +57,8 @@ class Telemetry:
     """Records what every tab does, per kind, in bounded rings; answers tab-filtered queries.
 
     `max_entries` bounds each kind's ring; `max_body_bytes` bounds what the bodies ring holds;
-    `body_cap` is the most kept of one text body (0: keep no bodies); `max_event_rate` is how many
+    `body_cap` is the most kept of one text body (0: keep no bodies); `max_body_reads` is how many
+    body reads may wait at once (a body past them is recorded as not read, "busy"); `max_event_rate` is how many
     console messages, and how many requests, one tab may add a second (bursts of twice that).
     With `redact`, values of Authorization, Proxy-Authorization, Cookie and Set-Cookie headers
     are replaced by "[redacted]". With `network=False` only console messages and page errors are
@@ -74,9 +75,12 @@ class Telemetry:
         redact: bool = True,
         max_event_rate: float = 1000.0,
         network: bool = True,
+        max_body_reads: int = MAX_BODY_READS,
     ) -> None:
         if body_cap < 0:
             raise ValueError("body_cap must not be negative")
+        if max_body_reads < 1:
+            raise ValueError("max_body_reads must be at least 1")
         if max_event_rate <= 0:
             raise ValueError("max_event_rate must be positive")
         self.max_entries = max_entries
@@ -84,6 +88,7 @@ class Telemetry:
         self.redact = redact
         self.max_event_rate = max_event_rate
         self.network = network
+        self.max_body_reads = max_body_reads
         self.fetch_limit = max(body_cap * 16, 1024 * 1024)
         """Bodies larger than this (by Content-Length) are not read at all."""
         self._seq = 0
@@ -162,11 +167,12 @@ class Telemetry:
         """Entries a tab produced too fast to keep: dropped before they were built, and counted."""
         self._rings[what].count_dropped(tab_id, count)
 
-    def read_body(self, read: Callable[[], Awaitable[None]]) -> None:
-        """Run a body read with a few at a time; past `MAX_BODY_READS` waiting it is not run."""
-        if len(self._tasks) >= MAX_BODY_READS:
+    def read_body(self, read: Callable[[], Awaitable[None]]) -> bool:
+        """Run a body read with a few at a time. Past `max_body_reads` waiting it is not run, and
+        False says so: the caller records the body as not read."""
+        if len(self._tasks) >= self.max_body_reads:
             self.body_failures += 1
-            return
+            return False
         if self._reads is None:
             self._reads = asyncio.Semaphore(_CONCURRENT_READS)
         reads = self._reads
@@ -181,6 +187,7 @@ class Telemetry:
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return True
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""

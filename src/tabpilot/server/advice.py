@@ -521,7 +521,8 @@ def entry_line(entry: Any) -> str:
     if isinstance(entry, BodyEntry):
         line = f"{head} {entry.method} {short(entry.url)} → {entry.status} {entry.mime_type}"
         if entry.response_body is None:
-            return f"{line} (body {entry.omitted})"
+            why = "not read: too many bodies were waiting" if entry.omitted == "busy" else entry.omitted
+            return f"{line} (body {why})"
         cut = " (truncated)" if entry.truncated else ""
         return f"{line}{cut}\n    {_cut(entry.response_body)!r}"
     if isinstance(entry, WebSocketEntry):
