@@ -276,15 +276,17 @@ async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
         assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")
 
 
-async def logs_accounted_for(mcp: Client, tab: int, total: int) -> tuple[list[dict[str, Any]], int]:
-    """Every log entry of `tab` (read page by page) and its dropped count, once the two add up to
-    `total` or 30 s have passed."""
+async def logs_accounted_for(
+    mcp: Client, tab: int, total: int, what: str = "logs"
+) -> tuple[list[dict[str, Any]], int]:
+    """Every log entry (or entry of `what`) of `tab`, read page by page, and its dropped count,
+    once the two add up to `total` or 30 s have passed."""
     deadline = asyncio.get_running_loop().time() + 30
     while True:
         entries: list[dict[str, Any]] = []
         cursor = 0
         while True:
-            arguments = {"what": "logs", "tabId": tab, "limit": 1000, "since": cursor}
+            arguments = {"what": what, "tabId": tab, "limit": 1000, "since": cursor}
             seen = result_of(await mcp.call_tool("browser_observe", arguments))
             entries += seen["entries"]
             cursor = seen["next_cursor"]
@@ -351,6 +353,36 @@ async def test_a_page_that_keeps_logging_is_limited_at_the_source_and_every_line
         for tab, expected in ((flood, False), (quiet, True)):
             answer = await mcp.call_tool("browser_evaluate", {"tabId": tab, "function": native})
             assert result_of(answer)["value"] is expected, tab
+
+
+async def test_a_flood_of_logs_never_cuts_an_error_and_errors_cut_are_counted_as_dropped_errors(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Errors have a rate of their own, in the page's limiter and in tabpilot: a flood of other
+    lines leaves an error after it alone; errors past their own rate are counted in `errors`."""
+    chunks, per_chunk = 10, 2000
+    flood = (
+        f"for (let c = 0; c < {chunks}; c++) {{"
+        f"  for (let i = 0; i < {per_chunk}; i++) console.KIND('KIND ' + (c * {per_chunk} + i));"
+        "  await new Promise(r => setTimeout(r, 0));"
+        "}"
+    )
+    site.set_content(
+        "/error-after-flood",
+        "<h1>Flood</h1><script>(async () => {"
+        + flood.replace("KIND", "log")
+        + "console.error('FINAL ERROR');"
+        + flood.replace("KIND", "error")
+        + "})();</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/error-after-flood"), background=True)
+        errors, dropped = await logs_accounted_for(mcp, tab, chunks * per_chunk + 1, "errors")
+        assert len(errors) + dropped == chunks * per_chunk + 1, (len(errors), dropped)
+        assert errors[0]["message"] == "FINAL ERROR"
+        assert dropped > 0, "errors past their own rate were dropped, and counted"
+        logs, dropped_logs = await logs_accounted_for(mcp, tab, 2 * chunks * per_chunk + 1)
+        assert len(logs) + dropped_logs == 2 * chunks * per_chunk + 1
 
 
 async def test_a_server_without_observe_counts_errors_and_records_no_network(

@@ -25,6 +25,8 @@ dropped when it ends; it is never recorded half-known.
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
+Console lines at error level have a rate of their own (a flood of other lines never cuts them);
+one cut is counted as a dropped error too.
 
 The browser's own console messages for the page (`Log.entryAdded`: a resource that failed to
 load, a blocked request, a CSP violation, a refused `window.close()`, ...) are console entries
@@ -32,8 +34,8 @@ too, with Chromium's name for their kind as their source; those at error level a
 
 A page that logs past that rate is limited at the source as well: the feed puts a small script
 in it (now and in every later document of the tab) that passes console calls at the same rate,
-drops the rest and says how many, at most once a second, in a console line only this feed
-recognizes. Every process between the page and tabpilot (Playwright's driver gets every console
+drops the rest and says how many (and how many of them were errors, which have their own rate
+there too), at most once a second, in a console line only this feed recognizes. Every process between the page and tabpilot (Playwright's driver gets every console
 event of the page) then carries a trickle instead of the flood. Quiet tabs never get the script.
 """
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import secrets
 import sys
 import time
@@ -88,6 +91,10 @@ _TEXT_MIME_PARTS = (
 )
 _CONSOLE_EVENTS = frozenset({"Runtime.consoleAPICalled", "Log.entryAdded"})
 """The events that make console entries: one rate for both."""
+_ERROR_LEVEL = re.compile(r'"(?:type|level)":\s*"(?:error|assert)"')
+"""A console event at error level, told from its raw JSON: `type` is the console call's in
+`Runtime.consoleAPICalled`, `level` the entry's in `Log.entryAdded` (the values shown inside an
+event have types of their own, never these: a string's quotes would be escaped)."""
 _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error": "error"}
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
@@ -251,6 +258,8 @@ class TabFeed:
         self._marker = f"tabpilot-dropped-{secrets.token_hex(8)}:"
         """What the page-side limiter's count line starts with (a page cannot guess it)."""
         self._console_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        self._error_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        """Error-level console lines have a rate of their own: a flood of others never cuts them."""
         self._network_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "Runtime.consoleAPICalled": self._on_console,
@@ -354,8 +363,11 @@ class TabFeed:
             if method == "Runtime.consoleAPICalled" and self._marker in raw:
                 self._on_limited(raw)
                 return
-            if not self._console_budget.take():
+            error = _ERROR_LEVEL.search(raw) is not None
+            if not (self._error_budget if error else self._console_budget).take():
                 self._sink.shed("logs", self.tab_id)
+                if error:  # its error entry is cut with it (a favicon's too: counted, never missed)
+                    self._sink.shed("errors", self.tab_id)
                 if not self._limited:
                     self._limit_console()
                 return
@@ -377,14 +389,17 @@ class TabFeed:
         self._session.send("Runtime.evaluate", {"expression": source, "silent": True})
 
     def _on_limited(self, raw: str) -> None:
-        """The limiter's line: how many console calls the page dropped since its previous one."""
+        """The limiter's line: how many console calls the page dropped since its previous one,
+        and how many of them were errors."""
         try:
             (arg,) = json.loads(raw)["params"]["args"]
-            count = int(str(arg["value"]).removeprefix(self._marker))
+            count, errors = map(int, str(arg["value"]).removeprefix(self._marker).split("/"))
         except (KeyError, TypeError, ValueError):
             self._sink.listener_errors += 1
             return
         self._sink.shed("logs", self.tab_id, count)
+        if errors:
+            self._sink.shed("errors", self.tab_id, errors)
 
     def _on_console(self, params: dict[str, Any]) -> None:
         level = shared(params.get("type", "log"))
