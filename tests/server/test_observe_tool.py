@@ -194,6 +194,29 @@ async def test_a_cursor_returns_only_new_entries_and_a_closed_tab_stays_observab
         assert {e["tabId"] for e in events["entries"]} == {tab}
 
 
+async def test_a_cursor_from_one_kind_serves_every_other_and_tab_events_too(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Twenty lines: the logs' cursor is well past the few tab events numbered so far.
+    site.set_content("/twenty", "<script>for (let i = 0; i < 20; i++) console.log(i)</script>")
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/twenty"))
+        logs = await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 20)
+        cursor = result_of(logs)["next_cursor"]
+        tab = await new_tab(mcp, site.url("/console?msg=two"))
+        await observe_until(mcp, {"what": "logs", "since": cursor}, lambda r: r["returned_entries"] == 1)
+        await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab})
+
+        # The tab events after the logs' cursor: all of them, none from before it.
+        events = result_of(await mcp.call_tool("browser_observe", {"what": "tab_events", "since": cursor}))
+        assert [(e["type"], e["tabId"]) for e in events["entries"]][:1] == [("tab_opened", tab)]
+        assert ("tab_closed", tab) in [(e["type"], e["tabId"]) for e in events["entries"]]
+        assert all(e["seq"] > cursor for e in events["entries"])
+        # And the logs after the tab events' cursor: none repeated.
+        later = await mcp.call_tool("browser_observe", {"what": "logs", "since": events["next_cursor"]})
+        assert result_of(later)["entries"] == [], text(later)
+
+
 async def test_websocket_frames_can_be_filtered_by_direction(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -286,7 +286,9 @@ class ObserveResult:
 
     `next_cursor` is the `since` to pass next time to get only newer entries; when `has_more`,
     more entries than `limit` matched after the cursor and the next call continues from there.
-    Without `since`, a query returns the newest `limit` matches. Cursors are per `what`.
+    Without `since`, a query returns the newest `limit` matches. Every kind is numbered from one
+    counter, so a cursor from one kind serves any other (and `tab_events` too when the recorder
+    numbers with the event bus, as the server's does: `Telemetry(numbering=manager.events)`).
     """
 
     what: str

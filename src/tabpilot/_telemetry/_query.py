@@ -131,7 +131,8 @@ def query_tab_events(
     events: EventHistory, query: Query, *, active_tab_id: int | None = None
 ) -> ObserveResult:
     """`tab_events`: the tab core's event history, paged like the telemetry kinds. Its sequence
-    numbers (and so its cursors) are the event bus's own."""
+    numbers (and so its cursors) are the event bus's, which a recorder made with
+    `numbering=events` shares: then one cursor serves every kind."""
     matched = events.history(since=query.since, tab_id=query.tab_id)
     if query.since is None:
         page, more = matched[-query.limit :], False

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._cdp import TargetSession
 from .._ring import ALL_TABS, AllTabs, Ring
@@ -49,6 +49,16 @@ MAX_BODY_READS = 256
 _CONCURRENT_READS = 6
 
 
+class Numbering(Protocol):
+    """Sequence numbers shared with something else that numbers entries (the tab core's event
+    bus), so that one cursor serves both."""
+
+    @property
+    def last_seq(self) -> int: ...
+
+    def next_seq(self) -> int: ...
+
+
 def _body_size(entry: BodyEntry) -> int:
     return entry.size
 
@@ -63,7 +73,9 @@ class Telemetry:
     With `redact`, values of Authorization, Proxy-Authorization, Cookie and Set-Cookie headers
     are replaced by "[redacted]". With `network=False` only console messages and page errors are
     recorded: the tabs' Network domain stays off (no requests, bodies or WebSocket traffic reach
-    tabpilot), for a front end that shows nothing of them.
+    tabpilot), for a front end that shows nothing of them. With `numbering` (the manager's
+    `events`), entries are numbered in the tab events' sequence: one cursor then serves every kind
+    and `tab_events` too; without it, the tab events count on their own.
     """
 
     def __init__(
@@ -76,6 +88,7 @@ class Telemetry:
         max_event_rate: float = 1000.0,
         network: bool = True,
         max_body_reads: int = MAX_BODY_READS,
+        numbering: Numbering | None = None,
     ) -> None:
         if body_cap < 0:
             raise ValueError("body_cap must not be negative")
@@ -91,7 +104,9 @@ class Telemetry:
         self.max_body_reads = max_body_reads
         self.fetch_limit = max(body_cap * 16, 1024 * 1024)
         """Bodies larger than this (by Content-Length) are not read at all."""
+        self._numbering = numbering
         self._seq = 0
+        """The last sequence number, when the recorder numbers its entries itself."""
         self._socket_ids = 0
         self._rings: dict[TelemetryKind, Ring[Any]] = {
             kind: Ring(max_entries) for kind in TELEMETRY_KINDS if kind != "network_bodies"
@@ -110,10 +125,13 @@ class Telemetry:
 
     @property
     def last_seq(self) -> int:
-        """The sequence number of the newest entry of any kind (0: none yet)."""
-        return self._seq
+        """The newest sequence number taken (0: none yet): an entry's of any kind, or with
+        `numbering` a tab event's too."""
+        return self._seq if self._numbering is None else self._numbering.last_seq
 
     def next_seq(self) -> int:
+        if self._numbering is not None:
+            return self._numbering.next_seq()
         self._seq += 1
         return self._seq
 
@@ -236,7 +254,7 @@ class Telemetry:
             total_entries_all_tabs=len(ring),
             returned_entries=len(entries),
             dropped=ring.dropped_for(query.tab),
-            next_cursor=entries[-1].seq if more else self._seq,
+            next_cursor=entries[-1].seq if more else self.last_seq,
             has_more=more,
             pending=pending,
         )
