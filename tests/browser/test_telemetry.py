@@ -242,6 +242,29 @@ async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_pe
     assert _ws(telemetry, tab_id=other.id) == []
 
 
+async def test_a_websocket_whose_page_navigates_away_or_whose_tab_closes_is_recorded_as_closed(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    """Chromium reports no close then; the tab's in-flight requests are settled, and so are its
+    open connections, each with why."""
+    telemetry, instance = await record()
+    navigating = await open_tab(manager, instance, site.url("/ws-page"))
+    closing = await open_tab(manager, instance, site.url("/ws-page"))
+    for tab in (navigating, closing):
+        await tab.page.get_by_role("listitem").filter(has_text="hello").wait_for()
+    await navigate(navigating, "goto", site.url("/page/a"))
+    await manager.close_tab(closing.id)
+
+    for tab, why in (
+        (navigating, "the page navigated away while the connection was open"),
+        (closing, "the tab closed while the connection was open"),
+    ):
+        await wait_until(lambda tab=tab: any(e.event == "close" for e in _ws(telemetry, tab_id=tab.id)))
+        events = _ws(telemetry, tab_id=tab.id)
+        assert [e.event for e in events] == ["open", "sent", "received", "close"], tab.id
+        assert events[-1].error == why
+
+
 async def test_a_websocket_is_a_row_of_its_tabs_waterfall_with_status_101_next_to_its_frames(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:

@@ -213,7 +213,9 @@ class BodyEntry:
 
 @dataclass(frozen=True, slots=True)
 class WebSocketEntry:
-    """A WebSocket connection opening or closing, or one frame sent or received."""
+    """A WebSocket connection opening or closing, or one frame sent or received. `error` is an
+    error's message; on a close, why the connection ended when its page went away (Chromium
+    reports no close then)."""
 
     seq: int
     timestamp: float

@@ -8,7 +8,7 @@ a recorder without `network`) and reads:
 - `Network.requestWillBeSent` ... `loadingFinished`/`loadingFailed` (+ the `ExtraInfo` events for
   cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
-  (`_sockets`).
+  (`_sockets`); `Runtime.executionContextsCleared`: a new document, which ends the old one's.
 A document that loaded before Network was on (the attach races Playwright's short hold of a new
 popup) is recovered from the page's navigation timing (`_timing`). A cross-site iframe or a
 dedicated worker of the tab has a feed of its own on its own target's session; a request that
@@ -271,6 +271,7 @@ class TabFeed:
             "Network.responseReceivedExtraInfo": self._on_response_extra,
             "Network.loadingFinished": self._on_finished,
             "Network.loadingFailed": self._on_failed,
+            "Runtime.executionContextsCleared": self._on_new_document,
             **self._sockets.handlers(),
         }
         self._dispose = session.on_events(self._handlers, self._on_raw)
@@ -353,7 +354,7 @@ class TabFeed:
         )
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, f"{gone} before the request finished")
-        self._sockets.finish()
+        self._sockets.end_all(gone)
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -558,6 +559,12 @@ class TabFeed:
             for request_id, other in list(self._in_flight.items()):
                 if other.loader_id != request.loader_id and other.frame_id == request.frame_id:
                     self._record_unfinished(request_id, "the page navigated away before the request finished")
+
+    def _on_new_document(self, _params: dict[str, Any]) -> None:
+        """The target's top frame committed a new document (Chromium clears the contexts only
+        then: not for a download or a 204, which leave the page as it was). The old document's
+        WebSockets went with it, and Chromium says nothing more about them."""
+        self._sockets.end_all("the page navigated away")
 
     def _unseen(self) -> None:
         """A request ended whose start this feed never saw: a worker's that went before its

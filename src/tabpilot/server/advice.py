@@ -531,7 +531,8 @@ def entry_line(entry: Any) -> str:
             return f"{line} {f'<binary {entry.size} B>' if entry.binary else f'{entry.preview!r} ({entry.size} B)'}"
         if entry.event == "error":
             return f"{line}: {entry.error} ({short(entry.url)})"
-        return f"{line} {short(entry.url)}"
+        why = f" ({entry.error})" if entry.error else ""  # a close Chromium never reported
+        return f"{line} {short(entry.url)}{why}"
     if isinstance(entry, ActionEntry):
         args = ", ".join(f"{k}={v!r}" for k, v in entry.arguments.items())
         return f"{head} {entry.tool}({args}) {'ok' if entry.ok else 'FAILED'}: {entry.outcome}"
