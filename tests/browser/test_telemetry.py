@@ -510,6 +510,25 @@ async def test_network_filters_select_by_method_status_and_url_and_failures_are_
     assert json.loads(post.response_body or "")["body"] == "payload"
 
 
+async def test_a_204_whose_body_the_page_never_reads_is_a_204_not_a_failure(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    """Chromium cancels the body of such an answer (net::ERR_ABORTED after the response); it has
+    none, so the request finished."""
+    telemetry, instance = await record()
+    tab = await open_tab(manager, instance, site.url("/page/a"))
+    assert await tab.page.evaluate("async () => (await fetch('/api/status/204')).status") == 204
+    await wait_until(lambda: telemetry.query(Query("network_bodies", tab_id=tab.id)).returned_entries == 2)
+
+    (row,) = telemetry.query(
+        Query("network_waterfall", tab_id=tab.id, status_min=204, status_max=204)
+    ).entries
+    assert isinstance(row, NetworkEntry)
+    assert (row.url, row.status, row.failure) == (site.url("/api/status/204"), 204, None)
+    body = telemetry.query(Query("network_bodies", tab_id=tab.id, url="204")).entries[0]
+    assert isinstance(body, BodyEntry) and (body.status, body.omitted) == (204, "no body")
+
+
 async def test_text_bodies_are_cut_at_the_cap_and_binary_bodies_are_flagged_not_stored(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:

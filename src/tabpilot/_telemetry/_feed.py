@@ -98,6 +98,8 @@ event have types of their own, never these: a string's quotes would be escaped).
 _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error": "error"}
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
+_EMPTY_STATUS = frozenset({204, 205})
+"""Answers that have no body by definition: their end is the response itself."""
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 
 
@@ -579,16 +581,26 @@ class TabFeed:
         if request is None:
             self._unseen()
             return
+        self._finished_with(request_id, request, params)
+
+    def _finished_with(self, request_id: str, request: _Request, params: dict[str, Any]) -> None:
         self._record(request, params.get("timestamp", request.started_ts), None)
         if request.response is not None and self._wants_body(request):
             self._body(request_id, request)
 
     def _on_failed(self, params: dict[str, Any]) -> None:
-        request = self._ending(params["requestId"])
+        request_id = params["requestId"]
+        request = self._ending(request_id)
         if request is None:
             self._unseen()
             return
         failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")
+        status = (request.response or _NO_RESPONSE).status
+        if status in _EMPTY_STATUS and failure == "net::ERR_ABORTED":
+            # Chromium cancels the body of a 204 or 205 the page never reads; there is none, so
+            # the request got its whole answer: it finished.
+            self._finished_with(request_id, request, params)
+            return
         blocked = params.get("blockedReason")
         self._record(
             request,

@@ -44,7 +44,8 @@ class Query:
     method: str | None = None
     status_min: int | None = None
     status_max: int | None = None
-    """network kinds; a failed request has no status and matches no status filter."""
+    """network kinds; a request that failed before its response has no status and matches no
+    status filter (one that failed after it, its body cut short, has its status)."""
     direction: Direction | None = None
     """websocket_events: frames sent or received."""
 

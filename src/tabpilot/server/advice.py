@@ -515,6 +515,8 @@ def entry_line(entry: Any) -> str:
     if isinstance(entry, NetworkEntry):
         status = "status not seen" if entry.status is None else str(entry.status)
         outcome = f"FAILED {entry.failure}" if entry.failure else status
+        if entry.failure and entry.status is not None:  # failed after its response (its body cut)
+            outcome += f" after status {entry.status}"
         size = f", {entry.response_body_size} B" if entry.response_body_size is not None else ""
         took = f", {entry.duration_ms:.0f} ms" if entry.duration_ms >= 0 else ""
         return f"{head} {entry.method} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
