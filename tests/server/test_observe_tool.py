@@ -217,6 +217,22 @@ async def test_a_cursor_from_one_kind_serves_every_other_and_tab_events_too(
         assert result_of(later)["entries"] == [], text(later)
 
 
+async def test_the_newest_entries_say_when_older_ones_match_too(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/five", "<script>for (let i = 0; i < 5; i++) console.log('line ' + i)</script>")
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/five"))
+        await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 5)
+        newest = await mcp.call_tool("browser_observe", {"what": "logs", "limit": 2})
+        data = result_of(newest)
+        assert [e["text"] for e in data["entries"]] == ["line 3", "line 4"]
+        assert (data["has_more"], data["older"]) == (False, True)
+        assert "older entries match too: read them from since=0." in section(newest, "Result")
+        every = result_of(await mcp.call_tool("browser_observe", {"what": "logs", "limit": 5}))
+        assert every["older"] is False
+
+
 async def test_websocket_frames_can_be_filtered_by_direction(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

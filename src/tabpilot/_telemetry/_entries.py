@@ -302,6 +302,9 @@ class ObserveResult:
     dropped: int
     next_cursor: int
     has_more: bool = False
+    older: bool = False
+    """Without `since`: more entries matched before the newest `limit` returned (read them from
+    `since=0`)."""
     pending: tuple[PendingRequest, ...] = ()
     """network_waterfall: requests still in flight that match the tab and url/method filters."""
 
@@ -321,5 +324,6 @@ class ObserveResult:
             "dropped": self.dropped,
             "next_cursor": self.next_cursor,
             "has_more": self.has_more,
+            "older": self.older,
             **extra,
         }

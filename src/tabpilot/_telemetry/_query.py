@@ -135,8 +135,9 @@ def query_tab_events(
     numbers (and so its cursors) are the event bus's, which a recorder made with
     `numbering=events` shares: then one cursor serves every kind."""
     matched = events.history(since=query.since, tab_id=query.tab_id)
+    older = False
     if query.since is None:
-        page, more = matched[-query.limit :], False
+        page, more, older = matched[-query.limit :], False, len(matched) > query.limit
     else:
         page, more = matched[: query.limit], len(matched) > query.limit
     return ObserveResult(
@@ -149,4 +150,5 @@ def query_tab_events(
         dropped=events.dropped,
         next_cursor=page[-1].seq if more else events.last_seq,
         has_more=more,
+        older=older,
     )

@@ -241,8 +241,8 @@ class Telemetry:
         entries of this kind dropped so far (of the tab, when the query names one)."""
         ring = self._ring(query.what)
         match = query.matcher()
-        entries, more = ring.select(tab=query.tab, since=query.since, limit=query.limit, match=match)
-        more = more and query.since is not None
+        entries, matched_more = ring.select(tab=query.tab, since=query.since, limit=query.limit, match=match)
+        more = matched_more and query.since is not None
         pending: tuple[PendingRequest, ...] = ()
         if query.what == "network_waterfall" and query.status_min is None and query.status_max is None:
             pending = self._pending(query.tab, match)
@@ -256,6 +256,7 @@ class Telemetry:
             dropped=ring.dropped_for(query.tab),
             next_cursor=entries[-1].seq if more else self.last_seq,
             has_more=more,
+            older=matched_more and query.since is None,
             pending=pending,
         )
 
