@@ -255,11 +255,13 @@ async def test_a_websocket_whose_page_navigates_away_or_whose_tab_closes_is_reco
     await navigate(navigating, "goto", site.url("/page/a"))
     await manager.close_tab(closing.id)
 
+    await wait_until(
+        lambda: all(_ws(telemetry, tab_id=tab.id)[-1].event == "close" for tab in (navigating, closing))
+    )
     for tab, why in (
         (navigating, "the page navigated away while the connection was open"),
         (closing, "the tab closed while the connection was open"),
     ):
-        await wait_until(lambda tab=tab: any(e.event == "close" for e in _ws(telemetry, tab_id=tab.id)))
         events = _ws(telemetry, tab_id=tab.id)
         assert [e.event for e in events] == ["open", "sent", "received", "close"], tab.id
         assert events[-1].error == why
