@@ -35,8 +35,9 @@ too, with Chromium's name for their kind as their source; those at error level a
 A page that logs past that rate is limited at the source as well: the feed puts a small script
 in it (now and in every later document of the tab) that passes console calls at the same rate,
 drops the rest and says how many (and how many of them were errors, which have their own rate
-there too), at most once a second, in a console line only this feed recognizes. Every process between the page and tabpilot (Playwright's driver gets every console
-event of the page) then carries a trickle instead of the flood. Quiet tabs never get the script.
+there too), at most once a second, in a console line only this feed recognizes. Every process
+between the page and tabpilot (Playwright's driver gets every console event of the page) then
+carries a trickle instead of the flood. Quiet tabs never get the script.
 """
 
 from __future__ import annotations
@@ -369,7 +370,9 @@ class TabFeed:
             error = _ERROR_LEVEL.search(raw) is not None
             if not (self._error_budget if error else self._console_budget).take():
                 self._sink.shed("logs", self.tab_id)
-                if error:  # its error entry is cut with it (a favicon's too: counted, never missed)
+                # Its error entry goes with it (a missing favicon's line is no error, but better
+                # counted once too often than an error missed).
+                if error:
                     self._sink.shed("errors", self.tab_id)
                 if not self._limited:
                     self._limit_console()

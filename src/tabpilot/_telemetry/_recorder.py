@@ -68,8 +68,9 @@ class Telemetry:
 
     `max_entries` bounds each kind's ring; `max_body_bytes` bounds what the bodies ring holds;
     `body_cap` is the most kept of one text body (0: keep no bodies); `max_body_reads` is how many
-    body reads may wait at once (a body past them is recorded as not read, "busy"); `max_event_rate` is how many
-    console messages, and how many requests, one tab may add a second (bursts of twice that).
+    body reads may wait at once (a body past them is recorded as not read, "busy");
+    `max_event_rate` is how many console messages, and how many requests, one tab may add a second
+    (bursts of twice that).
     With `redact`, values of Authorization, Proxy-Authorization, Cookie and Set-Cookie headers
     are replaced by "[redacted]". With `network=False` only console messages and page errors are
     recorded: the tabs' Network domain stays off (no requests, bodies or WebSocket traffic reach
