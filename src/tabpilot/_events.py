@@ -29,9 +29,14 @@ class EventBus:
     def last_seq(self) -> int:
         return self._seq
 
-    def emit(self, type: EventType, tab_id: int | None, instance_id: str | None, **data: Any) -> TabEvent:
+    def next_seq(self) -> int:
+        """Take the next sequence number: the bus's own events and whatever else is numbered with
+        it (`Telemetry(numbering=events)`) share one sequence, so one cursor serves them all."""
         self._seq += 1
-        event = TabEvent(self._seq, time.time(), type, tab_id, instance_id, data)
+        return self._seq
+
+    def emit(self, type: EventType, tab_id: int | None, instance_id: str | None, **data: Any) -> TabEvent:
+        event = TabEvent(self.next_seq(), time.time(), type, tab_id, instance_id, data)
         if len(self._history) == self._history.maxlen:
             self.dropped += 1
         self._history.append(event)

@@ -242,6 +242,31 @@ async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_pe
     assert _ws(telemetry, tab_id=other.id) == []
 
 
+async def test_a_websocket_whose_page_navigates_away_or_whose_tab_closes_is_recorded_as_closed(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    """Chromium reports no close then; the tab's in-flight requests are settled, and so are its
+    open connections, each with why."""
+    telemetry, instance = await record()
+    navigating = await open_tab(manager, instance, site.url("/ws-page"))
+    closing = await open_tab(manager, instance, site.url("/ws-page"))
+    for tab in (navigating, closing):
+        await tab.page.get_by_role("listitem").filter(has_text="hello").wait_for()
+    await navigate(navigating, "goto", site.url("/page/a"))
+    await manager.close_tab(closing.id)
+
+    await wait_until(
+        lambda: all(_ws(telemetry, tab_id=tab.id)[-1].event == "close" for tab in (navigating, closing))
+    )
+    for tab, why in (
+        (navigating, "the page navigated away while the connection was open"),
+        (closing, "the tab closed while the connection was open"),
+    ):
+        events = _ws(telemetry, tab_id=tab.id)
+        assert [e.event for e in events] == ["open", "sent", "received", "close"], tab.id
+        assert events[-1].error == why
+
+
 async def test_a_websocket_is_a_row_of_its_tabs_waterfall_with_status_101_next_to_its_frames(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:
@@ -441,6 +466,7 @@ async def test_a_filter_that_matches_nothing_returns_an_empty_list_with_the_meta
         "dropped": 0,
         "next_cursor": telemetry.last_seq,
         "has_more": False,
+        "older": False,
     }
     assert telemetry.query(Query("logs", tab_id=tab.id + 1000)).returned_entries == 0
     assert telemetry.query(Query("network_waterfall", status_min=500)).returned_entries == 0
@@ -485,6 +511,25 @@ async def test_network_filters_select_by_method_status_and_url_and_failures_are_
     )
     assert post.request_body == "payload"
     assert json.loads(post.response_body or "")["body"] == "payload"
+
+
+async def test_a_204_whose_body_the_page_never_reads_is_a_204_not_a_failure(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    """Chromium cancels the body of such an answer (net::ERR_ABORTED after the response); it has
+    none, so the request finished."""
+    telemetry, instance = await record()
+    tab = await open_tab(manager, instance, site.url("/page/a"))
+    assert await tab.page.evaluate("async () => (await fetch('/api/status/204')).status") == 204
+    await wait_until(lambda: telemetry.query(Query("network_bodies", tab_id=tab.id)).returned_entries == 2)
+
+    (row,) = telemetry.query(
+        Query("network_waterfall", tab_id=tab.id, status_min=204, status_max=204)
+    ).entries
+    assert isinstance(row, NetworkEntry)
+    assert (row.url, row.status, row.failure) == (site.url("/api/status/204"), 204, None)
+    body = telemetry.query(Query("network_bodies", tab_id=tab.id, url="204")).entries[0]
+    assert isinstance(body, BodyEntry) and (body.status, body.omitted) == (204, "no body")
 
 
 async def test_text_bodies_are_cut_at_the_cap_and_binary_bodies_are_flagged_not_stored(

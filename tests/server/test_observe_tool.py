@@ -194,6 +194,45 @@ async def test_a_cursor_returns_only_new_entries_and_a_closed_tab_stays_observab
         assert {e["tabId"] for e in events["entries"]} == {tab}
 
 
+async def test_a_cursor_from_one_kind_serves_every_other_and_tab_events_too(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Twenty lines: the logs' cursor is well past the few tab events numbered so far.
+    site.set_content("/twenty", "<script>for (let i = 0; i < 20; i++) console.log(i)</script>")
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/twenty"))
+        logs = await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 20)
+        cursor = result_of(logs)["next_cursor"]
+        tab = await new_tab(mcp, site.url("/console?msg=two"))
+        await observe_until(mcp, {"what": "logs", "since": cursor}, lambda r: r["returned_entries"] == 1)
+        await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab})
+
+        # The tab events after the logs' cursor: all of them, none from before it.
+        events = result_of(await mcp.call_tool("browser_observe", {"what": "tab_events", "since": cursor}))
+        assert [(e["type"], e["tabId"]) for e in events["entries"]][:1] == [("tab_opened", tab)]
+        assert ("tab_closed", tab) in [(e["type"], e["tabId"]) for e in events["entries"]]
+        assert all(e["seq"] > cursor for e in events["entries"])
+        # And the logs after the tab events' cursor: none repeated.
+        later = await mcp.call_tool("browser_observe", {"what": "logs", "since": events["next_cursor"]})
+        assert result_of(later)["entries"] == [], text(later)
+
+
+async def test_the_newest_entries_say_when_older_ones_match_too(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/five", "<script>for (let i = 0; i < 5; i++) console.log('line ' + i)</script>")
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/five"))
+        await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 5)
+        newest = await mcp.call_tool("browser_observe", {"what": "logs", "limit": 2})
+        data = result_of(newest)
+        assert [e["text"] for e in data["entries"]] == ["line 3", "line 4"]
+        assert (data["has_more"], data["older"]) == (False, True)
+        assert "older entries match too: read them from since=0." in section(newest, "Result")
+        every = result_of(await mcp.call_tool("browser_observe", {"what": "logs", "limit": 5}))
+        assert every["older"] is False
+
+
 async def test_websocket_frames_can_be_filtered_by_direction(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -276,15 +315,17 @@ async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
         assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")
 
 
-async def logs_accounted_for(mcp: Client, tab: int, total: int) -> tuple[list[dict[str, Any]], int]:
-    """Every log entry of `tab` (read page by page) and its dropped count, once the two add up to
-    `total` or 30 s have passed."""
+async def logs_accounted_for(
+    mcp: Client, tab: int, total: int, what: str = "logs"
+) -> tuple[list[dict[str, Any]], int]:
+    """Every log entry (or entry of `what`) of `tab`, read page by page, and its dropped count,
+    once the two add up to `total` or 30 s have passed."""
     deadline = asyncio.get_running_loop().time() + 30
     while True:
         entries: list[dict[str, Any]] = []
         cursor = 0
         while True:
-            arguments = {"what": "logs", "tabId": tab, "limit": 1000, "since": cursor}
+            arguments = {"what": what, "tabId": tab, "limit": 1000, "since": cursor}
             seen = result_of(await mcp.call_tool("browser_observe", arguments))
             entries += seen["entries"]
             cursor = seen["next_cursor"]
@@ -351,6 +392,36 @@ async def test_a_page_that_keeps_logging_is_limited_at_the_source_and_every_line
         for tab, expected in ((flood, False), (quiet, True)):
             answer = await mcp.call_tool("browser_evaluate", {"tabId": tab, "function": native})
             assert result_of(answer)["value"] is expected, tab
+
+
+async def test_a_flood_of_logs_never_cuts_an_error_and_errors_cut_are_counted_as_dropped_errors(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Errors have a rate of their own, in the page's limiter and in tabpilot: a flood of other
+    lines leaves an error after it alone; errors past their own rate are counted in `errors`."""
+    chunks, per_chunk = 10, 2000
+    flood = (
+        f"for (let c = 0; c < {chunks}; c++) {{"
+        f"  for (let i = 0; i < {per_chunk}; i++) console.KIND('KIND ' + (c * {per_chunk} + i));"
+        "  await new Promise(r => setTimeout(r, 0));"
+        "}"
+    )
+    site.set_content(
+        "/error-after-flood",
+        "<h1>Flood</h1><script>(async () => {"
+        + flood.replace("KIND", "log")
+        + "console.error('FINAL ERROR');"
+        + flood.replace("KIND", "error")
+        + "})();</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/error-after-flood"), background=True)
+        errors, dropped = await logs_accounted_for(mcp, tab, chunks * per_chunk + 1, "errors")
+        assert len(errors) + dropped == chunks * per_chunk + 1, (len(errors), dropped)
+        assert errors[0]["message"] == "FINAL ERROR"
+        assert dropped > 0, "errors past their own rate were dropped, and counted"
+        logs, dropped_logs = await logs_accounted_for(mcp, tab, 2 * chunks * per_chunk + 1)
+        assert len(logs) + dropped_logs == 2 * chunks * per_chunk + 1
 
 
 async def test_a_server_without_observe_counts_errors_and_records_no_network(

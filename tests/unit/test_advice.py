@@ -34,6 +34,8 @@ def test_a_request_row_says_its_status_its_failure_or_that_no_status_was_seen() 
         "[tab 3] #7 GET http://127.0.0.1:8000/worker.js → 200 (script, 12 ms"
     )
     assert "→ FAILED net::ERR_ABORTED (script" in entry_line(_row(None, "net::ERR_ABORTED"))
+    # Failed after its response (its body cut short): the status a status filter matches shows.
+    assert "→ FAILED net::ERR_ABORTED after status 200 (script" in entry_line(_row(200, "net::ERR_ABORTED"))
     # A request seen finishing without its response (a worker's script loaded before the session).
     assert "→ status not seen (script, 12 ms, 248 B)" in entry_line(_row(None, None))
 

@@ -1,5 +1,5 @@
-"""A worker's requests that went before its feed had Network on: its script is settled as loaded,
-the rest counted as dropped (a page's feed and a worker's, on scripted sessions)."""
+"""A feed on scripted sessions: a worker's requests that went before its feed had Network on (its
+script is settled as loaded, the rest counted as dropped), and bodies past the read queue."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from support import RecordingSink
+from tabpilot import BodyEntry, Query, Telemetry
 from tabpilot._telemetry import _feed
 from tabpilot._telemetry._feed import TabFeed
 
@@ -60,8 +61,9 @@ class Sink(RecordingSink):
         super().__init__()
         self.feeds: list[TabFeed] = []
 
-    def read_body(self, read: Any) -> None:
+    def read_body(self, read: Any) -> bool:
         read().close()
+        return True
 
     def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> Any:
         for feed in self.feeds:
@@ -154,3 +156,27 @@ async def test_a_workers_script_is_settled_even_when_the_worker_stops_within_the
     (row,) = sink.rows()
     assert (row.url, row.failure, row.duration_ms) == ("http://127.0.0.1:1/worker.js", None, -1.0)
     assert page_feed.pending() == []
+
+
+async def test_a_body_past_the_read_queue_is_recorded_as_not_read_never_lost() -> None:
+    telemetry = Telemetry(max_body_reads=2)
+    page = Session("page", "PAGE")
+    TabFeed(telemetry, page, 3)  # type: ignore[arg-type]
+    # Four fetches end before any read could start (the loop has not run): two reads wait.
+    for n in range(4):
+        page.emit("Network.requestWillBeSent", request(f"9.{n}", f"http://127.0.0.1:1/api/{n}", "Fetch"))
+        page.emit(
+            "Network.responseReceived",
+            {"requestId": f"9.{n}", "response": {"status": 200, "mimeType": "text/plain", "headers": {}}},
+        )
+        page.emit("Network.loadingFinished", {"requestId": f"9.{n}", "timestamp": 11.0})
+    await telemetry.settle()
+
+    bodies = telemetry.query(Query("network_bodies"))
+    assert [(e.url[-5:], e.omitted) for e in bodies.entries if isinstance(e, BodyEntry)] == [
+        ("api/2", "busy"),
+        ("api/3", "busy"),
+        ("api/0", None),
+        ("api/1", None),
+    ]
+    assert bodies.dropped == 0

@@ -41,7 +41,7 @@ def test_a_closed_connection_is_forgotten_and_the_tabs_end_records_handshakes_un
     events["Network.webSocketCreated"]({"requestId": "hanging", "url": "ws://127.0.0.1:1/hanging"})
     assert [p.url for p in sockets.pending()] == ["ws://127.0.0.1:1/hanging"]
 
-    sockets.finish()
+    sockets.end_all("the tab closed")
     assert sockets.pending() == []
     answered, hanging = sink.rows()
     assert (answered.status, answered.started, answered.duration_ms, answered.failure) == (

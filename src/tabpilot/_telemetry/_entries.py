@@ -179,7 +179,8 @@ class BodyEntry:
 
     Text bodies are kept up to the byte cap (`truncated` says it was cut); binary bodies are not
     stored (`omitted="binary"`). `omitted` says why there is no body: binary, too large, disabled,
-    no body, unavailable (the page closed before it could be read).
+    no body, unavailable (the page closed before it could be read), busy (too many bodies were
+    waiting to be read: it was not read).
     """
 
     seq: int
@@ -212,7 +213,9 @@ class BodyEntry:
 
 @dataclass(frozen=True, slots=True)
 class WebSocketEntry:
-    """A WebSocket connection opening or closing, or one frame sent or received."""
+    """A WebSocket connection opening or closing, or one frame sent or received. `error` is an
+    error's message; on a close, why the connection ended when its page went away (Chromium
+    reports no close then)."""
 
     seq: int
     timestamp: float
@@ -285,7 +288,9 @@ class ObserveResult:
 
     `next_cursor` is the `since` to pass next time to get only newer entries; when `has_more`,
     more entries than `limit` matched after the cursor and the next call continues from there.
-    Without `since`, a query returns the newest `limit` matches. Cursors are per `what`.
+    Without `since`, a query returns the newest `limit` matches. Every kind is numbered from one
+    counter, so a cursor from one kind serves any other (and `tab_events` too when the recorder
+    numbers with the event bus, as the server's does: `Telemetry(numbering=manager.events)`).
     """
 
     what: str
@@ -297,6 +302,9 @@ class ObserveResult:
     dropped: int
     next_cursor: int
     has_more: bool = False
+    older: bool = False
+    """Without `since`: more entries matched before the newest `limit` returned (read them from
+    `since=0`)."""
     pending: tuple[PendingRequest, ...] = ()
     """network_waterfall: requests still in flight that match the tab and url/method filters."""
 
@@ -316,5 +324,6 @@ class ObserveResult:
             "dropped": self.dropped,
             "next_cursor": self.next_cursor,
             "has_more": self.has_more,
+            "older": self.older,
             **extra,
         }

@@ -8,7 +8,7 @@ a recorder without `network`) and reads:
 - `Network.requestWillBeSent` ... `loadingFinished`/`loadingFailed` (+ the `ExtraInfo` events for
   cookies and raw headers): the waterfall; bodies by `Network.getResponseBody` once loaded;
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
-  (`_sockets`).
+  (`_sockets`); `Runtime.executionContextsCleared`: a new document, which ends the old one's.
 A document that loaded before Network was on (the attach races Playwright's short hold of a new
 popup) is recovered from the page's navigation timing (`_timing`). A cross-site iframe or a
 dedicated worker of the tab has a feed of its own on its own target's session; a request that
@@ -25,6 +25,8 @@ dropped when it ends; it is never recorded half-known.
 
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
+Console lines at error level have a rate of their own (a flood of other lines never cuts them);
+one cut is counted as a dropped error too.
 
 The browser's own console messages for the page (`Log.entryAdded`: a resource that failed to
 load, a blocked request, a CSP violation, a refused `window.close()`, ...) are console entries
@@ -32,9 +34,10 @@ too, with Chromium's name for their kind as their source; those at error level a
 
 A page that logs past that rate is limited at the source as well: the feed puts a small script
 in it (now and in every later document of the tab) that passes console calls at the same rate,
-drops the rest and says how many, at most once a second, in a console line only this feed
-recognizes. Every process between the page and tabpilot (Playwright's driver gets every console
-event of the page) then carries a trickle instead of the flood. Quiet tabs never get the script.
+drops the rest and says how many (and how many of them were errors, which have their own rate
+there too), at most once a second, in a console line only this feed recognizes. Every process
+between the page and tabpilot (Playwright's driver gets every console event of the page) then
+carries a trickle instead of the flood. Quiet tabs never get the script.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import secrets
 import sys
 import time
@@ -88,9 +92,15 @@ _TEXT_MIME_PARTS = (
 )
 _CONSOLE_EVENTS = frozenset({"Runtime.consoleAPICalled", "Log.entryAdded"})
 """The events that make console entries: one rate for both."""
+_ERROR_LEVEL = re.compile(r'"(?:type|level)":\s*"(?:error|assert)"')
+"""A console event at error level, told from its raw JSON: `type` is the console call's in
+`Runtime.consoleAPICalled`, `level` the entry's in `Log.entryAdded` (the values shown inside an
+event have types of their own, never these: a string's quotes would be escaped)."""
 _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error": "error"}
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
+_EMPTY_STATUS = frozenset({204, 205})
+"""Answers that have no body by definition: their end is the response itself."""
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 
 
@@ -225,7 +235,8 @@ class Sink(Protocol):
 
     def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None: ...
 
-    def read_body(self, read: Callable[[], Awaitable[None]]) -> None: ...
+    def read_body(self, read: Callable[[], Awaitable[None]]) -> bool:
+        """Run `read` soon; False: too many reads wait already, and it is not run."""
 
     def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> _Request | None:
         """A request in flight in another feed of the tab, taken from it for `to` (or, without
@@ -250,6 +261,8 @@ class TabFeed:
         self._marker = f"tabpilot-dropped-{secrets.token_hex(8)}:"
         """What the page-side limiter's count line starts with (a page cannot guess it)."""
         self._console_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        self._error_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
+        """Error-level console lines have a rate of their own: a flood of others never cuts them."""
         self._network_budget = Bucket(sink.max_event_rate, sink.max_event_rate * 2)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "Runtime.consoleAPICalled": self._on_console,
@@ -261,6 +274,7 @@ class TabFeed:
             "Network.responseReceivedExtraInfo": self._on_response_extra,
             "Network.loadingFinished": self._on_finished,
             "Network.loadingFailed": self._on_failed,
+            "Runtime.executionContextsCleared": self._on_new_document,
             **self._sockets.handlers(),
         }
         self._dispose = session.on_events(self._handlers, self._on_raw)
@@ -343,7 +357,7 @@ class TabFeed:
         )
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, f"{gone} before the request finished")
-        self._sockets.finish()
+        self._sockets.end_all(gone)
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -353,8 +367,13 @@ class TabFeed:
             if method == "Runtime.consoleAPICalled" and self._marker in raw:
                 self._on_limited(raw)
                 return
-            if not self._console_budget.take():
+            error = _ERROR_LEVEL.search(raw) is not None
+            if not (self._error_budget if error else self._console_budget).take():
                 self._sink.shed("logs", self.tab_id)
+                # Its error entry goes with it (a missing favicon's line is no error, but better
+                # counted once too often than an error missed).
+                if error:
+                    self._sink.shed("errors", self.tab_id)
                 if not self._limited:
                     self._limit_console()
                 return
@@ -376,14 +395,17 @@ class TabFeed:
         self._session.send("Runtime.evaluate", {"expression": source, "silent": True})
 
     def _on_limited(self, raw: str) -> None:
-        """The limiter's line: how many console calls the page dropped since its previous one."""
+        """The limiter's line: how many console calls the page dropped since its previous one,
+        and how many of them were errors."""
         try:
             (arg,) = json.loads(raw)["params"]["args"]
-            count = int(str(arg["value"]).removeprefix(self._marker))
+            count, errors = map(int, str(arg["value"]).removeprefix(self._marker).split("/"))
         except (KeyError, TypeError, ValueError):
             self._sink.listener_errors += 1
             return
         self._sink.shed("logs", self.tab_id, count)
+        if errors:
+            self._sink.shed("errors", self.tab_id, errors)
 
     def _on_console(self, params: dict[str, Any]) -> None:
         level = shared(params.get("type", "log"))
@@ -543,6 +565,12 @@ class TabFeed:
                 if other.loader_id != request.loader_id and other.frame_id == request.frame_id:
                     self._record_unfinished(request_id, "the page navigated away before the request finished")
 
+    def _on_new_document(self, _params: dict[str, Any]) -> None:
+        """The target's top frame committed a new document (Chromium clears the contexts only
+        then: not for a download or a 204, which leave the page as it was). The old document's
+        WebSockets went with it, and Chromium says nothing more about them."""
+        self._sockets.end_all("the page navigated away")
+
     def _unseen(self) -> None:
         """A request ended whose start this feed never saw: a worker's that went before its
         Network.enable (module docstring) is counted as dropped; a page's is its document's (the
@@ -556,16 +584,26 @@ class TabFeed:
         if request is None:
             self._unseen()
             return
+        self._finished_with(request_id, request, params)
+
+    def _finished_with(self, request_id: str, request: _Request, params: dict[str, Any]) -> None:
         self._record(request, params.get("timestamp", request.started_ts), None)
         if request.response is not None and self._wants_body(request):
             self._body(request_id, request)
 
     def _on_failed(self, params: dict[str, Any]) -> None:
-        request = self._ending(params["requestId"])
+        request_id = params["requestId"]
+        request = self._ending(request_id)
         if request is None:
             self._unseen()
             return
         failure = params.get("errorText") or ("net::ERR_ABORTED" if params.get("canceled") else "failed")
+        status = (request.response or _NO_RESPONSE).status
+        if status in _EMPTY_STATUS and failure == "net::ERR_ABORTED":
+            # Chromium cancels the body of a 204 or 205 the page never reads; there is none, so
+            # the request got its whole answer: it finished.
+            self._finished_with(request_id, request, params)
+            return
         blocked = params.get("blockedReason")
         self._record(
             request,
@@ -615,7 +653,8 @@ class TabFeed:
                 data = None
             self._body_entry(request, *fields(data))
 
-        sink.read_body(read)
+        if not sink.read_body(read):
+            self._body_entry(request, None, known[1], False, "busy")
 
     @staticmethod
     def _wants_body(request: _Request) -> bool:

@@ -14,13 +14,16 @@ _LIMITER = (
   globalThis[key] = true;
   const rate = RATE / 1000, burst = BURST, marker = "MARKER";
   const c = globalThis.console, report = c.debug.bind(c);
-  let tokens = burst, last = performance.now(), dropped = 0, reportedAt = 0, timer = 0;
+  // Errors have a bucket of their own: a flood of other lines never cuts them.
+  const bucket = () => ({tokens: burst, last: performance.now()});
+  const lines = bucket(), errors = bucket();
+  let dropped = 0, droppedErrors = 0, reportedAt = 0, timer = 0;
   const flush = () => {
     if (timer) clearTimeout(timer);
     timer = 0;
     if (!dropped) return;
-    report(marker + dropped);
-    dropped = 0;
+    report(marker + dropped + "/" + droppedErrors);
+    dropped = droppedErrors = 0;
     reportedAt = performance.now();
   };
   const names = ["log", "info", "warn", "error", "debug", "trace", "dir", "dirxml", "table",
@@ -30,10 +33,13 @@ _LIMITER = (
     if (typeof original !== "function") continue;
     c[name] = function (...args) {
       const now = performance.now();
-      tokens = Math.min(burst, tokens + (now - last) * rate);
-      last = now;
-      if (tokens >= 1) { tokens -= 1; return original.apply(this, args); }
+      const error = name === "error" || (name === "assert" && !args[0]);
+      const b = error ? errors : lines;
+      b.tokens = Math.min(burst, b.tokens + (now - b.last) * rate);
+      b.last = now;
+      if (b.tokens >= 1) { b.tokens -= 1; return original.apply(this, args); }
       dropped += 1;
+      if (error) droppedErrors += 1;
       if (now - reportedAt >= 1000) flush();
       else if (!timer) timer = setTimeout(flush, 1000);
     };
@@ -46,8 +52,9 @@ _LIMITER = (
 
 
 def console_limiter(rate: float, marker: str) -> str:
-    """The limiter's source: console calls pass at `rate` a second (bursts of twice that); the
-    rest are dropped and counted, and the count is logged as `marker` + count, at most once a
+    """The limiter's source: console calls pass at `rate` a second (bursts of twice that), errors
+    (console.error, a failing console.assert) at that rate of their own; the rest are dropped and
+    counted, and the counts are logged as `marker` + "dropped/errors among them", at most once a
     second and when the page goes away."""
     return _LIMITER.replace("RATE", repr(rate)).replace("BURST", repr(rate * 2)).replace("MARKER", marker)
 

@@ -44,7 +44,8 @@ class Query:
     method: str | None = None
     status_min: int | None = None
     status_max: int | None = None
-    """network kinds; a failed request has no status and matches no status filter."""
+    """network kinds; a request that failed before its response has no status and matches no
+    status filter (one that failed after it, its body cut short, has its status)."""
     direction: Direction | None = None
     """websocket_events: frames sent or received."""
 
@@ -131,10 +132,12 @@ def query_tab_events(
     events: EventHistory, query: Query, *, active_tab_id: int | None = None
 ) -> ObserveResult:
     """`tab_events`: the tab core's event history, paged like the telemetry kinds. Its sequence
-    numbers (and so its cursors) are the event bus's own."""
+    numbers (and so its cursors) are the event bus's, which a recorder made with
+    `numbering=events` shares: then one cursor serves every kind."""
     matched = events.history(since=query.since, tab_id=query.tab_id)
+    older = False
     if query.since is None:
-        page, more = matched[-query.limit :], False
+        page, more, older = matched[-query.limit :], False, len(matched) > query.limit
     else:
         page, more = matched[: query.limit], len(matched) > query.limit
     return ObserveResult(
@@ -147,4 +150,5 @@ def query_tab_events(
         dropped=events.dropped,
         next_cursor=page[-1].seq if more else events.last_seq,
         has_more=more,
+        older=older,
     )

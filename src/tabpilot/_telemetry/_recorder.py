@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._cdp import TargetSession
 from .._ring import ALL_TABS, AllTabs, Ring
@@ -45,8 +45,18 @@ if TYPE_CHECKING:
     from .._tab import Tab
 
 MAX_BODY_READS = 256
-"""Body reads waiting at once; past it a body is recorded as not read ("busy")."""
+"""Body reads waiting at once (by default); past it a body is recorded as not read ("busy")."""
 _CONCURRENT_READS = 6
+
+
+class Numbering(Protocol):
+    """Sequence numbers shared with something else that numbers entries (the tab core's event
+    bus), so that one cursor serves both."""
+
+    @property
+    def last_seq(self) -> int: ...
+
+    def next_seq(self) -> int: ...
 
 
 def _body_size(entry: BodyEntry) -> int:
@@ -57,12 +67,16 @@ class Telemetry:
     """Records what every tab does, per kind, in bounded rings; answers tab-filtered queries.
 
     `max_entries` bounds each kind's ring; `max_body_bytes` bounds what the bodies ring holds;
-    `body_cap` is the most kept of one text body (0: keep no bodies); `max_event_rate` is how many
-    console messages, and how many requests, one tab may add a second (bursts of twice that).
+    `body_cap` is the most kept of one text body (0: keep no bodies); `max_body_reads` is how many
+    body reads may wait at once (a body past them is recorded as not read, "busy");
+    `max_event_rate` is how many console messages, and how many requests, one tab may add a second
+    (bursts of twice that).
     With `redact`, values of Authorization, Proxy-Authorization, Cookie and Set-Cookie headers
     are replaced by "[redacted]". With `network=False` only console messages and page errors are
     recorded: the tabs' Network domain stays off (no requests, bodies or WebSocket traffic reach
-    tabpilot), for a front end that shows nothing of them.
+    tabpilot), for a front end that shows nothing of them. With `numbering` (the manager's
+    `events`), entries are numbered in the tab events' sequence: one cursor then serves every kind
+    and `tab_events` too; without it, the tab events count on their own.
     """
 
     def __init__(
@@ -74,9 +88,13 @@ class Telemetry:
         redact: bool = True,
         max_event_rate: float = 1000.0,
         network: bool = True,
+        max_body_reads: int = MAX_BODY_READS,
+        numbering: Numbering | None = None,
     ) -> None:
         if body_cap < 0:
             raise ValueError("body_cap must not be negative")
+        if max_body_reads < 1:
+            raise ValueError("max_body_reads must be at least 1")
         if max_event_rate <= 0:
             raise ValueError("max_event_rate must be positive")
         self.max_entries = max_entries
@@ -84,9 +102,12 @@ class Telemetry:
         self.redact = redact
         self.max_event_rate = max_event_rate
         self.network = network
+        self.max_body_reads = max_body_reads
         self.fetch_limit = max(body_cap * 16, 1024 * 1024)
         """Bodies larger than this (by Content-Length) are not read at all."""
+        self._numbering = numbering
         self._seq = 0
+        """The last sequence number, when the recorder numbers its entries itself."""
         self._socket_ids = 0
         self._rings: dict[TelemetryKind, Ring[Any]] = {
             kind: Ring(max_entries) for kind in TELEMETRY_KINDS if kind != "network_bodies"
@@ -105,10 +126,13 @@ class Telemetry:
 
     @property
     def last_seq(self) -> int:
-        """The sequence number of the newest entry of any kind (0: none yet)."""
-        return self._seq
+        """The newest sequence number taken (0: none yet): an entry's of any kind, or with
+        `numbering` a tab event's too."""
+        return self._seq if self._numbering is None else self._numbering.last_seq
 
     def next_seq(self) -> int:
+        if self._numbering is not None:
+            return self._numbering.next_seq()
         self._seq += 1
         return self._seq
 
@@ -162,11 +186,12 @@ class Telemetry:
         """Entries a tab produced too fast to keep: dropped before they were built, and counted."""
         self._rings[what].count_dropped(tab_id, count)
 
-    def read_body(self, read: Callable[[], Awaitable[None]]) -> None:
-        """Run a body read with a few at a time; past `MAX_BODY_READS` waiting it is not run."""
-        if len(self._tasks) >= MAX_BODY_READS:
+    def read_body(self, read: Callable[[], Awaitable[None]]) -> bool:
+        """Run a body read with a few at a time. Past `max_body_reads` waiting it is not run, and
+        False says so: the caller records the body as not read."""
+        if len(self._tasks) >= self.max_body_reads:
             self.body_failures += 1
-            return
+            return False
         if self._reads is None:
             self._reads = asyncio.Semaphore(_CONCURRENT_READS)
         reads = self._reads
@@ -181,6 +206,7 @@ class Telemetry:
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return True
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
@@ -216,8 +242,8 @@ class Telemetry:
         entries of this kind dropped so far (of the tab, when the query names one)."""
         ring = self._ring(query.what)
         match = query.matcher()
-        entries, more = ring.select(tab=query.tab, since=query.since, limit=query.limit, match=match)
-        more = more and query.since is not None
+        entries, matched_more = ring.select(tab=query.tab, since=query.since, limit=query.limit, match=match)
+        more = matched_more and query.since is not None
         pending: tuple[PendingRequest, ...] = ()
         if query.what == "network_waterfall" and query.status_min is None and query.status_max is None:
             pending = self._pending(query.tab, match)
@@ -229,8 +255,9 @@ class Telemetry:
             total_entries_all_tabs=len(ring),
             returned_entries=len(entries),
             dropped=ring.dropped_for(query.tab),
-            next_cursor=entries[-1].seq if more else self._seq,
+            next_cursor=entries[-1].seq if more else self.last_seq,
             has_more=more,
+            older=matched_more and query.since is None,
             pending=pending,
         )
 

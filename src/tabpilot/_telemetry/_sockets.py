@@ -7,6 +7,9 @@ Each connection shows twice, as DevTools shows it:
   under way is a pending request;
 - in `websocket_events`: open, every frame in both directions, errors and the close.
 
+Chromium reports no close for a connection whose page went away (its tab closed, or it navigated
+to a new document): the feed ends those here, each with a close whose `error` says why.
+
 Connections are tracked while open, at most `MAX_SOCKETS` per tab: beyond that the oldest is
 let go (a handshake still under way is recorded as unfinished, an open connection's later frames
 are not recorded).
@@ -88,11 +91,16 @@ class TabSockets:
             if not s.answered
         ]
 
-    def finish(self) -> None:
-        """The tab is gone: handshakes still under way never finished."""
+    def end_all(self, gone: str) -> None:
+        """The page of every connection went (`gone` says how: "the tab closed", "the page navigated
+        away", ...): each is closed, and a handshake still under way never finished."""
         for socket in self._sockets.values():
-            if not socket.answered:
-                self._row(socket, None, None, "", "the tab closed before the handshake finished")
+            if socket.answered:
+                self._event(socket, "close", error=f"{gone} while the connection was open")
+            else:
+                why = f"{gone} before the handshake finished"
+                self._row(socket, None, None, "", why)
+                self._event(socket, "close", error=why)
         self._sockets.clear()
 
     # -- events ----------------------------------------------------------------------------------

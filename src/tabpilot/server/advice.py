@@ -540,13 +540,16 @@ def entry_line(entry: Any) -> str:
     if isinstance(entry, NetworkEntry):
         status = "status not seen" if entry.status is None else str(entry.status)
         outcome = f"FAILED {entry.failure}" if entry.failure else status
+        if entry.failure and entry.status is not None:  # failed after its response (its body cut)
+            outcome += f" after status {entry.status}"
         size = f", {entry.response_body_size} B" if entry.response_body_size is not None else ""
         took = f", {entry.duration_ms:.0f} ms" if entry.duration_ms >= 0 else ""
         return f"{head} {entry.method} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
     if isinstance(entry, BodyEntry):
         line = f"{head} {entry.method} {short(entry.url)} → {entry.status} {entry.mime_type}"
         if entry.response_body is None:
-            return f"{line} (body {entry.omitted})"
+            why = "not read: too many bodies were waiting" if entry.omitted == "busy" else entry.omitted
+            return f"{line} (body {why})"
         cut = " (truncated)" if entry.truncated else ""
         return f"{line}{cut}\n    {_cut(entry.response_body)!r}"
     if isinstance(entry, WebSocketEntry):
@@ -555,7 +558,8 @@ def entry_line(entry: Any) -> str:
             return f"{line} {f'<binary {entry.size} B>' if entry.binary else f'{entry.preview!r} ({entry.size} B)'}"
         if entry.event == "error":
             return f"{line}: {entry.error} ({short(entry.url)})"
-        return f"{line} {short(entry.url)}"
+        why = f" ({entry.error})" if entry.error else ""  # a close Chromium never reported
+        return f"{line} {short(entry.url)}{why}"
     if isinstance(entry, ActionEntry):
         args = ", ".join(f"{k}={v!r}" for k, v in entry.arguments.items())
         return f"{head} {entry.tool}({args}) {'ok' if entry.ok else 'FAILED'}: {entry.outcome}"

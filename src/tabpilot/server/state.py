@@ -270,7 +270,9 @@ class ServerState:
         config = self.config
         manager = self.new_manager()
         sizes = {} if config.buffer_size is None else {"max_entries": config.buffer_size}
-        telemetry = Telemetry(**sizes, redact=config.redact, network=config.shows_network)
+        telemetry = Telemetry(
+            **sizes, redact=config.redact, network=config.shows_network, numbering=manager.events
+        )
         manager.add_target_hook(telemetry.attach_target)
         isolated = self._shared is not None or config.shares_browser
         try:

@@ -2,7 +2,7 @@
 
 Structured `result` is the library's `ObserveResult.to_dict()`:
     {what, entries: [{seq, timestamp, tabId, ...}], currently_tracked_tab, filtered_by_tab,
-     total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more}
+     total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more, older}
 and, for network_waterfall, `pending_requests` (requests still in flight, each with its tabId).
 The text shows the same metadata on one line, then one line per entry, each starting `[tab N]`.
 """
@@ -90,6 +90,8 @@ async def browser_observe(
         head += f" Tab {tab_id} is closed; these are its recorded entries."
     if result.has_more:
         head += f" More entries match: call again with since={result.next_cursor}."
+    elif result.older:
+        head += " These are the newest; older entries match too: read them from since=0."
     elif not lines:
         head += " Nothing matched" + (" these filters." if query.filtered else ".")
     if result.pending:
