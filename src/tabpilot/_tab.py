@@ -563,6 +563,7 @@ class Tab:
         self.document_settled()
         if self.status == "loading":
             self.status = "complete"
+            self._fetch_title_soon()  # a page with no load event of its own (about:blank) has one now
 
     def document_settled(self) -> None:
         """The document a navigation asked for arrived, or the navigation ended without one (a

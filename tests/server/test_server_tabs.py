@@ -288,8 +288,9 @@ async def test_a_popup_at_about_blank_lists_as_loaded_once_its_document_is(
         popups = [*blank["openedTabIds"], *written["openedTabIds"]]
         assert len(popups) == 2
 
-        def loaded(listed: CallToolResult) -> bool:
-            return all(t["status"] == "complete" for t in result_of(listed)["tabs"])
+        def loaded(listed: CallToolResult) -> bool:  # and the written popup's title learnt
+            tabs = result_of(listed)["tabs"]
+            return all(t["status"] == "complete" for t in tabs) and "Written" in tab_line(listed, popups[1])
 
         listed = ok(await poll(lambda: mcp.call_tool("browser_tabs", {"action": "list"}), loaded))
         assert [t["status"] for t in result_of(listed)["tabs"]] == ["complete"] * 3
