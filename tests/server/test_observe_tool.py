@@ -460,14 +460,16 @@ async def test_the_actions_log_names_the_tab_of_each_call_and_marks_calls_on_no_
     async with connect() as mcp:
         tab = await new_tab(mcp, site.url("/page/a"))
         await mcp.call_tool("browser_snapshot", {"tabId": tab})
-        await mcp.call_tool("browser_observe", {"what": "logs"})  # a call on no tab
+        await mcp.call_tool("browser_instance", {"action": "list"})  # a call on no tab
+        await mcp.call_tool("browser_observe", {"what": "logs"})  # reading telemetry: not an action
 
         actions = await mcp.call_tool("browser_observe", {"what": "actions"})
         entries = result_of(actions)["entries"]
         assert [(e["tool"], e["tabId"]) for e in entries][-2:] == [
             ("browser_snapshot", tab),
-            ("browser_observe", None),
+            ("browser_instance", None),
         ]
-        lines = section(actions, "Result").splitlines()
-        assert lines[-2].startswith(f"[tab {tab}] #") and "browser_snapshot(" in lines[-2]
-        assert lines[-1].startswith("[no tab] #") and "browser_observe(what='logs'" in lines[-1]
+        assert "browser_observe" not in [e["tool"] for e in entries]
+        lines = [line for line in section(actions, "Result").splitlines() if line.startswith("[")]
+        assert lines[-2].startswith(f"[tab {tab}] #") and "browser_snapshot(" in lines[-2], lines
+        assert lines[-1].startswith("[no tab] #") and "browser_instance(action='list'" in lines[-1]

@@ -109,6 +109,9 @@ class ToolSpec:
     action_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """For a tool with an `action` argument: the arguments only some actions use, each with those
     actions. Another action given one of them is refused, never run as if it were not there."""
+    recorded: bool = True
+    """Its calls go into the `actions` telemetry. Not the reading of telemetry itself: an agent
+    polling it would push its real actions out of the buffer."""
 
     def arguments(self) -> list[inspect.Parameter]:
         """The MCP arguments: the function's parameters but `call` and `tab`."""
@@ -280,7 +283,8 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
                 f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}. If the page changed, {read}retry; "
                 "if it happens again, it is a bug in tabpilot."
             )
-        _record_action(call, kwargs)
+        if spec.recorded:
+            _record_action(call, kwargs)
         return await response.build(session)
 
     return run

@@ -140,5 +140,6 @@ TOOLS = [
         "Read what tabs did: console, errors, network, WebSocket, actions, tab events. Pass next_cursor "
         "back as since for new entries only.",
         ToolAnnotations(title="Observe tab telemetry", read_only_hint=True, open_world_hint=False),
+        recorded=False,
     )
 ]
