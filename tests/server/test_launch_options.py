@@ -196,6 +196,10 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
             {"browser-path": "/no/such/chrome"},
             "option 'browser-path' of --config {file}: The browser given by ",
         ),
+        (
+            {"tools": ["default", "playwright"]},
+            "option 'tools' of --config {file}: Unknown tool set 'playwright'. Known sets: browser-tab",
+        ),
     ],
 )
 def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
@@ -211,8 +215,11 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--caps", "forms,telepathy"], "Unknown capability 'telepathy'. Known: forms, vision"),
-        (["--tools", "default,playwright"], "Unknown tool set 'playwright'. Known sets: browser-tab"),
+        (["--caps", "forms,telepathy"], "--caps: Unknown capability 'telepathy'. Known: forms, vision"),
+        (
+            ["--tools", "default,playwright"],
+            "--tools: Unknown tool set 'playwright'. Known sets: browser-tab",
+        ),
         (["--allowed-file-root", "/no/such/folder"], "is not a folder"),
         (["--secrets", "/no/such/file.env"], "is not a readable file"),
         (

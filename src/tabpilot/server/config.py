@@ -84,7 +84,12 @@ class ServerConfig:
     or `browser-path in /etc/tabpilot.json` (--config), so that a message names it as it was given."""
 
     def __post_init__(self) -> None:
-        check_names(self.tools, self.caps)  # a typo is refused before any browser starts
+        try:
+            check_names(self.tools, self.caps)  # a typo is refused before any browser starts
+        except ValueError as exc:  # said of the option as it was given (a --config file's key)
+            flag = "tools" if str(exc).startswith("Unknown tool set") else "caps"
+            given = self.given.get(flag)
+            raise ValueError(f"{given}: {exc}" if given else str(exc)) from None
 
     def named(self, flag: str) -> str:
         """How to name the option `flag` (without dashes) to the operator."""
