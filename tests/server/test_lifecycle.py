@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -488,3 +489,22 @@ async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_c
         stderr = proc.stderr.read().decode(errors="replace")
         assert "Traceback" not in stderr, stderr
         assert not list(Path(tmp).glob("tabpilot-profile-*")), "every temporary profile is removed"
+
+
+async def test_a_call_that_comes_as_the_server_stops_is_answered_without_a_traceback(
+    make_server: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stop signal during start-up closed the state while a call waited for its browser session:
+    # the call got "could not start the browser" and the log a traceback at ERROR level.
+    server = make_server()
+    async with Client(server) as mcp:
+        assert server.state is not None
+        await server.state.close()
+        with caplog.at_level(logging.INFO, logger="tabpilot"):
+            stopped = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert stopped.is_error
+        assert (
+            text(stopped)
+            == "### Error\nThe server is stopping: this call was not run. Start the server again to go on."
+        )
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]

@@ -64,6 +64,10 @@ _SESSION_HEADER = "mcp-session-id"
 T = TypeVar("T")
 
 
+class ServerStopping(RuntimeError):
+    """A call came as the server stops: no browser session is started for it any more."""
+
+
 class SessionState:
     """One MCP client's browser, telemetry, response cursors and tool-set state."""
 
@@ -266,7 +270,7 @@ class ServerState:
 
     async def _open_session(self, key: str) -> SessionState:
         if self._closed:
-            raise RuntimeError("the server is shutting down")
+            raise ServerStopping("the server is shutting down")
         config = self.config
         manager = self.new_manager()
         sizes = {} if config.buffer_size is None else {"max_entries": config.buffer_size}

@@ -58,7 +58,7 @@ from .. import logs
 from ..advice import DEFAULT_CALLS, ToolCalls, error_text
 from ..config import ServerConfig
 from ..response import Response
-from ..state import ServerState, SessionState
+from ..state import ServerState, ServerStopping, SessionState
 
 if TYPE_CHECKING:
     from ..state import RequestContext
@@ -246,6 +246,10 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
             )
             if from_options and state.config.browser_start_options():
                 response.error(_check_start_options(state.config))
+            return await response.build(None)
+        except ServerStopping:  # a stop signal came first: an answer, no traceback
+            logger.info("%s came as the server stops: not run", spec.name)
+            response.error("The server is stopping: this call was not run. Start the server again to go on.")
             return await response.build(None)
         except Exception as exc:
             logger.exception("could not start the browser session")  # the whole story goes to the log
