@@ -723,13 +723,19 @@ class ExtensionChromium:
 
 
 @contextlib.contextmanager
-def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionChromium]:
+def extension_chromium(
+    browser_path: str, user_page: str, *, profile: str | None = None
+) -> Iterator[ExtensionChromium]:
     """Start Chromium with the shipped extension and `user_page` open (Chromium headless takes one
-    start URL, and no extension page: the connect page is opened after start)."""
+    start URL, and no extension page: the connect page is opened after start). `profile`: a
+    profile of the caller's, kept (a Chrome the user starts again), else a temporary one."""
     from tabpilot import extension_path
 
     extension = str(extension_path())
-    profile = tempfile.mkdtemp(prefix="tabpilot-test-extension-")
+    own_profile = profile is None
+    profile = profile or tempfile.mkdtemp(prefix="tabpilot-test-extension-")
+    with contextlib.suppress(FileNotFoundError):  # the port file of the profile's previous run
+        os.remove(os.path.join(profile, "DevToolsActivePort"))
     proc = subprocess.Popen(
         [
             browser_path,
@@ -759,7 +765,8 @@ def extension_chromium(browser_path: str, user_page: str) -> Iterator[ExtensionC
         yield chromium
     finally:
         _stop(proc)
-        remove_profile(profile)
+        if own_profile:
+            remove_profile(profile)
 
 
 class RecordingSink:

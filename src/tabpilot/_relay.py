@@ -77,7 +77,8 @@ class Relay:
         self._link = link
         self._tabs: dict[int, TabRecord] = {}
         self._context_id = ""
-        """The browser context of the tabs in scope (the profile's own)."""
+        """The browser context the clients know the tabs by: the first the extension reported (the
+        profile's own), kept when the user's Chrome restarts behind the relay with a new id for it."""
         self._by_target: dict[str, TabRecord] = {}
         self._clients: list[Client] = []
         self._session_ids = itertools.count(1)
@@ -382,7 +383,9 @@ class Relay:
             "url": tab.url,
             "attached": True,
             "canAccessOpener": tab.can_access_opener,
-            "browserContextId": tab.context_id,
+            # One context for the relay's whole life: a Chrome the user restarts behind it has a
+            # new id for its profile's context, and its tabs are the same browser's to the clients.
+            "browserContextId": self._context_id or tab.context_id,
             # Not CDP's own: what Chrome's tab strip knows, for tabpilot's tab records.
             "chromeTabId": tab.chrome_id,
             "windowId": tab.window_id,

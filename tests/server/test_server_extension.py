@@ -227,6 +227,29 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
         assert waiting == {"waiting": True, "listening": f"127.0.0.1:{port}", "connectUrl": connect_url(port)}
 
 
+async def test_a_chrome_the_user_restarts_at_once_is_the_same_browser_to_the_agent(
+    browser_path: str, site: LocalSite, tmp_path: Path
+) -> None:
+    # Restarted within the grace time, Chrome's profile context had a new id: the relay announced
+    # the new tabs in it, and every tab the agent opened was "closed at once" (left open in Chrome).
+    port, profile = free_port(), str(tmp_path / "profile")
+    async with Client(extension_server(port)) as mcp:
+        with extension_chromium(browser_path, site.url("/page/user"), profile=profile) as first:
+            await pair(first, port)
+            await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
+        with extension_chromium(browser_path, site.url("/page/user"), profile=profile) as second:
+            # The extension connects again by itself: its pairing is in the profile.
+            opened = await poll(
+                lambda: mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")}),
+                lambda result: not result.is_error,
+                timeout=15,
+            )
+            tab = result_of(opened)["tabId"]
+            snap = await call(mcp, "browser_snapshot", full=True, tabId=tab)
+            assert 'heading "Page b"' in section(snap, "Snapshot")
+            assert any("/page/b" in p["url"] for p in await asyncio.to_thread(second.pages))
+
+
 async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_fast_once_it_is_killed(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
