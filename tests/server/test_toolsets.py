@@ -352,6 +352,27 @@ async def test_browser_tab_answers_with_the_seeds_exact_shapes(
         )
 
 
+@pytest.mark.parametrize(
+    ("tools", "list_tabs", "close", "argument"),
+    [
+        ("foxmcp", "tabs_list", "tabs_close", "tab_id"),
+        ("browser-use", "browser_list_tabs", "browser_close_tab", "tab_id"),
+        ("pilo", "list_tabs", "close_tab", "tabId"),
+    ],
+)
+async def test_a_tab_id_that_is_neither_a_number_nor_text_is_refused_not_read_as_tab_1(
+    connect: Callable[..., Client], tools: str, list_tabs: str, close: str, argument: str
+) -> None:
+    # A lax type turned `true` into 1 and 2.0 into 2: the call closed a tab nobody named.
+    async with connect(tools=(tools, "browser-tab")) as mcp:
+        await call(mcp, "browser_tab", {"action": "new"})  # two tabs: closing tab 1 would work
+        listed = await call(mcp, list_tabs)
+        for value in (True, 1.0):
+            refused = await fail(mcp, close, {argument: value})
+            assert f"argument '{argument}': Input should be a valid" in refused, refused
+        assert await call(mcp, list_tabs) == listed  # both tabs are still there
+
+
 async def test_browser_tab_at_a_tab_limit_of_one_does_not_advise_opening_a_tab(
     connect: Callable[..., Client],
 ) -> None:

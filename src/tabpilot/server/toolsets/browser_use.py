@@ -43,7 +43,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import (
     StaleRefError,
@@ -93,7 +93,8 @@ class BrowserUseState:
 
 
 TabIdParam = Annotated[
-    str | int, Field(description="Tab ID (tab_id from browser_get_state or browser_list_tabs) of the tab")
+    StrictStr | StrictInt,
+    Field(description="Tab ID (tab_id from browser_get_state or browser_list_tabs) of the tab"),
 ]
 
 

@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from typing import Annotated
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, open_tab
 
-TabIdParam = Annotated[int | str, Field(description="ID of the tab (from tabs_list)")]
+TabIdParam = Annotated[StrictInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
 
 def tab_line(info: TabInfo) -> str:

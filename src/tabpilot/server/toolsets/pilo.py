@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
 from tabpilot import click as click_ref
@@ -50,7 +50,7 @@ class PiloState:
     snapshot_cursor: int | None = None
 
 
-TabIdParam = Annotated[str | int, Field(description="The tab ID from the available tabs list")]
+TabIdParam = Annotated[StrictStr | StrictInt, Field(description="The tab ID from the available tabs list")]
 
 
 def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
