@@ -233,6 +233,9 @@ async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
         await call(mcp, "browser_navigate", {"url": site.url("/page/c")})
         stale = await fail(mcp, "browser_click", {"index": 1})
         assert stale.startswith("Error: Element with index 1 is no longer on the page")
+        # Opened in a new tab, the link of a page left is refused too, not opened from its old href.
+        stale_link = await fail(mcp, "browser_click", {"index": 1, "new_tab": True})
+        assert stale_link.startswith("Error: Element with index 1 is no longer on the page"), stale_link
 
         unknown = await fail(mcp, "browser_switch_tab", {"tab_id": "zz9x"})
         assert unknown.startswith("Error: No tab with tab_id 'zz9x'.")

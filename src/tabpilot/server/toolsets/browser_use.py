@@ -319,6 +319,7 @@ async def browser_click(
         tab, note = await _active(call)
         element = _element(call, tab, index)
         if new_tab and element.href:
+            await tab.element(element.ref)  # still on the page (StaleRefError if not), as a click checks
             full_url = urljoin(tab.url, element.href)
             opened = await open_tab(call, full_url, CALLS)
             if opened.failed is not None:
