@@ -216,6 +216,21 @@ async def test_browser_use_says_a_new_tab_is_active_when_the_server_follows_new_
         assert state["url"] == site.url("/page/a")
 
 
+async def test_pilo_says_a_new_tab_is_current_when_the_server_follows_new_tabs(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("pilo",), follow_new_tabs=True) as mcp:
+        await call(mcp, "goto", {"url": site.url("/")})
+        snap = await call(mcp, "get_snapshot")
+        home = int(snap.splitlines()[1].split()[1])
+        clicked = await call(mcp, "click", {"ref": ref_of(snap, "Open A in new tab")})
+        new = json.loads(await call(mcp, "list_tabs"))["activeTabId"]
+        assert new != str(home)
+        assert clicked.splitlines()[1] == (
+            f"BROWSER_TAB_OPENED: Tab {new} (opened by Tab {home}): {site.url('/page/a')}. It is now the current tab."
+        )
+
+
 async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -114,10 +114,14 @@ def _own_ref(tab: Tab, ref: str) -> None:
         )
 
 
-def _opened_text(manager: TabManager, events: Sequence[TabEvent]) -> str:
+def _opened_text(manager: TabManager, events: Sequence[TabEvent], current: int | None) -> str:
+    """The tabs a click opened; `current`: the one of them now current (the server follows new
+    tabs, `--follow-new-tabs`), else each is not."""
     tabs = manager.tabs()
     return "".join(
-        f'\n{line}. It is not the current tab: call switch_tab with tabId "{event.tab_id}" to use it.'
+        f"\n{line}. It is now the current tab."
+        if event.tab_id == current
+        else f'\n{line}. It is not the current tab: call switch_tab with tabId "{event.tab_id}" to use it.'
         for event in events
         for line in event_lines([event], tabs)
     )
@@ -204,7 +208,7 @@ async def click(
         if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
     ]
     call.response.plain(
-        f"Clicked {ref}.{_opened_text(manager, opened)}"
+        f"Clicked {ref}.{_opened_text(manager, opened, result.followed_tab_id)}"
         + note_lines(note, *dialogs, loading_note(result))
         + await _closed_lines(call)
     )
