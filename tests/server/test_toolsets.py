@@ -518,10 +518,15 @@ async def test_pilo_sees_a_tab_a_click_opens_in_the_click_response_and_the_next_
         # Refs are scoped to the current tab: the home tab's ref is refused, not clicked on tab `new`.
         refused = await fail(mcp, "click", {"ref": ref})
         assert refused.startswith(f"Error: Ref {ref} belongs to tab {home}, but the current tab is {new}.")
+        assert f'switch_tab("{home}") first' in refused
 
+        new_snapshot_ref = ref_of(on_new, "Page a")
         closed = await call(mcp, "close_tab", {"tabId": str(new)})
         assert closed == f"Closed tab {new}. Current tab: {home}."
         assert f"Tab {home} (current)" in await call(mcp, "get_snapshot")
+        # A ref of a tab that is gone names no switch that would fail.
+        gone = await fail(mcp, "click", {"ref": new_snapshot_ref})
+        assert f"(tab {new} is not open)" in gone and "switch_tab" not in gone, gone
 
 
 async def test_pilo_completes_an_oauth_style_popup_flow_with_the_tab_tools(

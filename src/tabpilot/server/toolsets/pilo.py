@@ -105,12 +105,14 @@ async def _current(call: Call) -> tuple[Tab, str]:
     return tab, await accept_dialog(tab)
 
 
-def _own_ref(tab: Tab, ref: str) -> None:
+def _own_ref(manager: TabManager, tab: Tab, ref: str) -> None:
     ref_tab, _ = parse_ref(ref)
     if ref_tab is not None and ref_tab != tab.id:
+        is_open = any(info.id == ref_tab for info in manager.tabs())
+        switch = f', or switch_tab("{ref_tab}") first' if is_open else f" (tab {ref_tab} is not open)"
         raise ValueError(
             f"Ref {ref} belongs to tab {ref_tab}, but the current tab is {tab.id}. Element refs are scoped "
-            f'to the current tab: use a ref from get_snapshot(), or switch_tab("{ref_tab}") first.'
+            f"to the current tab: use a ref from get_snapshot(){switch}."
         )
 
 
@@ -198,7 +200,7 @@ async def click(
 ) -> None:
     manager = call.manager
     tab, note = await _current(call)
-    _own_ref(tab, ref)
+    _own_ref(call.manager, tab, ref)
     since = manager.events.last_seq
     result = await click_ref(tab, ref, dialogs="accept")
     dialogs = [dialog_note(d) for d in result.accepted_dialogs]
@@ -220,7 +222,7 @@ async def fill(
     value: Annotated[str, Field(description="The text to put in the field")],
 ) -> None:
     tab, note = await _current(call)
-    _own_ref(tab, ref)
+    _own_ref(call.manager, tab, ref)
     result = await type_text(tab, ref, value, dialogs="accept")
     call.response.plain(
         f"Filled {ref} with {value!r}." + note_lines(note, loading_note(result)) + await _closed_lines(call)
