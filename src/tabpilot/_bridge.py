@@ -391,7 +391,7 @@ class ExtensionBridge:
             elif event == "updated":
                 self.relay.tab_updated(message["tab"])
             elif event == "removed":
-                self.relay.tab_removed(int(message["tabId"]))
+                self.relay.tab_removed(int(message["tabId"]), reason=message.get("reason"))
         elif kind == "ping":
             extension.post({"type": "pong"})
 

@@ -64,6 +64,8 @@ from ._relay_parts import (
 
 NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
 """Commands answered without being applied: they would change the look of the user's tab."""
+USER_TOOK_BACK = ("unshared", "canceled")
+"""The extension's reasons for a tab leaving scope that mean the user took it back from the agent."""
 CHILD_CAME_OR_WENT = ("Target.attachedToTarget", "Target.detachedFromTarget")
 """The events of a session that announce a child of its target, or its end."""
 ANSWERED_HERE = frozenset({"Runtime.runIfWaitingForDebugger"})
@@ -188,8 +190,10 @@ class Relay:
             info = self.target_info(tab)
             self._to_discoverers({"method": "Target.targetInfoChanged", "params": {"targetInfo": info}})
 
-    def tab_removed(self, chrome_id: int) -> None:
-        """A tab left scope (closed, unshared, or the extension let go of it): its target is gone."""
+    def tab_removed(self, chrome_id: int, *, reason: str | None = None) -> None:
+        """A tab left scope (closed, unshared, or the extension let go of it): its target is gone.
+        A tab the user took back (stopped sharing it, or dismissed Chrome's debugging bar) says so
+        to the clients (`leftScope`: not CDP's own), as it is still open in their browser."""
         tab = self._tabs.pop(chrome_id, None)
         if tab is None:
             return
@@ -200,7 +204,10 @@ class Relay:
         for client in self._clients:
             for child in [c for c, owner in client.children.items() if owner is tab]:
                 del client.children[child]
-        self._to_discoverers({"method": "Target.targetDestroyed", "params": {"targetId": tab.target_id}})
+        gone: JsonDict = {"targetId": tab.target_id}
+        if reason in USER_TOOK_BACK:
+            gone["leftScope"] = "unshared"
+        self._to_discoverers({"method": "Target.targetDestroyed", "params": gone})
 
     def clear(self) -> None:
         """The extension is gone for good: every tab with it."""

@@ -224,11 +224,14 @@ class TabTracker:
         target_id = event.get("targetId", "")
         self._scope.gone(target_id)
         tab = self.registry.by_target(target_id)
+        unshared = event.get("leftScope") == "unshared"  # the extension's relay: the user took it back
         if tab is not None:
-            self.tab_gone(tab, None)
+            self.tab_gone(tab, "unshared" if unshared else None)
         for tab_id, (checked, was_active, _said) in self._checking.items():
             if checked.target_id == target_id:
                 self._checking[tab_id] = (checked, was_active, True)
+                if unshared:  # its page's close came first and is being checked: this is why
+                    checked.closing_cause = "unshared"
                 break
 
     def _on_target_crashed(self, event: dict[str, Any]) -> None:
@@ -482,7 +485,9 @@ class TabTracker:
             # when cancelled because the instance is being closed.
             checked = self._checking.pop(tab.id, None)
             if checked is not None:
-                cause = "crash" if self._state() == "lost" else _unexplained_close_cause(tab)
+                cause = (
+                    "crash" if self._state() == "lost" else tab.closing_cause or _unexplained_close_cause(tab)
+                )
                 self._report_close(tab, cause, checked[1])
 
     def closed_every_tab_first(self) -> bool:

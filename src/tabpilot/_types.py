@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
-CloseCause = Literal["tool", "page", "external", "crash", "cap", "shutdown"]
+CloseCause = Literal["tool", "page", "external", "crash", "cap", "shutdown", "unshared"]
 CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a tool call.",
     "page": "Its page closed it.",
@@ -18,6 +18,7 @@ CLOSED_BY: dict[str, str] = {
     "crash": "It crashed and was closed.",
     "cap": "It was closed to keep the tab limit.",
     "shutdown": "It was closed as its manager shut down (a server does that when a client's session ends).",
+    "unshared": "The user stopped sharing it with the agent; it stays open in their browser.",
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
 

@@ -227,6 +227,44 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
         assert waiting == {"waiting": True, "listening": f"127.0.0.1:{port}", "connectUrl": connect_url(port)}
 
 
+SHARE_USER_TAB = """(async () => {
+  const tab = (await chrome.tabs.query({})).find((t) => (t.url || "").includes("/page/user"));
+  await toggleSharing(tab);
+  return tab.id;
+})()"""
+
+
+async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_closed(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    port = free_port()
+    async with Client(extension_server(port)) as mcp:
+        await pair(chromium, port)
+
+        def user_tab(listed: CallToolResult) -> dict[str, Any] | None:
+            tabs = result_of(listed)["tabs"]
+            return next((t for t in tabs if "/page/user" in t["url"]), None)
+
+        await call(mcp, "browser_tabs", action="list")  # paired and connected
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)  # the user shares it
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: user_tab(r) is not None
+        )
+        shared = user_tab(listed)
+        assert shared is not None
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)  # and takes it back
+        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: user_tab(r) is None)
+        said = section(listed, "Events")
+        assert (
+            f"tab {shared['id']} is no longer the agent's: the user stopped sharing it (it stays open)"
+            in said
+        )
+        assert "closed (by external)" not in said
+        gone = error(await mcp.call_tool("browser_snapshot", {"tabId": shared["id"]}))
+        assert "The user stopped sharing it with the agent; it stays open in their browser." in gone, gone
+        assert await user_tab_alive(chromium)
+
+
 async def test_a_chrome_the_user_restarts_at_once_is_the_same_browser_to_the_agent(
     browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:

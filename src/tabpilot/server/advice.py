@@ -447,6 +447,8 @@ def event_line(event: TabEvent) -> str:
         if d.get("activeChanged"):
             active = d.get("activeTabId")
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
+        if d.get("by") == "unshared":
+            return f"tab {tab} is no longer the agent's: the user stopped sharing it (it stays open){tail}"
         by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")
         return f"tab {tab} closed ({by}){tail}"
     if event.type == "tab_activated":
