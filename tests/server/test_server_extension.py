@@ -218,6 +218,9 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
     monkeypatch.setattr(tabpilot.server.state, "EXTENSION_FIRST_WAIT", 0.2)
     port = free_port()
     async with Client(extension_server(port)) as mcp:
+        # An agent that lists tabs first is told why there are none, and how to pair.
+        listed = section(await call(mcp, "browser_tabs", action="list"), "Result")
+        assert listed.startswith("0 open tabs; no tab is active. ") and "connect.html" in listed, listed
         message = error(
             await mcp.call_tool("browser_navigate", {"action": "goto", "url": "http://127.0.0.1/"})
         )

@@ -16,6 +16,9 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError
+
+from ..advice import error_text
 from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec, open_tab
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
@@ -45,9 +48,18 @@ async def browser_tabs(
         active = active_tab.id if active_tab else None
         where = f" in instance {listed.id if listed else instanceId}" if instanceId is not None else ""
         whose = "its active tab" if instanceId is not None else "active tab"
+        waiting = ""
+        if not infos and instanceId is None:
+            try:
+                manager.instance()
+            except ExtensionNotConnectedError as exc:  # the user's browser is not there yet: say how
+                waiting = " " + error_text(exc)
+            except InstanceNotFoundError:  # no instance at all: the list says so
+                pass
         response.result(
             f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
-            + (f"{whose}: {active}." if active is not None else "no tab is active."),
+            + (f"{whose}: {active}." if active is not None else "no tab is active.")
+            + waiting,
             {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)},
         )
         response.show_tabs()
