@@ -15,7 +15,7 @@ from typing import Any, Literal
 from tabpilot import DEFAULT_EXTENSION_PORT, BrowserOptions, ExtensionScope, Secrets, TabLimitPolicy
 
 from .logs import LogLevel
-from .names import NETWORK_CAP, check_names
+from .names import NETWORK_CAP, check_caps, check_tool_sets
 
 DEFAULT_SESSION_IDLE_TIMEOUT = 5 * 60.0
 """Seconds an HTTP session may stay idle before its browser context is released."""
@@ -84,12 +84,21 @@ class ServerConfig:
     or `browser-path in /etc/tabpilot.json` (--config), so that a message names it as it was given."""
 
     def __post_init__(self) -> None:
+        # A typo is refused before any browser starts.
         try:
-            check_names(self.tools, self.caps)  # a typo is refused before any browser starts
-        except ValueError as exc:  # said of the option as it was given (a --config file's key)
-            flag = "tools" if str(exc).startswith("Unknown tool set") else "caps"
-            given = self.given.get(flag)
-            raise ValueError(f"{given}: {exc}" if given else str(exc)) from None
+            check_caps(self.caps)
+        except ValueError as exc:
+            raise self._as_given("caps", exc) from None
+        try:
+            check_tool_sets(self.tools)
+        except ValueError as exc:
+            raise self._as_given("tools", exc) from None
+
+    def _as_given(self, flag: str, exc: ValueError) -> ValueError:
+        """`exc` about option `flag`, naming the option as it was given (a --config file's key and
+        file, or the flag) where it was."""
+        given = self.given.get(flag)
+        return ValueError(f"{given}: {exc}" if given else str(exc))
 
     def named(self, flag: str) -> str:
         """How to name the option `flag` (without dashes) to the operator."""

@@ -30,12 +30,22 @@ NETWORK_CAP = "observe"
 
 def check_names(tool_sets: Sequence[str], caps: Sequence[str] | None) -> None:
     """Raise ValueError, naming the known ones, for a tool set or group that does not exist."""
+    check_caps(caps)
+    check_tool_sets(tool_sets)
+
+
+def check_caps(caps: Sequence[str] | None) -> None:
+    """Raise ValueError, naming the known ones, for a group of the default set that does not exist."""
     unknown_caps = [c for c in caps or () if c not in CAPS and c != "core"]
     if unknown_caps:
         raise ValueError(
             f"Unknown capability {', '.join(map(repr, unknown_caps))}. Known: {', '.join(CAPS)} "
             "(core is always on)."
         )
+
+
+def check_tool_sets(tool_sets: Sequence[str]) -> None:
+    """Raise ValueError, naming the known ones, for a tool set that does not exist."""
     unknown = [n for n in tool_sets if n not in TOOL_SETS]
     if unknown:
         raise ValueError(
