@@ -127,6 +127,7 @@ class TargetSession:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if self.closed:
             future.set_exception(CdpCommandError(f"{method}: the target's session is closed"))
+            future.exception()  # retrieved: a command sent without waiting must not be logged
             return future
         message_id = next(self._ids)
         self._waiting[message_id] = future

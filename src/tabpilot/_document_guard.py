@@ -11,10 +11,8 @@ policy restricts anything: every document request then waits for one round trip 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
-from typing import Any
 
 from ._cdp import TargetSession
 
@@ -32,19 +30,12 @@ def guard_documents(session: TargetSession, refuses: Callable[[str, bool], bool]
             return
         in_frame = params.get("frameId") != session.target_id
         url = str((params.get("request") or {}).get("url", ""))
+        # Not waited for: a target gone meanwhile has nothing left to answer.
         if refuses(url, in_frame):
-            answer = session.send(
-                "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
-            )
+            session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
         else:
-            answer = session.send("Fetch.continueRequest", {"requestId": request_id})
-        asyncio.ensure_future(answer).add_done_callback(_consume)  # gone meanwhile: nothing to answer
+            session.send("Fetch.continueRequest", {"requestId": request_id})
 
     dispose = session.on_events(("Fetch.requestPaused",), paused)
-    asyncio.ensure_future(session.send("Fetch.enable", {"patterns": PATTERNS})).add_done_callback(_consume)
+    session.send("Fetch.enable", {"patterns": PATTERNS})
     return dispose
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
