@@ -25,6 +25,14 @@ NavigateAction = Literal["goto", "back", "forward", "reload"]
 _HAS_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _HOST_PORT = re.compile(r"^[\w.-]+:\d+(?:[/?#]|$)")
 _LOCAL_HOST = re.compile(r"^(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])(?:[:/?#]|$)")
+TAB_SCHEMES = frozenset(
+    {"http", "https", "file", "data", "blob", "filesystem", "about", "javascript", "view-source"}
+    | {"chrome", "chrome-untrusted", "chrome-extension", "devtools"}
+)
+"""The schemes Chromium loads in a tab itself (the navigation policy decides which of them a tab may
+open). It hands any other (mailto:, tel:, ftp: since Chromium 95, an app's own such as zoommtg:) to
+another program, and a tab the browser was told to load one of those in (not a link a page's user
+clicks) stops taking clicks and keys: measured, Chromium 156, until it loads a page of another site."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +52,22 @@ class NavigationResult:
 
 def normalize_url(url: str) -> str:
     """Add the scheme a user would mean: `example.com` -> https://, `localhost:8000` -> http://.
-    Text that cannot name a web host (`not a url`) is refused (ValueError) rather than looked up."""
+    Text that cannot name a web host (`not a url`) is refused (ValueError) rather than looked up,
+    and so is a URL the browser does not open in a tab (`TAB_SCHEMES`)."""
     text = url.strip()
     if not _HAS_SCHEME.match(text) or _HOST_PORT.match(text):
         text = ("http://" if _LOCAL_HOST.match(text) else "https://") + text
+    scheme = text.partition(":")[0].lower()
+    if scheme not in TAB_SCHEMES:
+        shown = text if len(text) <= 200 else text[:200] + "…"
+        if scheme in ("ws", "wss"):
+            why = "it is a WebSocket address, not a page (a page's script opens it)"
+        else:
+            why = (
+                f"the browser hands {scheme}: URLs to another program on the computer (there is no page "
+                "to load), and a tab sent to one can stop taking clicks"
+            )
+        raise ValueError(f"{shown!r} does not open in a tab: {why}. Pass an http(s) URL.")
     if text.startswith(("http://", "https://")):
         try:
             host = urlsplit(text).hostname

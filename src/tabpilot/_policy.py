@@ -12,7 +12,8 @@ Rules, in order:
 - `file:` URLs are refused unless `file:` (or `file://`) is in `allowed_origins`: a local file
   can hold secrets, and an agent told to "open the report" should not read the disk.
 - Other schemes that browsers treat as privileged (`chrome:`, `chrome-extension:`, `devtools:`,
-  `view-source:`, `javascript:`) are refused unless allowed the same way.
+  `view-source:`, `javascript:`, and `about:` but for about:blank and about:srcdoc: Chromium
+  opens `about:version` as `chrome://version`) are refused unless allowed the same way.
 - The DevTools endpoints of a browser on this machine (`http://127.0.0.1:PORT/json/list`,
   `/json/version`, `/devtools/...` on a loopback host) are always refused: a page that shows them
   reveals the tabs of a browser and how to take control of it.
@@ -38,6 +39,7 @@ _PRIVILEGED_SCHEMES = {
     "devtools",
     "view-source",
     "javascript",
+    "about",
 }
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
@@ -141,7 +143,7 @@ class UrlPolicy:
     def check(self, url: str) -> None:
         """Raise NavigationBlockedError if the policy refuses `url`."""
         text = url.strip()
-        if text in _ALWAYS_ALLOWED or text.lower().startswith("data:"):
+        if re.split(r"[?#]", text, maxsplit=1)[0].lower() in _ALWAYS_ALLOWED or text.lower().startswith("data:"):
             return
         try:
             parts = urlsplit(text)

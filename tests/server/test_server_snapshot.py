@@ -168,6 +168,32 @@ async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is
         assert 'heading "Page c"' in section(after, "Snapshot"), text(after)
 
 
+async def test_a_url_the_browser_hands_to_another_program_is_refused_and_the_tab_still_takes_clicks(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Sent to ftp:// or an app's scheme by a navigation, Chromium's tab stopped taking input:
+    every later click reported success and did nothing, on that page and the next of its site."""
+    site.set_content(
+        "/wipe",
+        "<title>Wipe</title><button onclick=\"document.body.innerHTML = '<p>wiped</p>'\">Wipe</button>",
+    )
+    async with connect() as mcp:
+        page = await mcp.call_tool("browser_navigate", {"url": site.url("/wipe")})
+        for url in ("ftp://127.0.0.1/file", "tabpilot-test:open"):
+            refused = await mcp.call_tool("browser_navigate", {"url": url})
+            assert refused.is_error
+            assert section(refused, "Error").startswith(f"{url!r} does not open in a tab"), text(refused)
+        listed = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": "ftp://127.0.0.1/file"})
+        assert opened.is_error and "does not open in a tab" in section(opened, "Error")
+        after = data(await mcp.call_tool("browser_tabs", {"action": "list"}))["result"]
+        assert after["count"] == listed["count"]  # no tab was opened for it
+
+        clicked = await mcp.call_tool("browser_click", {"ref": ref_of(section(page, "Snapshot"), "Wipe")})
+        assert not clicked.is_error, text(clicked)
+        assert "wiped" in section(clicked, "Snapshot"), text(clicked)
+
+
 async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -17,6 +17,12 @@ def test_with_no_lists_any_web_url_is_allowed_and_file_urls_are_not() -> None:
     with pytest.raises(NavigationBlockedError, match="file: URLs are refused"):
         policy.check("file:///etc/passwd")
     assert not policy.allows("chrome://settings")
+    # about:version is chrome://version: only about:blank and about:srcdoc are always allowed.
+    for url in ("about:blank#top", "ABOUT:BLANK", "about:srcdoc"):
+        policy.check(url)
+    with pytest.raises(NavigationBlockedError, match="about: URLs are refused"):
+        policy.check("about:version")
+    UrlPolicy(allowed_origins=["about:"]).check("about:version")
 
 
 def test_file_urls_are_allowed_when_listed() -> None:
@@ -69,6 +75,22 @@ def test_text_that_names_no_web_host_is_refused_instead_of_looked_up() -> None:
             str(refused.value)
             == f"{text!r} is not a URL: {why}. Pass a URL such as https://example.com/page."
         )
+
+
+def test_urls_the_browser_hands_to_other_programs_are_refused_before_any_tab_is_sent_there() -> None:
+    for text in ("ftp://files.example.com/a", "mailto:a@example.com", "zoommtg://join?id=1", "foo:bar"):
+        scheme = text.partition(":")[0]
+        with pytest.raises(ValueError) as refused:
+            normalize_url(text)
+        assert str(refused.value) == (
+            f"{text!r} does not open in a tab: the browser hands {scheme}: URLs to another program on "
+            "the computer (there is no page to load), and a tab sent to one can stop taking clicks. "
+            "Pass an http(s) URL."
+        )
+    with pytest.raises(ValueError, match="'wss://a.test/' does not open in a tab: it is a WebSocket address"):
+        normalize_url("wss://a.test/")
+    for text in ("blob:https://a.test/1", "data:,hi", "file:///tmp/a.html", "view-source:https://a.test/"):
+        assert normalize_url(text) == text  # loaded by the browser (the policy decides)
 
 
 def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
