@@ -67,10 +67,17 @@ def transport_security(config: ServerConfig) -> TransportSecuritySettings:
     if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = dict.fromkeys([url_host(host), "127.0.0.1", "localhost", "[::1]"])
+    # A name without a port is allowed too: a client of a server on port 80 (or behind a local
+    # proxy there) sends the bare name, which the SDK's `name:*` does not match.
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{n}:*" for n in names],
-        allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")],
+        allowed_hosts=[form for n in names for form in (n, f"{n}:*")],
+        allowed_origins=[
+            form
+            for n in names
+            for scheme in ("http", "https")
+            for form in (f"{scheme}://{n}", f"{scheme}://{n}:*")
+        ],
     )
 
 
