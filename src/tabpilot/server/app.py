@@ -149,7 +149,7 @@ class _Tool:
 
             def signature() -> None: ...
 
-            signature.__signature__ = inspect.Signature(arguments)  # type: ignore[attr-defined]
+            signature.__signature__ = inspect.Signature(list(arguments))  # type: ignore[attr-defined]
             signature.__annotations__ = {p.name: p.annotation for p in arguments}
             signature.__name__ = self.spec.name
             self._metadata = func_metadata(signature, structured_output=False)

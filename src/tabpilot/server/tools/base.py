@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import time
@@ -113,13 +114,15 @@ class ToolSpec:
     """Its calls go into the `actions` telemetry. Not the reading of telemetry itself: an agent
     polling it would push its real actions out of the buffer."""
 
-    def arguments(self) -> list[inspect.Parameter]:
+    def arguments(self) -> tuple[inspect.Parameter, ...]:
         """The MCP arguments: the function's parameters but `call` and `tab`."""
-        parameters = list(inspect.signature(self.fn, eval_str=True).parameters.values())[1:]
-        return [p for p in parameters if p.name != "tab"]
+        return _arguments(self.fn)
 
-    def misplaced(self, arguments: dict[str, Any], defaults: Mapping[str, Any]) -> str | None:
+    def misplaced(self, arguments: dict[str, Any]) -> str | None:
         """Why `arguments` do not fit their action (an argument another action uses), or None."""
+        if not self.action_args:
+            return None
+        defaults = {p.name: p.default for p in self.arguments()}
         action = arguments.get("action")
         unused = [
             name
@@ -207,9 +210,16 @@ def _check_start_options(config: ServerConfig) -> str:
     return f"{check}; the server's log has the details."
 
 
+@functools.cache
+def _arguments(fn: ToolFunction) -> tuple[inspect.Parameter, ...]:
+    """A tool function's parameters but `call` and `tab`, read once, at the first need (not at
+    start-up: `eval_str` evaluates every annotation)."""
+    parameters = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
+    return tuple(p for p in parameters if p.name != "tab")
+
+
 def tool_runner(spec: ToolSpec) -> ToolRunner:
     """What the server runs for a call of `spec`, with the request's context and its arguments."""
-    defaults: dict[str, Any] = {}  # read from the signature at the first call, not at start-up
 
     async def run(ctx: RequestContext, kwargs: dict[str, Any]) -> CallToolResult:
         with logs.during_call() as records:
@@ -231,9 +241,7 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
         response = Response(
             spec.name, secrets=state.secrets, structured=state.config.structured_content, calls=spec.calls
         )
-        if spec.action_args and not defaults:
-            defaults.update((p.name, p.default) for p in spec.arguments())
-        misplaced = spec.misplaced(kwargs, defaults)
+        misplaced = spec.misplaced(kwargs)
         if misplaced is not None:  # refused before any browser work, as the SDK refuses a bad type
             response.error(misplaced)
             return await response.build(None)
