@@ -17,7 +17,9 @@ for the extension, and tabpilot's page work fails at once, saying so (`unreachab
 (the extension's debugger attachments outlive its worker). After that the bridge gives up: it
 closes the relay's clients (the instance using it is lost, `loss()` says why) and starts afresh
 when the extension comes back. (A drop cannot tell a worker restart from a browser that died: both
-close the socket the same way.)
+close the socket the same way.) An extension the user pairs with another server, or makes forget
+this one, says so as it closes (`LEFT_ON_PURPOSE`): the browser counts as gone at once, for that
+reason.
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ HELLO_TIMEOUT = 30.0
 PROTOCOL = 1
 MAX_MESSAGE = 256 * 1024 * 1024
 """Largest message from a peer (a full-page screenshot travels as one)."""
+LEFT_ON_PURPOSE = {
+    4000: "the user paired the tabpilot extension with another tabpilot server",
+    4001: "the user made the tabpilot extension forget this server (on its connect page)",
+}
+"""Why the extension closed its connection, by the code it closed it with: it does not come back
+by itself, so there is nothing to wait for."""
 
 
 def extension_path() -> Path:
@@ -165,6 +173,7 @@ class ExtensionBridge:
         self._dropped_at: float | None = None
         self._give_up: asyncio.TimerHandle | None = None
         self._loss: str | None = None
+        self._left = False
         self._drop: asyncio.Future[None] | None = None
         self._held: list[tuple[str, JsonDict, Answer]] = []
         """Requests made while the extension was away, sent when it is back (failed if it is not)."""
@@ -267,6 +276,11 @@ class ExtensionBridge:
         """Why the browser counts as gone (the extension did not come back in time), or None."""
         return self._loss
 
+    def left_for_good(self) -> bool:
+        """Whether the extension closed its connection for good (the user paired it with another
+        server, or made it forget this one): it comes back only once the user pairs it again."""
+        return self._left
+
     def dropped(self) -> asyncio.Future[None]:
         """Done when the extension drops (at once while it is away)."""
         if self._drop is None or (self._drop.done() and self.connected):
@@ -342,19 +356,23 @@ class ExtensionBridge:
                 "relay": self.relay.browser_target_id,
             }
         )
+        left: str | None = None
         try:
             async with asyncio.timeout(HELLO_TIMEOUT) as deadline:
-                async for raw in socket:
-                    message = json.loads(raw)
+                while True:  # not `async for`: it hides the close code of a clean close
+                    message = json.loads(await socket.recv())
                     if message.get("type") == "hello":
                         deadline.reschedule(None)
                         self._hello(extension, message)
                     elif self.connected:
                         self._dispatch(extension, message)
-        except (ConnectionClosed, TimeoutError, ValueError) as exc:
+        except ConnectionClosed as exc:
+            logger.info("the extension's connection ended: %s", exc)
+            left = LEFT_ON_PURPOSE.get(exc.rcvd.code) if exc.rcvd is not None else None
+        except (TimeoutError, ValueError) as exc:
             logger.info("the extension's connection ended: %s", exc)
         finally:
-            self._dropped(extension)
+            self._dropped(extension, left)
 
     def _hello(self, extension: _Extension, message: JsonDict) -> None:
         if self._give_up is not None:
@@ -362,6 +380,7 @@ class ExtensionBridge:
             self._give_up = None
         self._dropped_at = None
         self._loss = None
+        self._left = False
         self.user_agent = str(message.get("userAgent", ""))
         self.relay.hello(list(message.get("tabs") or []), user_agent=self.user_agent)
         self._connected.set()
@@ -395,7 +414,8 @@ class ExtensionBridge:
         elif kind == "ping":
             extension.post({"type": "pong"})
 
-    def _dropped(self, extension: _Extension) -> None:
+    def _dropped(self, extension: _Extension, left: str | None = None) -> None:
+        """The extension's connection ended; `left`: why, if it closed it for good."""
         if self._extension is not extension:
             return
         self._extension = None
@@ -406,13 +426,19 @@ class ExtensionBridge:
         self._dropped_at = time.monotonic()
         if self._drop is not None and not self._drop.done():
             self._drop.set_result(None)
+        if left is not None:
+            logger.info("the tabpilot extension disconnected: %s", left)
+            self._left = True
+            self._gone(left)
+            return
         logger.info("the tabpilot extension disconnected; waiting %g s for it", self.reconnect_grace)
         self._give_up = asyncio.get_running_loop().call_later(self.reconnect_grace, self._gone)
 
-    def _gone(self) -> None:
-        """The extension did not come back: its browser is gone for the relay's clients."""
+    def _gone(self, why: str | None = None) -> None:
+        """The extension did not come back (or `why`: it will not): its browser is gone for the
+        relay's clients."""
         self._give_up = None
-        self._loss = (
+        self._loss = why or (
             f"the tabpilot extension disconnected and did not come back within {self.reconnect_grace:g} s "
             "(the browser was closed, or the extension disabled or removed)"
         )

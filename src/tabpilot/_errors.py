@@ -142,8 +142,10 @@ class InstanceUnreachableError(InstanceError):
         self.reason = reason
 
 
-Replacement = Literal["launch", "reconnect", "reconnect-blank"]
-"""How the next call that needs the default instance replaces a lost one (`InstanceLostError`)."""
+Replacement = Literal["launch", "reconnect", "reconnect-blank", "extension", "pair"]
+"""How the next call that needs the default instance replaces a lost one (`InstanceLostError`), or
+what the user's browser, reached through the tabpilot extension, waits for: the extension to connect
+again by itself ("extension"), or the user to pair it with this bridge again ("pair")."""
 
 
 class InstanceLostError(InstanceError):
@@ -164,7 +166,8 @@ class InstanceLostError(InstanceError):
         self.replacement = replacement
         """How the next call that needs the default instance replaces this one
         (`TabManager.ensure_default`): a new browser is launched, the same browser (which keeps its
-        tabs) is connected again, or the same endpoint is connected again, giving a blank tab. None:
+        tabs) is connected again, or the same endpoint is connected again, giving a blank tab; for the
+        user's browser through the extension, what its coming back waits for (`Replacement`). None:
         nothing replaces it by itself."""
 
 

@@ -96,6 +96,11 @@ class BrowserLink(Protocol):
         """Done when the browser becomes unreachable (at once if it is now)."""
         ...
 
+    def left_for_good(self) -> bool:
+        """Whether the link was given up on purpose at the browser's end: it comes back only once
+        the user connects it again (else by itself, when the browser is back)."""
+        ...
+
 
 EXIT_NOTICE = 0.2
 """How long a launched browser that disconnected may take to be seen ending: a killed process
@@ -171,6 +176,8 @@ class Instance:
             alive=self.answers,
             activate=self.activate,
             refuses=self._refuses_in_tab if services.policy.restricts else None,
+            # The user's tabs outlive tabpilot's link to their browser, whatever broke it.
+            lost_cause="unreachable" if kind == "extension" else "crash",
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []
@@ -361,6 +368,21 @@ class Instance:
             if self._services.is_default(self.id):
                 advice = "A call without a tab id connects it again as the default instance; its tabs keep their ids."
                 replacement = "reconnect"
+        elif self.kind == "extension":
+            # The user's own browser: losing the link to it closes none of their tabs.
+            said = ". The user's tabs are not closed by this, only out of this server's reach."
+            if self._link is not None and self._link.left_for_good():
+                advice = (
+                    "Ask the user to pair the tabpilot extension with this server again (its connect page, "
+                    "with this server's port and token); once it connects, its tabs can be reached again."
+                )
+                replacement = "pair"
+            else:
+                advice = (
+                    "The tabpilot extension connects again by itself once the user's browser runs with it "
+                    "(or once the user pairs it with this server again); its tabs can be reached again then."
+                )
+                replacement = "extension"
         elif self.kind == "launched" and self._services.is_default(self.id):
             said = ". Its tabs are gone."
             advice = "A call without a tab id launches a new default browser in its place, with a blank tab."
@@ -623,11 +645,11 @@ class Instance:
         self.state = "lost"
         self.lost_reason = reason
         logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
-        self._tracker.report_checked_closes()
-        self.tabs_at_loss = {t.target_id: t.id for t in self.tabs if t.target_id}
+        went_first = self._tracker.report_checked_closes()
+        self.tabs_at_loss = {t.target_id: t.id for t in [*went_first, *self.tabs] if t.target_id}
         self.active_at_loss = self.active_tab.target_id if self.active_tab is not None else None
         for tab in self.tabs:
-            self._tracker.tab_gone(tab, "crash")
+            self._tracker.tab_gone(tab, self._tracker.lost_cause)
         self._dispose()
         finding: Awaitable[str | None] | None = None
         if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:

@@ -54,9 +54,12 @@ class TabTracker:
         alive: Callable[[], Awaitable[bool]],
         activate: Callable[[Tab], object],
         refuses: Callable[[Tab, str, bool], bool] | None = None,
+        lost_cause: CloseCause = "crash",
     ) -> None:
         """`refuses(tab, url, in_frame)`: the URL policy, for every document request of a tab's
-        page (`guard_documents`); None when the policy restricts nothing."""
+        page (`guard_documents`); None when the policy restricts nothing. `lost_cause`: how its
+        tabs leave when the instance is lost."""
+        self.lost_cause: CloseCause = lost_cause
         self.registry = TabRegistry(host.instance_id)
         self.cdp: CdpSession | None = None
         """The instance's browser-level CDP session (set when it starts)."""
@@ -486,7 +489,9 @@ class TabTracker:
             checked = self._checking.pop(tab.id, None)
             if checked is not None:
                 cause = (
-                    "crash" if self._state() == "lost" else tab.closing_cause or _unexplained_close_cause(tab)
+                    self.lost_cause
+                    if self._state() == "lost"
+                    else tab.closing_cause or _unexplained_close_cause(tab)
                 )
                 self._report_close(tab, cause, checked[1])
 
@@ -500,11 +505,13 @@ class TabTracker:
             and all(said for _tab, _active, said in self._checking.values())
         )
 
-    def report_checked_closes(self) -> None:
-        """The browser is gone: the closes still being checked were its doing; report them now."""
+    def report_checked_closes(self) -> list[Tab]:
+        """The browser is gone: the closes still being checked were its doing; report them now.
+        Returns those tabs (a browser connected again may still have their pages)."""
         checking, self._checking = self._checking, {}
         for tab, was_active, _said in checking.values():
-            self._report_close(tab, "crash", was_active)
+            self._report_close(tab, self.lost_cause, was_active)
+        return [tab for tab, _active, _said in checking.values()]
 
     def _report_close(self, tab: Tab, cause: CloseCause, was_active: bool) -> None:
         self._announced.discard(tab.id)

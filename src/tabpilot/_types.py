@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
-CloseCause = Literal["tool", "page", "external", "crash", "cap", "shutdown", "unshared"]
+CloseCause = Literal["tool", "page", "external", "crash", "cap", "shutdown", "unshared", "unreachable"]
 CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a tool call.",
     "page": "Its page closed it.",
@@ -19,6 +19,10 @@ CLOSED_BY: dict[str, str] = {
     "cap": "It was closed to keep the tab limit.",
     "shutdown": "It was closed as its manager shut down (a server does that when a client's session ends).",
     "unshared": "The user stopped sharing it with the agent; it stays open in their browser.",
+    "unreachable": (
+        "tabpilot lost its link to the user's browser (the tabpilot extension): the tab is out of "
+        "reach, not closed by tabpilot."
+    ),
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
 

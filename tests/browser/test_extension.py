@@ -285,7 +285,8 @@ async def test_a_killed_browser_fails_tools_at_once_and_is_lost_after_the_grace(
             return [e.data["by"] for e in manager.events.history(tab_id=tab.id) if e.type == "tab_closed"]
 
         await wait_until(closed, 5)
-        assert closed() == ["crash"]
+        # The user's tabs: tabpilot cannot tell a killed browser from a disabled extension.
+        assert closed() == ["unreachable"]
 
 
 async def test_auto_connect_finds_a_running_chrome_through_its_devtools_active_port(

@@ -268,6 +268,54 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         assert await user_tab_alive(chromium)
 
 
+async def test_a_server_whose_extension_is_paired_with_another_says_the_users_tabs_stay_open_and_how_to_get_them_back(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Before, the first server waited 15 s for an extension that was never coming back, then said
+    # the user's tabs had crashed ("Its tabs are gone") and told the agent to launch a browser.
+    first, second = free_port(), free_port()
+    async with Client(extension_server(first)) as one, Client(extension_server(second)) as two:
+        await pair(chromium, first)
+        tab = result_of(await call(one, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        await pair(chromium, second)  # the user pairs it with another server
+        assert any(
+            t["url"] == site.url("/page/a")
+            for t in result_of(await call(two, "browser_tabs", action="list"))["tabs"]
+        )
+
+        failed = await poll(
+            lambda: one.call_tool("browser_snapshot", {"tabId": tab}), lambda r: "was lost" in text(r)
+        )
+        said = error(failed)
+        assert (
+            "Instance inst_1 was lost (the user paired the tabpilot extension with another tabpilot server)"
+            in said
+        )
+        assert "the tab is out of reach, not closed by tabpilot." in said and "crashed" not in said, said
+        events = section(failed, "Events")
+        assert (
+            f"tab {tab} is out of reach: the link to the user's browser was lost (tabpilot did not close the tab)"
+            in events
+        )
+        assert "crash" not in events, events
+        # What the agent is told to do next: have the extension paired again, not launch a browser.
+        advice = error(await one.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")}))
+        assert "The user's tabs are not closed by this, only out of this server's reach." in advice
+        assert "Ask the user to pair the tabpilot extension with this server again" in advice
+        assert "browser_instance(action='connect', extension=true) returns its connect page's URL" in advice
+        assert "gone" not in advice and "Launch" not in advice, advice
+        waiting = result_of(await call(one, "browser_instance", action="connect", extension=True))
+        assert waiting["connectUrl"] == connect_url(first)
+        assert any(p["url"] == site.url("/page/a") for p in await asyncio.to_thread(chromium.pages))
+
+        await pair(chromium, first)  # paired again: the tab is back under its id
+        back = await poll(
+            lambda: call(one, "browser_tabs", action="list"),
+            lambda r: any(t["id"] == tab for t in result_of(r)["tabs"]),
+        )
+        assert [t["url"] for t in result_of(back)["tabs"] if t["id"] == tab] == [site.url("/page/a")]
+
+
 async def test_a_chrome_the_user_restarts_at_once_is_the_same_browser_to_the_agent(
     browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:

@@ -21,6 +21,8 @@
 //                     {type: "tab", event: "removed", tabId, reason}
 //                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
 //                     {type: "ping"}                                     (every 20 s)
+//   The worker closes the socket with code 4000 when the user pairs it with another server, 4001
+//   when the user makes it forget the server: it does not come back, and the server says why.
 //   record: {tabId, targetId, browserContextId, windowId, pinned, url, title, openerTabId, fresh}
 //   (`fresh`: the debugger was attached just now; false when the attachment outlived a restart
 //   of this worker, with every CDP domain the server enabled still on. `relay` names the server's
@@ -38,6 +40,8 @@ const ALARM = "tabpilot-reconnect";
 // Unpacked extensions may use short alarm periods (packed ones get 30 s): the alarm wakes a
 // stopped worker so it reconnects within seconds.
 const ALARM_PERIOD_MINUTES = 0.05;
+const CLOSE_PAIRED_ELSEWHERE = 4000;
+const CLOSE_FORGOTTEN = 4001;
 
 const state = {
   server: null, // {port, token}: the approved server
@@ -543,7 +547,7 @@ async function pair(port, token) {
     state.socket = null;
     state.welcomed = false;
     detachAll();
-    old.close();
+    old.close(CLOSE_PAIRED_ELSEWHERE, "paired with another tabpilot server");
   }
   state.backoff = BACKOFF_MIN_MS;
   state.nextAttempt = 0;
@@ -561,7 +565,7 @@ async function forget() {
   state.welcomed = false;
   state.status = "unpaired";
   detachAll();
-  if (socket) socket.close();
+  if (socket) socket.close(CLOSE_FORGOTTEN, "the user made the extension forget this server");
   await paintAllBadges();
 }
 

@@ -249,6 +249,17 @@ def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
         return "A call without tabId and instanceId connects to it again as the default instance, with a blank tab."
     if exc.replacement == "launch":
         return "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
+    if exc.replacement in ("pair", "extension"):  # the user's browser: its tabs wait there
+        page = "browser_instance(action='connect', extension=true) returns its connect page's URL"
+        how = (
+            f"Ask the user to pair the tabpilot extension with this server again ({page}, to open in their browser)."
+            if exc.replacement == "pair"
+            else "The tabpilot extension connects again by itself once the user's browser runs with it; if the "
+            f"user paired it with another server meanwhile, ask them to pair it with this one again ({page})."
+        )
+        return (
+            f"{how} Its tabs are back, under the ids they had, as soon as it connects: see {calls.list_tabs}."
+        )
     return "Launch or connect another instance with browser_instance, or use a tab of another instance."
 
 
@@ -449,6 +460,8 @@ def event_line(event: TabEvent) -> str:
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
         if d.get("by") == "unshared":
             return f"tab {tab} is no longer the agent's: the user stopped sharing it (it stays open){tail}"
+        if d.get("by") == "unreachable":
+            return f"tab {tab} is out of reach: the link to the user's browser was lost (tabpilot did not close the tab){tail}"
         by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")
         return f"tab {tab} closed ({by}){tail}"
     if event.type == "tab_activated":
