@@ -114,7 +114,13 @@ class InstanceError(TabpilotError):
 
 
 class InstanceNotFoundError(InstanceError):
-    pass
+    def __init__(
+        self, fact: str, advice: str = "", *, instance_id: str | None = None, extension: str | None = None
+    ) -> None:
+        super().__init__(fact, advice, instance_id=instance_id)
+        self.extension = extension
+        """The address of an extension bridge whose browser is connected with no instance on it (its
+        instance was closed): connecting that browser again is the way on."""
 
 
 class ExtensionNotConnectedError(InstanceNotFoundError):

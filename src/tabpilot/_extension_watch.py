@@ -35,19 +35,19 @@ class ExtensionWatch:
         return next(iter(self._watched), None)
 
     def watch(self, bridge: ExtensionBridge) -> None:
-        if bridge in self._watched:
-            return
-
-        def connected() -> None:
-            if self._closed() or self._in_use(bridge) or self._connects:
-                return
-            task = asyncio.get_running_loop().create_task(self._connect_now(bridge))
-            self._connects.add(task)
-            task.add_done_callback(self._connects.discard)
-
-        self._watched[bridge] = bridge.on_connect(connected)
+        """Connect an instance whenever the extension connects to `bridge`, and now if it is
+        connected with none (watched already: its instance was closed, and is asked for again)."""
+        if bridge not in self._watched:
+            self._watched[bridge] = bridge.on_connect(lambda: self._connected(bridge))
         if bridge.connected:
-            connected()
+            self._connected(bridge)
+
+    def _connected(self, bridge: ExtensionBridge) -> None:
+        if self._closed() or self._in_use(bridge) or self._connects:
+            return
+        task = asyncio.get_running_loop().create_task(self._connect_now(bridge))
+        self._connects.add(task)
+        task.add_done_callback(self._connects.discard)
 
     def bridge_at(self, address: str) -> ExtensionBridge | None:
         """The watched bridge listening at `address` (an extension instance's endpoint), if any."""

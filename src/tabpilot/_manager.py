@@ -180,6 +180,13 @@ class TabManager:
                 bridge = self._extensions.first
                 if bridge is not None and not bridge.connected:
                     raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
+                if bridge is not None:
+                    raise InstanceNotFoundError(
+                        f"No browser instance is open: the tabpilot extension is connected at {bridge.address}, "
+                        "but no instance uses the user's browser (its instance was closed).",
+                        "Connect the extension's browser again, or launch a browser.",
+                        extension=bridge.address,
+                    )
                 raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
             return inst
         inst, number = None, None

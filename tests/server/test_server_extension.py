@@ -316,6 +316,34 @@ async def test_a_server_whose_extension_is_paired_with_another_says_the_users_ta
         assert [t["url"] for t in result_of(back)["tabs"] if t["id"] == tab] == [site.url("/page/a")]
 
 
+async def test_after_its_instance_is_closed_the_users_browser_is_connected_again_by_the_call_the_errors_name(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Before, errors told the agent to launch a bundled browser, and browser_instance connect
+    # extension=true said the (connected) extension had not connected yet, connecting nothing.
+    port = free_port()
+    async with Client(extension_server(port)) as mcp:
+        await pair(chromium, port)
+        await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
+        closed = section(await call(mcp, "browser_instance", action="close", instanceId="inst_1"), "Result")
+        assert (
+            "none (browser_instance(action='connect', extension=true) connects the user's browser again)"
+            in closed
+        )
+        said = error(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")}))
+        assert (
+            f"the tabpilot extension is connected at 127.0.0.1:{port}, but no instance uses the user's browser"
+            in said
+        )
+        assert "Connect it again with browser_instance(action='connect', extension=true)." in said
+        assert "launch" not in said.lower(), said
+        again = result_of(await call(mcp, "browser_instance", action="connect", extension=True))
+        assert again["kind"] == "extension" and again["default"], again
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        assert site.url("/page/a") in [t["url"] for t in listed]
+        assert await user_tab_alive(chromium)
+
+
 async def test_a_chrome_the_user_restarts_at_once_is_the_same_browser_to_the_agent(
     browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:

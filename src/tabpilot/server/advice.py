@@ -121,6 +121,10 @@ class ToolCalls:
     of the response; None: tabpilot's `### Error` section, followed by the other sections."""
 
 
+CONNECT_EXTENSION = "browser_instance(action='connect', extension=true)"
+"""The call that connects the user's browser through the tabpilot extension (or, before the
+extension connects, returns the connect page's URL to pair it)."""
+
 DEFAULT_CALLS = ToolCalls(
     read=lambda tab: f"browser_snapshot(tabId={tab})" if tab is not None else "browser_snapshot",
     list_tabs="browser_tabs(action='list')",
@@ -250,7 +254,7 @@ def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
     if exc.replacement == "launch":
         return "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
     if exc.replacement in ("pair", "extension"):  # the user's browser: its tabs wait there
-        page = "browser_instance(action='connect', extension=true) returns its connect page's URL"
+        page = f"{CONNECT_EXTENSION} returns its connect page's URL"
         how = (
             f"Ask the user to pair the tabpilot extension with this server again ({page}, to open in their browser)."
             if exc.replacement == "pair"
@@ -292,11 +296,7 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
         lambda e, calls: (
             f"Ask the user to open the tabpilot extension's connect page (chrome-extension://{e.extension_id}/"
             "connect.html?port=...&token=..., as the server printed it at start"
-            + (
-                ", or as browser_instance(action='connect', extension=true) returns it"
-                if calls.instances
-                else ""
-            )
+            + (f", or as {CONNECT_EXTENSION} returns it" if calls.instances else "")
             + ") in the browser where the extension is loaded (`tabpilot extension path` prints the folder to "
             "load unpacked at chrome://extensions). It connects by itself from then on; then retry."
         ),
@@ -315,6 +315,8 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
             if not calls.instances
             else "Use browser_instance(action='list') to see them."
             if e.instance_id
+            else f"Connect it again with {CONNECT_EXTENSION}."
+            if e.extension
             else "Launch one (browser_instance action=launch) or connect one."
         ),
     ),

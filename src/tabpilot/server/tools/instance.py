@@ -22,7 +22,7 @@ from pydantic import Field
 
 from tabpilot import BrowserOptions, Instance, check_file_paths
 
-from ..advice import instance_line
+from ..advice import CONNECT_EXTENSION, instance_line
 from ..config import file_roots
 from .base import Call, InstanceIdValue, ToolSpec
 
@@ -186,9 +186,14 @@ async def browser_instance(
         else:
             what = "its browser context was closed"
         default = manager.default_instance
+        none = (
+            f"none ({CONNECT_EXTENSION} connects the user's browser again)"
+            if instance.kind == "extension"
+            else "none (launch or connect one)"
+        )
         response.result(
             f"Closed instance {instance.id} ({instance.kind}): {what}. "
-            f"Default instance: {default.id if default else 'none (launch or connect one)'}.",
+            f"Default instance: {default.id if default else none}.",
             {
                 "success": True,
                 "closedInstanceId": instance.id,
