@@ -7,7 +7,7 @@ the click opened). Elements are named by refs from the tab's latest snapshot (`3
 is stale or belongs to another tab fails at once (`Tab.element`), never after a timeout.
 
     result = await click(tab, "3e5")
-    result.opened_tab_ids    # tabs the click opened, registered and announced
+    result.opened_tab_ids    # tabs the click opened, registered and announced (some may have closed again)
 
 Actions that use the page's input (click, type, keys, select, hover, fill a form, drag, upload)
 run one at a time per tab, in the order they were called (`Tab.input_turn`): the tab has one
@@ -72,7 +72,8 @@ class ActionResult:
 
     tab_id: int
     opened_tab_ids: tuple[int, ...] = ()
-    """Tabs the action opened (registered and announced)."""
+    """Tabs the action opened (registered and announced), also those already closed again: a popup
+    that closed itself, or one the tab cap closed at once (its `tab_closed` event says which)."""
     dialog: DialogInfo | None = None
     """A dialog the action opened: the page waits until it is handled."""
     dialog_tab_id: int | None = None

@@ -145,7 +145,6 @@ class TabTracker:
         watch = ActionWatch(
             tab,
             settle=self.settle,
-            is_open=lambda tab_id: self.registry.get(tab_id) is not None,
             guard=self._host.guard,
             window_opens=lambda: self._asks.count(tab.target_id) if tab.target_id else None,
         )

@@ -107,7 +107,6 @@ class ActionWatch:
         tab: Watched,
         *,
         settle: Callable[[float], Awaitable[None]],
-        is_open: Callable[[int], bool],
         guard: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None,
         window_opens: Callable[[], int | None] | None = None,
     ) -> None:
@@ -118,7 +117,6 @@ class ActionWatch:
         """How many windows the tab's pages asked for so far (None: not known for this tab)."""
         self._opens_before = window_opens() if window_opens is not None else None
         self._settle = settle
-        self._is_open = is_open
         self.opened: list[int] = []
         """Tabs created during the action and attributed to it, in order."""
         self.dialog: DialogInfo | None = None
@@ -185,7 +183,9 @@ class ActionWatch:
         return now is not None and self._opens_before is not None and now > self._opens_before
 
     async def opened_tabs(self) -> tuple[int, ...]:
-        """The tabs the action opened that are still open, once they are ready and announced."""
+        """The tabs the action opened, once they are ready and announced: also those that closed
+        again meanwhile (a popup that closed itself, one the tab cap closed), which the action's
+        answer must tell as much as the ones still open."""
         if not self.opened:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_GRACE)
@@ -196,4 +196,4 @@ class ActionWatch:
                 await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_TIMEOUT)
         if self.opened:
             await self._settle(NEW_TAB_TIMEOUT)
-        return tuple(tab_id for tab_id in self.opened if self._is_open(tab_id))
+        return tuple(self.opened)

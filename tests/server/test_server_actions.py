@@ -242,6 +242,54 @@ async def test_a_popup_that_closes_itself_meanwhile_is_never_offered_as_a_tab_to
                     assert f"It opened tab {popup} in the background (use tabId={popup})." in said
 
 
+async def test_a_popup_gone_before_the_click_returns_is_counted_as_opened_and_closed_again(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/gone",
+        "<title>Gone</title>"
+        "<button onclick=\"window.open('/page/q').close()\">Opener closes it</button>"
+        "<button onclick=\"window.open('/closes-itself')\">It closes itself</button>",
+    )
+    site.set_content("/closes-itself", "<title>Bye</title><script>window.close()</script>")
+    for follow in (False, True):
+        async with connect(follow_new_tabs=follow) as mcp:
+            opener = await start_on(mcp, site.url("/gone"))
+            page = await snapshot(mcp, opener)
+            for label in ("Opener closes it", "It closes itself"):
+                clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, label)}))
+                closed = [e for e in data(clicked)["events"] if e["type"] == "tab_closed"]
+                if label == "It closes itself" and not closed:
+                    continue  # it loaded and closed only after the answer: the case of the test above
+                (event,) = opened_events(clicked)
+                popup = event["tabId"]
+                assert data(clicked)["result"]["openedTabIds"] == [popup], text(clicked)
+                said = section(clicked, "Result")
+                # Under --follow-new-tabs it is gone: nothing was followed, and the answer says why.
+                gone = " before it could become the active tab" if follow else ""
+                assert f"It opened tab {popup}, which closed again{gone}." in said, text(clicked)
+                assert await active_tab(mcp) == opener
+
+
+async def test_a_popup_the_tab_limit_closes_at_once_is_told_with_the_way_out(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(max_tabs=1) as mcp:
+        home = await start_on(mcp, site.url("/"))
+        clicked = ok(
+            await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, home), "Open popup")})
+        )
+        (event,) = opened_events(clicked)
+        popup = event["tabId"]
+        assert data(clicked)["result"]["openedTabIds"] == [popup]
+        assert f"tab {popup} closed (over the tab limit)" in section(clicked, "Events")
+        assert (
+            f"It opened tab {popup}, but the tab limit (--max-tabs 1) closed it at once. To let a page open "
+            "tabs, close tabs you no longer need (browser_tabs action=close or close_others), or ask whoever "
+            "runs the server to raise the limit."
+        ) in section(clicked, "Result")
+
+
 async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

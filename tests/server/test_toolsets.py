@@ -231,6 +231,23 @@ async def test_pilo_says_a_new_tab_is_current_when_the_server_follows_new_tabs(
         )
 
 
+async def test_pilo_says_a_tab_the_tab_limit_closed_at_once_was_opened_and_how_to_make_room(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("pilo",), max_tabs=1) as mcp:
+        await call(mcp, "goto", {"url": site.url("/")})
+        snap = await call(mcp, "get_snapshot")
+        home = int(snap.splitlines()[1].split()[1])
+        clicked = await call(mcp, "click", {"ref": ref_of(snap, "Open popup")})
+        # One line: opened, and closed by the limit (not a separate "closed by cap" line).
+        (line,) = clicked.splitlines()[1:]
+        assert line.startswith(f"BROWSER_TAB_OPENED: Tab {line.split()[2]} (opened by Tab {home}): ")
+        assert line.endswith(
+            ". But the tab limit (--max-tabs 1) closed it at once. To let a page open tabs, close tabs you "
+            "no longer need (close_tab), or ask whoever runs the server to raise the limit."
+        ), clicked
+
+
 async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ from tabpilot import (
     TabEvent,
     TabInfo,
     TabLimitError,
+    TabManager,
     TabNotFoundError,
     TabpilotError,
     WebSocketEntry,
@@ -229,6 +231,24 @@ def _tab_limit_advice(exc: TabLimitError, calls: ToolCalls) -> str:
         # The one tab cannot be closed (a browser keeps its last tab): closing is no way out.
         return f"Load the page in the tab you have instead{higher}."
     return f"Close tabs you no longer need ({calls.close_tabs}), then retry."
+
+
+def tab_limit_closed(manager: TabManager, calls: ToolCalls) -> str:
+    """What an answer says of a tab a page opened that the tab limit closed at once: which limit
+    is reached, and the way out (the tab never showed: its action seems to have opened nothing)."""
+    budget = manager.rules.budget
+    if (
+        budget is not None
+        and budget.full
+        and all(count < manager.max_tabs for count in Counter(t.instance_id for t in manager.tabs()).values())
+    ):
+        limit = f"--max-total-tabs {budget.limit}, for all sessions together"
+    else:
+        limit = f"--max-tabs {manager.max_tabs}"
+    return (
+        f"the tab limit ({limit}) closed it at once. To let a page open tabs, close tabs you no "
+        f"longer need ({calls.close_tabs}), or ask whoever runs the server to raise the limit"
+    )
 
 
 def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:

@@ -27,7 +27,7 @@ from tabpilot import (
     wait_for,
 )
 
-from ..advice import dialog_noun, dialog_said, sentences
+from ..advice import dialog_noun, dialog_said, sentences, tab_limit_closed
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
@@ -43,10 +43,14 @@ def _modifier_names(value: object) -> object:
     return value
 
 
-def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: object) -> None:
-    """Fill the response of a page action: what it did, tabs it opened, a dialog it raised."""
+def report(
+    call: Call, tab: Tab, done: str, result: ActionResult, *, follow: bool = False, **facts: object
+) -> None:
+    """Fill the response of a page action: what it did, tabs it opened, a dialog it raised.
+    `follow`: the call asked to make a tab it opens the active one (the server may do so anyway)."""
     opened = list(result.opened_tab_ids)
     followed = result.followed_tab_id
+    follow = follow or call.session.config.follow_new_tabs
     notes: list[str] = []
     if result.dialog is not None:
         shown = result.dialog_tab_id or tab.id
@@ -73,7 +77,7 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
     def text() -> str:
         # Written when the response is built: a tab the action opened may have closed itself by
         # then, as ### Events in the same response says.
-        return sentences([done, closed, _opened_text(call, opened, followed), *notes])
+        return sentences([done, closed, _opened_text(call, opened, followed, follow), *notes])
 
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
     if result.file_picker:
@@ -91,13 +95,16 @@ def report(call: Call, tab: Tab, done: str, result: ActionResult, **facts: objec
         call.response.set_page(tab, changes=result.loading is None)
 
 
-def _opened_text(call: Call, opened: list[int], followed: int | None) -> str:
-    """What a response says of the tabs an action opened: which to use, and which closed again."""
+def _opened_text(call: Call, opened: list[int], followed: int | None, follow: bool) -> str:
+    """What a response says of the tabs an action opened: which to use, and which closed again
+    (by themselves or the tab limit: a popup gone before the action returned counts as much)."""
     if not opened:
         return ""
-    open_now = {info.id for info in call.manager.tabs()}
+    manager = call.manager
+    open_now = {info.id for info in manager.tabs()}
     here = [tab_id for tab_id in opened if tab_id in open_now]
-    gone = [tab_id for tab_id in opened if tab_id not in here]
+    capped = [tab_id for tab_id in opened if tab_id not in here and _closed_by(call, tab_id) == "cap"]
+    gone = [tab_id for tab_id in opened if tab_id not in here and tab_id not in capped]
     said = []
     if followed in here and here == [followed]:
         said.append(f"It opened tab {followed}, which is now the active tab.")
@@ -105,11 +112,23 @@ def _opened_text(call: Call, opened: list[int], followed: int | None) -> str:
         said.append(f"It opened {_tabs(here)}; tab {followed} is now the active tab.")
     elif here:
         said.append(f"It opened {_tabs(here)} in the background (use tabId={here[0]}).")
+    unfollowed = ""
+    if follow and followed is None:
+        unfollowed = f" before {'it' if len(gone) == 1 else 'one'} could become the active tab"
     if gone:
         also = " also" if here else ""
         which = "which closed again" if len(gone) == 1 else "which all closed again"
-        said.append(f"It{also} opened {_tabs(gone)}, {which}.")
+        said.append(f"It{also} opened {_tabs(gone)}, {which}{unfollowed}.")
+    if capped:
+        also = " also" if here or gone else ""
+        said.append(f"It{also} opened {_tabs(capped)}, but {tab_limit_closed(manager, call.response.calls)}.")
     return " ".join(said)
+
+
+def _closed_by(call: Call, tab_id: int) -> str | None:
+    """Who closed a tab that is gone (its `tab_closed` event's cause), if that is known yet."""
+    closed = [e for e in call.manager.events.history(tab_id=tab_id) if e.type == "tab_closed"]
+    return str(closed[-1].data.get("by")) if closed else None
 
 
 def _tabs(ids: list[int]) -> str:
@@ -149,7 +168,7 @@ async def browser_click(
         else f"{button.capitalize()}-clicked"
     )
     held = f" with {'+'.join(modifiers)}" if modifiers else ""
-    report(call, tab, f"{how} {ref} on tab {tab.id}{held}.", result, ref=ref)
+    report(call, tab, f"{how} {ref} on tab {tab.id}{held}.", result, follow=followNewTab, ref=ref)
 
 
 async def browser_type(

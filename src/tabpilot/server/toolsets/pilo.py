@@ -38,7 +38,7 @@ from pydantic import Field, StrictInt, StrictStr
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
 from tabpilot import click as click_ref
 
-from ..advice import ToolCalls, short
+from ..advice import ToolCalls, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec
 from ._common import accept_dialog, closed_untold, dialog_note, host_of, loading_note, note_lines
 
@@ -118,32 +118,57 @@ def _own_ref(manager: TabManager, tab: Tab, ref: str) -> None:
 
 def _opened_text(manager: TabManager, events: Sequence[TabEvent], current: int | None) -> str:
     """The tabs a click opened; `current`: the one of them now current (the server follows new
-    tabs, `--follow-new-tabs`), else each is not."""
+    tabs, `--follow-new-tabs`), else each is not. One that closed again (by itself, or the tab
+    limit at once) is told so, never offered to switch to."""
     tabs = manager.tabs()
-    return "".join(
-        f"\n{line}. It is now the current tab."
-        if event.tab_id == current
-        else f'\n{line}. It is not the current tab: call switch_tab with tabId "{event.tab_id}" to use it.'
-        for event in events
-        for line in event_lines([event], tabs)
-    )
+    open_now = {t.id for t in tabs}
+    closed = {
+        e.tab_id: e.data.get("by")
+        for e in manager.events.history(since=min((e.seq for e in events), default=None))
+        if e.type == "tab_closed"
+    }
+    said = []
+    for event in events:
+        for line in event_lines([event], tabs):
+            if event.tab_id in open_now:
+                tail = (
+                    "It is now the current tab."
+                    if event.tab_id == current
+                    else f'It is not the current tab: call switch_tab with tabId "{event.tab_id}" to use it.'
+                )
+            elif closed.get(event.tab_id) == "cap":
+                tail = f"But {tab_limit_closed(manager, CALLS)}."
+            else:
+                tail = "It closed again."
+            said.append(f"\n{line}. {tail}")
+    return "".join(said)
 
 
-async def _closed_lines(call: Call) -> str:
+async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     """A line per tab closed by no call since the previous answer (the current tab, closed by its
-    page's window.close() after a click), and which tab is current now: the next calls act on it."""
+    page's window.close() after a click), and which tab is current now: the next calls act on it.
+    `told`: tabs the answer already says closed again (a click's popups)."""
     manager = call.manager
     await manager.settle(grace=0)
     closed = closed_untold(call)
     if not closed:
         return ""  # the usual answer: no list of the tabs to build
     tabs = manager.tabs()
-    lines = [f"{line} (closed by {e.data.get('by')})." for e in closed for line in event_lines([e], tabs)]
+    lines = [
+        f"{line} (closed by {_CLOSED_BY.get(str(e.data.get('by')), e.data.get('by'))})."
+        for e in closed
+        if e.tab_id not in told
+        for line in event_lines([e], tabs)
+    ]
     instance = manager.default_instance
     current = instance.active_tab if instance is not None else None
     if current is not None and any(e.data.get("activeChanged") for e in closed):
         lines.append(f'Current tab: Tab {current.id}: {host_of(current.url)} - "{current.title}".')
     return note_lines(*lines)
+
+
+_CLOSED_BY = {"cap": "the tab limit"}
+"""A close cause in words where its name says little."""
 
 
 async def list_tabs(call: Call) -> None:
@@ -209,10 +234,12 @@ async def click(
         for e in manager.events.history(since=since)
         if e.type == "tab_opened" and e.tab_id in result.opened_tab_ids
     ]
+    # Settled first: a popup that closes itself as the click returns is told closed in its line.
+    closed = await _closed_lines(call, told=result.opened_tab_ids)
     call.response.plain(
         f"Clicked {ref}.{_opened_text(manager, opened, result.followed_tab_id)}"
         + note_lines(note, *dialogs, loading_note(result))
-        + await _closed_lines(call)
+        + closed
     )
 
 
