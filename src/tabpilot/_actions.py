@@ -92,6 +92,10 @@ class ActionResult:
     file_picker: bool = False
     """A click opened a file picker; tabpilot held it back (`upload_files` on the same ref
     clicks again and gives the picker its files)."""
+    other_tabs_loading: tuple[tuple[int, str], ...] = ()
+    """Other tabs that started loading a new page while the action ran, (tab id, URL asked for):
+    the page sent them there (a link whose target names a tab already open, a popup's script that
+    sets its opener's location). The refs of their earlier snapshots are gone."""
     loading: str | None = None
     """The action started loading a page into its tab (a link, a form it submitted) whose server
     had not sent it when the action's time ran out: its URL ('' if the browser did not say). The
@@ -170,6 +174,7 @@ async def _act(
         accepted_dialogs=tuple(watch.accepted),
         closed_itself=closed_itself,
         file_picker=pickers and watch.file_pickers > 0,
+        other_tabs_loading=tuple(watch.loaded.items()),
         loading=loading,
     )
 

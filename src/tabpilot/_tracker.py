@@ -313,7 +313,7 @@ class TabTracker:
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
         tab.add_disposer(session.on_events(("Page.windowOpen",), on_window_open))
-        tab.add_disposer(session.on_events(DOCUMENT_EVENTS, lambda m, raw: _document_event(tab, m, raw)))
+        tab.add_disposer(session.on_events(DOCUMENT_EVENTS, lambda m, raw: self._on_document(tab, m, raw)))
         if self._refuses is not None:
             refuses = self._refuses
             tab.add_disposer(guard_documents(session, lambda url, in_frame: refuses(tab, url, in_frame)))
@@ -325,6 +325,29 @@ class TabTracker:
             self._asks.forget(target_id)
 
         tab.add_disposer(forget)
+
+    def _on_document(self, tab: Tab, method: str, raw: str) -> None:
+        url = _document_event(tab, method, raw)
+        if url is None or not self._watches:
+            return
+        # A page can send only the tabs of its own opener family elsewhere (it needs a handle on
+        # their window: its opener, a popup it opened, one named in the family): the actions
+        # under way on those are told, so their answers say that tab's old refs are gone.
+        family = self._family(tab.id)
+        for watch in self._watches:
+            if watch.tab is not tab and self._family(watch.tab.id) == family:
+                watch.tab_loading(tab.id, url)
+
+    def _family(self, tab_id: int) -> int:
+        """The first tab of a tab's opener chain (the earliest known: an opener that closed still
+        names the family of the tabs it opened)."""
+        root, seen = tab_id, {tab_id}
+        while (tab := self.registry.get(root)) is not None and tab.opener_id is not None:
+            if tab.opener_id in seen:
+                break
+            root = tab.opener_id
+            seen.add(root)
+        return root
 
     def _enforce_cap(self, new_tab: Tab) -> bool:
         """Close a tab at once when a page-opened one goes over the cap; True if it was `new_tab`."""
@@ -532,21 +555,25 @@ DOCUMENT_EVENTS = ("Page.frameStartedNavigating", "Page.frameNavigated", "Page.f
 _SAME_DOCUMENT = frozenset({"sameDocument", "historySameDocument"})
 
 
-def _document_event(tab: Tab, method: str, raw: str) -> None:
+def _document_event(tab: Tab, method: str, raw: str) -> str | None:
     """Keep `Tab.document_due` true from the moment the browser starts loading a new document
     into the tab's main frame (a link, a form, a script, tabpilot's own navigation) until it
     arrives or loading ends without one (a download, HTTP 204): the page answers nothing
     meanwhile, and a click that started it must not read as a page stuck in a script. The tab is
-    `loading` from that moment too, as the browser's own tab strip shows it."""
+    `loading` from that moment too, as the browser's own tab strip shows it. Returns the URL of
+    a new document the tab started loading (None for any other event)."""
     params = json.loads(raw).get("params") or {}
     if params.get("frameId", (params.get("frame") or {}).get("id")) != tab.target_id:
-        return  # an iframe's
+        return None  # an iframe's
     if method == "Page.frameNavigated":
         tab.document_settled()
     elif method == "Page.frameStoppedLoading":
         tab.loading_stopped()
     elif params.get("navigationType") not in _SAME_DOCUMENT:
-        tab.document_requested(str(params.get("url", "")))
+        url = str(params.get("url", ""))
+        tab.document_requested(url)
+        return url
+    return None
 
 
 def _unexplained_close_cause(tab: Tab) -> CloseCause:

@@ -10,6 +10,10 @@
   a tab a click opens around the time the click returns; an action that saw none waits
   `NEW_TAB_GRACE` for one (up to `NEW_TAB_TIMEOUT` when its page asked for a window meanwhile),
   then waits until the tabs it saw are ready and announced.
+- Other tabs the action sends to a new page (a link whose target names a tab already open, a
+  popup's script that sets `window.opener.location`): the instance tells the watch of every tab
+  of the watched tab's opener family that starts loading a new document while it runs (only those
+  pages can reach each other), and the action's answer says so: that tab's old refs are gone.
 - File pickers the action opens (a click on an upload button): held back while it runs, and
   counted (`file_pickers`).
 
@@ -119,6 +123,9 @@ class ActionWatch:
         self._settle = settle
         self.opened: list[int] = []
         """Tabs created during the action and attributed to it, in order."""
+        self.loaded: dict[int, str] = {}
+        """Other tabs that started loading a new document during the action: tab id -> the URL
+        asked for (the latest, in the order the tabs started)."""
         self.dialog: DialogInfo | None = None
         """A dialog the action raised and left open (policy "report")."""
         self.dialog_tab_id: int | None = None
@@ -136,6 +143,11 @@ class ActionWatch:
     def tab_created(self, tab_id: int) -> None:
         self.opened.append(tab_id)
         self._tab_created.set()
+
+    def tab_loading(self, tab_id: int, url: str) -> None:
+        if tab_id != self.tab.id and tab_id not in self.opened:  # a new tab's first page is told as one
+            self.loaded.pop(tab_id, None)
+            self.loaded[tab_id] = url
 
     def dialog_opened(self, tab: Watched) -> None:
         self._dialog_tab = tab

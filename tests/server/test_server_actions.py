@@ -290,6 +290,46 @@ async def test_a_popup_the_tab_limit_closes_at_once_is_told_with_the_way_out(
         ) in section(clicked, "Result")
 
 
+async def test_a_click_that_sends_another_open_tab_to_a_new_page_says_so_in_its_answer(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/family",
+        "<title>Family</title><a href='/page/a' target='side'>A in side</a>"
+        "<a href='/page/b' target='side'>B in side</a>",
+    )
+    site.set_content(
+        "/sign-in",
+        "<title>Sign in</title>"
+        "<button onclick=\"window.opener.location = '/page/c'; window.close()\">Approve</button>",
+    )
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/family"))
+        page = await snapshot(mcp, home)
+        (side,) = data(ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, "A in side")})))[
+            "result"
+        ]["openedTabIds"]
+        await snapshot(mcp, side)
+
+        # A link whose target names the tab already open loads its page there: no new tab.
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, "B in side")}))
+        assert data(clicked)["result"]["openedTabIds"] == []
+        assert data(clicked)["result"]["otherTabsLoading"] == [{"tabId": side, "url": site.url("/page/b")}]
+        assert (
+            f"Tab {side} started loading {site.url('/page/b')} during this action: refs from its earlier "
+            f"snapshots are gone; take a new snapshot of tab {side} before acting on it."
+        ) in section(clicked, "Result")
+
+        # A popup's script that sends its opener elsewhere (and closes itself, as sign-in popups do).
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/sign-in"), "tabId": side}))
+        approve = ref_of(await snapshot(mcp, side), "Approve")
+        approved = ok(await mcp.call_tool("browser_click", {"ref": approve}))
+        assert data(approved)["result"]["otherTabsLoading"] == [{"tabId": home, "url": site.url("/page/c")}]
+        assert f"Tab {home} started loading {site.url('/page/c')} during this action" in section(
+            approved, "Result"
+        )
+
+
 async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

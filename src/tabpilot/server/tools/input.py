@@ -1,7 +1,8 @@
 """Input tools: click, type, press a key, select, hover and wait, on any tab (active or not).
 
 Each names its element by a tab-scoped ref (`3e5`), which already says which tab to act on; the
-response says which tabs the action opened (### Events, ### Tabs) and what changed on the page.
+response says which tabs the action opened (### Events, ### Tabs), which other tabs its page sent
+to a new page (### Result: their refs are gone) and what changed on the page.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tabpilot import (
     wait_for,
 )
 
-from ..advice import dialog_noun, dialog_said, sentences, tab_limit_closed
+from ..advice import dialog_noun, dialog_said, sentences, short, tab_limit_closed
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
@@ -77,13 +78,16 @@ def report(
     def text() -> str:
         # Written when the response is built: a tab the action opened may have closed itself by
         # then, as ### Events in the same response says.
-        return sentences([done, closed, _opened_text(call, opened, followed, follow), *notes])
+        sent = _sent_text(call, result.other_tabs_loading)
+        return sentences([done, closed, _opened_text(call, opened, followed, follow), sent, *notes])
 
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
     if result.file_picker:
         data["filePicker"] = True
     if result.loading is not None:
         data["loading"] = result.loading
+    if result.other_tabs_loading:
+        data["otherTabsLoading"] = [{"tabId": t, "url": url} for t, url in result.other_tabs_loading]
     if followed is not None:
         data["activeTabId"] = followed
     if result.dialog is not None:
@@ -123,6 +127,19 @@ def _opened_text(call: Call, opened: list[int], followed: int | None, follow: bo
         also = " also" if here or gone else ""
         said.append(f"It{also} opened {_tabs(capped)}, but {tab_limit_closed(manager, call.response.calls)}.")
     return " ".join(said)
+
+
+def _sent_text(call: Call, loading: tuple[tuple[int, str], ...]) -> str:
+    """What a response says of other tabs the action's page sent to a new page (a link to a named
+    tab, a popup setting its opener's location): the agent's refs there are gone. Tabs that closed
+    since are left out (### Events says they closed)."""
+    open_now = {info.id for info in call.manager.tabs()}
+    return " ".join(
+        f"Tab {tab_id} started loading {short(url or 'a new page')} during this action: refs from its earlier "
+        f"snapshots are gone; take a new snapshot of tab {tab_id} before acting on it."
+        for tab_id, url in loading
+        if tab_id in open_now
+    )
 
 
 def _closed_by(call: Call, tab_id: int) -> str | None:
