@@ -143,7 +143,9 @@ class UrlPolicy:
     def check(self, url: str) -> None:
         """Raise NavigationBlockedError if the policy refuses `url`."""
         text = url.strip()
-        if re.split(r"[?#]", text, maxsplit=1)[0].lower() in _ALWAYS_ALLOWED or text.lower().startswith("data:"):
+        if re.split(r"[?#]", text, maxsplit=1)[0].lower() in _ALWAYS_ALLOWED or text.lower().startswith(
+            "data:"
+        ):
             return
         try:
             parts = urlsplit(text)
