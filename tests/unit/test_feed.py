@@ -1,5 +1,6 @@
 """A feed on scripted sessions: a worker's requests that went before its feed had Network on (its
-script is settled as loaded, the rest counted as dropped), and bodies past the read queue."""
+script is settled as loaded, the rest counted as dropped), bodies past the read queue, and console
+lines past the rate, each counted as dropped once."""
 
 from __future__ import annotations
 
@@ -180,3 +181,24 @@ async def test_a_body_past_the_read_queue_is_recorded_as_not_read_never_lost() -
         ("api/1", None),
     ]
     assert bodies.dropped == 0
+
+
+async def test_every_console_line_past_the_rate_is_counted_as_dropped_once() -> None:
+    """A worker's line reaches the page's target too (as Chromium's own `Log.entryAdded`), and
+    the worker's feed counts it; a missing icon's 404 is at error level but no error."""
+    sink = Sink()
+    sink.max_event_rate = 0.001  # no line is ever within the rate
+    page = Session("page", "PAGE")
+    worker = Session("worker", WORKER, parent=page)
+    sink.feeds += [TabFeed(sink, page, 3), TabFeed(sink, worker, 3)]  # type: ignore[arg-type]
+    for call, level in (("log", "info"), ("error", "error")):
+        text = f"worker {call}"
+        worker.emit("Runtime.consoleAPICalled", {"type": call, "args": [{"type": "string", "value": text}]})
+        page.emit("Log.entryAdded", {"entry": {"source": "worker", "level": level, "text": text}})
+    icon = "http://127.0.0.1:1/favicon.ico"
+    page.emit(
+        "Log.entryAdded", {"entry": {"source": "network", "level": "error", "text": "404", "url": icon}}
+    )
+
+    assert sink.entries == []
+    assert sink.dropped == {"logs": 3, "errors": 1}

@@ -26,7 +26,10 @@ dropped when it ends; it is never recorded half-known.
 Messages arrive as raw JSON. Those the feed does not use are skipped before parsing; past a
 per-tab rate the feed drops what it cannot keep before parsing it, and counts it as dropped.
 Console lines at error level have a rate of their own (a flood of other lines never cuts them);
-one cut is counted as a dropped error too.
+one cut is counted as a dropped error too. The browser's own lines (`Log.entryAdded`) are few
+(each follows a load, a request, ... of the page) and are parsed before the rate, so that every
+line is kept or counted exactly once: the page's target hears each line of the tab's workers there
+too (the worker's feed keeps or counts it), and a missing icon's line at error level is no error.
 
 The browser's own console messages for the page (`Log.entryAdded`: a resource that failed to
 load, a blocked request, a CSP violation, a refused `window.close()`, ...) are console entries
@@ -90,12 +93,10 @@ _TEXT_MIME_PARTS = (
     "csv",
     "yaml",
 )
-_CONSOLE_EVENTS = frozenset({"Runtime.consoleAPICalled", "Log.entryAdded"})
-"""The events that make console entries: one rate for both."""
-_ERROR_LEVEL = re.compile(r'"(?:type|level)":\s*"(?:error|assert)"')
-"""A console event at error level, told from its raw JSON: `type` is the console call's in
-`Runtime.consoleAPICalled`, `level` the entry's in `Log.entryAdded` (the values shown inside an
-event have types of their own, never these: a string's quotes would be escaped)."""
+_ERROR_LEVEL = re.compile(r'"type":\s*"(?:error|assert)"')
+"""A `Runtime.consoleAPICalled` at error level, told from its raw JSON by the console call's
+`type` (the values shown inside an event have types of their own, never these: a string's quotes
+would be escaped)."""
 _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error": "error"}
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
@@ -363,21 +364,13 @@ class TabFeed:
 
     def _on_raw(self, method: str, raw: str) -> None:
         handler = self._handlers[method]  # on_events passes only these (dataReceived, ...: never parsed)
-        if method in _CONSOLE_EVENTS:
-            if method == "Runtime.consoleAPICalled" and self._marker in raw:
+        if method == "Runtime.consoleAPICalled":
+            if self._marker in raw:
                 self._on_limited(raw)
                 return
-            error = _ERROR_LEVEL.search(raw) is not None
-            if not (self._error_budget if error else self._console_budget).take():
-                self._sink.shed("logs", self.tab_id)
-                # Its error entry goes with it (a missing favicon's line is no error, but better
-                # counted once too often than an error missed).
-                if error:
-                    self._sink.shed("errors", self.tab_id)
-                if not self._limited:
-                    self._limit_console()
+            if not self._console_admitted(error=_ERROR_LEVEL.search(raw) is not None):
                 return
-        if method == "Network.requestWillBeSent" and not self._network_budget.take():
+        elif method == "Network.requestWillBeSent" and not self._network_budget.take():
             self._sink.shed("network_waterfall", self.tab_id)
             return
         try:
@@ -386,6 +379,19 @@ class TabFeed:
             self._sink.listener_errors += 1
 
     # -- console and errors --------------------------------------------------------------------
+
+    def _console_admitted(self, *, error: bool) -> bool:
+        """Take a console line within the tab's rate (error-level lines have their own); past it,
+        count it as dropped (and as a dropped error if it would have been one), once, and put
+        the limiter in the page."""
+        if (self._error_budget if error else self._console_budget).take():
+            return True
+        self._sink.shed("logs", self.tab_id)
+        if error:
+            self._sink.shed("errors", self.tab_id)
+        if not self._limited:
+            self._limit_console()
+        return False
 
     def _limit_console(self) -> None:
         """Put the console limiter in the page, now and in the tab's later documents."""
@@ -437,12 +443,14 @@ class TabFeed:
         if source == "worker":
             return  # a worker's own line, which the worker's feed records
         level = _LOG_LEVELS.get(entry.get("level", ""), "info")
-        text = shared(cut(str(entry.get("text", "")), TEXT_CAP))
         frame = ((entry.get("stackTrace") or {}).get("callFrames") or [{}])[0]
         url = shared(entry.get("url") or frame.get("url", ""))
-        line = entry.get("lineNumber", frame.get("lineNumber", 0))
         # The icon a browser asks for by itself, of a site that has none, is not the page's error.
         error = level == "error" and not (source == "network" and urlsplit(url).path == "/favicon.ico")
+        if not self._console_admitted(error=error):
+            return
+        text = shared(cut(str(entry.get("text", "")), TEXT_CAP))
+        line = entry.get("lineNumber", frame.get("lineNumber", 0))
         self._console_line(level, text, url, line, 0, source, "browser" if error else None)
 
     def _console_line(
