@@ -76,7 +76,8 @@ async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
 def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str) -> None:
     """Nested too deeply or holding a lone surrogate: the SDK's stdio transport would drop these
     without a reply; arguments that are a list it refuses with a bare "Invalid request
-    parameters". The server answers each with an error that says why and keeps serving."""
+    parameters"; a line that is not JSON, or JSON that is no JSON-RPC message, it logs and leaves
+    unanswered. The server answers each with an error that says why and keeps serving."""
     server = subprocess.Popen(
         [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
         stdin=subprocess.PIPE,
@@ -120,6 +121,12 @@ def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str
         assert listed_args["id"] == 4 and listed_args["result"]["isError"], listed_args
         said = listed_args["result"]["content"][0]["text"]
         assert "could not be read: they are a list, not an object" in said and "Nothing was done" in said
+        # A line that is not JSON, and JSON that is no request: errors with the id null (none
+        # can be read), as JSON-RPC 2.0 answers them.
+        for line, code in (("{not json", -32700), ('{"jsonrpc":"2.0","method":5}', -32600), ("[]", -32600)):
+            refused = ask(line)
+            assert refused["id"] is None and refused["error"]["code"] == code, refused
+            assert "send one JSON-RPC 2.0 message per line" in refused["error"]["message"], refused
         listed = ask('{"jsonrpc":"2.0","id":5,"method":"tools/list"}')
         assert listed["id"] == 5 and listed["result"]["tools"]  # still serving
     finally:

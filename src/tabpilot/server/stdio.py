@@ -14,7 +14,10 @@ What this does that the SDK's stdio transport does not (besides the early handsh
 - a request the SDK's JSON-RPC model refuses (arguments nested hundreds of levels deep, a lone
   surrogate such as `"\\ud800"`) is answered, not dropped: it is handed on as the same request
   (same id and method) without its unreadable part, a tool call with `INVALID_ARGUMENTS` as its
-  only argument, so the server answers it with an error that says what was wrong.
+  only argument, so the server answers it with an error that says what was wrong;
+- a line that is not JSON is answered with a parse error (-32700), and JSON that is no JSON-RPC
+  message with an invalid request error (-32600), as JSON-RPC 2.0 asks (the id null where none
+  can be read); the SDK would log either and leave the client waiting.
 
 Where the loop cannot wait on the streams (a regular file, the null device, or Windows), a thread
 reads stdin and writes go straight to stdout.
@@ -49,6 +52,7 @@ _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _METHOD = re.compile(rb'"method"\s*:\s*"([A-Za-z0-9_/.$-]+)"')
 _NAME = re.compile(rb'"name"\s*:\s*"([A-Za-z0-9_.-]+)"')
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 EOF_GRACE = 1.0
 """Seconds the end of stdin waits for the answers to requests read just before it."""
 _LINE_LIMIT = 1 << 30
@@ -146,6 +150,9 @@ class StdioTransport:
                 async with to_server:
                     while (line := await self._lines.get()) is not None:
                         message = parse(line)
+                        if isinstance(message, Exception) and (refused := refusal(line)) is not None:
+                            await self._send(json.dumps(refused, ensure_ascii=False).encode())
+                            continue
                         if isinstance(message, SessionMessage) and isinstance(
                             message.message, JSONRPCRequest
                         ):
@@ -223,6 +230,31 @@ def unreadable(line: bytes, error: Exception) -> dict[str, Any] | None:
     if method == "tools/call" and tool is not None:
         message["params"] = {"name": tool, "arguments": {INVALID_ARGUMENTS: _reason(line, error)}}
     return message
+
+
+def refusal(line: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error that answers a line the SDK cannot read and `unreadable` cannot make a
+    request of; None for what looks like the client's answer to a request of the server's, which
+    is never answered."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return _error(None, PARSE_ERROR, f"Parse error: the line could not be read as JSON ({reason[:200]})")
+    if isinstance(value, dict) and ("result" in value or "error" in value):
+        return None
+    request_id = value.get("id") if isinstance(value, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    return _error(request_id, INVALID_REQUEST, "Invalid Request: the line is not a JSON-RPC 2.0 request")
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": code, "message": message + "; send one JSON-RPC 2.0 message per line."},
+    }
 
 
 def _reason(line: bytes, error: Exception) -> str:
