@@ -319,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--buffer-size",
         metavar="N",
         type=positive,
-        help="entries kept per telemetry buffer (console, network, ...) before the oldest are dropped",
+        help="entries kept per telemetry buffer (console, network, ...) before the oldest are dropped "
+        "(default 5000)",
     )
     _option(
         telemetry,

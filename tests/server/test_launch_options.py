@@ -6,6 +6,7 @@ gives the same options as flags."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import ssl
 import sys
@@ -20,8 +21,8 @@ import trustme
 from mcp import Client
 
 from support import data, error, ok, ref_of, result_of, text
-from tabpilot import BrowserOptions
-from tabpilot.cli import build_parser, config_from_args
+from tabpilot import BrowserOptions, Telemetry
+from tabpilot.cli import SERVE_OPTIONS, build_parser, config_from_args
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
 
@@ -175,6 +176,12 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
     assert config.tools == ("default", "foxmcp") and config.allowed_origins == ("http://127.0.0.1", "*.test")
     assert config.extension_ids == ("a" * 32, "b" * 32)
     assert config.browser.browser_args == ("--lang=de", "--mute-audio")
+
+
+def test_the_buffer_size_help_gives_the_default_the_recorder_keeps() -> None:
+    build_parser()  # which fills SERVE_OPTIONS
+    default = inspect.signature(Telemetry).parameters["max_entries"].default
+    assert SERVE_OPTIONS["buffer-size"]["help"].endswith(f"(default {default})")
 
 
 @pytest.mark.parametrize(
