@@ -4,6 +4,7 @@ the server leaves nothing in the temp dir either."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +23,8 @@ from typing import IO, Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
+from starlette.requests import Request
+from starlette.responses import Response
 
 from support import (
     PlaywrightServer,
@@ -434,6 +438,47 @@ async def _cdp_browser_outlives_the_driver(
         assert f"- tab {tab}: Page a ({site.url('/page/a')}) [active]" in listed, listed
         again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
         assert not again.is_error and "Page a" in text(again), text(again)
+
+
+async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
+    browser_path: str, site: LocalSite
+) -> None:
+    """A stop signal cuts a call in flight short with an answer that says why; uvicorn's own stop
+    ended its response stream unanswered ("SSE stream ended without a response")."""
+    started = threading.Event()
+
+    async def mark(_request: Request) -> Response:
+        started.set()
+        return Response(b"")
+
+    site.set_route("/started", mark)
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        port = free_port()
+        proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
+        try:
+            await wait_until(lambda: _listening(port), 30)
+            async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
+                opened = await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")})
+                assert not opened.is_error, text(opened)
+                browsers = [pid for pid in descendants(proc.pid) if "chrom" in comm(pid)]
+                waits = "async () => { await fetch('/started'); return new Promise(() => {}); }"
+                call = asyncio.create_task(mcp.call_tool("browser_evaluate", {"function": waits}))
+                await wait_until(started.is_set, 30)  # the call runs in the page
+                proc.send_signal(signal.SIGTERM)
+                answer = await call
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert answer.is_error
+        assert error(answer) == (
+            "The server is stopping: this call was cut short, and may have been done in part. "
+            "Start the server again to go on."
+        )
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert "ASGI callable returned without completing response" not in stderr, stderr
+        _assert_left_nothing(browsers, tmp, stderr)
 
 
 async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_carry_on(

@@ -11,10 +11,15 @@ What this adds to the SDK's `streamable_http_app`:
   is sessionless (one POST per request, no session id), so it could not be isolated; requests
   that speak it get a 400, which a client in "auto" mode treats as "use the handshake", and it
   then gets a session.
+- A stop in two steps (`_Server`): on a stop signal the tool calls under way are cut short and
+  answered that the server stops, and only once those answers are out is uvicorn told to exit.
+  Told at once, it ends every SSE response stream of the SDK (sse-starlette ends them when uvicorn
+  starts to exit), and a call in flight got no answer at all.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hmac
 import ipaddress
@@ -22,6 +27,8 @@ import json
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -32,7 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
 from .app import TabpilotServer
-from .config import ServerConfig
+from .config import SHUTDOWN_TIMEOUT, ServerConfig
 
 MCP_PATH = "/mcp"
 
@@ -109,11 +116,22 @@ class _Guard:
         self.app = app
         self.server = server
         self.token = token
+        self.answering = 0
+        """Requests being answered now, the notification streams (GET) left out: those never end
+        by themselves."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        answering = scope["method"] != "GET"
+        self.answering += answering
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self.answering -= answering
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
         if self.token is not None:
             given = headers.get(b"authorization", b"").decode("latin-1")
@@ -146,7 +164,7 @@ class _Guard:
             await state.release(session)  # the client ended its MCP session
 
 
-def http_app(server: TabpilotServer, config: ServerConfig) -> ASGIApp:
+def http_app(server: TabpilotServer, config: ServerConfig) -> _Guard:
     """The ASGI app serving `server` at /mcp with the checks above."""
     check_bind(config)
     app = server.streamable_http_app(
@@ -159,9 +177,48 @@ def http_app(server: TabpilotServer, config: ServerConfig) -> ASGIApp:
     return _Guard(app, server, config.auth_token)
 
 
-def uvicorn_config(server: TabpilotServer, config: ServerConfig, **options: Any) -> uvicorn.Config:
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopping in two steps (see the module docstring). A second signal while
+    the calls are answered stops it at once, as uvicorn does."""
+
+    def __init__(self, config: uvicorn.Config, server: TabpilotServer, guard: _Guard) -> None:
+        super().__init__(config)
+        self.tabpilot = server
+        self.guard = guard
+        self.stop_asked = False
+        self.answering: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """uvicorn's handler of SIGINT and SIGTERM."""
+        self.stop(lambda: super(_Server, self).handle_exit(sig, frame))
+
+    def stop(self, exit_: Callable[[], None]) -> None:
+        """Answer the calls under way, then `exit_()` (which tells uvicorn to exit)."""
+        if self.stop_asked or not self.started or self.tabpilot.state is None:
+            exit_()
+            return
+        self.stop_asked = True
+        loop = asyncio.get_running_loop()
+
+        def answer() -> None:  # in the loop, not in the signal handler this runs in
+            self.answering = loop.create_task(self._exit_once_answered(exit_))
+
+        loop.call_soon_threadsafe(answer)
+
+    async def _exit_once_answered(self, exit_: Callable[[], None]) -> None:
+        state = self.tabpilot.state
+        if state is not None:
+            state.stop_calls()
+        with anyio.move_on_after(SHUTDOWN_TIMEOUT):
+            while self.guard.answering:
+                await anyio.sleep(0.02)
+        if not self.should_exit:  # unless a second signal stopped it already
+            exit_()
+
+
+def uvicorn_config(app: ASGIApp, config: ServerConfig, **options: Any) -> uvicorn.Config:
     return uvicorn.Config(
-        http_app(server, config),
+        app,
         host=config.http_host or "127.0.0.1",
         port=config.http_port,
         log_config=None,  # the process's logging (--log-level, --log-file) applies
@@ -211,9 +268,12 @@ def run_http(server: TabpilotServer, config: ServerConfig) -> int:
     once it has stopped, so the process ends as stopped by SIGTERM (status 143), as a supervisor
     that sent it expects. Raises ValueError when the address cannot be listened on."""
     sock = listen(config)
-    uv = uvicorn.Server(uvicorn_config(server, config))
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, lambda _signum, _frame: setattr(uv, "should_exit", True))
+    app = http_app(server, config)
+    uv = _Server(uvicorn_config(app, config), server, app)
+    if hasattr(signal, "SIGHUP"):  # not one of uvicorn's: the process then ends with status 0
+        signal.signal(
+            signal.SIGHUP, lambda _signum, _frame: uv.stop(lambda: setattr(uv, "should_exit", True))
+        )
 
     async def serve() -> None:
         async with anyio.create_task_group() as group:

@@ -151,6 +151,9 @@ class ServerState:
         self._lock = asyncio.Lock()
         self._bridge: ExtensionBridge | None = None
         self._closed = False
+        self._stopping = False
+        self._calls: set[Callable[[], None]] = set()
+        """How to cut short each tool call under way (`stop_calls`)."""
         if hasattr(signal, "SIGUSR1"):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
@@ -197,7 +200,10 @@ class ServerState:
         return self._sessions.get(self.session_key(ctx))
 
     async def session(self, ctx: RequestContext) -> SessionState:
-        """The request's session, created (browser and all) on its first tool call."""
+        """The request's session, created (browser and all) on its first tool call. Raises
+        ServerStopping once `stop_calls` was called."""
+        if self._stopping:
+            raise ServerStopping("the server is stopping")
         key = self.session_key(ctx)
         found = self._sessions.get(key)
         if found is not None:
@@ -225,6 +231,23 @@ class ServerState:
         else:
             task = self._start_session(LOCAL_SESSION)
         task.add_done_callback(_report_start)
+
+    @contextlib.contextmanager
+    def running_call(self, cut_short: Callable[[], None]) -> Iterator[None]:
+        """A tool call runs; `cut_short` stops it if the server stops meanwhile (`stop_calls`)."""
+        self._calls.add(cut_short)
+        try:
+            yield
+        finally:
+            self._calls.discard(cut_short)
+
+    def stop_calls(self) -> None:
+        """The server is about to stop: the tool calls under way are cut short (each is answered
+        that the server stops), and later calls are not run. Over HTTP the answers go out before
+        the server closes its connections; the browsers close after that (`close`)."""
+        self._stopping = True
+        for cut_short in list(self._calls):
+            cut_short()
 
     @contextlib.contextmanager
     def serving(self, key: str) -> Iterator[None]:

@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import anyio
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, StrictInt, StrictStr
@@ -268,38 +269,55 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
             )
             return await response.build(None)
         call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
-        try:
-            await session.manager.losses_judged()  # an error about a lost browser gives the reason found
-            if _needs_default_instance(spec, kwargs):
-                # A lost default browser (or an HTTP session's context of the shared one) is
-                # started again by the next call that needs it; its instance_relaunched event tells
-                # the model in ### Events.
-                await session.manager.ensure_default(isolate_in=session.isolate_in)
-            given = dict(kwargs)
-            for name in spec.secret_args:
-                if given.get(name) is not None:
-                    given[name] = _expand(state.secrets, given[name])
-            if spec.tab:
-                target = call.target(
-                    tab_id=kwargs.get("tabId"), ref=kwargs.get(spec.ref_arg), allow_dialog=spec.allows_dialog
-                )
-                await spec.fn(call, target, **given)
-            else:
-                await spec.fn(call, **given)
-        except (TabpilotError, ValueError) as exc:  # ValueError: argument values the library rejects
-            response.fail(exc)
-        except Exception as exc:
-            logger.exception("tool %s failed", spec.name)
-            read = f"take a new {spec.calls.read(None)} and " if spec.calls.read is not None else ""
-            response.error(
-                f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}. If the page changed, {read}retry; "
-                "if it happens again, it is a bug in tabpilot."
+        with anyio.CancelScope() as stop, state.running_call(stop.cancel):
+            await _run(spec, state, call, kwargs)
+        if stop.cancel_called:  # the server stops (`ServerState.stop_calls`): whatever the call got to
+            logger.info("%s was cut short: the server is stopping", spec.name)
+            stopped = Response(
+                spec.name, secrets=state.secrets, structured=state.config.structured_content, calls=spec.calls
             )
+            stopped.error(
+                "The server is stopping: this call was cut short, and may have been done in part. "
+                "Start the server again to go on."
+            )
+            return await stopped.build(None)
         if spec.recorded:
             _record_action(call, kwargs)
         return await response.build(session)
 
     return run
+
+
+async def _run(spec: ToolSpec, state: ServerState, call: Call, kwargs: dict[str, Any]) -> None:
+    """Do one call of `spec`: what it did, or why it failed, goes into its response."""
+    session, response = call.session, call.response
+    try:
+        await session.manager.losses_judged()  # an error about a lost browser gives the reason found
+        if _needs_default_instance(spec, kwargs):
+            # A lost default browser (or an HTTP session's context of the shared one) is
+            # started again by the next call that needs it; its instance_relaunched event tells
+            # the model in ### Events.
+            await session.manager.ensure_default(isolate_in=session.isolate_in)
+        given = dict(kwargs)
+        for name in spec.secret_args:
+            if given.get(name) is not None:
+                given[name] = _expand(state.secrets, given[name])
+        if spec.tab:
+            target = call.target(
+                tab_id=kwargs.get("tabId"), ref=kwargs.get(spec.ref_arg), allow_dialog=spec.allows_dialog
+            )
+            await spec.fn(call, target, **given)
+        else:
+            await spec.fn(call, **given)
+    except (TabpilotError, ValueError) as exc:  # ValueError: argument values the library rejects
+        response.fail(exc)
+    except Exception as exc:
+        logger.exception("tool %s failed", spec.name)
+        read = f"take a new {spec.calls.read(None)} and " if spec.calls.read is not None else ""
+        response.error(
+            f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}. If the page changed, {read}retry; "
+            "if it happens again, it is a bug in tabpilot."
+        )
 
 
 async def _send_logs(ctx: RequestContext, records: list[logging.LogRecord]) -> None:
