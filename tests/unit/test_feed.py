@@ -202,3 +202,18 @@ async def test_every_console_line_past_the_rate_is_counted_as_dropped_once() -> 
 
     assert sink.entries == []
     assert sink.dropped == {"logs": 3, "errors": 1}
+
+
+async def test_what_console_lines_past_the_rate_showed_is_released_in_the_page_as_for_kept_ones() -> None:
+    """The page keeps the objects every console message showed for this session, dropped or not,
+    until they are released: a flood past the rate must not keep them for good."""
+    sink = Sink()
+    sink.max_event_rate = 0.001  # no line is ever within the rate
+    page = Session("page", "PAGE")
+    TabFeed(sink, page, 3)  # type: ignore[arg-type]
+    shown = {"type": "object", "objectId": "1.2.3", "description": "Object"}
+    for _ in range(_feed.RELEASE_EVERY):
+        page.emit("Runtime.consoleAPICalled", {"type": "log", "args": [shown]})
+
+    assert sink.dropped == {"logs": _feed.RELEASE_EVERY}
+    assert page.sent.count("Runtime.releaseObjectGroup") == 1

@@ -369,6 +369,7 @@ class TabFeed:
                 self._on_limited(raw)
                 return
             if not self._console_admitted(error=_ERROR_LEVEL.search(raw) is not None):
+                self._console_heard()  # what it showed is kept in the page all the same
                 return
         elif method == "Network.requestWillBeSent" and not self._network_budget.take():
             self._sink.shed("network_waterfall", self.tab_id)
@@ -429,9 +430,13 @@ class TabFeed:
             "console",
             "console" if level in ("error", "assert") else None,
         )
+        self._console_heard()
+
+    def _console_heard(self) -> None:
+        """One more console message heard, kept or dropped: the page keeps the objects each showed
+        for this session until they are released, every RELEASE_EVERY messages."""
         self._console_seen += 1
         if self._console_seen % RELEASE_EVERY == 0:
-            # The page keeps the objects a console message showed for this session until released.
             self._session.send("Runtime.releaseObjectGroup", {"objectGroup": "console"})
 
     def _on_log_entry(self, params: dict[str, Any]) -> None:
