@@ -227,15 +227,28 @@ class TabCrashedError(TabError):
 
 
 class TabNotFoundError(TabError):
-    """`reason` adds why (it was closed, its instance was lost); `open_tabs` lists what is open."""
+    """`reason` adds why (it was closed, its instance was lost); `open_tabs` lists what is open;
+    `no_instance`: why no tab can be opened either (no instance is open), when that is so."""
 
-    def __init__(self, tab_id: int | str, open_tabs: Sequence[TabLike], *, reason: str = "") -> None:
+    def __init__(
+        self,
+        tab_id: int | str,
+        open_tabs: Sequence[TabLike],
+        *,
+        reason: str = "",
+        no_instance: InstanceNotFoundError | None = None,
+    ) -> None:
         self.open_tabs = summarize(open_tabs)
         self.reason = reason
+        self.no_instance = no_instance
         why = f" {reason}" if reason else ""
         super().__init__(
             f"Tab {tab_id!r} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
-            "Use one of these ids, or list tabs again." if self.open_tabs else "No tab is open: open one.",
+            "Use one of these ids, or list tabs again."
+            if self.open_tabs
+            else str(no_instance)
+            if no_instance is not None
+            else "No tab is open: open one.",
             tab_id=tab_id,
         )
 

@@ -548,12 +548,16 @@ class Instance:
         """Close what this instance owns: the browser it launched or the context it created.
 
         A browser it only connected to keeps running; the connection is dropped. `cause`: why its
-        tabs are reported closed ("shutdown": its manager is being closed).
+        tabs are reported closed ("shutdown": its manager is being closed). The tabs of the user's
+        browser, which only the extension's link reached, stay open there: closed by a call, they
+        are reported let go of ("released"), not closed.
         """
         if self.state in ("closing", "closed"):
             return
         was_lost = self.state == "lost"
         self.state = "closing"
+        if cause == "tool" and self.kind == "extension":
+            cause = "released"
         for tab in self.tabs:
             self._tracker.tab_gone(tab, cause)
         self._dispose()

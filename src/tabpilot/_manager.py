@@ -177,17 +177,7 @@ class TabManager:
         if instance_id is None:
             inst = self.default_instance
             if inst is None:
-                bridge = self._extensions.first
-                if bridge is not None and not bridge.connected:
-                    raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
-                if bridge is not None:
-                    raise InstanceNotFoundError(
-                        f"No browser instance is open: the tabpilot extension is connected at {bridge.address}, "
-                        "but no instance uses the user's browser (its instance was closed).",
-                        "Connect the extension's browser again, or launch a browser.",
-                        extension=bridge.address,
-                    )
-                raise InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
+                raise self._no_default()
             return inst
         inst, number = None, None
         if isinstance(instance_id, str):
@@ -205,6 +195,20 @@ class TabManager:
                 instance_id=str(instance_id),
             )
         return inst
+
+    def _no_default(self) -> InstanceNotFoundError:
+        """Why there is no default instance, and how to get one."""
+        bridge = self._extensions.first
+        if bridge is not None and not bridge.connected:
+            return ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
+        if bridge is not None:
+            return InstanceNotFoundError(
+                f"No browser instance is open: the tabpilot extension is connected at {bridge.address}, "
+                "but no instance uses the user's browser (its instance was closed).",
+                "Connect the extension's browser again, or launch a browser.",
+                extension=bridge.address,
+            )
+        return InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
 
     def _give_tab_id(self, target_id: str | None = None) -> int:
         """A new tab's id: the id its page had when its instance was lost, if an instance that
@@ -709,7 +713,9 @@ class TabManager:
         closed = [e for e in self.events.history(tab_id=key) if e.type == "tab_closed"]
         if closed:
             reason = f"{closed_reason(closed[-1].data.get('by'))} {reason}"
-        raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip())
+        # With no instance to open a tab in, opening one is no way on: say what is.
+        no_instance = self._no_default() if self.default_instance is None else None
+        raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip(), no_instance=no_instance)
 
     def ever_opened(self, tab_id: int) -> bool:
         """Whether a tab of this manager ever had this id: open now, or closed since."""

@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
-CloseCause = Literal["tool", "page", "external", "crash", "cap", "shutdown", "unshared", "unreachable"]
+CloseCause = Literal[
+    "tool", "page", "external", "crash", "cap", "shutdown", "unshared", "unreachable", "released"
+]
 CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a tool call.",
     "page": "Its page closed it.",
@@ -23,6 +25,7 @@ CLOSED_BY: dict[str, str] = {
         "tabpilot lost its link to the user's browser (the tabpilot extension): the tab is out of "
         "reach, not closed by tabpilot."
     ),
+    "released": "The agent let go of it as its instance was closed; it stays open in the user's browser.",
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
 

@@ -344,6 +344,38 @@ async def test_after_its_instance_is_closed_the_users_browser_is_connected_again
         assert await user_tab_alive(chromium)
 
 
+async def test_closing_the_users_browser_instance_lets_go_of_its_tabs_saying_they_stay_open_and_how_to_connect_again(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Before, its tabs were told as closed by a tool call (they stay open in the user's browser),
+    # and a call on one of them said to open a tab, which no instance was there to do.
+    port = free_port()
+    async with Client(extension_server(port)) as mcp:
+        await pair(chromium, port)
+        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        closed = await call(mcp, "browser_instance", action="close", instanceId="inst_1")
+        events = section(closed, "Events")
+        assert (
+            f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in the user's browser)"
+            in events
+        )
+        assert "closed (by" not in events, events
+        gone = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+        assert (
+            "The agent let go of it as its instance was closed; it stays open in the user's browser." in gone
+        )
+        assert "closed by a tool call" not in gone, gone
+        assert gone.endswith("Connect it again with browser_instance(action='connect', extension=true)."), (
+            gone
+        )
+        listed = section(await call(mcp, "browser_tabs", action="list"), "Result")
+        assert listed.startswith("0 open tabs; no tab is active. No browser instance is open: ")
+        assert listed.endswith("Connect it again with browser_instance(action='connect', extension=true)."), (
+            listed
+        )
+        assert any(p["url"] == site.url("/page/a") for p in await asyncio.to_thread(chromium.pages))
+
+
 async def test_a_chrome_the_user_restarts_at_once_is_the_same_browser_to_the_agent(
     browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:

@@ -259,6 +259,8 @@ def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:
 def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
     if exc.open_tabs:
         return f"Use one of these ids, or list tabs again with {calls.list_tabs}."
+    if exc.no_instance is not None:  # no tab can be opened either: what gives an instance
+        return f"{exc.no_instance.fact} {_advice_for(exc.no_instance, calls)}"
     return f"No tab is open: open one with {calls.open_tab}." if calls.open_tab else exc.advice
 
 
@@ -482,6 +484,8 @@ def event_line(event: TabEvent) -> str:
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
         if d.get("by") == "unshared":
             return f"tab {tab} is no longer the agent's: the user stopped sharing it (it stays open){tail}"
+        if d.get("by") == "released":
+            return f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in the user's browser){tail}"
         if d.get("by") == "unreachable":
             return f"tab {tab} is out of reach: the link to the user's browser was lost (tabpilot did not close the tab){tail}"
         by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")

@@ -52,10 +52,11 @@ async def browser_tabs(
         if not infos and instanceId is None:
             try:
                 manager.instance()
-            except ExtensionNotConnectedError as exc:  # the user's browser is not there yet: say how
-                waiting = " " + error_text(exc)
-            except InstanceNotFoundError:  # no instance at all: the list says so
-                pass
+            except InstanceNotFoundError as exc:
+                # The user's browser is not there yet, or no longer connected: say how. No instance
+                # at all otherwise: the list says so.
+                if isinstance(exc, ExtensionNotConnectedError) or exc.extension is not None:
+                    waiting = " " + error_text(exc)
         response.result(
             f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
             + (f"{whose}: {active}." if active is not None else "no tab is active.")
