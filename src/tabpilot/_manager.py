@@ -90,7 +90,7 @@ class TabManager:
         self._owns_driver = driver is None
         self._target_hooks: list[TargetHook] = []
         self._extensions = ExtensionWatch(
-            lambda bridge: self.connect_extension(bridge, timeout=5),
+            self._extension_back,
             lambda bridge: any(
                 i.kind == "extension" and i.endpoint == bridge.address and i.state == "open"
                 for i in self._instances.values()
@@ -210,17 +210,17 @@ class TabManager:
             )
         return InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
 
-    def _give_tab_id(self, target_id: str | None = None) -> int:
+    def _give_tab_id(self, target_id: str | None = None) -> tuple[int, bool]:
         """A new tab's id: the id its page had when its instance was lost, if an instance that
         connects to the same browser again finds the page still there (the automatic reconnect of
-        the default, or one the agent asks for); else a new one."""
+        the default, or one the agent asks for); else a new one. And whether it is the id given back."""
         for lost in self._instances.values():
             tab_id = lost.tabs_at_loss.pop(target_id, None) if target_id and lost.state == "lost" else None
             if tab_id is not None and all(tab.id != tab_id for tab in self._open_tabs()):
-                return tab_id
+                return tab_id, True
         tab_id = next(self._tab_ids)
         self._given.add(tab_id)
-        return tab_id
+        return tab_id, False
 
     def _services(self) -> InstanceServices:
         return InstanceServices(
@@ -624,8 +624,15 @@ class TabManager:
         replacement, connected, kept = await self._replace(lost, isolate_in)
         if replacement is None:
             return None
+        self._replaced(lost, replacement, connected=connected, kept=kept)
+        return replacement
+
+    def _replaced(self, lost: Instance, replacement: Instance, *, connected: bool, kept: bool) -> None:
+        """`replacement` takes the place of `lost` (and of the default, if `lost` was), and an
+        `instance_relaunched` event says so."""
         lost.replaced_by = replacement.id
-        self._default_id = replacement.id
+        if self._default_id == lost.id:
+            self._default_id = replacement.id
         logger.info("instance %s replaces lost instance %s", replacement.id, lost.id)
         active = replacement.active_tab
         self.events.emit(
@@ -633,12 +640,34 @@ class TabManager:
             None,
             replacement.id,
             replaces=lost.id,
+            kind=replacement.kind,
             reconnected=connected,
             tabsKept=kept,
             reason=lost.lost_reason,
             activeTabId=active.id if active else None,
         )
-        return replacement
+
+    async def _extension_back(self, bridge: ExtensionBridge) -> None:
+        """The extension connected to a watched bridge with no open instance on it: its browser as
+        an instance, in place of the instance that lost it, if one did (the browser came back, or
+        the user paired it again): its tabs are back under the ids they had, and the
+        `instance_relaunched` event says the user's browser is connected again."""
+        lost = next(
+            (
+                i
+                for i in reversed(self._instances.values())
+                if i.kind == "extension"
+                and i.endpoint == bridge.address
+                and i.state == "lost"
+                and i.replaced_by is None
+            ),
+            None,
+        )
+        if lost is not None:
+            await lost.loss_judged()
+        instance = await self.connect_extension(bridge, timeout=5)
+        if lost is not None and lost.replaced_by is None:
+            self._replaced(lost, instance, connected=True, kept=True)
 
     async def _replace(
         self, lost: Instance, isolate_in: Callable[[], Awaitable[Instance]] | None

@@ -101,9 +101,10 @@ class TabRules:
 class InstanceServices:
     """What an instance needs of its manager."""
 
-    next_tab_id: Callable[[str | None], int]
+    next_tab_id: Callable[[str | None], tuple[int, bool]]
     """The id of a new tab, given its target id: the id the same page had in a lost instance of the
-    same browser (connected again, automatically or by hand), else a new one."""
+    same browser (connected again, automatically or by hand), else a new one; and whether it is
+    that id given back (the tab is back, not new)."""
     emit: Callable[..., object]
     """`emit(type, tab_id, instance_id, **data)`: the manager's event bus."""
     activated: Callable[[str], None]

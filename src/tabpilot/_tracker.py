@@ -74,6 +74,8 @@ class TabTracker:
         self._scope = TargetScope()
         self._binding: dict[PageHandle, asyncio.Task[Tab | None]] = {}
         self._announced: set[int] = set()
+        self._back: set[int] = set()
+        """Tabs given back the id they had in a lost instance, not announced yet."""
         self._after_announce: dict[int, list[Callable[[], object]]] = {}
         self._follow: set[int] = set()
         self._watches: list[ActionWatch] = []
@@ -256,8 +258,11 @@ class TabTracker:
             watches = list(self._watches)
             opener = self.registry.get(watches[0].tab.id)
             cause = "link"
+        tab_id, back = self._services.next_tab_id(info.get("targetId"))
+        if back:
+            self._back.add(tab_id)
         tab = Tab(
-            self._services.next_tab_id(info.get("targetId")),
+            tab_id,
             self._host,
             target_id=info.get("targetId"),
             opener_id=opener.id if opener is not None else None,
@@ -463,7 +468,10 @@ class TabTracker:
             return
         self._announced.add(tab.id)
         self._changed.set()
-        self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=tab.url, cause=tab.cause)
+        # A tab whose browser is connected again is back under its id: not new, nobody opened it.
+        back = {"back": True} if tab.id in self._back else {}
+        self._back.discard(tab.id)
+        self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=tab.url, cause=tab.cause, **back)
         if tab.id in self._follow:
             self._follow.discard(tab.id)
             self._activate(tab)

@@ -316,6 +316,48 @@ async def test_a_server_whose_extension_is_paired_with_another_says_the_users_ta
         assert [t["url"] for t in result_of(back)["tabs"] if t["id"] == tab] == [site.url("/page/a")]
 
 
+async def test_the_users_browser_connected_again_after_its_loss_is_told_as_back_with_its_tabs_under_their_ids(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Before, the instance that came back said nothing (the lost one was never replaced), and the
+    # user's tabs came back as opened by someone external.
+    first, second = free_port(), free_port()
+    async with Client(extension_server(first)) as one, Client(extension_server(second)) as two:
+        await pair(chromium, first)
+        tab = result_of(await call(one, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        await pair(chromium, second)  # lost to the first server until the user pairs it again
+        await call(two, "browser_tabs", action="list")
+        await poll(lambda: call(one, "browser_instance", action="list"), lambda r: "LOST" in text(r))
+        await pair(chromium, first)
+        events = ""
+
+        async def listed() -> CallToolResult:
+            nonlocal events
+            result = await call(one, "browser_tabs", action="list")
+            events += section(result, "Events")
+            return result
+
+        back = await poll(listed, lambda _r: "connected the user's browser again" in events)
+        assert (
+            "instance inst_2 connected the user's browser again in place of lost instance inst_1 (the user paired "
+            "the tabpilot extension with another tabpilot server); the tabs it still has are back under their ids"
+        ) in events
+        assert (
+            f"tab {tab} is back under its id (its browser is connected again): {site.url('/page/a')}"
+            in events
+        )
+        assert "opened (external)" not in events, events
+        assert [t["url"] for t in result_of(back)["tabs"] if t["id"] == tab] == [site.url("/page/a")]
+        instances = result_of(await call(one, "browser_instance", action="list"))["instances"]
+        assert [(i["id"], i["health"], i["replacedBy"], i["default"]) for i in instances] == [
+            ("inst_1", "lost", "inst_2", False),
+            ("inst_2", "open", None, True),
+        ]
+        # Naming the lost instance points to the one in its place.
+        said = error(await one.call_tool("browser_tabs", {"action": "new", "instanceId": "inst_1"}))
+        assert "Use instance inst_2 instead" in said, said
+
+
 async def test_after_its_instance_is_closed_the_users_browser_is_connected_again_by_the_call_the_errors_name(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
@@ -450,7 +492,10 @@ async def _driver_killed_under(
             and "A call without tabId and instanceId connects it again" in lost
         )
         again = await call(mcp, "browser_tabs", action="new", url=site.url("/page/b"))
-        assert "was connected in place of lost instance inst_1" in section(again, "Events")
+        assert "connected the user's browser again in place of lost instance inst_1" in section(
+            again, "Events"
+        )
+        assert f"tab {tab} is back under its id" in section(again, "Events")
         assert 'heading "Page b"' in section(again, "Snapshot")
         listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
         assert sorted(t["url"] for t in listed) == sorted(

@@ -471,6 +471,8 @@ def event_line(event: TabEvent) -> str:
     """One line of an `### Events` section."""
     d, tab = event.data, event.tab_id
     if event.type == "tab_opened":
+        if d.get("back"):
+            return f"tab {tab} is back under its id (its browser is connected again): {short(d.get('url') or 'about:blank')}"
         opener = f" by tab {d['openerId']}" if d.get("openerId") is not None else ""
         head, url = f"tab {tab} opened ({d.get('cause')}){opener}", d.get("url") or "about:blank"
         if d.get("cause") == "tool" and url == "about:blank":
@@ -529,6 +531,11 @@ def event_line(event: TabEvent) -> str:
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
     if event.type == "instance_relaunched":
+        if d.get("kind") == "extension":
+            return (
+                f"instance {event.instance_id} connected the user's browser again in place of lost instance "
+                f"{d.get('replaces')} ({d.get('reason')}); the tabs it still has are back under their ids"
+            )
         how = "connected" if d.get("reconnected") else "launched"
         tabs = (
             "the tabs the browser still has keep their ids"
