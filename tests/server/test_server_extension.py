@@ -256,6 +256,9 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         shared = user_tab(listed)
         assert shared is not None
         await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)  # and takes it back
+        # The list that no longer has the tab tells why in its own ### Events. (Its result was read
+        # before the response settled: a tab that left meanwhile was listed beside the event of its
+        # leaving, and the next list, without it, had no event.)
         listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: user_tab(r) is None)
         said = section(listed, "Events")
         assert (

@@ -113,6 +113,7 @@ class Response:
         self.is_error = False
         self._result_lines: list[str | Callable[[], str]] = []
         self._result_data: dict[str, Any] = {}
+        self._late_data: list[Callable[[], dict[str, Any]]] = []
         self._error_lines: list[str] = []
         self._force_tabs = False
         self._brief_tabs = False
@@ -128,13 +129,25 @@ class Response:
 
     # -- what tools call ---------------------------------------------------------------------
 
-    def result(self, text: str | Callable[[], str], data: dict[str, Any] | None = None) -> None:
+    def result(
+        self,
+        text: str | Callable[[], str],
+        data: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         """Add a line to `### Result`, and facts to structured `result`. A function as `text` is
         called when the response is built, for a line about what may change until then (a tab the
-        action opened may close itself): it then tells the same moment as ### Events and ### Tabs."""
+        action opened may close itself): it then tells the same moment as ### Events and ### Tabs.
+        A function as `data` likewise gives the facts of that moment."""
         self._result_lines.append(text)
-        if data:
+        if callable(data):
+            self._late_data.append(data)
+        elif data:
             self._result_data.update(data)
+
+    def _write_late_data(self) -> None:
+        late, self._late_data = self._late_data, []
+        for facts in late:
+            self._result_data.update(facts())
 
     def error(self, text: str) -> None:
         """Make this an error response; `text` says what went wrong and what to do next."""
@@ -217,9 +230,11 @@ class Response:
         if self.is_error:
             sections.append(Section("Error", "\n".join(self._error_lines)))
             data["error"] = "\n".join(self._error_lines)
-        if self._result_data:
-            data["result"] = self._result_data
-        if session is not None:
+        if self._result_data or self._late_data:
+            data["result"] = self._result_data  # late facts are added to it below
+        if session is None:
+            self._write_late_data()
+        else:
             manager = session.manager
             # Re-reading the acted-on tab and waiting for the tabs it opened overlap: neither needs the other.
             # No grace: an action has waited for the tabs it opens (a list or a read opens none).
@@ -228,6 +243,7 @@ class Response:
             # the events and the tab list below describe the same moment.
             await manager.settle(grace=0)
             events = session.take_events()
+            self._write_late_data()
             if self._structured:
                 data["events"] = [e.to_dict() for e in events]
             untold = [e for e in events if e.tab_id is None or (e.type, e.tab_id) not in self._told]

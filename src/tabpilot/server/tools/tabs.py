@@ -11,12 +11,12 @@ Result shapes (structured `result`):
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError
+from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError, TabManager
 
 from ..advice import error_text
 from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec, open_tab
@@ -41,28 +41,10 @@ async def browser_tabs(
     response = call.response
     if action == "list":
         await manager.refresh()  # titles and URLs scripts changed: one round trip per instance
-        infos = manager.tabs(instanceId)
-        # A lost default instance has no active tab, yet the tabs of the others are listed.
-        listed = manager.instance(instanceId) if infos else None
-        active_tab = listed.active_tab if listed is not None and listed.state == "open" else None
-        active = active_tab.id if active_tab else None
-        where = f" in instance {listed.id if listed else instanceId}" if instanceId is not None else ""
-        whose = "its active tab" if instanceId is not None else "active tab"
-        waiting = ""
-        if not infos and instanceId is None:
-            try:
-                manager.instance()
-            except InstanceNotFoundError as exc:
-                # The user's browser is not there yet, or no longer connected: say how. No instance
-                # at all otherwise: the list says so.
-                if isinstance(exc, ExtensionNotConnectedError) or exc.extension is not None:
-                    waiting = " " + error_text(exc)
-        response.result(
-            f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
-            + (f"{whose}: {active}." if active is not None else "no tab is active.")
-            + waiting,
-            {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)},
-        )
+        manager.tabs(instanceId)  # an unknown instance fails the call here
+        # Written when the response is built, as its ### Events and ### Tabs are: a tab that leaves
+        # meanwhile (the user closes it) is told gone there and is not listed here.
+        response.result(lambda: _tab_list(manager, instanceId)[0], lambda: _tab_list(manager, instanceId)[1])
         response.show_tabs()
     elif action == "new":
         made = await open_tab(call, url, background=background, instance_id=instanceId)
@@ -140,6 +122,32 @@ async def browser_tabs(
             {"success": True, "tabId": tab.id, "pinned": pinned},
         )
         response.show_tabs()
+
+
+def _tab_list(manager: TabManager, instance_id: str | int | None) -> tuple[str, dict[str, Any]]:
+    """The open tabs (of one instance, if given) as the list's result line and facts."""
+    infos = manager.tabs(instance_id)
+    # A lost default instance has no active tab, yet the tabs of the others are listed.
+    listed = manager.instance(instance_id) if infos else None
+    active_tab = listed.active_tab if listed is not None and listed.state == "open" else None
+    active = active_tab.id if active_tab else None
+    where = f" in instance {listed.id if listed else instance_id}" if instance_id is not None else ""
+    whose = "its active tab" if instance_id is not None else "active tab"
+    waiting = ""
+    if not infos and instance_id is None:
+        try:
+            manager.instance()
+        except InstanceNotFoundError as exc:
+            # The user's browser is not there yet, or no longer connected: say how. No instance
+            # at all otherwise: the list says so.
+            if isinstance(exc, ExtensionNotConnectedError) or exc.extension is not None:
+                waiting = " " + error_text(exc)
+    text = (
+        f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
+        + (f"{whose}: {active}." if active is not None else "no tab is active.")
+        + waiting
+    )
+    return text, {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)}
 
 
 TOOLS = [
