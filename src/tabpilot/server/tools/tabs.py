@@ -11,6 +11,7 @@ Result shapes (structured `result`):
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from mcp.types import ToolAnnotations
@@ -44,7 +45,9 @@ async def browser_tabs(
         manager.tabs(instanceId)  # an unknown instance fails the call here
         # Written when the response is built, as its ### Events and ### Tabs are: a tab that leaves
         # meanwhile (the user closes it) is told gone there and is not listed here.
-        response.result(lambda: _tab_list(manager, instanceId)[0], lambda: _tab_list(manager, instanceId)[1])
+        # Read once, when the text asks (the facts are asked right before it, at the same moment).
+        listing = functools.cache(lambda: _tab_list(manager, instanceId))
+        response.result(lambda: listing()[0], lambda: listing()[1])
         response.show_tabs()
     elif action == "new":
         made = await open_tab(call, url, background=background, instance_id=instanceId)
