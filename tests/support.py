@@ -266,6 +266,11 @@ class RemoteChromium:
         with urllib.request.urlopen(f"{self.http}/json/close/{target_id}", timeout=5) as reply:
             reply.read()
 
+    def targets(self) -> list[dict[str, Any]]:
+        """/json/list: the browser's targets, as any CDP client sees them."""
+        result: list[dict[str, Any]] = self._json("/json/list")
+        return result
+
     def version(self) -> dict[str, Any]:
         """/json/version; raises if the browser does not answer."""
         result: dict[str, Any] = self._json("/json/version")

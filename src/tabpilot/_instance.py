@@ -548,15 +548,16 @@ class Instance:
         """Close what this instance owns: the browser it launched or the context it created.
 
         A browser it only connected to keeps running; the connection is dropped. `cause`: why its
-        tabs are reported closed ("shutdown": its manager is being closed). The tabs of the user's
-        browser, which only the extension's link reached, stay open there: closed by a call, they
-        are reported let go of ("released"), not closed.
+        tabs are reported closed ("shutdown": its manager is being closed). The tabs of a browser
+        it only connected to, in a context it did not create (the user's browser through the
+        extension, a CDP endpoint's own tabs), stay open there: closed by a call, they are reported
+        let go of ("released"), not closed.
         """
         if self.state in ("closing", "closed"):
             return
         was_lost = self.state == "lost"
         self.state = "closing"
-        if cause == "tool" and self.kind == "extension":
+        if cause == "tool" and self.kind in ("extension", "cdp") and not self._owns_context:
             cause = "released"
         for tab in self.tabs:
             self._tracker.tab_gone(tab, cause)

@@ -25,7 +25,7 @@ CLOSED_BY: dict[str, str] = {
         "tabpilot lost its link to the user's browser (the tabpilot extension): the tab is out of "
         "reach, not closed by tabpilot."
     ),
-    "released": "The agent let go of it as its instance was closed; it stays open in the user's browser.",
+    "released": "The agent let go of it as its instance was closed; it stays open in its browser.",
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
 

@@ -401,14 +401,12 @@ async def test_closing_the_users_browser_instance_lets_go_of_its_tabs_saying_the
         closed = await call(mcp, "browser_instance", action="close", instanceId="inst_1")
         events = section(closed, "Events")
         assert (
-            f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in the user's browser)"
+            f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in its browser)"
             in events
         )
         assert "closed (by" not in events, events
         gone = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
-        assert (
-            "The agent let go of it as its instance was closed; it stays open in the user's browser." in gone
-        )
+        assert "The agent let go of it as its instance was closed; it stays open in its browser." in gone
         assert "closed by a tool call" not in gone, gone
         assert gone.endswith("Connect it again with browser_instance(action='connect', extension=true)."), (
             gone

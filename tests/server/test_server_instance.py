@@ -135,10 +135,18 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         for instance_id in (first["id"], over_pw["instanceId"]):
             closed = await call(client, "browser_instance", action="close", instanceId=instance_id)
             assert "disconnected; the remote browser keeps running" in section(closed, "Result")
-            # Its tabs closed with it; the tab now active (in the default instance) is not denied.
+            # Its tabs left with it; the tab now active (in the default instance) is not denied.
             assert "no tab is active" not in section(closed, "Events")
             if instance_id == first["id"]:
                 assert external["id"] in result_of(closed)["closedTabIds"]
+                # The CDP browser's tabs stay open there: let go of, not closed.
+                assert (
+                    f"tab {external['id']} is no longer the agent's: its instance was closed (the tab stays "
+                    "open in its browser)"
+                ) in section(closed, "Events")
+                assert target_id in [t["id"] for t in remote.targets()]
+            else:  # the Playwright server's tabs were in the context tabpilot made: closed with it
+                assert f"tab {tab_of[instance_id]} closed (by tool)" in section(closed, "Events")
         assert remote.version()["Browser"]
         async with async_playwright() as p:
             browser = await p.chromium.connect(pw_server.ws, timeout=5000)

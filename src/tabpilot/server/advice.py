@@ -487,7 +487,7 @@ def event_line(event: TabEvent) -> str:
         if d.get("by") == "unshared":
             return f"tab {tab} is no longer the agent's: the user stopped sharing it (it stays open){tail}"
         if d.get("by") == "released":
-            return f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in the user's browser){tail}"
+            return f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in its browser){tail}"
         if d.get("by") == "unreachable":
             return f"tab {tab} is out of reach: the link to the user's browser was lost (tabpilot did not close the tab){tail}"
         by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")
