@@ -481,6 +481,51 @@ async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
         _assert_left_nothing(browsers, tmp, stderr)
 
 
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+async def test_over_stdio_a_call_under_way_when_the_server_stops_is_answered(
+    browser_path: str, site: LocalSite, how: str
+) -> None:
+    """A stop signal cuts a call in flight short with an answer that says why, as over HTTP; the
+    client waited for an answer that never came."""
+    started = threading.Event()
+
+    async def mark(_request: Request) -> Response:
+        started.set()
+        return Response(b"")
+
+    site.set_route("/started", mark)
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = Served(browser_path, tmp)
+        proc = served.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        waits = "async () => { await fetch('/started'); return new Promise(() => {}); }"
+        for request_id, name, arguments in (
+            (90, "browser_navigate", {"url": site.url("/page/a")}),
+            (91, "browser_evaluate", {"function": waits}),
+        ):
+            _send(
+                proc.stdin,
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                },
+            )
+            if request_id == 90:
+                assert not _read_reply(proc.stdout, 90)["result"].get("isError")
+        await wait_until(started.is_set, 30)  # the call runs in the page
+        took, stderr = served.stop(how)
+        answer = _read_reply(proc.stdout, 91, timeout=5)["result"]
+        assert answer["isError"], answer
+        assert answer["content"][0]["text"] == (
+            "### Error\nThe server is stopping: this call was cut short, and may have been done in part. "
+            "Start the server again to go on."
+        )
+        assert took < 3, f"stopping by {how} took {took:.1f} s"
+        _assert_left_nothing(served.children, tmp, stderr)
+
+
 async def test_over_http_a_killed_driver_takes_the_shared_browser_and_sessions_carry_on(
     browser_path: str,
 ) -> None:

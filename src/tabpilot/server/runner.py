@@ -1,9 +1,10 @@
 """Running the server until it should stop, and stopping it cleanly.
 
 Stdio stops at the end of stdin (the lifespan then closes every session's browser). It also stops
-on SIGINT (Ctrl-C), SIGTERM or SIGHUP, without waiting for the transport or for calls under way
-(stdin read from a file is read by a thread no cancellation reaches): it closes the browsers
-itself (bounded), then ends the process. Either way no browser process and no
+on SIGINT (Ctrl-C), SIGTERM or SIGHUP, without waiting for the transport (stdin read from a file
+is read by a thread no cancellation reaches): it cuts the calls under way short, each answered that
+the server stops (up to `ANSWER_GRACE` for those answers), closes the browsers itself (bounded),
+then ends the process. Either way no browser process and no
 temporary profile outlive the server. A second signal while stopping exits at once. No traceback.
 
 `serve_stdio` claims stdin and stdout and starts reading them first (the handshake is answered
@@ -44,6 +45,8 @@ STOP_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
 EXIT_INTERRUPTED = 130
+ANSWER_GRACE = 1.0
+"""Seconds a stop signal over stdio waits for the answers of the calls it cut short."""
 
 
 @contextlib.contextmanager
@@ -125,9 +128,9 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
     """
     refused: list[ValueError] = []
     states: list[ServerState] = []
+    wire = StdioTransport(Greeting(NAME, TITLE, __version__, INSTRUCTIONS))
 
     async def serve() -> None:
-        wire = StdioTransport(Greeting(NAME, TITLE, __version__, INSTRUCTIONS))
         await wire.open()
         state = ServerState(config)
         states.append(state)
@@ -145,6 +148,13 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
         await wire.serve(server)
 
     async def close() -> None:
+        # The calls under way are cut short and answered that the server stops (the client would
+        # otherwise wait for answers that never come), then the browsers close.
+        for state in states:
+            state.stop_calls()
+        with anyio.move_on_after(ANSWER_GRACE):
+            while wire.unanswered:
+                await anyio.sleep(0.01)
         for state in states:
             await state.close()
 

@@ -67,6 +67,8 @@ class StdioTransport:
         self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._answered: dict[Any, dict[str, Any]] = {}
         """Requests answered before the SDK was loaded, by id: the answer that was sent."""
+        self.unanswered: set[Any] = set()
+        """The ids of the requests handed to the server and not answered yet."""
         self._write: Callable[[bytes], Any] | None = None
         self._drain: Callable[[], Any] | None = None
         self._close: Callable[[], Awaitable[None]] | None = None
@@ -143,7 +145,7 @@ class StdioTransport:
         to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
 
         reading = anyio.CancelScope()
-        unanswered: set[Any] = set()
+        unanswered = self.unanswered
 
         async def feed() -> None:
             with reading:
