@@ -228,7 +228,8 @@ class TabCrashedError(TabError):
 
 class TabNotFoundError(TabError):
     """`reason` adds why (it was closed, its instance was lost); `open_tabs` lists what is open;
-    `no_instance`: why no tab can be opened either (no instance is open), when that is so."""
+    `no_instance`: why no tab can be opened either (no instance is open, or the default one was
+    lost and waits for the user), when that is so."""
 
     def __init__(
         self,
@@ -236,7 +237,7 @@ class TabNotFoundError(TabError):
         open_tabs: Sequence[TabLike],
         *,
         reason: str = "",
-        no_instance: InstanceNotFoundError | None = None,
+        no_instance: InstanceError | None = None,
     ) -> None:
         self.open_tabs = summarize(open_tabs)
         self.reason = reason

@@ -18,7 +18,14 @@ from ._endpoints import (
     running_chrome_endpoint,
     stale_port_error,
 )
-from ._errors import ConnectError, ExtensionNotConnectedError, InstanceNotFoundError, TabNotFoundError
+from ._errors import (
+    ConnectError,
+    ExtensionNotConnectedError,
+    InstanceError,
+    InstanceLostError,
+    InstanceNotFoundError,
+    TabNotFoundError,
+)
 from ._events import EventBus
 from ._extension_watch import ExtensionWatch
 from ._grid import GridSession, create_session
@@ -742,9 +749,22 @@ class TabManager:
         closed = [e for e in self.events.history(tab_id=key) if e.type == "tab_closed"]
         if closed:
             reason = f"{closed_reason(closed[-1].data.get('by'))} {reason}"
-        # With no instance to open a tab in, opening one is no way on: say what is.
-        no_instance = self._no_default() if self.default_instance is None else None
-        raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip(), no_instance=no_instance)
+        raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip(), no_instance=self._no_new_tab())
+
+    def _no_new_tab(self) -> InstanceError | None:
+        """Why a new tab cannot be opened now, when that is so: no instance is open, or the default
+        instance was lost and only the user can bring it back (the user's browser through the
+        extension: a call does not replace it). Opening a tab is then no way on."""
+        default = self.default_instance
+        if default is None:
+            return self._no_default()
+        if default.state == "lost":
+            try:
+                default.ensure_usable()
+            except InstanceLostError as lost:
+                if lost.replacement in ("pair", "extension"):
+                    return lost
+        return None
 
     def ever_opened(self, tab_id: int) -> bool:
         """Whether a tab of this manager ever had this id: open now, or closed since."""

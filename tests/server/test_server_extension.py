@@ -301,6 +301,11 @@ async def test_a_server_whose_extension_is_paired_with_another_says_the_users_ta
             in events
         )
         assert "crash" not in events, events
+        # Its tab's id, asked for again, leads to the same way on, not to opening a tab (which
+        # fails while the user's browser is away).
+        again = error(await one.call_tool("browser_snapshot", {"tabId": tab}))
+        assert "Ask the user to pair the tabpilot extension with this server again" in again, again
+        assert "open one with browser_tabs" not in again, again
         # What the agent is told to do next: have the extension paired again, not launch a browser.
         advice = error(await one.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")}))
         assert "The user's tabs are not closed by this, only out of this server's reach." in advice
