@@ -271,6 +271,35 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         assert await user_tab_alive(chromium)
 
 
+async def test_pilo_tells_a_tab_the_user_stops_sharing_as_staying_open_not_as_closed(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """The compatible sets print a tab's close cause; the ways a tab leaves the agent while it
+    stays open read as such ("closed by unshared" before)."""
+    port = free_port()
+    async with Client(extension_server(port, tools=("default", "pilo"))) as mcp:
+        await pair(chromium, port)
+        await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))  # the agent's own tab
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)  # the user shares a tab
+        shared = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"),
+            lambda r: any("/page/user" in t["url"] for t in result_of(r)["tabs"]),
+        )
+        (user,) = [t["id"] for t in result_of(shared)["tabs"] if "/page/user" in t["url"]]
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)  # and takes it back
+        went = await poll(
+            lambda: mcp.call_tool("goto", {"url": site.url("/page/b")}),
+            lambda r: f"Tab {user}" in text(r),
+        )
+        said = text(went)
+        assert (
+            f"Tab {user}" in said
+            and "(no longer shared with the agent by the user; it stays open in their browser)." in said
+        ), said
+        assert "closed by unshared" not in said
+        assert await user_tab_alive(chromium)
+
+
 async def test_a_server_whose_extension_is_paired_with_another_says_the_users_tabs_stay_open_and_how_to_get_them_back(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:

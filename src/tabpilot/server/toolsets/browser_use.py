@@ -67,6 +67,7 @@ from ._common import (
     describe_elements,
     dialog_note,
     interactive_elements,
+    left_words,
     loading_note,
     note_lines,
 )
@@ -166,7 +167,8 @@ async def _closed_lines(call: Call) -> str:
     urls = {t.id: t.url for t in call.manager.tabs()}
     lines = []
     for event in closed:
-        line = f"Tab # {event.tab_id} closed (by {event.data.get('by')})"
+        by = event.data.get("by")
+        line = f"Tab # {event.tab_id} {left_words(by, f'closed (by {by})')}"
         now = event.data.get("activeTabId")
         if event.data.get("activeChanged") and now in urls:
             line += f', now on tab_id "{now}": {short(urls[now])}'

@@ -40,7 +40,15 @@ from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec
-from ._common import accept_dialog, closed_untold, dialog_note, host_of, loading_note, note_lines
+from ._common import (
+    accept_dialog,
+    closed_untold,
+    dialog_note,
+    host_of,
+    left_words,
+    loading_note,
+    note_lines,
+)
 
 
 @dataclass(slots=True)
@@ -155,9 +163,10 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
         return ""  # the usual answer: no list of the tabs to build
     tabs = manager.tabs()
     lines = [
-        f"{line} (closed by {_CLOSED_BY.get(str(e.data.get('by')), e.data.get('by'))})."
+        f"{line} ({left_words(by, f'closed by {_CLOSED_BY.get(str(by), by)}')})."
         for e in closed
         if e.tab_id not in told
+        for by in (e.data.get("by"),)
         for line in event_lines([e], tabs)
     ]
     instance = manager.default_instance
