@@ -171,7 +171,9 @@ async def test_closing_connected_instances_leaves_their_browsers_running(
     assert over_cdp.state == over_pw.state == "closed"
     assert manager.instances == []
     closed = {e.tab_id: e.data["by"] for e in events(manager, since, "tab_closed")}
-    assert closed[remote_tab.id] == "tool"
+    # The CDP browser's tab stays open there: let go of, not closed.
+    assert closed[remote_tab.id] == "released"
+    assert remote_tab.target_id in [t["id"] for t in remote.targets()]
     assert remote.version()["Browser"], "the remote Chromium still answers"
     async with async_playwright() as p:
         browser = await p.chromium.connect(pw_server.ws, timeout=5000)
