@@ -440,11 +440,12 @@ async def _cdp_browser_outlives_the_driver(
         assert not again.is_error and "Page a" in text(again), text(again)
 
 
-async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
-    browser_path: str, site: LocalSite
-) -> None:
-    """A stop signal cuts a call in flight short with an answer that says why; uvicorn's own stop
-    ended its response stream unanswered ("SSE stream ended without a response")."""
+WAITS_FOREVER = "async () => { await fetch('/started'); return new Promise(() => {}); }"
+"""A script that says it runs (`_started_route`), then never ends: a call in flight."""
+
+
+def _started_route(site: LocalSite) -> threading.Event:
+    """Set when a page fetches /started of `site`."""
     started = threading.Event()
 
     async def mark(_request: Request) -> Response:
@@ -452,6 +453,15 @@ async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
         return Response(b"")
 
     site.set_route("/started", mark)
+    return started
+
+
+async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
+    browser_path: str, site: LocalSite
+) -> None:
+    """A stop signal cuts a call in flight short with an answer that says why; uvicorn's own stop
+    ended its response stream unanswered ("SSE stream ended without a response")."""
+    started = _started_route(site)
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         port = free_port()
         proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
@@ -461,8 +471,7 @@ async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
                 opened = await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")})
                 assert not opened.is_error, text(opened)
                 browsers = [pid for pid in descendants(proc.pid) if "chrom" in comm(pid)]
-                waits = "async () => { await fetch('/started'); return new Promise(() => {}); }"
-                call = asyncio.create_task(mcp.call_tool("browser_evaluate", {"function": waits}))
+                call = asyncio.create_task(mcp.call_tool("browser_evaluate", {"function": WAITS_FOREVER}))
                 await wait_until(started.is_set, 30)  # the call runs in the page
                 proc.send_signal(signal.SIGTERM)
                 answer = await call
@@ -489,21 +498,14 @@ async def test_over_stdio_a_call_under_way_when_the_server_stops_is_answered(
 ) -> None:
     """A stop signal cuts a call in flight short with an answer that says why, as over HTTP; the
     client waited for an answer that never came."""
-    started = threading.Event()
-
-    async def mark(_request: Request) -> Response:
-        started.set()
-        return Response(b"")
-
-    site.set_route("/started", mark)
+    started = _started_route(site)
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
         proc = served.proc
         assert proc.stdin is not None and proc.stdout is not None
-        waits = "async () => { await fetch('/started'); return new Promise(() => {}); }"
         for request_id, name, arguments in (
             (90, "browser_navigate", {"url": site.url("/page/a")}),
-            (91, "browser_evaluate", {"function": waits}),
+            (91, "browser_evaluate", {"function": WAITS_FOREVER}),
         ):
             _send(
                 proc.stdin,
