@@ -163,10 +163,9 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
         return ""  # the usual answer: no list of the tabs to build
     tabs = manager.tabs()
     lines = [
-        f"{line} ({left_words(by, f'closed by {_CLOSED_BY.get(str(by), by)}')})."
+        f"{line} ({_how_left(e.data.get('by'))})."
         for e in closed
         if e.tab_id not in told
-        for by in (e.data.get("by"),)
         for line in event_lines([e], tabs)
     ]
     instance = manager.default_instance
@@ -178,6 +177,11 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
 
 _CLOSED_BY = {"cap": "the tab limit"}
 """A close cause in words where its name says little."""
+
+
+def _how_left(cause: object) -> str:
+    """How a tab left, by its close cause: closed by whom, or gone from the agent but still open."""
+    return left_words(cause, f"closed by {_CLOSED_BY.get(str(cause), cause)}")
 
 
 async def list_tabs(call: Call) -> None:
