@@ -6,11 +6,12 @@ everything runs on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -300,16 +301,27 @@ async def test_pilo_tells_a_tab_the_user_stops_sharing_as_staying_open_not_as_cl
         assert await user_tab_alive(chromium)
 
 
+@contextlib.asynccontextmanager
+async def taken_by_another_server(
+    chromium: ExtensionChromium, site: LocalSite
+) -> AsyncIterator[tuple[Client, Client, int, int]]:
+    """Two servers: the extension paired with the first, which opens a tab of /page/a, then with the
+    second (the user pairs it with another server: the first has lost it until paired again).
+    Yields the first server's client, the second's, the first's port and the tab's id."""
+    first, second = free_port(), free_port()
+    async with Client(extension_server(first)) as one, Client(extension_server(second)) as two:
+        await pair(chromium, first)
+        tab = result_of(await call(one, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        await pair(chromium, second)
+        yield one, two, first, tab
+
+
 async def test_a_server_whose_extension_is_paired_with_another_says_the_users_tabs_stay_open_and_how_to_get_them_back(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
     # Before, the first server waited 15 s for an extension that was never coming back, then said
     # the user's tabs had crashed ("Its tabs are gone") and told the agent to launch a browser.
-    first, second = free_port(), free_port()
-    async with Client(extension_server(first)) as one, Client(extension_server(second)) as two:
-        await pair(chromium, first)
-        tab = result_of(await call(one, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
-        await pair(chromium, second)  # the user pairs it with another server
+    async with taken_by_another_server(chromium, site) as (one, two, first, tab):
         assert any(
             t["url"] == site.url("/page/a")
             for t in result_of(await call(two, "browser_tabs", action="list"))["tabs"]
@@ -358,11 +370,7 @@ async def test_the_users_browser_connected_again_after_its_loss_is_told_as_back_
 ) -> None:
     # Before, the instance that came back said nothing (the lost one was never replaced), and the
     # user's tabs came back as opened by someone external.
-    first, second = free_port(), free_port()
-    async with Client(extension_server(first)) as one, Client(extension_server(second)) as two:
-        await pair(chromium, first)
-        tab = result_of(await call(one, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
-        await pair(chromium, second)  # lost to the first server until the user pairs it again
+    async with taken_by_another_server(chromium, site) as (one, two, first, tab):
         await call(two, "browser_tabs", action="list")
         await poll(lambda: call(one, "browser_instance", action="list"), lambda r: "LOST" in text(r))
         await pair(chromium, first)
