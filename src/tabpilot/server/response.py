@@ -160,7 +160,8 @@ class Response:
 
     @property
     def summary(self) -> str:
-        """The first line of the error or result: what the action log records."""
+        """The first line of the error or result: what the action log records. Read it after
+        `build`: a line written late (`result` given a function) is fixed when first read."""
         lines = self._error_lines if self.is_error else self._result_lines
         first = lines[0] if lines else None
         return (first() if callable(first) else first) or self._plain or "done"

@@ -281,9 +281,10 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
                 "Start the server again to go on."
             )
             return await stopped.build(None)
-        if spec.recorded:
+        result = await response.build(session)
+        if spec.recorded:  # after the build: its summary is the result line of the moment it tells
             _record_action(call, kwargs)
-        return await response.build(session)
+        return result
 
     return run
 
