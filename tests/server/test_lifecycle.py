@@ -486,9 +486,34 @@ async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
         )
         assert proc.stderr is not None
         stderr = proc.stderr.read().decode(errors="replace")
-        # (uvicorn may still log "ASGI callable returned without completing response" for the
-        # client's notification stream (GET), open until the client has read its answer and left:
-        # that stream carries no answer.)
+        assert " ERROR " not in stderr, stderr
+        _assert_left_nothing(browsers, tmp, stderr)
+
+
+async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs_no_error(
+    browser_path: str,
+) -> None:
+    """The SDK client keeps a notification stream (GET) open; at a stop the SDK left it without its
+    end, and uvicorn logged "ERROR ... ASGI callable returned without completing response" at
+    every stop of a server with a client connected."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        port = free_port()
+        proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
+        try:
+            await wait_until(lambda: _listening(port), 30)
+            async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
+                listed = await mcp.call_tool("browser_tabs", {"action": "list"})
+                assert not listed.is_error, text(listed)
+                browsers = [pid for pid in descendants(proc.pid) if "chrom" in comm(pid)]
+                proc.send_signal(signal.SIGTERM)
+                await asyncio.to_thread(proc.wait, 10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == -signal.SIGTERM
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert " ERROR " not in stderr, stderr
         _assert_left_nothing(browsers, tmp, stderr)
 
 

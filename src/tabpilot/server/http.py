@@ -20,6 +20,7 @@ What this adds to the SDK's `streamable_http_app`:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hmac
 import ipaddress
@@ -35,7 +36,7 @@ import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from .app import TabpilotServer
@@ -126,10 +127,24 @@ class _Guard:
             return
         answering = scope["method"] != "GET"
         self.answering += answering
+        started = ended = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started, ended
+            started = started or message["type"] == "http.response.start"
+            ended = ended or (message["type"] == "http.response.body" and not message.get("more_body"))
+            await send(message)
+
         try:
-            await self._serve(scope, receive, send)
+            await self._serve(scope, receive, send_tracked)
         finally:
             self.answering -= answering
+        if started and not ended:
+            # The SDK leaves a client's notification stream (GET) open-ended when the server stops
+            # (its session's task group is cancelled): end it, so the client reads the end of the
+            # stream and uvicorn logs no "ASGI callable returned without completing response".
+            with contextlib.suppress(Exception):  # the client left already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
