@@ -686,6 +686,10 @@ class Instance:
         for has arrived, and every close is reported; and at least `grace` seconds."""
         await self._tracker.settle(timeout, grace=grace)
 
+    def quiet(self) -> bool:
+        """Whether `settle()` has nothing to wait for now."""
+        return self._tracker.quiet()
+
     async def refresh(self) -> None:
         """Bring every tab's title and URL up to date in one browser round trip (not one per tab),
         unless every page has reported its title for its current URL (`_titles`), or shows the

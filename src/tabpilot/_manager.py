@@ -848,7 +848,16 @@ class TabManager:
         for has arrived, and every close is reported. After Playwright work on `tab.page`, also at
         least `grace` seconds, for a tab a script opens a moment after a click returned (tabpilot's
         own actions wait for those themselves: 0 will do after them)."""
-        await asyncio.gather(*(i.settle(timeout, grace=grace) for i in self._instances.values()))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await asyncio.gather(*(i.settle(timeout, grace=grace) for i in list(self._instances.values())))
+            # Waiting on several instances passes through the event loop after each found itself
+            # settled, where a tab may still leave or come: only a check with nothing awaited
+            # after it lets the caller read tabs and events of one moment.
+            timeout, grace = deadline - loop.time(), 0.0
+            if timeout <= 0 or all(i.quiet() for i in list(self._instances.values())):
+                return
 
 
 __all__ = ["CloseResult", "TabManager"]

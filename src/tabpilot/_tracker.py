@@ -120,6 +120,12 @@ class TabTracker:
     def busy(self) -> bool:
         return bool(self._settling) or any(t.id not in self._announced for t in self.registry.tabs)
 
+    def quiet(self) -> bool:
+        """Whether `settle()` has nothing to wait for now (no grace asked)."""
+        if not self._is_open():  # nothing more to discover, but close reports under way finish
+            return not self._settling
+        return self._asks.due() is None and not self.busy()
+
     async def settle(self, timeout: float, *, grace: float = 0.0) -> None:
         """Wait until every tab discovered so far is ready and announced, every window a page asked
         for has arrived as a tab (or was given up on), and every close is reported; and at least
@@ -127,14 +133,12 @@ class TabTracker:
         now = time.monotonic()
         deadline, quiet_until = now + timeout, now + grace
         while now < deadline:
-            # A lost instance has nothing more to discover, but close reports still under way finish.
-            is_open = self._is_open()
+            if now >= quiet_until and self.quiet():
+                return
             wake = [quiet_until] if now < quiet_until else []
-            coming = self._asks.due() if is_open else None
+            coming = self._asks.due() if self._is_open() else None
             if coming is not None:
                 wake.append(coming)  # a window that never comes is given up on then
-            if not wake and not (self.busy() if is_open else self._settling):
-                return
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min([deadline, *wake]) - now)

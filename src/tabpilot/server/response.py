@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,6 +126,7 @@ class Response:
         self._images: list[ImageContent] = []
         self._plain: str | None = None
         self._plain_data: Any = None
+        self._plain_later: Callable[[], tuple[str, Any]] | None = None
         self._told: set[tuple[str, int]] = set()
 
     # -- what tools call ---------------------------------------------------------------------
@@ -178,6 +180,14 @@ class Response:
             self.is_error = True
             self._error_lines.append(text)
 
+    def plain_later(self, make: Callable[[], tuple[str, Any]]) -> None:
+        """`plain` with the text and structured result `make()` gives, read again when the response
+        is built, after the browser has settled: a list of tabs tells the same moment as the
+        events that come with it (a tab that leaves meanwhile is not listed beside its leaving).
+        `make()` runs now too: what it raises fails the call here, as any tool's error does."""
+        self.plain(*make())
+        self._plain_later = make
+
     def told(self, event_type: str, *tab_ids: int) -> None:
         """The result line already says this (`tab_opened` of a tab the tool opened, ...): leave
         these events out of `### Events` (structured content keeps every event)."""
@@ -225,6 +235,10 @@ class Response:
                 events = session.take_events()
                 if self._structured:  # the JSON forms are built only for clients that get them
                     data["events"] = [e.to_dict() for e in events]
+            if self._plain_later is not None:
+                # Unless that moment has no answer (the browser was lost meanwhile): the first stands.
+                with contextlib.suppress(TabpilotError):
+                    self._plain, data["result"] = self._plain_later()
             return self._result([self._plain], data)
 
         sections: list[Section] = []

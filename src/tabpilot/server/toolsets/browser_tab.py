@@ -21,6 +21,7 @@ URL then fails to load stays open, and the error names it.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal
 
@@ -149,6 +150,11 @@ async def browser_tab(
         call.response.plain(json.dumps(result, indent=2), result)
 
 
+def _listing(manager: TabManager, instance_id: str | int | None) -> tuple[str, dict[str, Any]]:
+    result = list_result(manager, instance_id)
+    return json.dumps(result, indent=2), result
+
+
 async def _run(
     call: Call,
     action: Action,
@@ -159,7 +165,8 @@ async def _run(
 ) -> dict[str, Any] | None:
     manager = call.manager
     if action == "list":
-        return list_result(manager, instance_id)
+        call.response.plain_later(functools.partial(_listing, manager, instance_id))
+        return None
     if action == "new":
         instance = first_instance(manager, instance_id)
         opened = await open_tab(call, url, CALLS, instance_id=instance.id)

@@ -253,8 +253,13 @@ async def browser_get_state(
 
 
 async def browser_list_tabs(call: Call) -> None:
-    tabs = call.manager.tabs()
-    call.response.plain(list_tabs_json(tabs), {"tabs": json.loads(list_tabs_json(tabs))})
+    manager = call.manager
+
+    def listing() -> tuple[str, dict[str, Any]]:
+        listed = list_tabs_json(manager.tabs())
+        return listed, {"tabs": json.loads(listed)}
+
+    call.response.plain_later(listing)
 
 
 async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:

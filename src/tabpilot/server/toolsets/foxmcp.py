@@ -114,12 +114,11 @@ CALLS = ToolCalls(
 
 
 async def tabs_list(call: Call) -> None:
+    manager = call.manager
     try:
-        text = tabs_list_text(call.manager.tabs())
+        call.response.plain_later(lambda: (tabs_list_text(manager.tabs()), None))
     except TabpilotError as exc:
-        call.response.error(_problem(call.manager, exc))
-        return
-    call.response.plain(text)
+        call.response.error(_problem(manager, exc))
 
 
 async def tabs_create(
@@ -166,7 +165,8 @@ async def windows_list(
     call: Call,
     populate: Annotated[bool, Field(description="Whether to include tab information for each window")] = True,
 ) -> None:
-    call.response.plain(windows_text(call.manager, populate=populate))
+    manager = call.manager
+    call.response.plain_later(lambda: (windows_text(manager, populate=populate), None))
 
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)

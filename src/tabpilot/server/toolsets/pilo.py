@@ -186,9 +186,12 @@ def _how_left(cause: object) -> str:
 
 async def list_tabs(call: Call) -> None:
     manager = call.manager
-    current = manager.active_tab()
-    result = list_tabs_result(manager.tabs(), current.id)
-    call.response.plain(json.dumps(result, indent=2), result)
+
+    def listing() -> tuple[str, dict[str, Any]]:
+        result = list_tabs_result(manager.tabs(), manager.active_tab().id)
+        return json.dumps(result, indent=2), result
+
+    call.response.plain_later(listing)
 
 
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
