@@ -263,7 +263,7 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: user_tab(r) is None)
         said = section(listed, "Events")
         assert (
-            f"tab {shared['id']} is no longer the agent's: the user stopped sharing it (it stays open)"
+            f"tab {shared['id']} is no longer shared with the agent by the user; it stays open in their browser"
             in said
         )
         assert "closed (by external)" not in said
@@ -374,7 +374,7 @@ async def test_a_server_whose_extension_is_paired_with_another_says_the_users_ta
         assert "the tab is out of reach, not closed by tabpilot." in said and "crashed" not in said, said
         events = section(failed, "Events")
         assert (
-            f"tab {tab} is out of reach: the link to the user's browser was lost (tabpilot did not close the tab)"
+            f"tab {tab} is out of reach: the link to the user's browser was lost; it stays open there"
             in events
         )
         assert "crash" not in events, events
@@ -479,7 +479,7 @@ async def test_closing_the_users_browser_instance_lets_go_of_its_tabs_saying_the
         closed = await call(mcp, "browser_instance", action="close", instanceId="inst_1")
         events = section(closed, "Events")
         assert (
-            f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in its browser)"
+            f"tab {tab} is no longer the agent's, as its instance was closed; it stays open in its browser"
             in events
         )
         assert "closed (by" not in events, events

@@ -141,8 +141,8 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
                 assert external["id"] in result_of(closed)["closedTabIds"]
                 # The CDP browser's tabs stay open there: let go of, not closed.
                 assert (
-                    f"tab {external['id']} is no longer the agent's: its instance was closed (the tab stays "
-                    "open in its browser)"
+                    f"tab {external['id']} is no longer the agent's, as its instance was closed; it stays "
+                    "open in its browser"
                 ) in section(closed, "Events")
                 assert target_id in [t["id"] for t in remote.targets()]
             else:  # the Playwright server's tabs were in the context tabpilot made: closed with it

@@ -466,6 +466,14 @@ def page_line(title: str, url: str) -> str:
 _CLOSED_AS = {"cap": "over the tab limit", "shutdown": "its session ended"}
 """How a `tab_closed` event says its cause where "by <cause>" would not read right."""
 
+LEFT_OPEN = {
+    "unshared": "no longer shared with the agent by the user; it stays open in their browser",
+    "unreachable": "out of reach: the link to the user's browser was lost; it stays open there",
+    "released": "no longer the agent's, as its instance was closed; it stays open in its browser",
+}
+"""The ways a tab leaves the agent while it stays open (`tab_closed` causes), in words: every tool
+set tells them so, not as closed."""
+
 
 def event_line(event: TabEvent) -> str:
     """One line of an `### Events` section."""
@@ -484,12 +492,8 @@ def event_line(event: TabEvent) -> str:
         if d.get("activeChanged"):
             active = d.get("activeTabId")
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
-        if d.get("by") == "unshared":
-            return f"tab {tab} is no longer the agent's: the user stopped sharing it (it stays open){tail}"
-        if d.get("by") == "released":
-            return f"tab {tab} is no longer the agent's: its instance was closed (the tab stays open in its browser){tail}"
-        if d.get("by") == "unreachable":
-            return f"tab {tab} is out of reach: the link to the user's browser was lost (tabpilot did not close the tab){tail}"
+        if d.get("by") in LEFT_OPEN:
+            return f"tab {tab} is {LEFT_OPEN[str(d['by'])]}{tail}"
         by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")
         return f"tab {tab} closed ({by}){tail}"
     if event.type == "tab_activated":

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from tabpilot import ActionResult, DialogInfo, Tab, TabEvent, parse_ref
 
-from ..advice import dialog_noun, dialog_said
+from ..advice import LEFT_OPEN, dialog_noun, dialog_said
 from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
@@ -166,18 +166,10 @@ def loading_note(result: ActionResult) -> str:
     return f"Tab {result.tab_id} is loading {result.loading or 'a new page'}; its server has not sent it yet."
 
 
-_LEFT_WITHOUT_CLOSING = {
-    "unshared": "no longer shared with the agent by the user; it stays open in their browser",
-    "unreachable": "out of reach: the link to the user's browser was lost; it stays open there",
-    "released": "let go of as its instance was closed; it stays open in its browser",
-}
-"""The ways a tab leaves the agent's list while it stays open, in words (`tab_closed` causes)."""
-
-
 def left_words(cause: object, closed: str) -> str:
     """How a tab that left is told: `closed` (the set's own words for a close by `cause`), or,
     for a tab that stays open where it is, that."""
-    return _LEFT_WITHOUT_CLOSING.get(str(cause), closed)
+    return LEFT_OPEN.get(str(cause), closed)
 
 
 def closed_untold(call: Call) -> list[TabEvent]:
