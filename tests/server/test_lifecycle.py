@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -456,6 +456,34 @@ def _started_route(site: LocalSite) -> threading.Event:
     return started
 
 
+@contextlib.asynccontextmanager
+async def _served_over_http(
+    browser_path: str, tmp: str
+) -> AsyncIterator[tuple[subprocess.Popen[bytes], Client, list[int]]]:
+    """`tabpilot serve --http` with its browser started (a navigation), a client of it, and the
+    browser's processes. The server is killed on the way out if it still runs."""
+    port = free_port()
+    proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
+    try:
+        await wait_until(lambda: _listening(port), 30)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
+            opened = await mcp.call_tool("browser_navigate", {"url": "about:blank"})
+            assert not opened.is_error, text(opened)
+            yield proc, mcp, [pid for pid in descendants(proc.pid) if "chrom" in comm(pid)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _assert_stopped_cleanly(proc: subprocess.Popen[bytes], browsers: list[int], tmp: str) -> None:
+    """Stopped by its SIGTERM, no ERROR logged, nothing left behind."""
+    assert proc.returncode == -signal.SIGTERM
+    assert proc.stderr is not None
+    stderr = proc.stderr.read().decode(errors="replace")
+    assert " ERROR " not in stderr, stderr
+    _assert_left_nothing(browsers, tmp, stderr)
+
+
 async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
     browser_path: str, site: LocalSite
 ) -> None:
@@ -463,31 +491,19 @@ async def test_over_http_a_call_under_way_when_the_server_stops_is_answered(
     ended its response stream unanswered ("SSE stream ended without a response")."""
     started = _started_route(site)
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        port = free_port()
-        proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
-        try:
-            await wait_until(lambda: _listening(port), 30)
-            async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
-                opened = await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")})
-                assert not opened.is_error, text(opened)
-                browsers = [pid for pid in descendants(proc.pid) if "chrom" in comm(pid)]
-                call = asyncio.create_task(mcp.call_tool("browser_evaluate", {"function": WAITS_FOREVER}))
-                await wait_until(started.is_set, 30)  # the call runs in the page
-                proc.send_signal(signal.SIGTERM)
-                answer = await call
-            proc.wait(10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        async with _served_over_http(browser_path, tmp) as (proc, mcp, browsers):
+            await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")})
+            call = asyncio.create_task(mcp.call_tool("browser_evaluate", {"function": WAITS_FOREVER}))
+            await wait_until(started.is_set, 30)  # the call runs in the page
+            proc.send_signal(signal.SIGTERM)
+            answer = await call
+            await asyncio.to_thread(proc.wait, 10)
         assert answer.is_error
         assert error(answer) == (
             "The server is stopping: this call was cut short, and may have been done in part. "
             "Start the server again to go on."
         )
-        assert proc.stderr is not None
-        stderr = proc.stderr.read().decode(errors="replace")
-        assert " ERROR " not in stderr, stderr
-        _assert_left_nothing(browsers, tmp, stderr)
+        _assert_stopped_cleanly(proc, browsers, tmp)
 
 
 async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs_no_error(
@@ -497,24 +513,10 @@ async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs
     end, and uvicorn logged "ERROR ... ASGI callable returned without completing response" at
     every stop of a server with a client connected."""
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        port = free_port()
-        proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
-        try:
-            await wait_until(lambda: _listening(port), 30)
-            async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
-                listed = await mcp.call_tool("browser_tabs", {"action": "list"})
-                assert not listed.is_error, text(listed)
-                browsers = [pid for pid in descendants(proc.pid) if "chrom" in comm(pid)]
-                proc.send_signal(signal.SIGTERM)
-                await asyncio.to_thread(proc.wait, 10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == -signal.SIGTERM
-        assert proc.stderr is not None
-        stderr = proc.stderr.read().decode(errors="replace")
-        assert " ERROR " not in stderr, stderr
-        _assert_left_nothing(browsers, tmp, stderr)
+        async with _served_over_http(browser_path, tmp) as (proc, _mcp, browsers):
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(proc.wait, 10)
+        _assert_stopped_cleanly(proc, browsers, tmp)
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
