@@ -17,7 +17,7 @@ CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a tool call.",
     "page": "Its page closed it.",
     "external": "It was closed outside tabpilot (by the user or another client).",
-    "crash": "It crashed and was closed.",
+    "crash": "Its browser was lost, and the tab with it.",
     "cap": "It was closed to keep the tab limit.",
     "shutdown": "It was closed as its manager shut down (a server does that when a client's session ends).",
     "unshared": "The user stopped sharing it with the agent; it stays open in their browser.",

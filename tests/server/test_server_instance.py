@@ -178,7 +178,7 @@ async def test_a_connected_browser_that_quits_is_reported_as_quit(
             "last window was closed, or it was told to quit)" in said
         ), said
         (tab_id,) = connected["tabIds"]
-        assert f"tab {tab_id} closed (by crash)" in said
+        assert f"tab {tab_id} closed (its browser was lost)" in said
         failed = await client.call_tool("browser_snapshot", {"tabId": tab_id})
         assert failed.is_error and "(the browser quit, closing its tabs first" in section(failed, "Error")
 
@@ -211,7 +211,7 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
                 events += section(await call(client, "browser_tabs", action="list"), "Events")
         assert f"instance {connected['instanceId']} was lost" in events
         for tab_id in connected["tabIds"] + [remote_tab]:
-            assert f"tab {tab_id} closed (by crash)" in events
+            assert f"tab {tab_id} closed (its browser was lost)" in events
 
         # A tool naming a lost tab fails at once and says why; the local browser keeps working.
         started = time.monotonic()
@@ -239,7 +239,7 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
         after = await call(client, "browser_navigate", url=site.url("/page/c"))
         events = section(named, "Events") + section(gone, "Events") + section(after, "Events")
         assert f"instance {local['id']} was lost" in events
-        assert f"tab {first_tab} closed (by crash)" in events
+        assert f"tab {first_tab} closed (its browser was lost)" in events
         assert f"launched in place of lost instance {local['id']}" in events
         listed = result_of(await call(client, "browser_instance", action="list"))
         replacement = next(i for i in listed["instances"] if i["default"])

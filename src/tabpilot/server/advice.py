@@ -463,8 +463,16 @@ def page_line(title: str, url: str) -> str:
     return f"{short(title, 200)} ({short(url)})"
 
 
-_CLOSED_AS = {"cap": "over the tab limit", "shutdown": "its session ended"}
-"""How a `tab_closed` event says its cause where "by <cause>" would not read right."""
+_CLOSED_AS = {"cap": "over the tab limit", "shutdown": "its session ended", "crash": "its browser was lost"}
+"""How a `tab_closed` event says its cause where "by <cause>" would not read right. (`crash` is
+the cause of the tabs of a lost instance, whatever took it: a kill, a quit, a grid that ended its
+session; the `instance_lost` event beside says which.)"""
+
+
+def closed_as(cause: object) -> str:
+    """A close cause in words, as `closed (...)` says it: `by page`, `over the tab limit`."""
+    return _CLOSED_AS.get(str(cause), f"by {cause}")
+
 
 LEFT_OPEN = {
     "unshared": "no longer shared with the agent by the user; it stays open in their browser",
@@ -494,8 +502,7 @@ def event_line(event: TabEvent) -> str:
             tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
         if d.get("by") in LEFT_OPEN:
             return f"tab {tab} is {LEFT_OPEN[str(d['by'])]}{tail}"
-        by = _CLOSED_AS.get(str(d.get("by")), f"by {d.get('by')}")
-        return f"tab {tab} closed ({by}){tail}"
+        return f"tab {tab} closed ({closed_as(d.get('by'))}){tail}"
     if event.type == "tab_activated":
         return f"tab {tab} is now active"
     if event.type == "tab_crashed":

@@ -58,7 +58,7 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import ToolCalls, error_text, short
+from ..advice import ToolCalls, closed_as, error_text, short
 from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,
@@ -168,7 +168,7 @@ async def _closed_lines(call: Call) -> str:
     lines = []
     for event in closed:
         by = event.data.get("by")
-        line = f"Tab # {event.tab_id} {left_words(by, f'closed (by {by})')}"
+        line = f"Tab # {event.tab_id} {left_words(by, f'closed ({closed_as(by)})')}"
         now = event.data.get("activeTabId")
         if event.data.get("activeChanged") and now in urls:
             line += f', now on tab_id "{now}": {short(urls[now])}'

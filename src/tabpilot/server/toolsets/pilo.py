@@ -175,7 +175,7 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     return note_lines(*lines)
 
 
-_CLOSED_BY = {"cap": "the tab limit"}
+_CLOSED_BY = {"cap": "the tab limit", "crash": "the loss of its browser"}
 """A close cause in words where its name says little."""
 
 
