@@ -81,6 +81,16 @@ async def call(mcp: Client, tool: str, **arguments: Any) -> CallToolResult:
     return result
 
 
+@contextlib.asynccontextmanager
+async def paired_client(chromium: ExtensionChromium, **options: Any) -> AsyncIterator[tuple[Client, int]]:
+    """A client of an extension server (`options` added to its config) on a free port, the
+    extension paired with it; yields the client and the port."""
+    port = free_port()
+    async with Client(extension_server(port, **options)) as mcp:
+        await pair(chromium, port)
+        yield mcp, port
+
+
 async def user_tab_alive(chromium: ExtensionChromium) -> bool:
     return any("/page/user" in p["url"] for p in await asyncio.to_thread(chromium.pages))
 
@@ -88,9 +98,7 @@ async def user_tab_alive(chromium: ExtensionChromium) -> bool:
 async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every_tool(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
-    port = free_port()
-    async with Client(extension_server(port)) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium) as (mcp, port):
         listed = result_of(await call(mcp, "browser_tabs", action="list"))
         # The agent's own blank tab only: the user's page is never listed.
         (start,) = listed["tabs"]
@@ -188,9 +196,7 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
 async def test_a_service_worker_restart_reconnects_with_the_same_tab_ids(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
-    port = free_port()
-    async with Client(extension_server(port)) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium) as (mcp, _):
         await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
         before = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
         await asyncio.to_thread(chromium.stop_service_worker)
@@ -241,9 +247,7 @@ SHARE_USER_TAB = """(async () => {
 async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_closed(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
-    port = free_port()
-    async with Client(extension_server(port)) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium) as (mcp, _):
 
         def user_tab(listed: CallToolResult) -> dict[str, Any] | None:
             tabs = result_of(listed)["tabs"]
@@ -277,9 +281,7 @@ async def test_pilo_tells_a_tab_the_user_stops_sharing_as_staying_open_not_as_cl
 ) -> None:
     """The compatible sets print a tab's close cause; the ways a tab leaves the agent while it
     stays open read as such ("closed by unshared" before)."""
-    port = free_port()
-    async with Client(extension_server(port, tools=("default", "pilo"))) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium, tools=("default", "pilo")) as (mcp, _):
         await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))  # the agent's own tab
         await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)  # the user shares a tab
         shared = await poll(
@@ -318,9 +320,7 @@ async def test_a_compatible_list_without_a_tab_the_user_stops_sharing_comes_with
     next list, without it, had no event. And a tab that left just as the browser was found
     settled (waiting passes through the event loop after that) was not listed, its event told
     only in the next response: in 5 of 8 runs under load, either way."""
-    port = free_port()
-    async with Client(extension_server(port, tools=(toolset,))) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium, tools=(toolset,)) as (mcp, _):
 
         def lists_user_tab(listed: CallToolResult) -> bool:
             assert not listed.is_error, text(listed)
@@ -444,9 +444,7 @@ async def test_after_its_instance_is_closed_the_users_browser_is_connected_again
 ) -> None:
     # Before, errors told the agent to launch a bundled browser, and browser_instance connect
     # extension=true said the (connected) extension had not connected yet, connecting nothing.
-    port = free_port()
-    async with Client(extension_server(port)) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium) as (mcp, port):
         await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
         closed = section(await call(mcp, "browser_instance", action="close", instanceId="inst_1"), "Result")
         assert (
@@ -472,9 +470,7 @@ async def test_closing_the_users_browser_instance_lets_go_of_its_tabs_saying_the
 ) -> None:
     # Before, its tabs were told as closed by a tool call (they stay open in the user's browser),
     # and a call on one of them said to open a tab, which no instance was there to do.
-    port = free_port()
-    async with Client(extension_server(port)) as mcp:
-        await pair(chromium, port)
+    async with paired_client(chromium) as (mcp, _):
         tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
         closed = await call(mcp, "browser_instance", action="close", instanceId="inst_1")
         events = section(closed, "Events")
