@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.types import ImageContent
 
-from support import data, error, ok, ref_of, refs_of, result_of, section, text
+from support import data, error, ok, poll, ref_of, refs_of, result_of, section, tab_line, text
 from tabpilot import Secrets
 from tabpilot.demo.site import LocalSite
 from tabpilot.server.tools.screenshot import image_size
@@ -377,7 +377,12 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
         popup = data(ok(await mcp.call_tool("browser_evaluate", {"function": opening, "tabId": asking})))[
             "result"
         ]["openedTabIds"][0]
-        ok(await mcp.call_tool("browser_wait_for", {"time": 0.5}))
+        # The alert comes on the page's timer: wait until the tab shows it (a busy machine is late).
+        listed = await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda r: "alert dialog open" in tab_line(r, asking),
+        )
+        assert "alert dialog open" in tab_line(listed, asking), text(listed)
         blocked = error(await mcp.call_tool("browser_storage_state", {"path": "blocked.json"}))
         assert f"Tab {popup} waits for the alert dialog open on tab {asking}" in blocked
         assert f"browser_handle_dialog(tabId={asking}" in blocked and not (tmp_path / "blocked.json").exists()
