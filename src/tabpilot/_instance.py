@@ -347,6 +347,23 @@ class Instance:
             self._disposers.append(self._process.close)  # open now: disposed when it no longer is
         return self._process
 
+    def _browser_kept_tabs(self) -> bool:
+        """Whether the instance was lost with its driver while its browser keeps its tabs (a browser
+        the driver only connected to; a Playwright server closes the tabs it opened for tabpilot)."""
+        return (
+            self.lost_reason == DRIVER_STOPPED
+            and self.kind in _OUTLIVE_DRIVER
+            and self.kind != "playwright-server"
+        )
+
+    def kept_tab_error(self, tab_id: int) -> InstanceLostError | None:
+        """Why a tab of this instance, lost with its driver, cannot be used although its browser
+        keeps it (the instance's loss and how to reach the tab again): None for any other tab, or
+        once another instance took this one's place (the tabs still there are that one's now)."""
+        if self.state != "lost" or self.replaced_by is not None or not self._browser_kept_tabs():
+            return None
+        return self._lost_error() if tab_id in self.tabs_at_loss.values() else None
+
     def _lost_error(self) -> InstanceLostError:
         """Why naming this lost instance fails, and what takes its place: an instance that already
         did, else what the next call that needs the default does (`TabManager.ensure_default`)."""
@@ -363,7 +380,7 @@ class Instance:
             if self._services.is_default(self.id):
                 advice = "A call without a tab id connects to the server again as the default instance, with a blank tab."
                 replacement = "reconnect-blank"
-        elif self.lost_reason == DRIVER_STOPPED and self.kind in _OUTLIVE_DRIVER:
+        elif self._browser_kept_tabs():
             said = ". Its browser keeps its tabs, but tabpilot lost track of them."
             if self._services.is_default(self.id):
                 advice = "A call without a tab id connects it again as the default instance; its tabs keep their ids."
@@ -508,6 +525,13 @@ class Instance:
             except TimeoutError:
                 continue
             except Exception:
+                # The connection runs through Playwright's driver: a killed driver breaks it while
+                # the browser keeps its tabs. Ask the driver before calling the browser lost, as a
+                # call that finds its page gone does (`guard`), so that both read the same.
+                browser = self.browser if self.kind in _OUTLIVE_DRIVER else None
+                if browser is not None and not await browser.driver_answers():
+                    self._lost(DRIVER_STOPPED)
+                    return False
                 broke = f"the connection to the browser at {self.endpoint} broke"
                 self._lost(broke if self.kind in REMOTE_KINDS else self._gone_reason())
                 return False

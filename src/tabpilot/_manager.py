@@ -723,7 +723,9 @@ class TabManager:
     def tab(self, tab_id: int | str) -> Tab:
         """The open tab with this id (an int, its decimal string, or its full CDP target id).
 
-        Never falls back to another tab: an unknown id raises TabNotFoundError listing open tabs.
+        Never falls back to another tab: an unknown id raises TabNotFoundError listing open tabs. A
+        tab of an instance lost with Playwright's driver, whose browser keeps it, raises the
+        instance's InstanceLostError (how to reach the tab again), whichever check found the loss.
         """
         if isinstance(tab_id, bool) or not isinstance(tab_id, int | str):
             raise TabNotFoundError(repr(tab_id), self._open_tabs(), reason="Tab ids are integers.")
@@ -743,6 +745,10 @@ class TabManager:
             if found is not None:
                 return found
         lost = [i for i in self._instances.values() if i.state == "lost"]
+        for instance in lost:
+            kept = instance.kept_tab_error(key)
+            if kept is not None:
+                raise kept  # the browser still has the tab: what the call that found the loss says
         reason = (
             "Instance " + ", ".join(f"{i.id} was lost ({i.lost_reason})" for i in lost) + "." if lost else ""
         )

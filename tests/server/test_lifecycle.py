@@ -259,14 +259,18 @@ def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser
         assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile stays removed"
 
 
+@pytest.mark.parametrize(
+    "heartbeat_first", [False, True], ids=["found-by-the-call", "found-by-the-heartbeat"]
+)
 async def test_a_killed_driver_loses_a_cdp_browser_that_the_next_call_connects_again(
-    remote: RemoteChromium, site: LocalSite
+    remote: RemoteChromium, site: LocalSite, heartbeat_first: bool
 ) -> None:
     """A browser tabpilot only connected to outlives the driver, and tells nothing: the first call
     that finds its page gone declares the instance lost, saying the browser keeps its tabs, and the
-    next call without a tab id connects it again (the agent may not know the endpoint)."""
+    next call without a tab id connects it again (the agent may not know the endpoint). The
+    liveness check may find the loss before any call does: a call naming the tab says the same."""
     with _served_in_own_temp("--cdp-endpoint", remote.http) as served:
-        await _cdp_browser_outlives_the_driver(served, remote, site)
+        await _cdp_browser_outlives_the_driver(served, remote, site, heartbeat_first=heartbeat_first)
 
 
 async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_their_ids_back(
@@ -421,12 +425,19 @@ async def test_a_killed_driver_loses_a_grid_instance_that_the_next_call_drives_a
 
 
 async def _cdp_browser_outlives_the_driver(
-    served: StdioServerParameters, remote: RemoteChromium, site: LocalSite
+    served: StdioServerParameters, remote: RemoteChromium, site: LocalSite, *, heartbeat_first: bool = False
 ) -> None:
     async with Client(served) as mcp:
         opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")})
         tab = result_of(opened)["tabId"]
         kill_served_driver(remote.http)
+        if heartbeat_first:  # a listing of the instances asks no browser: only the heartbeat can tell
+            instances = await poll(
+                lambda: mcp.call_tool("browser_instance", {"action": "list"}),
+                lambda r: result_of(r)["instances"][0]["health"] == "lost",
+                timeout=10,
+            )
+            assert result_of(instances)["instances"][0]["health"] == "lost", text(instances)
 
         said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said
