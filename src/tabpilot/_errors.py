@@ -229,7 +229,9 @@ class TabCrashedError(TabError):
 class TabNotFoundError(TabError):
     """`reason` adds why (it was closed, its instance was lost); `open_tabs` lists what is open;
     `no_instance`: why no tab can be opened either (no instance is open, or the default one was
-    lost and waits for the user), when that is so."""
+    lost and waits for the user), when that is so; `kept_by`: the loss of the instance whose
+    browser still has the tab (lost with Playwright's driver), whose advice says how to reach it
+    again."""
 
     def __init__(
         self,
@@ -238,14 +240,18 @@ class TabNotFoundError(TabError):
         *,
         reason: str = "",
         no_instance: InstanceError | None = None,
+        kept_by: InstanceLostError | None = None,
     ) -> None:
         self.open_tabs = summarize(open_tabs)
         self.reason = reason
         self.no_instance = no_instance
+        self.kept_by = kept_by
         why = f" {reason}" if reason else ""
         super().__init__(
             f"Tab {tab_id!r} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
-            "Use one of these ids, or list tabs again."
+            kept_by.advice
+            if kept_by is not None
+            else "Use one of these ids, or list tabs again."
             if self.open_tabs
             else str(no_instance)
             if no_instance is not None

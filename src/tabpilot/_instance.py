@@ -356,10 +356,10 @@ class Instance:
             and self.kind != "playwright-server"
         )
 
-    def kept_tab_error(self, tab_id: int) -> InstanceLostError | None:
-        """Why a tab of this instance, lost with its driver, cannot be used although its browser
-        keeps it (the instance's loss and how to reach the tab again): None for any other tab, or
-        once another instance took this one's place (the tabs still there are that one's now)."""
+    def kept_tab_loss(self, tab_id: int) -> InstanceLostError | None:
+        """This instance's loss, if it was lost with its driver while its browser keeps tab `tab_id`
+        (what it says and how to reach the tab again): None for any other tab, or once another
+        instance took this one's place (the tabs still there are that one's now)."""
         if self.state != "lost" or self.replaced_by is not None or not self._browser_kept_tabs():
             return None
         return self._lost_error() if tab_id in self.tabs_at_loss.values() else None

@@ -723,9 +723,9 @@ class TabManager:
     def tab(self, tab_id: int | str) -> Tab:
         """The open tab with this id (an int, its decimal string, or its full CDP target id).
 
-        Never falls back to another tab: an unknown id raises TabNotFoundError listing open tabs. A
-        tab of an instance lost with Playwright's driver, whose browser keeps it, raises the
-        instance's InstanceLostError (how to reach the tab again), whichever check found the loss.
+        Never falls back to another tab: an unknown id raises TabNotFoundError listing open tabs.
+        For a tab of an instance lost with Playwright's driver, whose browser keeps it, the error
+        says so and how to reach the tab again (`kept_by`), whichever check found the loss.
         """
         if isinstance(tab_id, bool) or not isinstance(tab_id, int | str):
             raise TabNotFoundError(repr(tab_id), self._open_tabs(), reason="Tab ids are integers.")
@@ -746,9 +746,9 @@ class TabManager:
                 return found
         lost = [i for i in self._instances.values() if i.state == "lost"]
         for instance in lost:
-            kept = instance.kept_tab_error(key)
-            if kept is not None:
-                raise kept  # the browser still has the tab: what the call that found the loss says
+            kept_by = instance.kept_tab_loss(key)
+            if kept_by is not None:  # the browser still has the tab: the loss says how to reach it
+                raise TabNotFoundError(key, self._open_tabs(), reason=kept_by.fact, kept_by=kept_by)
         reason = (
             "Instance " + ", ".join(f"{i.id} was lost ({i.lost_reason})" for i in lost) + "." if lost else ""
         )

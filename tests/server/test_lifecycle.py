@@ -442,6 +442,11 @@ async def _cdp_browser_outlives_the_driver(
         said = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "Its browser keeps its tabs, but tabpilot lost track of them." in said, said
         assert "A call without tabId and instanceId connects it again" in said
+        if heartbeat_first:  # the tab is not open now: the error names it and lists the open tabs
+            assert said.startswith(f"Tab {tab} not found. Instance inst_1 was lost (Playwright's driver"), (
+                said
+            )
+            assert "Open tabs:" in said, said
         listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
         assert "was connected in place of lost instance inst_1" in listed, listed
         assert "the tabs the browser still has keep their ids" in listed, listed

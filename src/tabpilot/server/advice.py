@@ -257,6 +257,8 @@ def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:
 
 
 def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
+    if exc.kept_by is not None:  # its browser keeps it: how to reach it again
+        return _lost_advice(exc.kept_by, calls)
     if exc.open_tabs:
         return f"Use one of these ids, or list tabs again with {calls.list_tabs}."
     if exc.no_instance is not None:  # no tab can be opened either: what gives an instance

@@ -191,6 +191,7 @@ class Call:
                     ref_tab,
                     exc.open_tabs,
                     reason=f"{exc.reason} Ref {ref} came from it; take a snapshot of an open tab.".strip(),
+                    kept_by=exc.kept_by,
                 ) from exc
         else:
             tab = self.manager.resolve(tab_id)
