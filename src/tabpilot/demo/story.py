@@ -397,7 +397,13 @@ def server_command(
     args = ["-m", "tabpilot", "serve", "--structured-content"]
     if extension is not None:
         port, token = extension
-        return [*args, "--extension", "--extension-port", str(port), "--extension-token", token]
+        return [
+            *args,
+            "--extension",
+            "--extension-port",
+            str(port),
+            f"--extension-token={token}",
+        ]  # a token may start with "-"
     if browser_path:
         args += ["--browser-path", browser_path]
     if headed:
