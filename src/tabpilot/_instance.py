@@ -304,14 +304,21 @@ class Instance:
         except Exception as exc:
             if not is_closed_error(exc):
                 raise
-            if self.state == "open" and self.browser is not None and not await self.browser.driver_answers():
-                self._lost(DRIVER_STOPPED)
+            await self._lost_if_driver_stopped()
             if self.state == "lost":
                 # Lost meanwhile (here, or by the liveness check that found the connection gone
                 # first): the error says why, once that is known, not only that the page went.
                 await self.loss_judged()
                 self.ensure_usable()
             raise
+
+    async def _lost_if_driver_stopped(self) -> bool:
+        """Declare the instance lost with Playwright's driver if the driver no longer answers (a
+        browser it only connected to tells nothing when it dies); returns whether it was."""
+        if self.state == "open" and self.browser is not None and not await self.browser.driver_answers():
+            self._lost(DRIVER_STOPPED)
+            return True
+        return False
 
     async def _linked(self, job: Awaitable[T]) -> T:
         if self._link is None:
@@ -528,9 +535,7 @@ class Instance:
                 # The connection runs through Playwright's driver: a killed driver breaks it while
                 # the browser keeps its tabs. Ask the driver before calling the browser lost, as a
                 # call that finds its page gone does (`guard`), so that both read the same.
-                browser = self.browser if self.kind in _OUTLIVE_DRIVER else None
-                if browser is not None and not await browser.driver_answers():
-                    self._lost(DRIVER_STOPPED)
+                if self.kind in _OUTLIVE_DRIVER and await self._lost_if_driver_stopped():
                     return False
                 broke = f"the connection to the browser at {self.endpoint} broke"
                 self._lost(broke if self.kind in REMOTE_KINDS else self._gone_reason())

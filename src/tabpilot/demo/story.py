@@ -397,13 +397,8 @@ def server_command(
     args = ["-m", "tabpilot", "serve", "--structured-content"]
     if extension is not None:
         port, token = extension
-        return [
-            *args,
-            "--extension",
-            "--extension-port",
-            str(port),
-            f"--extension-token={token}",
-        ]  # a token may start with "-"
+        # `=`: a random token may start with "-", which argparse would read as an option.
+        return [*args, "--extension", "--extension-port", str(port), f"--extension-token={token}"]
     if browser_path:
         args += ["--browser-path", browser_path]
     if headed:
