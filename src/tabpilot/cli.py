@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--extension-token",
         metavar="TOKEN",
         help="the pairing token the extension must present (default: $TABPILOT_EXTENSION_TOKEN, else a "
-        "new one, printed with the connect page's URL at start)",
+        "new one, printed with the connect page's URL at start). A token that starts with '-' is given as "
+        "--extension-token=TOKEN",
     )
     _option(
         own,
