@@ -17,7 +17,7 @@ logger = logging.getLogger("tabpilot")
 
 
 class ExtensionWatch:
-    """The bridges a manager watches, and the connects under way."""
+    """The bridges a manager watches, and the connects under way (one per bridge at a time)."""
 
     def __init__(
         self,
@@ -27,7 +27,7 @@ class ExtensionWatch:
     ) -> None:
         self._connect, self._in_use, self._closed = connect, in_use, closed
         self._watched: dict[ExtensionBridge, Callable[[], None]] = {}
-        self._connects: set[asyncio.Task[None]] = set()
+        self._connects: dict[ExtensionBridge, asyncio.Task[None]] = {}
 
     @property
     def first(self) -> ExtensionBridge | None:
@@ -38,34 +38,54 @@ class ExtensionWatch:
         """Connect an instance whenever the extension connects to `bridge`, and now if it is
         connected with none (watched already: its instance was closed, and is asked for again)."""
         if bridge not in self._watched:
-            self._watched[bridge] = bridge.on_connect(lambda: self._connected(bridge))
+
+            def arrived() -> None:
+                self._connected(bridge)
+
+            self._watched[bridge] = bridge.on_connect(arrived)
         if bridge.connected:
             self._connected(bridge)
 
-    def _connected(self, bridge: ExtensionBridge) -> None:
-        if self._closed() or self._in_use(bridge) or self._connects:
-            return
-        task = asyncio.get_running_loop().create_task(self._connect_now(bridge))
-        self._connects.add(task)
-        task.add_done_callback(self._connects.discard)
+    def _connected(self, bridge: ExtensionBridge) -> asyncio.Task[None] | None:
+        """The connect of `bridge`'s browser: the one under way, else a new one if it has no open
+        instance (None: it has one, or the manager is closed)."""
+        task = self._connects.get(bridge)
+        if task is not None:
+            return task
+        if self._closed() or self._in_use(bridge):
+            return None
+        task = self._connects[bridge] = asyncio.get_running_loop().create_task(self._connect_now(bridge))
+        task.add_done_callback(lambda done: self._ended(bridge, done))
+        return task
+
+    def _ended(self, bridge: ExtensionBridge, task: asyncio.Task[None]) -> None:
+        if self._connects.get(bridge) is task:
+            del self._connects[bridge]
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("connecting the browser of the tabpilot extension failed", exc_info=task.exception())
+
+    async def _connect_now(self, bridge: ExtensionBridge) -> None:
+        await self._connect(bridge)
+
+    async def connect(self, bridge: ExtensionBridge) -> None:
+        """Connect `bridge`'s browser now, or join the connect under way: the extension's arrival
+        and a call that needs its browser never connect it twice. Raises what that connect raised;
+        a cancelled caller leaves the connect running."""
+        task = self._connected(bridge)
+        if task is not None:
+            await asyncio.shield(task)
 
     def bridge_at(self, address: str) -> ExtensionBridge | None:
         """The watched bridge listening at `address` (an extension instance's endpoint), if any."""
         return next((b for b in self._watched if b.address == address), None)
 
-    async def _connect_now(self, bridge: ExtensionBridge) -> None:
-        try:
-            await self._connect(bridge)
-        except Exception:
-            logger.exception("connecting the browser of the tabpilot extension failed")
-
     async def arrived(self, timeout: float) -> None:
-        """Wait (up to `timeout` seconds) for a connect that is on its way."""
+        """Wait (up to `timeout` seconds) for the connects on their way."""
         if self._connects:
-            await asyncio.wait(set(self._connects), timeout=timeout)
+            await asyncio.wait(set(self._connects.values()), timeout=timeout)
 
     def close(self) -> None:
         for dispose in self._watched.values():
             dispose()
-        for task in list(self._connects):
+        for task in list(self._connects.values()):
             task.cancel()

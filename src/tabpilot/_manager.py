@@ -105,6 +105,9 @@ class TabManager:
             lambda: self._closed,
         )
         self._closed = False
+        self._replacing: dict[str, asyncio.Task[Instance | None]] = {}
+        """The replacement under way of each lost default instance, by its id: calls that need the
+        default at the same time wait for the one replacement."""
 
     # The tab rules, readable and settable here; instances see a change at once.
     @property
@@ -155,6 +158,10 @@ class TabManager:
         if self._leave_budget is not None:
             self._leave_budget()
         self._extensions.close()
+        replacing = list(self._replacing.values())
+        for task in replacing:
+            task.cancel()  # a browser being launched is closed again
+        await asyncio.gather(*replacing, return_exceptions=True)
         # Newest first: a context instance closes before the browser it lives in.
         for instance in reversed(list(self._instances.values())):
             await instance.close(cause="shutdown")
@@ -620,19 +627,49 @@ class TabManager:
         connected again. The replacement gets a new id, becomes the default, and an
         `instance_relaunched` event says so; the tabs a kept browser still has keep their ids, and
         the one that was active is active again (`_restore_active`). A remote default lost
-        otherwise is not reconnected.
+        otherwise is not reconnected. Calls at the same time wait for one replacement (a caller
+        cancelled meanwhile leaves it under way; closing the manager stops it).
         """
         self.check_health()
         await self.extension_connected(15)
         lost = self.default_instance
         if lost is None or lost.state != "lost" or self._closed:
             return None
+        replacing = self._replacing.get(lost.id)
+        if replacing is None:
+            replacing = asyncio.get_running_loop().create_task(self._replace_default(lost, isolate_in))
+            self._replacing[lost.id] = replacing
+
+            def done(task: asyncio.Task[Instance | None]) -> None:
+                del self._replacing[lost.id]
+                if not task.cancelled():
+                    task.exception()  # retrieved: every caller that still waits raises it
+
+            replacing.add_done_callback(done)
+        return await asyncio.shield(replacing)
+
+    async def _replace_default(
+        self, lost: Instance, isolate_in: Callable[[], Awaitable[Instance]] | None
+    ) -> Instance | None:
         await lost.loss_judged()
+        if lost.kind == "extension":
+            return await self._extension_again(lost)
         replacement, connected, kept = await self._replace(lost, isolate_in)
         if replacement is None:
             return None
         self._replaced(lost, replacement, connected=connected, kept=kept)
         return replacement
+
+    async def _extension_again(self, lost: Instance) -> Instance | None:
+        """The instance in place of a lost extension instance whose watched bridge has the
+        extension again, connected by the watch (`_extension_back`), joining its connect if one is
+        under way: the extension's arrival and this call must not connect its browser twice (two
+        instances would hold the same tabs under two ids each)."""
+        bridge = self._extensions.bridge_at(lost.endpoint or "")
+        if bridge is None or not bridge.connected:
+            return None
+        await self._extensions.connect(bridge)
+        return self._instances.get(lost.replaced_by) if lost.replaced_by is not None else None
 
     def _replaced(self, lost: Instance, replacement: Instance, *, connected: bool, kept: bool) -> None:
         """`replacement` takes the place of `lost` (and of the default, if `lost` was), and an
@@ -687,12 +724,6 @@ class TabManager:
             replacement = await self.attach_isolated(await isolate_in())
             await replacement.new_tab()
             return replacement, False, False
-        if (
-            lost.kind == "extension"
-            and (bridge := self._extensions.bridge_at(lost.endpoint or "")) is not None
-            and bridge.connected
-        ):
-            return await self.connect_extension(bridge, timeout=5), True, True
         if lost.kind in ("cdp", "playwright-server") and lost.lost_reason == DRIVER_STOPPED and lost.endpoint:
             # The browser itself may well be there still: only the connection to it went. A
             # Playwright server closed what it opened for the old connection: a blank tab then.

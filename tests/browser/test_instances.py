@@ -358,6 +358,22 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     await wait_until(lambda: not pid_alive(pid))
 
 
+async def test_calls_that_need_a_killed_default_browser_at_the_same_time_relaunch_it_once(
+    manager: TabManager,
+) -> None:
+    # Before, each call relaunched it: two browsers, the first replacement left open and unused.
+    first = await manager.launch()
+    assert first.pid is not None
+    since = manager.events.last_seq
+    os.kill(first.pid, signal.SIGKILL)
+    await wait_until(lambda: manager.check_health() == [first])
+    replacements = await asyncio.gather(*(manager.ensure_default() for _ in range(3)))
+    (replacement,) = {r.id for r in replacements if r is not None}
+    assert [i.id for i in manager.instances] == [first.id, replacement]
+    assert [e.instance_id for e in events(manager, since, "instance_relaunched")] == [replacement]
+    assert await manager.ensure_default() is None
+
+
 async def test_a_browser_that_quits_in_order_is_reported_as_quit_and_one_killed_as_killed(
     manager: TabManager, browser_path: str, site: LocalSite
 ) -> None:
