@@ -186,6 +186,9 @@ class Instance:
         self._heartbeat: asyncio.Task[None] | None = None
         self._disconnecting: asyncio.Task[None] | None = None
         self._judging: asyncio.Task[None] | None = None
+        self._opening = asyncio.Lock()
+        """Held by a tool opening a tab here (unless a budget's is), from the cap's check until
+        the tab is counted: calls at the same time each saw room for one before."""
         self._link = link
 
     def __repr__(self) -> str:
@@ -749,6 +752,36 @@ class Instance:
     async def new_tab(self, url: str | None = None, *, background: bool = False) -> Tab:
         """Open a tab (activated unless `background`), optionally loading `url`."""
         self.ensure_usable()
+        budget = self._services.rules.budget
+        # One tool-opened tab at a time (under a total: one across the managers sharing it), from
+        # the check of the cap until the tab is counted.
+        async with budget.opening if budget is not None else self._opening:
+            tab = await self._open_tab()
+        if tab is None:
+            self.ensure_usable()
+            raise InstanceLostError(
+                f"The new tab of instance {self.id} closed at once.", "Retry.", instance_id=self.id
+            )
+        # new_page returns once its about:blank is ready, and no load event follows for it.
+        tab.status = "complete"
+        session = self._tracker.target_session(tab)
+        if session is not None:
+            # What the tracker and the hooks asked of the tab (Page for the windows it asks for;
+            # telemetry: Network) is in place before it loads anything: an enable still on its way
+            # when the first document replaces about:blank (in another renderer) would be lost.
+            await session.settled()
+        if background:
+            self._registry.track_in_background(tab)
+        else:
+            self.activate(tab)
+        if url:
+            await navigate(tab, "goto", url)
+        return tab
+
+    async def _open_tab(self) -> Tab | None:
+        """Make room under the caps (or refuse), then open a blank tab: its Tab, None if it
+        closed at once."""
+        self.ensure_usable()
         rules = self._services.rules
         budget = rules.budget
         total_full = budget is not None and budget.full
@@ -770,27 +803,7 @@ class Instance:
         with self._tracker.creating():
             with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
                 page = await self.guard(self.context.new_page())
-            tab = await self._tracker.bind_task(page)
-        if tab is None:
-            self.ensure_usable()
-            raise InstanceLostError(
-                f"The new tab of instance {self.id} closed at once.", "Retry.", instance_id=self.id
-            )
-        # new_page returns once its about:blank is ready, and no load event follows for it.
-        tab.status = "complete"
-        session = self._tracker.target_session(tab)
-        if session is not None:
-            # What the tracker and the hooks asked of the tab (Page for the windows it asks for;
-            # telemetry: Network) is in place before it loads anything: an enable still on its way
-            # when the first document replaces about:blank (in another renderer) would be lost.
-            await session.settled()
-        if background:
-            self._registry.track_in_background(tab)
-        else:
-            self.activate(tab)
-        if url:
-            await navigate(tab, "goto", url)
-        return tab
+            return await self._tracker.bind_task(page)
 
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:
         tab.ensure_open()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ class TabBudget:
             raise ValueError("the total tab limit must be at least 1")
         self.limit = limit
         self._counters: list[Callable[[], int]] = []
+        self.opening = asyncio.Lock()
+        """Held by a tool opening a tab under this budget, from the check to the tab counted."""
 
     def join(self, count: Callable[[], int]) -> Callable[[], None]:
         """Count a manager's open tabs (`count()`) against the budget; returns the leave."""

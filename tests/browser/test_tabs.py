@@ -21,8 +21,10 @@ from support import remote_chromium, wait_until
 from tabpilot import (
     Instance,
     LastTabError,
+    Tab,
     TabEvent,
     TabLimitError,
+    TabLimitPolicy,
     TabManager,
     TabNotFoundError,
     Telemetry,
@@ -307,6 +309,35 @@ async def test_the_close_oldest_cap_closes_the_least_recently_used_unpinned_inac
         assert [(e.tab_id, e.data["by"]) for e in closed] == [(fourth.id, "cap")]
         assert not oldest_pinned.closed and not home.closed
         assert len(instance.tabs) == 3
+    finally:
+        manager.max_tabs, manager.tab_limit_policy = 20, "reject"
+
+
+@pytest.mark.parametrize("policy", ["reject", "close-oldest"])
+async def test_tabs_asked_for_at_the_same_time_stay_within_the_cap(
+    manager: TabManager, instance: Instance, policy: TabLimitPolicy
+) -> None:
+    # Before, each call checked the cap before any of them had opened its tab: four at once on an
+    # instance with room for one more opened all four (6 tabs, cap 3), with either policy.
+    manager.max_tabs, manager.tab_limit_policy = 3, policy
+    try:
+        first = await manager.new_tab(instance_id=instance.id)
+        await manager.new_tab(instance_id=instance.id, background=True)
+        results = await asyncio.gather(
+            *(manager.new_tab(instance_id=instance.id, background=True) for _ in range(4)),
+            return_exceptions=True,
+        )
+        await manager.settle()
+        opened = [r for r in results if isinstance(r, Tab)]
+        refused = [r for r in results if isinstance(r, TabLimitError)]
+        assert len(opened) + len(refused) == 4, results
+        assert len(instance.tabs) == 3
+        if policy == "reject":
+            assert len(opened) == 1
+        else:
+            # Each made room by closing the tab unused longest, the active one kept.
+            assert len(opened) == 4 and not first.closed
+            assert [t.id for t in instance.tabs] == [first.id, *(t.id for t in opened[-2:])]
     finally:
         manager.max_tabs, manager.tab_limit_policy = 20, "reject"
 
