@@ -807,7 +807,8 @@ class Instance:
 
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:
         tab.ensure_open()
-        if not force and len(self._registry) <= 1:
+        # The last tab that stays: a tab whose close is under way (another call's) is gone already.
+        if not force and not any(t is not tab and t.closing_cause is None for t in self._registry.tabs):
             rules = self._services.rules
             full = len(self._registry) >= rules.max_tabs or (rules.budget is not None and rules.budget.full)
             raise LastTabError(tab.id, self.id, room=not full)

@@ -234,6 +234,30 @@ async def test_closing_the_last_tab_of_an_instance_is_refused(
     assert not only.closed and manager.tab(only.id) is only
 
 
+async def test_closing_the_last_two_tabs_at_the_same_time_leaves_one(
+    manager: TabManager, instance: Instance
+) -> None:
+    # Before, each close saw another tab still there and both went: the instance had no tab (a
+    # headed browser quits with its last window), and so did two close_others at once.
+    first = await manager.new_tab(instance_id=instance.id)
+    second = await manager.new_tab(instance_id=instance.id)
+    results = await asyncio.gather(
+        manager.close_tab(first.id), manager.close_tab(second.id), return_exceptions=True
+    )
+    assert sorted(type(r).__name__ for r in results) == ["CloseResult", "LastTabError"], results
+    await manager.settle()
+    assert len(instance.tabs) == 1
+
+    third = await manager.new_tab(instance_id=instance.id)
+    (kept,) = instance.tabs[:1]
+    others = await asyncio.gather(
+        manager.close_others(kept.id), manager.close_others(third.id), return_exceptions=True
+    )
+    assert sum(isinstance(r, LastTabError) for r in others) == 1, others
+    await manager.settle()
+    assert len(instance.tabs) == 1
+
+
 async def test_tabs_closed_with_their_manager_are_reported_as_its_shutdown_not_a_tool_call(
     manager: TabManager, browser_path: str
 ) -> None:
