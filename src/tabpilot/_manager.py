@@ -587,14 +587,17 @@ class TabManager:
     async def close_instance(self, instance_id: str | int) -> None:
         """Close an instance: a launched browser exits; a connected one is only disconnected."""
         instance = self.instance(instance_id)
-        await instance.close()
+        # Gone from the list at once: a call at the same time finds no such instance, as one after.
         del self._instances[instance.id]
-        self._claims.release(self, instance.id)
         if self._default_id == instance.id:
             # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
             usable = [i.id for i in self._instances.values() if i.state == "open"]
             unreplaced = [i.id for i in self._instances.values() if i.replaced_by is None]
             self._default_id = next(iter(usable + unreplaced), None)
+        try:
+            await instance.close()
+        finally:
+            self._claims.release(self, instance.id)
 
     def instance_infos(self) -> list[InstanceInfo]:
         """Every instance this manager holds (lost ones too, until closed), as a listing shows it."""

@@ -38,6 +38,7 @@ from tabpilot import (
     ConnectError,
     Instance,
     InstanceLostError,
+    InstanceNotFoundError,
     TabManager,
     TabNotFoundError,
     evaluate,
@@ -356,6 +357,20 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     await manager.settle()
     assert {e.data["by"] for e in events(manager, since, "tab_closed", first)} == {"crash"}
     await wait_until(lambda: not pid_alive(pid))
+
+
+async def test_an_instance_closed_by_two_calls_at_the_same_time_is_closed_once(manager: TabManager) -> None:
+    # Before, the call that started the close failed with a bare KeyError once the other had
+    # taken the instance off the list.
+    first = await manager.launch()
+    second = await manager.launch()
+    results = await asyncio.gather(
+        manager.close_instance(second.id), manager.close_instance(second.id), return_exceptions=True
+    )
+    assert results[0] is None
+    assert isinstance(results[1], InstanceNotFoundError) and f"'{second.id}' not found" in str(results[1])
+    assert [i.id for i in manager.instances] == [first.id] and manager.default_instance is first
+    assert second.state == "closed"
 
 
 async def test_calls_that_need_a_killed_default_browser_at_the_same_time_relaunch_it_once(
