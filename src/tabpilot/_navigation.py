@@ -198,6 +198,22 @@ def _navigation_error(
     message = first_line(cause) if cause is not None else exc.fact
     if "ERR_BLOCKED_BY_CLIENT" in message and blocked is not None:
         return blocked
+    if "net::ERR_ABORTED" in message:
+        if "frame was detached" in message or tab.closing_cause is not None:
+            # The tab went while it loaded (closed by a call, the tab cap or the page): Playwright
+            # words it as an aborted load before the page counts as closed.
+            return ActionError(
+                f"{what} failed: tab {tab.id} closed during the action.",
+                "List the tabs to see what is open.",
+                tab_id=exc.tab_id,
+                reason="tab_closed",
+            )
+        return ActionError(
+            f"{what} failed: {message}.",
+            "The browser stopped the load: the server sent nothing to show (such as HTTP 204 No "
+            f"Content), or another load of the tab took its place. The tab {_stays(tab)}.",
+            tab_id=exc.tab_id,
+        )
     return ActionError(
         f"{what} failed: {message}.", f"Check the URL; the tab {_stays(tab)}.", tab_id=exc.tab_id
     )

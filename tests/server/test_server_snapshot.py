@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 from mcp import Client
+from mcp.types import CallToolResult
 from starlette.responses import RedirectResponse
 
 from support import data, free_port, ok, poll, ref_of, section, tab_line, text
@@ -192,6 +193,33 @@ async def test_a_url_the_browser_hands_to_another_program_is_refused_and_the_tab
         clicked = await mcp.call_tool("browser_click", {"ref": ref_of(section(page, "Snapshot"), "Wipe")})
         assert not clicked.is_error, text(clicked)
         assert "wiped" in section(clicked, "Snapshot"), text(clicked)
+
+
+async def test_a_load_the_browser_stops_says_why_and_one_cut_short_by_the_tabs_close_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Before, both said only "net::ERR_ABORTED" and told the agent to check a URL that was fine.
+    async with connect() as mcp:
+        await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")})
+        empty = await mcp.call_tool("browser_navigate", {"url": site.url("/api/status/204")})
+        assert empty.is_error, text(empty)
+        assert "net::ERR_ABORTED" in text(empty) and "HTTP 204 No Content" in text(empty), text(empty)
+        assert f"stays on {site.url('/page/a')}" in text(empty)
+
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "background": True})
+        tab = data(opened)["result"]["tabId"]
+
+        async def close_soon() -> CallToolResult:
+            await asyncio.sleep(0.5)
+            return await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab})
+
+        loading, closed = await asyncio.gather(
+            mcp.call_tool("browser_navigate", {"url": site.url("/api/slow?ms=5000"), "tabId": tab}),
+            close_soon(),
+        )
+        assert not closed.is_error, text(closed)
+        assert loading.is_error and f"tab {tab} closed during the action" in text(loading), text(loading)
+        assert "ERR_ABORTED" not in text(loading) and "Check the URL" not in text(loading)
 
 
 async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
