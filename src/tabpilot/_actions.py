@@ -617,10 +617,14 @@ async def screenshot(
         gives_input=False,
     )
     if data is None:
+        # The dialog may be on another tab: an opener and its same-site popups share one thread.
+        shown = result.dialog_tab_id or tab.id
+        kind = f"{result.dialog.type} dialog" if result.dialog else "dialog"
+        where = f" on tab {shown}, which tab {tab.id} waits for too" if shown != tab.id else ""
         raise ActionError(
-            f"{what} was interrupted: {result.dialog.type if result.dialog else 'a'} dialog opened.",
+            f"{what} was interrupted: {'an' if kind[0] in 'aeiou' else 'a'} {kind} opened{where}.",
             "Handle it, then retry.",
-            tab_id=tab.id,
+            tab_id=shown,
             reason="dialog",
         )
     image: bytes = data

@@ -725,6 +725,36 @@ async def test_a_dialog_on_an_opener_holds_up_its_same_site_popup_and_says_which
         assert 'button "Poke opener"' in await snapshot(mcp, popup)
 
 
+async def test_a_screenshot_cut_short_by_a_dialog_on_its_opener_names_the_tab_to_handle(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Before, it said to handle the dialog on the popup, which had none. A full-page screenshot
+    # resizes the page as it starts; this popup then has its opener show an alert.
+    site.set_content(
+        "/grow",
+        "<title>Grow</title><div style='height: 3000px'>tall</div><script>addEventListener('resize', () => "
+        "{ if (window.armed) { window.armed = false; opener.alert('resized'); } })</script>",
+    )
+    async with connect() as mcp:
+        opener = await start_on(mcp, site.url("/page/a"))
+        (popup,) = data(
+            ok(await mcp.call_tool("browser_evaluate", {"function": "() => { window.open('/grow'); }"}))
+        )["result"]["openedTabIds"]
+        ok(
+            await mcp.call_tool(
+                "browser_evaluate", {"function": "() => { window.armed = true; }", "tabId": popup}
+            )
+        )
+        said = error(await mcp.call_tool("browser_screenshot", {"tabId": popup, "fullPage": True}))
+        assert said.startswith(
+            f"Screenshot of tab {popup} was interrupted: an alert dialog opened on tab {opener}, which tab "
+            f"{popup} waits for too."
+        ), said
+        assert f"browser_handle_dialog(tabId={opener}, accept=true|false)" in said, said
+        ok(await mcp.call_tool("browser_handle_dialog", {"tabId": opener, "accept": True}))
+        ok(await mcp.call_tool("browser_screenshot", {"tabId": popup}))
+
+
 # -- each tool -----------------------------------------------------------------------------------------
 
 SEARCH = """<!doctype html><title>Search</title>
