@@ -160,6 +160,7 @@ class Tab:
         self._bound: asyncio.Event | None = None
         self._dialog: DialogHandle | None = None
         self._dialog_waiters: set[asyncio.Future[DialogInfo]] = set()
+        self._navigation_waiters: set[asyncio.Future[None]] = set()
         self._held: set[asyncio.Future[Any]] = set()
         """Work this tab's dialog holds up (a script that opened it), until it is done (`hold`)."""
         self._refs: set[str] = set()
@@ -408,6 +409,9 @@ class Tab:
 
     def _on_navigated(self) -> None:
         self.document_settled()  # committed: the page answers again
+        for waiter in self._navigation_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
         if self.status != "crashed":
             self.status = "loading"
 
@@ -644,6 +648,27 @@ class Tab:
         task.cancel()
         task.add_done_callback(_consume)
         raise DialogOpenError(self.id, opened.result())
+
+    async def before_navigation(self, work: Awaitable[T]) -> tuple[bool, T | None]:
+        """Run page work unless the tab's main frame navigates first (a load, a step in history,
+        a reload, a new URL within the page): (True, its result), or (False, None), the work
+        dropped."""
+        moved: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(work)
+        self._navigation_waiters.add(moved)
+        try:
+            either: set[asyncio.Future[Any]] = {task, moved}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            self._navigation_waiters.discard(moved)
+        if task.done():
+            return True, task.result()
+        task.cancel()
+        task.add_done_callback(_consume)
+        return False, None
 
     # -- dialogs -------------------------------------------------------------------------------
 

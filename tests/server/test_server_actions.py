@@ -755,6 +755,26 @@ async def test_a_screenshot_cut_short_by_a_dialog_on_its_opener_names_the_tab_to
         ok(await mcp.call_tool("browser_screenshot", {"tabId": popup}))
 
 
+async def test_a_screenshot_taken_while_another_call_loads_the_tab_shows_a_page_instead_of_timing_out(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    # Playwright's screenshot can wait out its whole timeout when the tab navigates under it: before,
+    # most rounds of a screenshot, a load and a step back at once answered "did not finish within".
+    async with Client(make_server(browser=BrowserOptions(timeout_action=2))) as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        for i in range(8):
+            shot, loaded, back = await asyncio.gather(
+                mcp.call_tool("browser_screenshot", {"tabId": tab}),
+                mcp.call_tool("browser_navigate", {"url": site.url(f"/page/round-{i}"), "tabId": tab}),
+                mcp.call_tool("browser_navigate", {"action": "back", "tabId": tab}),
+            )
+            assert not shot.is_error, f"round {i}: {text(shot)}"
+            assert [c.type for c in shot.content if c.type == "image"] == ["image"]
+            # The loads may each be cut short by the other; neither may hang.
+            for load in (loaded, back):
+                assert not load.is_error or "did not finish" not in text(load), text(load)
+
+
 # -- each tool -----------------------------------------------------------------------------------------
 
 SEARCH = """<!doctype html><title>Search</title>
