@@ -611,10 +611,23 @@ async def screenshot(
         # Playwright's screenshot can wait out its whole timeout when the tab navigates under it
         # (another call's load, back or reload at that moment: 1 in 12 to 23 in 30 screenshots in
         # Playwright alone): one the tab navigated under is taken again, of the page it shows now.
+        # Right after such a navigation (or one under way as the call came) Chromium may have no
+        # picture of the new page yet ("Unable to capture screenshot"): that try is made again a
+        # moment later, a few times.
+        failures = 0
+        navigated = tab.document_due or tab.status == "loading"
         while True:
-            done, image = await tab.before_navigation(shoot())
+            try:
+                done, image = await tab.before_navigation(shoot())
+            except Exception:
+                failures += 1
+                if not navigated or failures > _SHOTS_AFTER_NAVIGATION:
+                    raise
+                await asyncio.sleep(0.1)
+                continue
             if done and image is not None:
                 return image
+            navigated = True
 
     data, result = await _act(
         tab,
@@ -640,6 +653,8 @@ async def screenshot(
     return image
 
 
+_SHOTS_AFTER_NAVIGATION = 5
+"""Tries of a screenshot that failed after the tab navigated under an earlier try (0.1 s apart)."""
 _VIEWPORT = "() => [scrollX, scrollY, innerWidth, innerHeight]"
 _FULL_PAGE = (
     "() => [0, 0, Math.max(document.documentElement.scrollWidth, innerWidth), "
