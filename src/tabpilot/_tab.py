@@ -44,6 +44,7 @@ from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, clo
 from ._watch import ActionWatch
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 READY_TIMEOUT = 10.0
 """Seconds page work waits for Playwright to report a tab whose target exists already."""
@@ -633,42 +634,18 @@ class Tab:
         dialog opens first, the work is dropped and DialogOpenError raised at once."""
         self.ensure_no_dialog()
         opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(work)
-        self._dialog_waiters.add(opened)
-        either: set[asyncio.Future[Any]] = {task, opened}
-        try:
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            task.cancel()
-            raise
-        finally:
-            self._dialog_waiters.discard(opened)
-        if task.done():
-            return task.result()
-        task.cancel()
-        task.add_done_callback(_consume)
-        raise DialogOpenError(self.id, opened.result())
+        ended = await _race(work, opened, self._dialog_waiters)
+        if ended is None:
+            raise DialogOpenError(self.id, opened.result())
+        return ended.result()
 
     async def before_navigation(self, work: Awaitable[T]) -> tuple[bool, T | None]:
         """Run page work unless the tab's main frame navigates first (a load, a step in history,
         a reload, a new URL within the page): (True, its result), or (False, None), the work
         dropped."""
         moved: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(work)
-        self._navigation_waiters.add(moved)
-        try:
-            either: set[asyncio.Future[Any]] = {task, moved}
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            task.cancel()
-            raise
-        finally:
-            self._navigation_waiters.discard(moved)
-        if task.done():
-            return True, task.result()
-        task.cancel()
-        task.add_done_callback(_consume)
-        return False, None
+        ended = await _race(work, moved, self._navigation_waiters)
+        return (True, ended.result()) if ended is not None else (False, None)
 
     # -- dialogs -------------------------------------------------------------------------------
 
@@ -870,6 +847,28 @@ class Tab:
             ref=ref,
             reason="loading",
         )
+
+
+async def _race(
+    work: Awaitable[T], signal: asyncio.Future[S], waiters: set[asyncio.Future[S]]
+) -> asyncio.Future[T] | None:
+    """Run `work` until it ends or `signal` (put in `waiters`, where the tab resolves it) comes
+    first: the work's future if it ended first (its result or error to read), else None (dropped)."""
+    task = asyncio.ensure_future(work)
+    waiters.add(signal)
+    either: set[asyncio.Future[Any]] = {task, signal}
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        waiters.discard(signal)
+    if task.done():
+        return task
+    task.cancel()
+    task.add_done_callback(_consume)
+    return None
 
 
 def _consume(task: asyncio.Future[Any]) -> None:
