@@ -416,3 +416,14 @@ class ActionError(TabpilotError):
         self.tab_id = tab_id
         self.ref = ref
         self.reason: ActionReason = reason
+
+    @classmethod
+    def tab_gone(cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:
+        """`what` failed because its tab went while it ran (`gone`: e.g. 'tab 3 closed')."""
+        return cls(
+            f"{what} failed: {gone} during the action.",
+            "List the tabs to see what is open.",
+            tab_id=tab_id,
+            ref=ref,
+            reason="tab_closed",
+        )

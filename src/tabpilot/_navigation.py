@@ -202,12 +202,7 @@ def _navigation_error(
         if "frame was detached" in message or tab.closing_cause is not None:
             # The tab went while it loaded (closed by a call, the tab cap or the page): Playwright
             # words it as an aborted load before the page counts as closed.
-            return ActionError(
-                f"{what} failed: tab {tab.id} closed during the action.",
-                "List the tabs to see what is open.",
-                tab_id=exc.tab_id,
-                reason="tab_closed",
-            )
+            return ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=exc.tab_id)
         return ActionError(
             f"{what} failed: {message}.",
             "The browser stopped the load: the server sent nothing to show (such as HTTP 204 No "

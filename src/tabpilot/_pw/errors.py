@@ -105,13 +105,7 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
     snap = f"Take a new snapshot of tab {tab}"
     if is_closed_error(exc):
         gone = f"tab {tab} closed (or its browser went away)" if tab is not None else "its browser went away"
-        return ActionError(
-            f"{what} failed: {gone} during the action.",
-            "List the tabs to see what is open.",
-            tab_id=tab,
-            ref=ref,
-            reason="tab_closed",
-        )
+        return ActionError.tab_gone(what, gone, tab_id=tab, ref=ref)
     if isinstance(exc, PlaywrightTimeoutError):
         log = str(exc)
         if "intercepts pointer events" in log:
