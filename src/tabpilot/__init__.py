@@ -95,6 +95,7 @@ from ._types import (
     TabInfo,
     TabLimitPolicy,
     TabStatus,
+    dialog_noun,
 )
 
 __version__ = "0.2.0"
@@ -173,6 +174,7 @@ __all__ = [
     "check_profile_dir",
     "click",
     "describe_wait",
+    "dialog_noun",
     "drag",
     "evaluate",
     "extension_id",

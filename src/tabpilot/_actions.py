@@ -32,7 +32,7 @@ from ._fields import check_field, field_uses, toggle_text
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
-from ._types import DialogInfo
+from ._types import DialogInfo, dialog_noun
 from ._values import json_value
 from ._watch import DialogPolicy
 
@@ -641,10 +641,10 @@ async def screenshot(
     if data is None:
         # The dialog may be on another tab: an opener and its same-site popups share one thread.
         shown = result.dialog_tab_id or tab.id
-        kind = f"{result.dialog.type} dialog" if result.dialog else "dialog"
+        kind = dialog_noun(result.dialog.type) if result.dialog else "a dialog"
         where = f" on tab {shown}, which tab {tab.id} waits for too" if shown != tab.id else ""
         raise ActionError(
-            f"{what} was interrupted: {'an' if kind[0] in 'aeiou' else 'a'} {kind} opened{where}.",
+            f"{what} was interrupted: {kind} opened{where}.",
             "Handle it, then retry.",
             tab_id=shown,
             reason="dialog",

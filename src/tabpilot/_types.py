@@ -63,6 +63,11 @@ class DialogInfo:
         return {"type": self.type, "message": self.message, "defaultValue": self.default_value}
 
 
+def dialog_noun(dialog_type: str) -> str:
+    """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
+    return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
+
+
 @dataclass(frozen=True, slots=True)
 class TabInfo:
     """What is known about a tab, read from state kept current by browser events."""

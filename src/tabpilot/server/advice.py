@@ -45,6 +45,7 @@ from tabpilot import (
     TabNotFoundError,
     TabpilotError,
     WebSocketEntry,
+    dialog_noun,
     quoted,
 )
 
@@ -63,11 +64,6 @@ def dialog_said(dialog_type: str, message: str | None) -> str:
     if message:
         return f": {quoted(message)}"
     return " (the page asks before it is left)" if dialog_type == "beforeunload" else " (no message)"
-
-
-def dialog_noun(dialog_type: str) -> str:
-    """'an alert dialog', 'a confirm dialog': the type with its indefinite article."""
-    return f"{'an' if dialog_type[:1] in 'aeiou' else 'a'} {dialog_type} dialog"
 
 
 def sentences(parts: Sequence[str]) -> str:

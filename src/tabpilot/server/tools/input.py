@@ -19,6 +19,7 @@ from tabpilot import (
     Tab,
     click,
     describe_wait,
+    dialog_noun,
     hover,
     key_name,
     press_key,
@@ -28,7 +29,7 @@ from tabpilot import (
     wait_for,
 )
 
-from ..advice import dialog_noun, dialog_said, sentences, short, tab_limit_closed
+from ..advice import dialog_said, sentences, short, tab_limit_closed
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import ActionResult, DialogInfo, Tab, TabEvent, parse_ref
+from tabpilot import ActionResult, DialogInfo, Tab, TabEvent, dialog_noun, parse_ref
 
-from ..advice import LEFT_OPEN, dialog_noun, dialog_said
+from ..advice import LEFT_OPEN, dialog_said
 from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
