@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ._bridge import ExtensionBridge
@@ -21,13 +21,13 @@ class ExtensionWatch:
 
     def __init__(
         self,
-        connect: Callable[[ExtensionBridge], Awaitable[Any]],
+        connect: Callable[[ExtensionBridge], Coroutine[Any, Any, Any]],
         in_use: Callable[[ExtensionBridge], bool],
         closed: Callable[[], bool],
     ) -> None:
         self._connect, self._in_use, self._closed = connect, in_use, closed
         self._watched: dict[ExtensionBridge, Callable[[], None]] = {}
-        self._connects: dict[ExtensionBridge, asyncio.Task[None]] = {}
+        self._connects: dict[ExtensionBridge, asyncio.Task[Any]] = {}
 
     @property
     def first(self) -> ExtensionBridge | None:
@@ -46,7 +46,7 @@ class ExtensionWatch:
         if bridge.connected:
             self._connected(bridge)
 
-    def _connected(self, bridge: ExtensionBridge) -> asyncio.Task[None] | None:
+    def _connected(self, bridge: ExtensionBridge) -> asyncio.Task[Any] | None:
         """The connect of `bridge`'s browser: the one under way, else a new one if it has no open
         instance (None: it has one, or the manager is closed)."""
         task = self._connects.get(bridge)
@@ -54,18 +54,15 @@ class ExtensionWatch:
             return task
         if self._closed() or self._in_use(bridge):
             return None
-        task = self._connects[bridge] = asyncio.get_running_loop().create_task(self._connect_now(bridge))
+        task = self._connects[bridge] = asyncio.get_running_loop().create_task(self._connect(bridge))
         task.add_done_callback(lambda done: self._ended(bridge, done))
         return task
 
-    def _ended(self, bridge: ExtensionBridge, task: asyncio.Task[None]) -> None:
+    def _ended(self, bridge: ExtensionBridge, task: asyncio.Task[Any]) -> None:
         if self._connects.get(bridge) is task:
             del self._connects[bridge]
         if not task.cancelled() and task.exception() is not None:
             logger.error("connecting the browser of the tabpilot extension failed", exc_info=task.exception())
-
-    async def _connect_now(self, bridge: ExtensionBridge) -> None:
-        await self._connect(bridge)
 
     async def connect(self, bridge: ExtensionBridge) -> None:
         """Connect `bridge`'s browser now, or join the connect under way: the extension's arrival
