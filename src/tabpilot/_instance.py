@@ -785,7 +785,8 @@ class Instance:
         rules = self._services.rules
         budget = rules.budget
         total_full = budget is not None and budget.full
-        if total_full or len(self._registry) >= rules.max_tabs:
+        victim = None
+        if total_full or self._registry.staying() >= rules.max_tabs:
             # Room is made among this instance's own tabs only, never another manager's.
             victim = self._registry.cap_victim(exclude=None)
             if rules.tab_limit_policy != "close-oldest" or victim is None:
@@ -799,11 +800,14 @@ class Instance:
                         own=len(self._services.all_open_tabs()),
                     )
                 raise TabLimitError(self.id, len(self._registry), rules.max_tabs, rules.tab_limit_policy)
-            await self.close_tab(victim, cause="cap")
-        with self._tracker.creating():
-            with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
-                page = await self.guard(self.context.new_page())
-            return await self._tracker.bind_task(page)
+        # From here the new tab has its place: a tab a page opens meanwhile goes over the cap.
+        with self._tracker.holding_place():
+            if victim is not None:
+                await self.close_tab(victim, cause="cap")
+            with self._tracker.creating():
+                with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
+                    page = await self.guard(self.context.new_page())
+                return await self._tracker.bind_task(page)
 
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:
         tab.ensure_open()

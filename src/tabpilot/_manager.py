@@ -82,7 +82,7 @@ class TabManager:
         self.options = options
         self.policy = policy or UrlPolicy()
         self.rules = TabRules(max_tabs, tab_limit_policy, follow_new_tabs, budget)
-        self._leave_budget = budget.join(lambda: len(self._open_tabs())) if budget else None
+        self._leave_budget = budget.join(self._staying_tabs) if budget else None
         self.events = EventBus(history_size=event_history)
         self._tab_ids = tab_ids or TabIds()
         self._given: set[int] = set()
@@ -747,6 +747,10 @@ class TabManager:
 
     def _open_tabs(self) -> list[Tab]:
         return [tab for instance in self._instances.values() for tab in instance.tabs]
+
+    def _staying_tabs(self) -> int:
+        """The open tabs no close is under way for: what counts against a total budget."""
+        return sum(1 for tab in self._open_tabs() if tab.closing_cause is None)
 
     def tabs(self, instance_id: str | int | None = None) -> list[TabInfo]:
         """Every open tab (of one instance, if given), from kept state: no browser round trip."""

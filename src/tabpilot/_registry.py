@@ -32,6 +32,10 @@ class TabRegistry:
         """Open tabs in discovery order."""
         return list(self._tabs.values())
 
+    def staying(self) -> int:
+        """How many tabs stay: open, and no close under way (another call's, or the cap's)."""
+        return sum(1 for tab in self._tabs.values() if tab.closing_cause is None)
+
     @property
     def active(self) -> Tab | None:
         return self._tabs[self._mru[-1]] if self._mru else None
@@ -84,10 +88,11 @@ class TabRegistry:
 
     def cap_victim(self, *, exclude: Tab | None) -> Tab | None:
         """The least recently used tab (opened or made active longest ago) that is neither pinned,
-        nor active, nor `exclude`. A tab a page opened a moment ago is not the oldest one."""
+        nor active, nor `exclude`, nor closing already. A tab a page opened a moment ago is not the
+        oldest one."""
         active = self._mru[-1] if self._mru else None
         for tab in sorted(self._tabs.values(), key=lambda t: self._used.get(t.id, -1)):
-            if not (tab.pinned or tab.id == active or tab is exclude):
+            if not (tab.pinned or tab.id == active or tab is exclude or tab.closing_cause is not None):
                 return tab
         return None
 

@@ -31,6 +31,9 @@ class TabBudget:
         self._counters: list[Callable[[], int]] = []
         self.opening = asyncio.Lock()
         """Held by a tool opening a tab under this budget, from the check to the tab counted."""
+        self.reserved = 0
+        """Places held for tabs a tool is opening (room made, not counted yet): a tab a page
+        opens meanwhile cannot take them."""
 
     def join(self, count: Callable[[], int]) -> Callable[[], None]:
         """Count a manager's open tabs (`count()`) against the budget; returns the leave."""
@@ -49,6 +52,11 @@ class TabBudget:
     @property
     def full(self) -> bool:
         return self.used >= self.limit
+
+    @property
+    def over(self) -> bool:
+        """More tabs than the limit, counting the places held for tabs being opened."""
+        return self.used + self.reserved > self.limit
 
 
 class BrowserClaims:

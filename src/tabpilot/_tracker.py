@@ -86,6 +86,9 @@ class TabTracker:
         whether the browser itself reported the close: Playwright also reports the pages of a
         browser that went away as closed)."""
         self._creating = 0
+        self._reserved = 0
+        """Places held by tools opening a tab here whose tab is not registered yet (`holding_place`)."""
+        self._registered_by_tools = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._settling: set[asyncio.Task[Any]] = set()
         self._changed = asyncio.Event()
@@ -190,6 +193,29 @@ class TabTracker:
         finally:
             self._creating -= 1
 
+    @contextlib.contextmanager
+    def holding_place(self) -> Iterator[None]:
+        """A tool has room under the caps for a tab it opens (or is making it): until that tab is
+        registered, a tab a page opens meanwhile cannot take its place (`_enforce_cap`)."""
+        self._reserve(1)
+        held = self._registered_by_tools
+        try:
+            yield
+        finally:
+            if self._registered_by_tools == held:  # its tab never came: free its place
+                self._reserve(-1)
+
+    def _reserve(self, places: int) -> None:
+        """Hold (positive) or free (negative) places for tabs being opened by a tool, in this
+        instance and in the total budget, if any."""
+        places = max(places, -self._reserved)
+        if not places:
+            return
+        self._reserved += places
+        budget = self._services.rules.budget
+        if budget is not None:
+            budget.reserved += places
+
     def target_session(self, tab: Tab) -> TargetSession | None:
         return self._target_sessions.get(tab.id)
 
@@ -276,6 +302,9 @@ class TabTracker:
         )
         tab.update_from_tab_strip(info)
         self.registry.add(tab)
+        if cause == "tool" and not preexisting:
+            self._registered_by_tools += 1
+            self._reserve(-1)  # counted now: its place is free
         self._changed.set()
         for watch in watches:
             watch.tab_created(tab.id)
@@ -361,8 +390,8 @@ class TabTracker:
     def _enforce_cap(self, new_tab: Tab) -> bool:
         """Close a tab at once when a page-opened one goes over the cap; True if it was `new_tab`."""
         rules = self._services.rules
-        over_total = rules.budget is not None and rules.budget.used > rules.budget.limit
-        if len(self.registry) <= rules.max_tabs and not over_total:
+        over_total = rules.budget is not None and rules.budget.over
+        if self.registry.staying() + self._reserved <= rules.max_tabs and not over_total:
             return False
         victim = (
             self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None

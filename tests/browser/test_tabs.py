@@ -366,6 +366,48 @@ async def test_tabs_asked_for_at_the_same_time_stay_within_the_cap(
         manager.max_tabs, manager.tab_limit_policy = 20, "reject"
 
 
+async def test_a_tab_a_page_opens_while_a_tool_opens_one_at_the_cap_does_not_take_its_place(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # The page opens its tab while the tool's is being made room for and opened: before, the
+    # page's tab took the place the tool had made, and the tool's tab came on top (4 tabs, cap 3).
+    site.set_content(
+        "/opens-on-signal",
+        "<title>Opener</title><script>new BroadcastChannel('cap').onmessage = () => "
+        "window.open('/page/a')</script>",
+    )
+    site.set_content(
+        "/signals-on-close",
+        # It signals as its close starts and holds the close up a while (the page is told first).
+        "<title>Leaving</title><script>addEventListener('pagehide', () => {"
+        "new BroadcastChannel('cap').postMessage('closing');"
+        "const end = Date.now() + 300; while (Date.now() < end);})</script>",
+    )
+    manager.max_tabs, manager.tab_limit_policy = 3, "close-oldest"
+    try:
+        leaving = await manager.new_tab(site.url("/signals-on-close"), instance_id=instance.id)
+        middle = await manager.new_tab(site.url("/page/b"), instance_id=instance.id)
+        home = await manager.new_tab(site.url("/opens-on-signal"), instance_id=instance.id)
+        for tab in instance.tabs:
+            if tab not in (leaving, middle, home):
+                await manager.close_tab(tab.id)
+        since = manager.events.last_seq
+
+        tool_tab = await manager.new_tab(site.url("/page/c"), instance_id=instance.id, background=True)
+        await wait_until(lambda: len(events_of(manager, instance, since, "tab_opened")) == 2)
+        await manager.settle()
+
+        opened = events_of(manager, instance, since, "tab_opened")
+        popup = next(e.tab_id for e in opened if e.tab_id != tool_tab.id)
+        closed = [(e.tab_id, e.data["by"]) for e in events_of(manager, instance, since, "tab_closed")]
+        # The tool made room by closing the oldest tab; the popup then went over: the next oldest
+        # (whose close ends first: the oldest holds its own up).
+        assert sorted(closed) == [(leaving.id, "cap"), (middle.id, "cap")]
+        assert {t.id for t in instance.tabs} == {home.id, popup, tool_tab.id}
+    finally:
+        manager.max_tabs, manager.tab_limit_policy = 20, "reject"
+
+
 async def test_a_burst_of_popups_over_the_close_oldest_cap_closes_the_oldest_popup_not_a_new_one(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:
