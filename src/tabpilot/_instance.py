@@ -190,6 +190,8 @@ class Instance:
         """Held by a tool opening a tab here (unless a budget's is), from the cap's check until
         the tab is counted: calls at the same time each saw room for one before."""
         self._link = link
+        self._closing = asyncio.Event()
+        """Set as the instance starts to close."""
 
     def __repr__(self) -> str:
         return f"<Instance {self.id} {self.kind} tabs={len(self._registry)}>"
@@ -339,6 +341,27 @@ class Instance:
         # cancelling it midway would leave Playwright's own bookkeeping half done.
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         raise InstanceUnreachableError(self.id, self._link.unreachable() or "its link to the browser dropped")
+
+    async def _unless_closed(self, job: Awaitable[T]) -> T:
+        """Await `job` unless the instance starts to close first; then fail with its closed error.
+        Playwright's new_page can wait for ever on a browser closed under it."""
+        task = asyncio.ensure_future(job)
+        closing = asyncio.ensure_future(self._closing.wait())
+        try:
+            await asyncio.wait((task, closing), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            closing.cancel()
+        if task.done():
+            return task.result()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        raise InstanceLostError(
+            f"Instance {self.id} was closed during the call.",
+            "List the instances to see the open ones.",
+            instance_id=self.id,
+        )
 
     def watch(self, tab: Tab) -> AbstractContextManager[ActionWatch]:
         return self._tracker.watch(tab)
@@ -589,6 +612,7 @@ class Instance:
             return
         was_lost = self.state == "lost"
         self.state = "closing"
+        self._closing.set()
         if cause == "tool" and self.kind in ("extension", "cdp") and not self._owns_context:
             cause = "released"
         for tab in self.tabs:
@@ -806,7 +830,7 @@ class Instance:
                 await self.close_tab(victim, cause="cap")
             with self._tracker.creating():
                 with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
-                    page = await self.guard(self.context.new_page())
+                    page = await self.guard(self._unless_closed(self.context.new_page()))
                 return await self._tracker.bind_task(page)
 
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:

@@ -373,6 +373,31 @@ async def test_an_instance_closed_by_two_calls_at_the_same_time_is_closed_once(m
     assert second.state == "closed"
 
 
+async def test_a_tab_asked_for_in_an_instance_closed_meanwhile_is_refused_at_once(
+    manager: TabManager,
+) -> None:
+    # Before, the new tab's call never answered: Playwright's new_page waited for ever on the
+    # browser closed under it.
+    await manager.launch()
+    refused = []
+    for delay in (0, 0.01, 0.03):
+        doomed = await manager.launch()
+
+        async def close_soon(instance_id: str = doomed.id, delay: float = delay) -> None:
+            await asyncio.sleep(delay)
+            await manager.close_instance(instance_id)
+
+        opened, _ = await asyncio.wait_for(
+            asyncio.gather(manager.new_tab(instance_id=doomed.id), close_soon(), return_exceptions=True), 15
+        )
+        assert doomed.state == "closed"
+        if isinstance(opened, Exception):  # a tab that opened first went with its instance
+            assert isinstance(opened, InstanceLostError), opened
+            assert f"Instance {doomed.id} was closed during the call" in str(opened)
+            refused.append(delay)
+    assert 0 in refused  # the close starts while Playwright opens the tab
+
+
 async def test_calls_that_need_a_killed_default_browser_at_the_same_time_relaunch_it_once(
     manager: TabManager,
 ) -> None:
