@@ -726,10 +726,13 @@ async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:
     with map_playwright_errors(
         Doing(f"Resizing tab {tab.id}", tab_id=tab.id, timeout=tab.host.timeouts.action)
     ):
-        await asyncio.wait_for(page.set_viewport(width, height), tab.host.timeouts.action)
-        size = await asyncio.wait_for(
-            page.evaluate("() => [window.innerWidth, window.innerHeight]"), tab.host.timeouts.action
-        )
+
+        async def resized() -> Any:
+            await page.set_viewport(width, height)
+            return await page.evaluate("() => [window.innerWidth, window.innerHeight]")
+
+        # A dialog the page opens meanwhile stops it answering: said at once, not at the timeout.
+        size = await tab.unless_dialog(asyncio.wait_for(resized(), tab.host.timeouts.action))
     return int(size[0]), int(size[1])
 
 

@@ -358,6 +358,21 @@ async def test_resize_changes_what_the_page_sees_and_screenshots_take_format_qua
         )
 
 
+async def test_a_resize_that_makes_the_page_open_a_dialog_says_so_at_once(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Before, the call waited out its whole timeout and said the page may be busy.
+    site.set_content(
+        "/alert-on-resize", "<title>Resize</title><script>onresize = () => alert('resized')</script>"
+    )
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/alert-on-resize"))
+        refused = error(await mcp.call_tool("browser_resize", {"tabId": tab, "width": 700, "height": 500}))
+        assert f"Tab {tab} has an open alert dialog ('resized')" in refused
+        ok(await mcp.call_tool("browser_handle_dialog", {"tabId": tab, "accept": True}))
+        assert await page_value(mcp, tab, "() => innerWidth") == 700
+
+
 async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_it(
     connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:
