@@ -199,9 +199,9 @@ def _navigation_error(
     if "ERR_BLOCKED_BY_CLIENT" in message and blocked is not None:
         return blocked
     if "net::ERR_ABORTED" in message:
-        if "frame was detached" in message or tab.closing_cause is not None:
-            # The tab went while it loaded (closed by a call, the tab cap or the page): Playwright
-            # words it as an aborted load before the page counts as closed.
+        if "frame was detached" in message or tab.closing_cause is not None or tab.closed:
+            # The tab went while it loaded (closed by a call, the tab cap, the page, or with its
+            # instance): Playwright words it as an aborted load before the page counts as closed.
             return ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=exc.tab_id)
         return ActionError(
             f"{what} failed: {message}.",

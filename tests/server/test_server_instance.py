@@ -325,3 +325,51 @@ async def test_serve_with_an_endpoint_option_drives_that_browser_instead_of_laun
             ]
             assert result_of(await call(client, "browser_tabs", action="new"))["tabId"]
     assert remote.version()["Browser"], "the served client only disconnected"
+
+
+async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
+    shared_browser: Instance, browser_path: str, site: LocalSite
+) -> None:
+    # Found by random calls at once: a new tab in the instance never answered, a load of one of
+    # its tabs said the load was replaced (HTTP 204?), and a closed tab named "Active tab: None".
+    async with Client(own_browser_server(browser_path)) as client:
+        await call(client, "browser_tabs", action="list")  # the default instance, which stays
+
+        async def launched() -> tuple[str, int, int]:
+            result = result_of(await call(client, "browser_instance", action="launch"))
+            (first_tab,) = result["tabIds"]
+            second = result_of(
+                await call(
+                    client, "browser_tabs", action="new", instanceId=result["instanceId"], background=True
+                )
+            )
+            return result["instanceId"], first_tab, second["tabId"]
+
+        async def close_soon(instance_id: str) -> CallToolResult:
+            await asyncio.sleep(0.005)
+            return await call(client, "browser_instance", action="close", instanceId=instance_id)
+
+        instance_id, first_tab, second_tab = await launched()
+        opening, _ = await asyncio.wait_for(
+            asyncio.gather(
+                client.call_tool("browser_tabs", {"action": "new", "instanceId": instance_id}),
+                close_soon(instance_id),
+            ),
+            30,
+        )
+        if opening.is_error:  # a tab opened first went with its instance
+            assert f"Instance {instance_id} was closed during the call." in section(opening, "Error")
+
+        instance_id, first_tab, second_tab = await launched()
+        loading, _ = await asyncio.gather(
+            client.call_tool("browser_navigate", {"tabId": first_tab, "url": site.url("/api/slow?ms=2000")}),
+            close_soon(instance_id),
+        )
+        assert loading.is_error and f"tab {first_tab} closed during the action" in section(loading, "Error")
+
+        instance_id, first_tab, second_tab = await launched()
+        closing, _ = await asyncio.gather(
+            client.call_tool("browser_tabs", {"action": "close", "tabId": first_tab}), close_soon(instance_id)
+        )
+        if not closing.is_error:
+            assert "None" not in section(closing, "Result"), text(closing)

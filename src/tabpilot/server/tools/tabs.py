@@ -77,8 +77,13 @@ async def browser_tabs(
     elif action == "close":
         tab = call.tab(tabId)
         closed = await manager.close_tab(tab.id)
+        active = (
+            f"Active tab: {closed.active_tab_id}."
+            if closed.active_tab_id is not None  # none only when its instance closed meanwhile
+            else f"Its instance {tab.instance_id} went away meanwhile, with its other tabs: list the tabs to see what is open."
+        )
         response.result(
-            f"Closed tab {closed.closed_tab_id}. Active tab: {closed.active_tab_id}.",
+            f"Closed tab {closed.closed_tab_id}. {active}",
             {"success": True, "closedTabId": closed.closed_tab_id, "activeTabId": closed.active_tab_id},
         )
         response.told("tab_closed", closed.closed_tab_id)

@@ -280,8 +280,12 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
         call.response.error(_not_found(manager, tab_id))
         return
     closed = await manager.close_tab(tab.id)
-    now = manager.tab(closed.active_tab_id).url if closed.active_tab_id is not None else "about:blank"
-    call.response.plain(f"Closed tab # {closed.closed_tab_id}, now on {now}")
+    if closed.active_tab_id is None:  # its browser went away meanwhile
+        call.response.plain(f"Closed tab # {closed.closed_tab_id}; its browser went away meanwhile")
+        return
+    call.response.plain(
+        f"Closed tab # {closed.closed_tab_id}, now on {manager.tab(closed.active_tab_id).url}"
+    )
 
 
 async def browser_navigate(

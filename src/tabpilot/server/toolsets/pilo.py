@@ -204,6 +204,11 @@ async def switch_tab(call: Call, tabId: TabIdParam) -> None:
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
     closed = await call.manager.close_tab(call.tab(tabId).id)
     current = closed.active_tab_id
+    if current is None:  # its browser went away meanwhile
+        call.response.plain(
+            f"Closed tab {closed.closed_tab_id}. Its browser went away meanwhile; call list_tabs."
+        )
+        return
     call.response.plain(f"Closed tab {closed.closed_tab_id}. Current tab: {current}.")
 
 
