@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._navigation import navigate
 from ._policy import UrlPolicy
-from ._process import ProcessWatch, pid_alive, pid_ends, runs_profile
+from ._process import ProcessWatch, pid_alive, pid_ends, profile_processes, runs_profile
 from ._profile import remove_profile
 from ._pw import (
     BrowserHandle,
@@ -115,13 +115,26 @@ def _killed(pid: int) -> str:
 
 async def _ended(pid: int, profile: str | None, timeout: float) -> None:
     """Wait until a launched browser's process has ended; after `timeout`, kill it if it is still
-    the browser of `profile` (its pid not reused), and wait a little more."""
-    if await pid_ends(pid, within=timeout):
+    the browser of `profile` (its pid not reused), and wait a little more. Then its helper
+    processes: they end a moment after it and can still write into the profile until then (a
+    cache index, after the profile was removed); those left after `timeout` are killed."""
+    if not await pid_ends(pid, within=timeout):
+        if profile is not None and runs_profile(pid, profile):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        await pid_ends(pid, within=BROWSER_EXIT_WAIT)
+    if profile is None:
         return
-    if profile is not None and runs_profile(pid, profile):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    await pid_ends(pid, within=BROWSER_EXIT_WAIT)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while helpers := profile_processes(profile):
+        if loop.time() >= deadline:
+            for helper in helpers:  # a browser on a profile holds it alone: these are its own
+                with contextlib.suppress(OSError):
+                    os.kill(helper, signal.SIGKILL)
+            await asyncio.gather(*(pid_ends(helper, within=BROWSER_EXIT_WAIT) for helper in helpers))
+            return
+        await asyncio.sleep(0.02)
 
 
 class Instance:

@@ -103,6 +103,24 @@ def runs_profile(pid: int, profile: str) -> bool:
     return _profile_arg(profile) in _args(pid)
 
 
+def profile_processes(profile: str) -> list[int]:
+    """The processes whose command line names `profile`: a browser on it and its helpers (each
+    helper's command line is one string), or none where there is no /proc."""
+    wanted = _profile_arg(profile)
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    return [int(pid) for pid in pids if any(_names(arg, wanted) for arg in _args(pid))]
+
+
+def _names(arg: bytes, wanted: bytes) -> bool:
+    start = arg.find(wanted)
+    end = start + len(wanted)
+    # The whole path: a profile named like this one with more after it is another.
+    return start >= 0 and (end == len(arg) or arg[end : end + 1] == b" ")
+
+
 def launched_browser(profile: str) -> int | None:
     """The main process of the browser this process's Playwright driver (a child of ours) is
     launching on `profile`, or None if there is none (yet), or no /proc to find it in."""

@@ -619,11 +619,40 @@ async def test_a_download_is_reported_with_its_tab(
     assert event.tab_id == tab.id and event.data["suggestedFilename"] == "tabpilot.txt"
 
 
-async def test_closing_the_manager_leaves_no_browser_process(browser_path: str) -> None:
+async def test_closing_an_instance_leaves_no_process_of_its_browser_nor_its_profile(
+    browser_path: str, site: LocalSite
+) -> None:
     async with TabManager(browser_path=browser_path) as m:
         inst = await m.launch()
         pid = inst.pid
         assert pid is not None
         os.kill(pid, 0)  # running
+        await m.new_tab(site.url("/fetch"))  # a network service with a cache to write
+        (profile,) = {arg.split("=", 1)[1] for arg in _cmdline(pid) if arg.startswith("--user-data-dir=")}
+        helpers = [p for p in _profile_processes(profile) if p != pid]
+        # Its network service, which writes the cache index, ends late: stopped here (a busy machine
+        # did it); the browser waits for it until its close times out, then tabpilot kills it.
+        (late,) = [p for p in helpers if "--utility-sub-type=network" in " ".join(_cmdline(p))]
+        os.kill(late, signal.SIGSTOP)
+        await m.close_instance(inst.id)
+        # No process of it is left when the close returns, helpers included: before, one could
+        # write into the profile after it was removed (the network service its cache index, a
+        # moment later), and the profile stayed.
+        assert _profile_processes(profile) == []
+        assert not os.path.exists(profile)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def _cmdline(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().decode().split("\0")
+
+
+def _profile_processes(profile: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if name.isdigit() and f"--user-data-dir={profile} " in " ".join(_cmdline(int(name))) + " ":
+                found.append(int(name))
+    return found

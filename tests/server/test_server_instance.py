@@ -349,7 +349,7 @@ async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
             await asyncio.sleep(0.005)
             return await call(client, "browser_instance", action="close", instanceId=instance_id)
 
-        instance_id, first_tab, second_tab = await launched()
+        instance_id, first_tab = await launched()
         opening, _ = await asyncio.wait_for(
             asyncio.gather(
                 client.call_tool("browser_tabs", {"action": "new", "instanceId": instance_id}),
@@ -360,14 +360,14 @@ async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
         if opening.is_error:  # a tab opened first went with its instance
             assert f"Instance {instance_id} was closed during the call." in section(opening, "Error")
 
-        instance_id, first_tab, second_tab = await launched()
+        instance_id, first_tab = await launched()
         loading, _ = await asyncio.gather(
             client.call_tool("browser_navigate", {"tabId": first_tab, "url": site.url("/api/slow?ms=2000")}),
             close_soon(instance_id),
         )
         assert loading.is_error and f"tab {first_tab} closed during the action" in section(loading, "Error")
 
-        instance_id, first_tab, second_tab = await launched()
+        instance_id, first_tab = await launched()
         closing, _ = await asyncio.gather(
             client.call_tool("browser_tabs", {"action": "close", "tabId": first_tab}), close_soon(instance_id)
         )
