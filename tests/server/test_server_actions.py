@@ -293,6 +293,21 @@ async def test_a_popup_the_tab_limit_closes_at_once_is_told_with_the_way_out(
             "runs the server to raise the limit."
         ) in section(clicked, "Result")
 
+        site.set_content(
+            "/two-popups",
+            "<button onclick=\"window.open('/page/a'); window.open('/page/b')\">Open two</button>",
+        )
+        await mcp.call_tool("browser_navigate", {"tabId": home, "url": site.url("/two-popups")})
+        clicked = ok(
+            await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, home), "Open two")})
+        )
+        popups = [e["tabId"] for e in opened_events(clicked)]
+        assert len(popups) == 2
+        assert (
+            f"It opened tabs {popups[0]}, {popups[1]}, but the tab limit (--max-tabs 1) closed them at once."
+            in (section(clicked, "Result"))
+        )
+
 
 async def test_a_click_that_sends_another_open_tab_to_a_new_page_says_so_in_its_answer(
     connect: Callable[..., Client], site: LocalSite

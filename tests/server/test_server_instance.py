@@ -370,3 +370,9 @@ async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
         )
         if not closing.is_error:
             assert "None" not in section(closing, "Result"), text(closing)
+
+        # With no instance left, no tab is active: telemetry says so in words.
+        for instance in result_of(await call(client, "browser_instance", action="list"))["instances"]:
+            await call(client, "browser_instance", action="close", instanceId=instance["id"])
+        observed = section(await call(client, "browser_observe", what="logs"), "Result")
+        assert "(currently_tracked_tab: none," in observed, observed

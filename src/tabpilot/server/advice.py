@@ -229,9 +229,10 @@ def _tab_limit_advice(exc: TabLimitError, calls: ToolCalls) -> str:
     return f"Close tabs you no longer need ({calls.close_tabs}), then retry."
 
 
-def tab_limit_closed(manager: TabManager, calls: ToolCalls) -> str:
-    """What an answer says of a tab a page opened that the tab limit closed at once: which limit
-    is reached, and the way out (the tab never showed: its action seems to have opened nothing)."""
+def tab_limit_closed(manager: TabManager, calls: ToolCalls, *, tabs: int = 1) -> str:
+    """What an answer says of the `tabs` tabs a page opened that the tab limit closed at once:
+    which limit is reached, and the way out (the tabs never showed: their action seems to have
+    opened nothing)."""
     budget = manager.rules.budget
     if (
         budget is not None
@@ -242,8 +243,9 @@ def tab_limit_closed(manager: TabManager, calls: ToolCalls) -> str:
     else:
         limit = f"--max-tabs {manager.max_tabs}"
     return (
-        f"the tab limit ({limit}) closed it at once. To let a page open tabs, close tabs you no "
-        f"longer need ({calls.close_tabs}), or ask whoever runs the server to raise the limit"
+        f"the tab limit ({limit}) closed {'it' if tabs == 1 else 'them'} at once. To let a page open "
+        f"tabs, close tabs you no longer need ({calls.close_tabs}), or ask whoever runs the server to "
+        "raise the limit"
     )
 
 

@@ -126,7 +126,8 @@ def _opened_text(call: Call, opened: list[int], followed: int | None, follow: bo
         said.append(f"It{also} opened {_tabs(gone)}, {which}{unfollowed}.")
     if capped:
         also = " also" if here or gone else ""
-        said.append(f"It{also} opened {_tabs(capped)}, but {tab_limit_closed(manager, call.response.calls)}.")
+        limit = tab_limit_closed(manager, call.response.calls, tabs=len(capped))
+        said.append(f"It{also} opened {_tabs(capped)}, but {limit}.")
     return " ".join(said)
 
 

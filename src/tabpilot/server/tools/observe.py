@@ -83,7 +83,7 @@ async def browser_observe(
     scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
     head = (
         f"{result.returned_entries} {what} entr{'y' if result.returned_entries == 1 else 'ies'} of {scope} "
-        f"(currently_tracked_tab: {result.currently_tracked_tab}, total_entries_all_tabs: "
+        f"(currently_tracked_tab: {_or_none(result.currently_tracked_tab)}, total_entries_all_tabs: "
         f"{result.total_entries_all_tabs}, dropped: {result.dropped}, next_cursor: {result.next_cursor})."
     )
     if tab_id is not None and not _is_open(call, tab_id):
@@ -143,3 +143,8 @@ TOOLS = [
         recorded=False,
     )
 ]
+
+
+def _or_none(tab_id: int | None) -> str:
+    """A tab id in the text, or "none" (no tab is active: the default instance was closed)."""
+    return "none" if tab_id is None else str(tab_id)
