@@ -342,8 +342,8 @@ async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
             await call(client, "browser_tabs", action="new", instanceId=result["instanceId"], background=True)
             return result["instanceId"], first_tab
 
-        async def close_soon(instance_id: str) -> CallToolResult:
-            await asyncio.sleep(0.005)
+        async def close_soon(instance_id: str, after: float = 0.005) -> CallToolResult:
+            await asyncio.sleep(after)
             return await call(client, "browser_instance", action="close", instanceId=instance_id)
 
         instance_id, first_tab = await launched()
@@ -359,8 +359,8 @@ async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
 
         instance_id, first_tab = await launched()
         loading, _ = await asyncio.gather(
-            client.call_tool("browser_navigate", {"tabId": first_tab, "url": site.url("/api/slow?ms=2000")}),
-            close_soon(instance_id),
+            client.call_tool("browser_navigate", {"tabId": first_tab, "url": site.url("/api/slow?ms=3000")}),
+            close_soon(instance_id, after=0.5),  # the load under way
         )
         assert loading.is_error and f"tab {first_tab} closed during the action" in section(loading, "Error")
 
