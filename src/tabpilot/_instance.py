@@ -137,6 +137,22 @@ async def _ended(pid: int, profile: str | None, timeout: float) -> None:
         await asyncio.sleep(0.02)
 
 
+async def _unless(job: Awaitable[T], signal: asyncio.Future[Any]) -> asyncio.Future[T] | None:
+    """Await `job` unless `signal` comes first: the job's future if it ended first (its result or
+    error to read), else None. A job left behind is left to finish or fail by itself, its outcome
+    consumed: cancelling it midway would leave Playwright's own bookkeeping half done."""
+    task = asyncio.ensure_future(job)
+    try:
+        await asyncio.wait((task, signal), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done():
+        return task
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return None
+
+
 class Instance:
     """A browser context and its tabs; see the module docstring."""
 
@@ -341,35 +357,21 @@ class Instance:
     async def _linked(self, job: Awaitable[T]) -> T:
         if self._link is None:
             return await job
-        task = asyncio.ensure_future(job)
-        racing: list[asyncio.Future[Any]] = [task, self._link.dropped()]
-        try:
-            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        if task.done():
-            return task.result()
-        # Left to finish by itself (after a reconnect) or fail (when the browser is declared lost);
-        # cancelling it midway would leave Playwright's own bookkeeping half done.
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        ended = await _unless(job, self._link.dropped())
+        if ended is not None:
+            return ended.result()
         raise InstanceUnreachableError(self.id, self._link.unreachable() or "its link to the browser dropped")
 
     async def _unless_closed(self, job: Awaitable[T]) -> T:
         """Await `job` unless the instance starts to close first; then fail with its closed error.
         Playwright's new_page can wait for ever on a browser closed under it."""
-        task = asyncio.ensure_future(job)
         closing = asyncio.ensure_future(self._closing.wait())
         try:
-            await asyncio.wait((task, closing), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
+            ended = await _unless(job, closing)
         finally:
             closing.cancel()
-        if task.done():
-            return task.result()
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        if ended is not None:
+            return ended.result()
         raise InstanceLostError(
             f"Instance {self.id} was closed during the call.",
             "List the instances to see the open ones.",
