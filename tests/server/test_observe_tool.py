@@ -217,6 +217,27 @@ async def test_a_cursor_from_one_kind_serves_every_other_and_tab_events_too(
         assert result_of(later)["entries"] == [], text(later)
 
 
+async def test_a_cursor_ahead_of_every_entry_says_so_and_where_to_read_from(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # An agent's cursor from before the server restarted is ahead of this run's numbering.
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/console?msg=hello"))
+        newest = result_of(await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 1))
+        ahead = newest["next_cursor"] + 1000
+        result = await mcp.call_tool("browser_observe", {"what": "logs", "since": ahead})
+        data = result_of(result)
+        assert (data["entries"], data["next_cursor"]) == ([], newest["next_cursor"])
+        head = section(result, "Result")
+        assert f"since={ahead} is ahead of the newest entry ({newest['next_cursor']})" in head, head
+        assert f"Call again with since={newest['next_cursor']} for new entries only" in head
+        assert "Nothing matched" not in head
+        # A cursor of this run still reads as before.
+        same = await mcp.call_tool("browser_observe", {"what": "logs", "since": newest["next_cursor"]})
+        assert "ahead of the newest" not in section(same, "Result")
+        assert "Nothing matched." in section(same, "Result")
+
+
 async def test_the_newest_entries_say_when_older_ones_match_too(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -88,7 +88,15 @@ async def browser_observe(
     )
     if tab_id is not None and not _is_open(call, tab_id):
         head += f" Tab {tab_id} is closed; these are its recorded entries."
-    if result.has_more:
+    if since is not None and since > result.next_cursor:
+        # Cursors only grow: a larger one than the newest entry's came from another run of the
+        # server (numbering starts again at a restart) or was made up. Nothing after it exists yet.
+        head += (
+            f" since={since} is ahead of the newest entry ({result.next_cursor}): it is not a cursor of this "
+            f"server's run (numbering starts again when the server restarts). Call again with "
+            f"since={result.next_cursor} for new entries only, or without since for the newest."
+        )
+    elif result.has_more:
         head += f" More entries match: call again with since={result.next_cursor}."
     elif result.older:
         head += " These are the newest; older entries match too: read them from since=0."
