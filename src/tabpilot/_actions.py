@@ -156,12 +156,17 @@ async def _act(
                 # timeout) whose server is slow: the input was given, and the page is on its way.
                 value, loading = None, tab.due_url
             else:
-                await tab.raise_if_unresponsive(exc)
                 # The action made its own tab close (a sign-in popup's submit loads a page that
                 # calls window.close()): it did its job, though Playwright fails the step still in
                 # flight. Closed by another call (a tool), or with its browser, it failed.
-                if not (tab.handle.is_closed() and tab.closing_cause is None and tab.host.check_alive()):
-                    raise
+                try:
+                    await tab.raise_what_the_page_says(exc, what)
+                except ActionError as said:
+                    if said.reason != "tab_closed" or not _closed_by_page(tab):
+                        raise
+                else:
+                    if not _closed_by_page(tab):
+                        raise
                 value, closed_itself = None, True
         opened = await watch.opened_tabs() if watch_tabs else ()
     active = tab.host.active_tab
@@ -176,6 +181,17 @@ async def _act(
         file_picker=pickers and watch.file_pickers > 0,
         other_tabs_loading=tuple(watch.loaded.items()),
         loading=loading,
+    )
+
+
+def _closed_by_page(tab: Tab) -> bool:
+    """Whether the tab closed, its page's doing: nothing of tabpilot's closed it (a call, the tab
+    cap, its browser going), and it is a tab its page may close (else someone outside did)."""
+    return (
+        tab.handle.is_closed()
+        and tab.closing_cause is None
+        and tab.may_close_itself
+        and tab.host.check_alive()
     )
 
 
@@ -638,6 +654,10 @@ async def screenshot(
         watch_tabs=False,
         gives_input=False,
     )
+    if data is None and result.closed_itself:
+        # A screenshot does not close its tab: it was closed meanwhile (by its user, through
+        # the extension), before anything said by whom.
+        raise ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=tab.id, ref=ref)
     if data is None:
         # The dialog may be on another tab: an opener and its same-site popups share one thread.
         shown = result.dialog_tab_id or tab.id
@@ -723,16 +743,19 @@ async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:
     if not (100 <= width <= 10000 and 100 <= height <= 10000):
         raise ValueError(f"viewport {width}x{height} is out of range: each side from 100 to 10000 pixels.")
     page = await tab.usable()
-    with map_playwright_errors(
-        Doing(f"Resizing tab {tab.id}", tab_id=tab.id, timeout=tab.host.timeouts.action)
-    ):
+    what = f"Resizing tab {tab.id}"
 
-        async def resized() -> Any:
-            await page.set_viewport(width, height)
-            return await page.evaluate("() => [window.innerWidth, window.innerHeight]")
+    async def resized() -> Any:
+        await page.set_viewport(width, height)
+        return await page.evaluate("() => [window.innerWidth, window.innerHeight]")
 
-        # A dialog the page opens meanwhile stops it answering: said at once, not at the timeout.
-        size = await tab.unless_dialog(asyncio.wait_for(resized(), tab.host.timeouts.action))
+    try:
+        with map_playwright_errors(Doing(what, tab_id=tab.id, timeout=tab.host.timeouts.action)):
+            # A dialog the page opens meanwhile stops it answering: said at once, not at the timeout.
+            size = await tab.unless_dialog(asyncio.wait_for(resized(), tab.host.timeouts.action))
+    except ActionError as exc:
+        await tab.raise_what_the_page_says(exc, what)
+        raise
     return int(size[0]), int(size[1])
 
 

@@ -130,7 +130,7 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
             status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
         if not tab.document_due:  # else `_navigation_error` says the page is on its way
-            await tab.raise_if_unresponsive(exc)
+            await tab.raise_what_the_page_says(exc, what)
         if exc.reason == "download":
             return NavigationResult(
                 tab.id,

@@ -734,11 +734,34 @@ class Relay:
         request: JsonDict = {"tabId": tab.chrome_id, "method": method, "params": params}
         if child is not None:
             request["sessionId"] = child
-        answer = reply.settle if isinstance(reply, Reply) else reply
+        settle = reply.settle if isinstance(reply, Reply) else reply
+
+        def answer(result: Any, error: LinkError | None) -> None:
+            if error is not None and _tab_went(str(error)):
+                # The tab closed (or left the agent) before the command reached it: said as
+                # Chromium's closed target, so the command's caller hears that its tab went, not
+                # the extension's words for it.
+                error = LinkError(f"Target closed ({error})", error.code)
+            settle(result, error)
+
         try:
             self._link.request("cdp", request, answer)
         except LinkError as exc:
             answer(None, exc)
+
+
+_TAB_WENT = (
+    "No tab with given id",
+    "Debugger is not attached to the tab",
+    "Detached while handling command",
+    "is not shared with tabpilot",
+)
+"""How Chrome's debugger API (and the extension, for a tab it no longer holds) answers a command
+to a tab that closed or was taken back by its user."""
+
+
+def _tab_went(message: str) -> bool:
+    return any(words in message for words in _TAB_WENT)
 
 
 def _ignored(_result: Any, _error: LinkError | None) -> None:

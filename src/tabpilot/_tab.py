@@ -51,6 +51,9 @@ READY_TIMEOUT = 10.0
 REF_CHECK_TIMEOUT = 5.0
 RESPONSIVE_TIMEOUT = 1.0
 """Seconds a page has to answer a trivial script before it counts as not responding."""
+CLOSE_NOTICE = 0.5
+"""Seconds within which a page whose document ended under a call without a navigation is seen
+closing, if that is what ended it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +179,7 @@ class Tab:
         self._due_url = ""
         """The URL of that document, when the browser said it ('' until then)."""
         self._stuck = False
-        """The page did not answer a trivial script the last time it was asked (`raise_if_unresponsive`),
+        """The page did not answer a trivial script the last time it was asked (`raise_what_the_page_says`),
         and no new document came since."""
         self._blocked: NavigationBlockedError | None = None
         """The last navigation of the tab's page that the URL policy refused (`navigation_blocked`)."""
@@ -254,6 +257,12 @@ class Tab:
     @property
     def last_snapshot(self) -> Snapshot | None:
         return self._last_snapshot
+
+    @property
+    def may_close_itself(self) -> bool:
+        """Whether its page may close it (`window.close()`): only a tab a page opened (a popup,
+        a link's new tab). A close of any other that tabpilot did not make came from outside."""
+        return self.opener_id is not None or self.cause in ("link", "popup")
 
     @property
     def is_gone(self) -> bool:
@@ -599,11 +608,18 @@ class Tab:
             reason="loading",
         )
 
-    async def raise_if_unresponsive(self, exc: ActionError) -> None:
-        """After page work timed out (`exc`): when the page does not answer at all (a script stuck
-        in a loop), raise an error that says so; otherwise return, for `exc` to be raised. A page
-        whose next document has not arrived does not answer either: waiting for its server, it is
-        not stuck, and `loading_error` is raised at once."""
+    async def raise_what_the_page_says(self, exc: ActionError, what: str) -> None:
+        """After page work (`what`, e.g. "Clicking 3e5 on tab 3") failed (`exc`): raise what the
+        page's state says of the failure, if it says more; otherwise return, for `exc` to be raised.
+        - Timed out: when the page does not answer at all (a script stuck in a loop), an error that
+          says so. A page whose next document has not arrived does not answer either: waiting for
+          its server, it is not stuck, and `loading_error` is raised at once.
+        - Its document ended ("navigated") with no navigation under way: the tab closing (the user
+          closed it, through the extension) ends the document a moment before the page counts as
+          closed; when the tab is seen closing within `CLOSE_NOTICE`, the tab-closed error."""
+        if exc.reason == "navigated":
+            await self._raise_if_closing(exc, what)
+            return
         if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
             return
         if self.document_due:
@@ -628,6 +644,26 @@ class Tab:
             ref=exc.ref,
             reason="unresponsive",
         ) from exc
+
+    async def _raise_if_closing(self, exc: ActionError, what: str) -> None:
+        handle = self._handle
+        if handle is None or self.document_due or self.status == "loading":
+            return  # a navigation ended the document, as `exc` says
+        if not self.is_gone:
+            closing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def closed() -> None:
+                if not closing.done():
+                    closing.set_result(None)
+
+            dispose = handle.on_close(closed)
+            try:
+                await asyncio.wait_for(closing, CLOSE_NOTICE)
+            except TimeoutError:
+                return
+            finally:
+                dispose()
+        raise ActionError.tab_gone(what, f"tab {self.id} closed", tab_id=self.id, ref=exc.ref) from exc
 
     async def unless_dialog(self, work: Awaitable[T]) -> T:
         """Run page work a dialog would block (the page stops answering while one is open): if a
@@ -740,7 +776,7 @@ class Tab:
         try:
             raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
         except ActionError as exc:
-            await self.raise_if_unresponsive(exc)
+            await self.raise_what_the_page_says(exc, what)
             raise
         self._title = title = title or self.url
         text, refs = scope_snapshot(self.id, raw)
@@ -757,7 +793,7 @@ class Tab:
         try:
             await self._read_snapshot(page, what, None, None, timeout)
         except ActionError as exc:
-            await self.raise_if_unresponsive(exc)
+            await self.raise_what_the_page_says(exc, what)
             raise
         self._refs |= refs
         return snap
@@ -822,7 +858,7 @@ class Tab:
                     ref=ref,
                     reason="timeout",
                 )
-                await self.raise_if_unresponsive(checking)
+                await self.raise_what_the_page_says(checking, f"Checking ref {tab_ref(self.id, page_ref)}")
                 raise checking from None
         if not found:
             self._refs.discard(page_ref)

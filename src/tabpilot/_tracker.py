@@ -618,5 +618,4 @@ def _document_event(tab: Tab, method: str, raw: str) -> str | None:
 
 
 def _unexplained_close_cause(tab: Tab) -> CloseCause:
-    # Only script-opened windows may close themselves, so a tab with an opener closed itself.
-    return "page" if tab.opener_id is not None or tab.cause in ("link", "popup") else "external"
+    return "page" if tab.may_close_itself else "external"

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,53 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         gone = error(await mcp.call_tool("browser_snapshot", {"tabId": shared["id"]}))
         assert "The user stopped sharing it with the agent; it stays open in their browser." in gone, gone
         assert await user_tab_alive(chromium)
+
+
+def gone_from(tab: int, listed: CallToolResult) -> bool:
+    return tab not in [t["id"] for t in result_of(listed)["tabs"]]
+
+
+CLOSE_SLOW_TAB = """(async () => {
+  const tab = (await chrome.tabs.query({})).find((t) => (t.url || "").includes("/page/slow-work"));
+  await chrome.tabs.remove(tab.id);
+  return tab.id;
+})()"""
+
+
+async def test_a_tab_the_user_closes_during_a_call_fails_the_call_saying_it_closed(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Chrome's debugger refuses a command to a closed tab in its own words, and the tab's
+    # document ends a moment before its page counts as closed: neither is passed on as the
+    # reason (a protocol error, a navigation, a dialog).
+    site.set_content("/page/slow-work", "<title>Slow work</title><h1>Slow work</h1>")
+    # (tool, arguments, still running after 0.5 s); the quick ones may finish before the close.
+    calls: list[tuple[str, dict[str, Any], bool]] = [
+        ("browser_evaluate", {"function": "() => new Promise((done) => setTimeout(done, 5000))"}, True),
+        ("browser_wait_for", {"text": "Never on this page"}, True),
+        ("browser_screenshot", {}, False),
+        ("browser_resize", {"width": 500, "height": 400}, False),
+        ("browser_navigate", {"action": "reload"}, False),
+    ]
+    async with paired_client(chromium) as (mcp, _):
+        for tool, arguments, slow in calls:
+            for delay in (0.5, 0.0, 0.01, 0.03) if slow else (0.0, 0.01, 0.03):
+                opened = await call(mcp, "browser_tabs", action="new", url=site.url("/page/slow-work"))
+                tab = result_of(opened)["tabId"]
+
+                async def user_closes(after: float) -> None:
+                    await asyncio.sleep(after)
+                    await asyncio.to_thread(chromium.in_extension, CLOSE_SLOW_TAB)
+
+                result, _ = await asyncio.gather(
+                    mcp.call_tool(tool, {"tabId": tab, **arguments}), user_closes(delay)
+                )
+                if slow or result.is_error:
+                    said = error(result)
+                    assert f"tab {tab} closed" in said.split("###")[0], (tool, delay, said)
+                    for wrong in ("Protocol error", "navigated", "dialog", "Check the URL"):
+                        assert wrong not in said, (tool, delay, said)
+                await poll(lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, tab))
 
 
 async def test_pilo_tells_a_tab_the_user_stops_sharing_as_staying_open_not_as_closed(

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from tabpilot._relay import Relay
-from tabpilot._relay_parts import Answer, Client
+from tabpilot._relay_parts import Answer, Client, LinkError
 
 TAB = {
     "tabId": 7,
@@ -236,3 +236,47 @@ def test_a_download_of_a_tab_reaches_the_clients_that_asked_for_download_events(
         {"method": "Browser.downloadProgress", "params": {"guid": "g1", "state": "completed"}},
     ]
     assert not [m for m in silent.messages if m.get("method", "").startswith("Browser.download")]
+
+
+class ClosingLink(FakeLink):
+    """The extension, for a tab its user has just closed: Chrome's debugger (or the extension,
+    for a tab it let go of) refuses every command to it."""
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__()
+        self.refusal = refusal
+
+    def request(self, method: str, params: dict[str, Any], answer: Answer) -> None:
+        self.requests.append((method, params))
+        if method == "cdp":
+            answer(None, LinkError(self.refusal))
+        else:
+            answer({}, None)
+
+
+def test_a_command_to_a_tab_that_closed_meanwhile_fails_as_a_closed_target() -> None:
+    refusals = [
+        "No tab with given id 7.",
+        "Debugger is not attached to the tab with id: 7.",
+        "Detached while handling command.",
+        "tab 7 is not shared with tabpilot",
+    ]
+    for refusal in refusals:
+        link = ClosingLink(refusal)
+        relay = Relay(link)
+        relay.hello([TAB], user_agent="Mozilla/5.0 HeadlessChrome/156.0.0.0")
+        seen = Seen(relay)
+        page = playwright_page(seen)
+        asked = seen.command("Page.getLayoutMetrics", {}, session=page)
+        (answer,) = [m for m in seen.messages if m.get("id") == asked]
+        # Playwright (and tabpilot's error words) know a closed target by these words.
+        assert answer["error"]["message"] == f"Target closed ({refusal})", answer
+    # Any other refusal is passed on as it is.
+    link = ClosingLink("Cannot navigate to invalid URL")
+    relay = Relay(link)
+    relay.hello([TAB], user_agent="Mozilla/5.0 HeadlessChrome/156.0.0.0")
+    seen = Seen(relay)
+    page = playwright_page(seen)
+    asked = seen.command("Page.navigate", {"url": "x"}, session=page)
+    (answer,) = [m for m in seen.messages if m.get("id") == asked]
+    assert answer["error"]["message"] == "Cannot navigate to invalid URL"
