@@ -207,6 +207,7 @@ class Instance:
             refuses=self._refuses_in_tab if services.policy.restricts else None,
             # The user's tabs outlive tabpilot's link to their browser, whatever broke it.
             lost_cause="unreachable" if kind == "extension" else "crash",
+            users_browser=kind in ("extension", "cdp") and not owns_context,
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []

@@ -749,8 +749,9 @@ class TabManager:
         return [tab for instance in self._instances.values() for tab in instance.tabs]
 
     def _staying_tabs(self) -> int:
-        """The open tabs no close is under way for: what counts against a total budget."""
-        return sum(1 for tab in self._open_tabs() if tab.closing_cause is None)
+        """The open tabs no close is under way for, but the user's own: what counts against a
+        total budget."""
+        return sum(1 for tab in self._open_tabs() if tab.closing_cause is None and not tab.users_own)
 
     def tabs(self, instance_id: str | int | None = None) -> list[TabInfo]:
         """Every open tab (of one instance, if given), from kept state: no browser round trip."""
@@ -860,12 +861,13 @@ class TabManager:
         return CloseResult(tab.id, active.id if active else None)
 
     async def close_others(self, keep_tab_id: int | str) -> list[int]:
-        """Close every tab of the kept tab's instance except it and pinned tabs, all at once; returns
-        the closed ids. When a close fails, the others still happen and the first failure is raised."""
+        """Close every tab of the kept tab's instance except it, pinned tabs and the user's own
+        (`Tab.users_own`), all at once; returns the closed ids. When a close fails, the others
+        still happen and the first failure is raised."""
         keep = self.tab(keep_tab_id)
         instance = self.instance_of(keep)
         instance.activate(keep)
-        doomed = [tab for tab in instance.tabs if tab is not keep and not tab.pinned]
+        doomed = [tab for tab in instance.tabs if not (tab is keep or tab.pinned or tab.users_own)]
         outcomes = await asyncio.gather(*(instance.close_tab(tab) for tab in doomed), return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):

@@ -33,8 +33,9 @@ class TabRegistry:
         return list(self._tabs.values())
 
     def staying(self) -> int:
-        """How many tabs stay: open, and no close under way (another call's, or the cap's)."""
-        return sum(1 for tab in self._tabs.values() if tab.closing_cause is None)
+        """How many tabs count against the cap: open, no close under way (another call's, or the
+        cap's), and not the user's own (`Tab.users_own`)."""
+        return sum(1 for tab in self._tabs.values() if tab.closing_cause is None and not tab.users_own)
 
     @property
     def active(self) -> Tab | None:
@@ -88,11 +89,12 @@ class TabRegistry:
 
     def cap_victim(self, *, exclude: Tab | None) -> Tab | None:
         """The least recently used tab (opened or made active longest ago) that is neither pinned,
-        nor active, nor `exclude`, nor closing already. A tab a page opened a moment ago is not the
-        oldest one."""
+        nor active, nor the user's own, nor `exclude`, nor closing already. A tab a page opened a
+        moment ago is not the oldest one."""
         active = self._mru[-1] if self._mru else None
         for tab in sorted(self._tabs.values(), key=lambda t: self._used.get(t.id, -1)):
-            if not (tab.pinned or tab.id == active or tab is exclude or tab.closing_cause is not None):
+            kept = tab.pinned or tab.users_own or tab.id == active
+            if not (kept or tab is exclude or tab.closing_cause is not None):
                 return tab
         return None
 
@@ -129,4 +131,5 @@ class TabRegistry:
             held_by=holder.id if holder is not None and holder is not tab else None,
             error_page=error_page,
             blocked=error_page and tab.blocked,
+            users_own=tab.users_own,
         )

@@ -167,6 +167,7 @@ class Relay:
             title=str(record.get("title") or ""),
             opener_chrome_id=opener_tab.chrome_id if opener_tab is not None else None,
             can_access_opener=opener_tab is not None and may_reach_opener(opener_tab, record),
+            shared=bool(record.get("shared", True)),
             attached=False,
         )
         self._context_id = self._context_id or tab.context_id
@@ -397,6 +398,7 @@ class Relay:
             "chromeTabId": tab.chrome_id,
             "windowId": tab.window_id,
             "pinned": tab.pinned,
+            "usersOwn": tab.shared,
         }
         opener = self._tabs.get(tab.opener_chrome_id) if tab.opener_chrome_id is not None else None
         if opener is not None:

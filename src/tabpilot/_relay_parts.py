@@ -49,6 +49,8 @@ class TabRecord:
     title: str
     opener_chrome_id: int | None
     can_access_opener: bool = False
+    shared: bool = True
+    """The user's own tab, shared with the agent (not one the agent or its tabs opened)."""
     attached: bool = True
     """False while the extension attaches its debugger (the target is known; Playwright hears of
     it once attached)."""

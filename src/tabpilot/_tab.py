@@ -141,12 +141,17 @@ class Tab:
         cause: OpenCause,
         url: str = "",
         title: str = "",
+        users_own: bool = False,
     ) -> None:
         self.id = tab_id
         self.host = host
         self.target_id = target_id
         self.opener_id = opener_id
         self.cause: OpenCause = cause
+        self.users_own = users_own
+        """A tab of the user's own browser that neither tabpilot nor a page of the agent's tabs
+        opened (one the user shares): `close_others` and the tab cap leave it open, and it does not
+        count against the cap. Closing it by its id still closes it."""
         self.window_id: int | None = None
         self.chrome_tab_id: int | None = None
         """Chrome's own tab id (tabs of the user's browser, reached through the extension)."""

@@ -55,11 +55,15 @@ class TabTracker:
         activate: Callable[[Tab], object],
         refuses: Callable[[Tab, str, bool], bool] | None = None,
         lost_cause: CloseCause = "crash",
+        users_browser: bool = False,
     ) -> None:
         """`refuses(tab, url, in_frame)`: the URL policy, for every document request of a tab's
         page (`guard_documents`); None when the policy restricts nothing. `lost_cause`: how its
-        tabs leave when the instance is lost."""
+        tabs leave when the instance is lost. `users_browser`: the instance is the user's own
+        browser (the extension, a CDP endpoint's own context), whose tabs that neither tabpilot nor
+        its tabs' pages opened are the user's (`Tab.users_own`)."""
         self.lost_cause: CloseCause = lost_cause
+        self._users_browser = users_browser
         self.registry = TabRegistry(host.instance_id)
         self.cdp: CdpSession | None = None
         """The instance's browser-level CDP session (set when it starts)."""
@@ -299,6 +303,9 @@ class TabTracker:
             cause=cause,
             url=info.get("url", ""),
             title=info.get("title", ""),
+            # The extension says which of its tabs the user shared (or are shared as every tab
+            # is): after a restart of the server, the agent's own tabs are there already too.
+            users_own=self._users_browser and cause == "external" and bool(info.get("usersOwn", True)),
         )
         tab.update_from_tab_strip(info)
         self.registry.add(tab)

@@ -93,6 +93,9 @@ class TabInfo:
     """The tab shows the browser's error page: `url` failed to load."""
     blocked: bool = False
     """That error page is the URL policy's doing: it refused `url`, where a page led the tab."""
+    users_own: bool = False
+    """A tab of the user's own browser that the agent shares (`Tab.users_own`): `close_others`
+    and the tab cap leave it open."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +115,7 @@ class TabInfo:
             "heldBy": self.held_by,
             "errorPage": self.error_page,
             "blocked": self.blocked,
+            "usersOwn": self.users_own,
         }
 
 

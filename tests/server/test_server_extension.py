@@ -277,6 +277,39 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         assert await user_tab_alive(chromium)
 
 
+async def test_the_tab_cap_and_close_others_leave_a_tab_the_user_shares_open(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    async with paired_client(chromium, max_tabs=3, tab_limit_policy="close-oldest") as (mcp, _):
+        await call(mcp, "browser_tabs", action="list")  # paired and connected
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)
+
+        def users(listed: CallToolResult) -> list[int]:
+            return [t["id"] for t in result_of(listed)["tabs"] if t["usersOwn"]]
+
+        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users(r)) == 1)
+        (shared,) = users(listed)
+        assert f"- tab {shared}: Page user ({site.url('/page/user')}) [the user's" in section(listed, "Tabs")
+        # The agent's tabs fill the cap around it: the oldest of the agent's goes, never the user's.
+        opened = []
+        for name in ("a", "b", "c", "d"):
+            new = await call(mcp, "browser_tabs", action="new", url=site.url(f"/page/{name}"))
+            opened.append(result_of(new)["tabId"])
+        listed = await call(mcp, "browser_tabs", action="list")
+        ids = [t["id"] for t in result_of(listed)["tabs"]]
+        assert shared in ids and opened[-3:] == [i for i in ids if i != shared], text(listed)
+        assert await user_tab_alive(chromium)
+
+        kept = await call(mcp, "browser_tabs", action="close_others", keepTabId=opened[-1])
+        assert result_of(kept)["remainingTabIds"] == [shared, opened[-1]], text(kept)
+        assert f"Left the user's own tab {shared} open" in section(kept, "Result"), text(kept)
+        assert await user_tab_alive(chromium)
+        # Closing it by its id is the agent's explicit choice: that still closes it.
+        closed = await call(mcp, "browser_tabs", action="close", tabId=shared)
+        assert result_of(closed)["closedTabId"] == shared
+        await wait_until(lambda: not any("/page/user" in p["url"] for p in chromium.pages()))
+
+
 def gone_from(tab: int, listed: CallToolResult) -> bool:
     return tab not in [t["id"] for t in result_of(listed)["tabs"]]
 

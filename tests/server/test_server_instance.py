@@ -126,6 +126,19 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         )
         assert target_id in str(result_of(listing)["tabs"])
         external = next(t for t in result_of(listing)["tabs"] if t["targetId"] == target_id)
+        # The browser's own tabs (opened by its user or another client, or there before the
+        # connect) are the user's: close_others leaves them open, and closes the agent's.
+        own = {t["id"]: t["usersOwn"] for t in result_of(listing)["tabs"]}
+        assert own[external["id"]] and not own[tab_of[first["id"]]], own
+        extra = result_of(
+            await call(client, "browser_tabs", action="new", instanceId=first["id"], background=True)
+        )["tabId"]
+        kept = await call(client, "browser_tabs", action="close_others", keepTabId=tab_of[first["id"]])
+        users = sorted(i for i, mine in own.items() if mine)
+        assert result_of(kept)["closedCount"] == 1 and extra not in result_of(kept)["remainingTabIds"]
+        assert sorted(result_of(kept)["remainingTabIds"]) == sorted([*users, tab_of[first["id"]]])
+        assert f"Left the user's own tabs {', '.join(map(str, users))} open" in section(kept, "Result")
+        assert target_id in [t["id"] for t in remote.targets()]
 
         listed = result_of(await call(client, "browser_instance", action="list"))
         assert {i["id"]: i["tabCount"] for i in listed["instances"]}[first["id"]] >= 3

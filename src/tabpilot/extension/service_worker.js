@@ -325,6 +325,8 @@ function tabRecord(tab) {
     // Chrome's own openerTabId names the active tab when a background tab opens one: the opener
     // in scope that asked for the window is the one that counts.
     openerTabId: state.scope.get(tab.id)?.opener ?? null,
+    // The user's own tab (shared by them, or as every tab is), not one the agent or its tabs opened.
+    shared: ["shared", "all"].includes(state.scope.get(tab.id)?.reason),
   };
 }
 

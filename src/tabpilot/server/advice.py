@@ -439,6 +439,8 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
         marks.append(f"opened by tab {info.opener_id}")
     if info.pinned:
         marks.append("pinned")
+    if info.users_own:
+        marks.append("the user's")
     if info.status != "complete":
         marks.append(info.status)
     if info.error_page:

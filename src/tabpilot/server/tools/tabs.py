@@ -97,11 +97,19 @@ async def browser_tabs(
                 "Call again with keepTabId only."
             )
         closed_ids = await manager.close_others(keep.id)
-        remaining = [i.id for i in manager.tabs(keep.instance_id)]
+        infos = manager.tabs(keep.instance_id)
+        remaining = [i.id for i in infos]
+        users = [i.id for i in infos if i.users_own and i.id != keep.id]
+        left = (
+            f" Left the user's own tab{'s' if len(users) != 1 else ''} {', '.join(map(str, users))} open: "
+            "close_others never closes those (close one by its id if you must)."
+            if users
+            else ""
+        )
         response.result(
             f"Closed {len(closed_ids)} tab{'s' if len(closed_ids) != 1 else ''}"
             f"{' (' + ', '.join(map(str, closed_ids)) + ')' if closed_ids else ''}; kept {remaining}. "
-            f"Active tab: {keep.id}.",
+            f"Active tab: {keep.id}.{left}",
             {
                 "success": True,
                 "closedCount": len(closed_ids),

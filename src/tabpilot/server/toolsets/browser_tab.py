@@ -12,7 +12,7 @@ the seed (two-space indented) and its structured content the same object:
 Tab ids are tabpilot's stable integer ids, so an id from `browser_tab` works in every other tool
 set, and a tab id names its tab whatever instance holds it. Without `instanceId`, list and new use
 the seed's "first connected instance": the earliest instance still open.
-`close_others` keeps pinned tabs open as well (tabpilot's rule); `remainingTabId` names the kept tab.
+`close_others` keeps pinned tabs and the user's own shared tabs open as well (tabpilot's rule); `remainingTabId` names the kept tab.
 Errors come back with `isError: true` and begin with the seed's texts, "Tab not found" and
 "Cannot close last tab", followed by what to do next. An argument the action does not use (`tabId`
 for new) is refused. A URL that is malformed or refused is refused before a tab opens; a tab whose
