@@ -183,6 +183,9 @@ async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_
         assert f"element {top} is not a drop-down list (a <select>)." in error(
             await mcp.call_tool("browser_select_option", {"ref": top, "values": ["x"]})
         )
+        unchecked = error(await mcp.call_tool("browser_fill_form", {"fields": [{"ref": top, "value": True}]}))
+        assert f"element {top} is not a checkbox or radio button (true and false" in unchecked, unchecked
+        assert "Error:" not in unchecked
 
 
 async def test_refs_of_two_tabs_in_one_call_are_refused_saying_so(

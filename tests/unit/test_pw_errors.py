@@ -32,3 +32,18 @@ def test_a_browser_that_closes_while_it_starts_is_said_to_have_ended() -> None:
         "Chromium (/usr/lib/chromium/chromium) failed to start: it ended while it was starting "
         "(it was killed, crashed or quit)."
     )
+
+
+def test_a_dialog_gone_before_its_answer_is_said_so_not_as_a_protocol_error() -> None:
+    """Chromium's words when the dialog closed between tabpilot seeing it and answering it (seen
+    once under load: its page went on, or another call answered it first)."""
+    with (
+        pytest.raises(ActionError) as raised,
+        map_playwright_errors(Doing("Handling the dialog of tab 2", tab_id=2)),
+    ):
+        raise PlaywrightError("Protocol error (Page.handleJavaScriptDialog): No dialog is showing")
+    assert raised.value.fact == (
+        "Handling the dialog of tab 2 failed: the dialog had closed already (its page went on without "
+        "it, or another call answered it)."
+    )
+    assert raised.value.advice == "Take a new snapshot of tab 2 to see the page as it is now."

@@ -45,6 +45,12 @@ _WRONG_ELEMENT = (
         "failed",
     ),
     (
+        "Not a checkbox or radio button",
+        "is not a checkbox or radio button (true and false check or uncheck only those)",
+        "{snap}: give a checkbox, radio or switch true or false, a text field text, a list an option.",
+        "failed",
+    ),
+    (
         "Non-multiple file input can only accept single file",
         "takes one file (it is no multiple-file input)",
         "Pass one path.",
@@ -190,6 +196,13 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
                 ref=ref,
                 reason=reason,  # type: ignore[arg-type]
             )
+    if "No dialog is showing" in message:
+        return ActionError(
+            f"{what} failed: the dialog had closed already (its page went on without it, or another "
+            "call answered it).",
+            f"{snap} to see the page as it is now.",
+            tab_id=tab,
+        )
     if message.startswith("Unknown key"):
         return ActionError(
             f"{what} failed: {message}.",
