@@ -187,6 +187,8 @@ class Instance:
         self.tabs_at_loss: dict[str, int] = {}
         """The tabs it had when it was lost, by target id: an instance that connects to the same
         browser again gives the ones still there their ids back."""
+        self.users_at_loss: set[int] = set()
+        """Which of those were the user's own (`Tab.users_own`): given back, they still are."""
         self.active_at_loss: str | None = None
         """The target id of the tab that was active when it was lost."""
         self.pid: int | None = None
@@ -586,6 +588,14 @@ class Instance:
             self._lost(self._silent_reason())
         return self.check_alive()
 
+    async def ensure_answering(self) -> None:
+        """Raise the instance's loss, with its judged reason, if its browser does not answer
+        (`answers`: a remote browser's silence is its loss); return if it does."""
+        if await self.answers() or self.state == "open":
+            return
+        await self.loss_judged()
+        self.ensure_usable()
+
     def _silent_reason(self) -> str:
         if self.kind == "grid":
             return self._grid_session("stopped answering")
@@ -724,6 +734,7 @@ class Instance:
         logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
         went_first = self._tracker.report_checked_closes()
         self.tabs_at_loss = {t.target_id: t.id for t in [*went_first, *self.tabs] if t.target_id}
+        self.users_at_loss = {t.id for t in [*went_first, *self.tabs] if t.users_own}
         self.active_at_loss = self.active_tab.target_id if self.active_tab is not None else None
         for tab in self.tabs:
             self._tracker.tab_gone(tab, self._tracker.lost_cause)

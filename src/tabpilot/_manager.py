@@ -224,17 +224,18 @@ class TabManager:
             )
         return InstanceNotFoundError("No browser instance is open.", "Launch one or connect one.")
 
-    def _give_tab_id(self, target_id: str | None = None) -> tuple[int, bool]:
+    def _give_tab_id(self, target_id: str | None = None) -> tuple[int, bool | None]:
         """A new tab's id: the id its page had when its instance was lost, if an instance that
         connects to the same browser again finds the page still there (the automatic reconnect of
-        the default, or one the agent asks for); else a new one. And whether it is the id given back."""
+        the default, or one the agent asks for); else a new one. And, for an id given back, whether
+        its tab was the user's own (None: a new id)."""
         for lost in self._instances.values():
             tab_id = lost.tabs_at_loss.pop(target_id, None) if target_id and lost.state == "lost" else None
             if tab_id is not None and all(tab.id != tab_id for tab in self._open_tabs()):
-                return tab_id, True
+                return tab_id, tab_id in lost.users_at_loss
         tab_id = next(self._tab_ids)
         self._given.add(tab_id)
-        return tab_id, False
+        return tab_id, None
 
     def _services(self) -> InstanceServices:
         return InstanceServices(

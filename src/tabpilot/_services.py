@@ -112,10 +112,10 @@ class TabRules:
 class InstanceServices:
     """What an instance needs of its manager."""
 
-    next_tab_id: Callable[[str | None], tuple[int, bool]]
+    next_tab_id: Callable[[str | None], tuple[int, bool | None]]
     """The id of a new tab, given its target id: the id the same page had in a lost instance of the
-    same browser (connected again, automatically or by hand), else a new one; and whether it is
-    that id given back (the tab is back, not new)."""
+    same browser (connected again, automatically or by hand), else a new one; and, for an id given
+    back (the tab is back, not new), whether its tab was the user's own (None: a new id)."""
     emit: Callable[..., object]
     """`emit(type, tab_id, instance_id, **data)`: the manager's event bus."""
     activated: Callable[[str], None]

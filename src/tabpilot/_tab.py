@@ -110,6 +110,10 @@ class TabHost(Protocol):
         """Raise if the instance cannot do page work now (lost, closed, its browser unreachable)."""
         ...
 
+    async def ensure_answering(self) -> None:
+        """Raise the instance's loss, with its reason, if its browser no longer answers at all."""
+        ...
+
     async def guard(self, job: Awaitable[T]) -> T:
         """Await page work, failing at once if the browser becomes unreachable meanwhile."""
         ...
@@ -637,8 +641,13 @@ class Tab:
             self._stuck = False
             return
         except TimeoutError:
-            pass
-        except Exception:  # closed, navigating: answered in its own way
+            answered = False
+        except Exception:  # closed, navigating (answered in its own way), or its browser went
+            answered = True
+        # Neither the work nor the page answered: its whole browser may have gone without its
+        # connection saying so (a grid that ended the session), which is then the reason.
+        await self.host.ensure_answering()
+        if answered:
             return
         self._stuck = True
         raise ActionError(

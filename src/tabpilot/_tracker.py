@@ -292,8 +292,8 @@ class TabTracker:
             watches = list(self._watches)
             opener = self.registry.get(watches[0].tab.id)
             cause = "link"
-        tab_id, back = self._services.next_tab_id(info.get("targetId"))
-        if back:
+        tab_id, users_before = self._services.next_tab_id(info.get("targetId"))
+        if users_before is not None:  # back under its id
             self._back.add(tab_id)
         tab = Tab(
             tab_id,
@@ -304,8 +304,11 @@ class TabTracker:
             url=info.get("url", ""),
             title=info.get("title", ""),
             # The extension says which of its tabs the user shared (or are shared as every tab
-            # is): after a restart of the server, the agent's own tabs are there already too.
-            users_own=self._users_browser and cause == "external" and bool(info.get("usersOwn", True)),
+            # is): after a restart of the server, the agent's own tabs are there already too. A
+            # tab back under its id (its browser connected again) is whose it was.
+            users_own=users_before
+            if users_before is not None
+            else self._users_browser and cause == "external" and bool(info.get("usersOwn", True)),
         )
         tab.update_from_tab_strip(info)
         self.registry.add(tab)

@@ -14,7 +14,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
-from support import SeleniumGrid, data, error, free_port, ok, ref_of, result_of, section, wait_until
+from support import SeleniumGrid, data, error, free_port, ok, ref_of, result_of, section, text, wait_until
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -78,8 +78,16 @@ async def test_two_grid_sessions_and_the_local_browser_side_by_side_and_a_sessio
         doomed, kept = connected
         doomed_tabs = [t["id"] for t in tabs if t["instanceId"] == doomed["instanceId"]]
         await asyncio.to_thread(grid.delete_session, sessions[0])
+        # A call made at once, before the loss is noticed, fails with the instance's loss: not as a
+        # page that is busy or stuck in a script (the whole browser is silent).
+        at_once = await client.call_tool(
+            "browser_snapshot", {"full": True, "tabId": opened[doomed["instanceId"]]}
+        )
+        said = error(at_once)
+        assert f"Instance {doomed['instanceId']} was lost" in said, said
+        assert "not responding" not in said and "did not finish" not in said, said
         started = time.monotonic()
-        events = ""
+        events = section(at_once, "Events") if "### Events" in text(at_once) else ""
         while f"instance {doomed['instanceId']} was lost" not in events and time.monotonic() - started < 10:
             await asyncio.sleep(0.2)
             events += section(await call(client, "browser_tabs", action="list"), "Events")
