@@ -720,7 +720,9 @@ class Tab:
         left = self._page_left() if accept and info.type == "beforeunload" else None
         try:
             with map_playwright_errors(Doing(f"Handling the dialog of tab {self.id}", tab_id=self.id)):
-                await (dialog.accept(prompt_text) if accept else dialog.dismiss())
+                # Guarded as page work is: a link to the browser that drops meanwhile (the
+                # extension's) fails it saying so, not with the link's words for an unanswered command.
+                await self.host.guard(dialog.accept(prompt_text) if accept else dialog.dismiss())
             self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
             if left is not None:
                 await asyncio.wait([left[0]], timeout=self.host.timeouts.navigation)
