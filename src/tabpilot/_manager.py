@@ -162,9 +162,21 @@ class TabManager:
         for task in replacing:
             task.cancel()  # a browser being launched is closed again
         await asyncio.gather(*replacing, return_exceptions=True)
-        # Newest first: a context instance closes before the browser it lives in.
-        for instance in reversed(list(self._instances.values())):
-            await instance.close(cause="shutdown")
+        # All at once, so that a slow one (a grid ending its session, a remote browser that does
+        # not answer) does not hold up the rest: a client that stops the server gives it a few
+        # seconds before it kills it, and a launched browser's profile is removed after its
+        # close. Context instances first: each closes before the browser it lives in.
+        instances = list(self._instances.values())
+        for closing in (
+            [i for i in instances if i.kind == "context"],
+            [i for i in instances if i.kind != "context"],
+        ):
+            outcomes = await asyncio.gather(
+                *(i.close(cause="shutdown") for i in closing), return_exceptions=True
+            )
+            for instance, outcome in zip(closing, outcomes, strict=True):
+                if isinstance(outcome, Exception):
+                    logger.warning("closing instance %s failed: %s", instance.id, outcome)
         if self._owns_driver:
             await self._driver.stop()
 
