@@ -656,3 +656,29 @@ def _profile_processes(profile: str) -> list[int]:
             if name.isdigit() and f"--user-data-dir={profile} " in " ".join(_cmdline(int(name))) + " ":
                 found.append(int(name))
     return found
+
+
+async def test_closing_the_manager_closes_its_instances_at_once(browser_path: str, site: LocalSite) -> None:
+    # A client stopping the server kills it a few seconds after it asked: a slow close must not
+    # hold up another instance's (whose temporary profile is removed at the end of its close).
+    async with TabManager(browser_path=browser_path) as m:
+        first = await m.launch()
+        slow = await m.launch()
+        await m.new_tab(site.url("/fetch"), instance_id=slow.id)  # a network service with a cache to write
+        assert first.pid is not None and slow.pid is not None
+        profiles = [
+            next(arg.split("=", 1)[1] for arg in _cmdline(pid) if arg.startswith("--user-data-dir="))
+            for pid in (first.pid, slow.pid)
+        ]
+        # The slow browser's close waits for its stopped network service until it times out.
+        (late,) = [
+            p
+            for p in _profile_processes(profiles[1])
+            if "--utility-sub-type=network" in " ".join(_cmdline(p))
+        ]
+        os.kill(late, signal.SIGSTOP)
+        closing = asyncio.ensure_future(m.close())
+        await wait_until(lambda: not os.path.exists(profiles[0]), timeout=5)
+        assert not closing.done(), "the slow close is still under way"
+        await closing
+        assert not any(os.path.exists(profile) for profile in profiles)
