@@ -122,6 +122,15 @@ async def test_two_sessions_see_only_their_own_tabs(shared_browser: Instance, si
             touched = await b.call_tool("browser_snapshot", {"full": True, "tabId": a_tab})
             assert touched.is_error
             assert f"Tab {a_tab} not found" in section(touched, "Error")
+            # A ref of A's tab, used on B's own tab: A's tab is not found here either, and nothing
+            # tells B to act on it by leaving tabId out.
+            a_ref = ref_of(text(opened), "heading")
+            b_tab = b_ids[0]
+            for arguments in ({"ref": a_ref, "tabId": b_tab}, {"ref": a_ref}):
+                foreign = await b.call_tool("browser_click", arguments)
+                said = section(foreign, "Error")
+                assert said.startswith(f"Tab {a_tab} not found. Ref {a_ref} came from it"), said
+                assert "Leave tabId out" not in said and f"tab {b_tab}:" in said
             assert contexts(shared_browser) == contexts_before + 2
         # Each client ended its session (DELETE): its browser context is gone.
         for _ in range(100):

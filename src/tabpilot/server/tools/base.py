@@ -183,19 +183,14 @@ class Call:
         refused (DialogOpenError: handle it first) unless `allow_dialog`.
         """
         ref_tab = parse_ref(ref)[0] if ref is not None else None
-        if ref_tab is not None and tab_id is None:
-            try:
-                tab = self.manager.tab(ref_tab)
-            except TabNotFoundError as exc:
-                raise TabNotFoundError(
-                    ref_tab,
-                    exc.open_tabs,
-                    reason=f"{exc.reason} Ref {ref} came from it; take a snapshot of an open tab.".strip(),
-                    kept_by=exc.kept_by,
-                ) from exc
+        if ref is not None and ref_tab is not None and tab_id is None:
+            tab = self._tab_of_ref(ref_tab, ref)
         else:
             tab = self.manager.resolve(tab_id)
             if ref is not None and ref_tab is not None and tab.id != ref_tab:
+                # A ref of a tab that is not open here (closed, or another session's) is not one
+                # to act on by leaving tabId out: said as that tab not found.
+                self._tab_of_ref(ref_tab, ref)
                 tab.resolve_ref(ref)  # raises ForeignRefError naming the ref's tab
         self.acted_tab = tab
         if allow_dialog:
@@ -203,6 +198,18 @@ class Call:
         else:
             tab.ensure_no_dialog()
         return tab
+
+    def _tab_of_ref(self, ref_tab: int, ref: str) -> Tab:
+        """The open tab a ref came from; TabNotFoundError (saying where the ref came from) if none."""
+        try:
+            return self.manager.tab(ref_tab)
+        except TabNotFoundError as exc:
+            raise TabNotFoundError(
+                ref_tab,
+                exc.open_tabs,
+                reason=f"{exc.reason} Ref {ref} came from it; take a snapshot of an open tab.".strip(),
+                kept_by=exc.kept_by,
+            ) from exc
 
 
 def _check_start_options(config: ServerConfig) -> str:
