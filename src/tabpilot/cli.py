@@ -129,8 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         transport,
         "--allow-instances",
         action="store_true",
-        help="over HTTP, let clients launch or connect browsers with browser_instance (off by default: a "
-        "client could reach browsers it does not own)",
+        help="over HTTP, let clients launch, connect and close browsers with browser_instance (off by "
+        "default: a client could reach browsers it does not own)",
     )
 
     browser = serve.add_argument_group("browser")

@@ -261,6 +261,11 @@ async def test_a_session_cannot_reach_other_browsers(shared_browser: Instance, s
             assert "--allow-instances" in error(launch)
             listed = ok(await client.call_tool("browser_instance", {"action": "list"}))
             assert result_of(listed)["count"] == 1  # the session's own browser context, nothing more
+            # Nor close that one: nothing could replace it, and the session would have no tab again.
+            own = result_of(listed)["instances"][0]["id"]
+            close = error(await client.call_tool("browser_instance", {"action": "close", "instanceId": own}))
+            assert close.startswith("browser_instance close is off on this HTTP server"), close
+            ok(await client.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
 
 
 async def test_two_clients_cannot_drive_one_browser_at_once(

@@ -140,6 +140,13 @@ async def browser_instance(
             f"browser_instance {action} is off on this HTTP server: a client could reach browsers it does not "
             "own. The operator can allow it with --allow-instances. Use the tabs of your session's browser."
         )
+    elif action == "close" and not call.session.config.instances_allowed:
+        # Closed, the session's browser could not be replaced: launch and connect are off.
+        raise ValueError(
+            "browser_instance close is off on this HTTP server: your session's browser is the one it can "
+            "have (launch and connect are off; the operator can allow them with --allow-instances). Close "
+            "tabs with browser_tabs instead; the browser goes when your session ends."
+        )
     elif action == "launch":
         chosen = launch_options(manager.options, options, file_roots(call.session.config))
         instance = await manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen)
