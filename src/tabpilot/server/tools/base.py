@@ -162,6 +162,9 @@ class Call:
                     await self.progress(round(time.monotonic() - started, 1), total, message)
         finally:
             task.cancel()
+            # Left behind (the call was cancelled: its session ended), its outcome is nobody's:
+            # read, so that an error it ends with is not logged as never retrieved.
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     @property
     def manager(self) -> TabManager:
