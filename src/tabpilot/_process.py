@@ -107,11 +107,15 @@ def profile_processes(profile: str) -> list[int]:
     """The processes whose command line names `profile`: a browser on it and its helpers (each
     helper's command line is one string), or none where there is no /proc."""
     wanted = _profile_arg(profile)
+    return [int(pid) for pid in _pids() if any(_names(arg, wanted) for arg in _args(pid))]
+
+
+def _pids() -> list[str]:
+    """The ids of the processes running now, as /proc names them; none where there is no /proc."""
     try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+        return [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return []
-    return [int(pid) for pid in pids if any(_names(arg, wanted) for arg in _args(pid))]
 
 
 def _names(arg: bytes, wanted: bytes) -> bool:
@@ -125,11 +129,7 @@ def launched_browser(profile: str) -> int | None:
     """The main process of the browser this process's Playwright driver (a child of ours) is
     launching on `profile`, or None if there is none (yet), or no /proc to find it in."""
     wanted = _profile_arg(profile)
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return None
-    for pid in pids:
+    for pid in _pids():
         args = _args(pid)
         # Chromium's helper processes (renderers, GPU, zygote) carry `--type=`; their own
         # command line is one string, so the exact argument matches the browser itself only.
