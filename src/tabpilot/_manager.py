@@ -762,9 +762,8 @@ class TabManager:
         return [tab for instance in self._instances.values() for tab in instance.tabs]
 
     def _staying_tabs(self) -> int:
-        """The open tabs no close is under way for, but the user's own: what counts against a
-        total budget."""
-        return sum(1 for tab in self._open_tabs() if tab.closing_cause is None and not tab.users_own)
+        """The open tabs that count against a total budget (`Tab.counts_against_cap`)."""
+        return sum(1 for tab in self._open_tabs() if tab.counts_against_cap)
 
     def tabs(self, instance_id: str | int | None = None) -> list[TabInfo]:
         """Every open tab (of one instance, if given), from kept state: no browser round trip."""

@@ -33,9 +33,8 @@ class TabRegistry:
         return list(self._tabs.values())
 
     def staying(self) -> int:
-        """How many tabs count against the cap: open, no close under way (another call's, or the
-        cap's), and not the user's own (`Tab.users_own`)."""
-        return sum(1 for tab in self._tabs.values() if tab.closing_cause is None and not tab.users_own)
+        """How many tabs count against the cap (`Tab.counts_against_cap`)."""
+        return sum(1 for tab in self._tabs.values() if tab.counts_against_cap)
 
     @property
     def active(self) -> Tab | None:

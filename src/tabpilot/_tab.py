@@ -268,6 +268,12 @@ class Tab:
         return self._last_snapshot
 
     @property
+    def counts_against_cap(self) -> bool:
+        """Whether it counts against a tab cap (an instance's, or a total budget's): open with no
+        close under way (another call's, or the cap's), and not the user's own (`users_own`)."""
+        return self.closing_cause is None and not self.users_own
+
+    @property
     def may_close_itself(self) -> bool:
         """Whether its page may close it (`window.close()`): only a tab a page opened (a popup,
         a link's new tab). A close of any other that tabpilot did not make came from outside."""
