@@ -678,7 +678,9 @@ async def test_closing_the_manager_closes_its_instances_at_once(browser_path: st
         ]
         os.kill(late, signal.SIGSTOP)
         closing = asyncio.ensure_future(m.close())
-        await wait_until(lambda: not os.path.exists(profiles[0]), timeout=5)
-        assert not closing.done(), "the slow close is still under way"
-        await closing
+        try:
+            await wait_until(lambda: not os.path.exists(profiles[0]), timeout=5)
+            assert not closing.done(), "the slow close is still under way"
+        finally:
+            await closing  # also when the test fails: the browsers and their profiles go
         assert not any(os.path.exists(profile) for profile in profiles)
