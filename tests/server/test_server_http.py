@@ -301,7 +301,9 @@ async def test_clients_beyond_max_sessions_are_refused(shared_browser: Instance)
             with pytest.raises(Exception) as refused:
                 async with Client(url) as second:
                     await second.call_tool("browser_tabs", {"action": "list"})
-            assert "Too many open sessions" in repr(refused.value)
+            said = repr(refused.value)
+            assert "Too many open sessions: this server serves at most 1 at once (--max-sessions 1)" in said
+            assert "--session-idle-timeout" in said
             ok(await first.call_tool("browser_tabs", {"action": "list"}))  # the first one is unharmed
         async with Client(url) as later:  # its session ended: room for another
             ok(await later.call_tool("browser_tabs", {"action": "list"}))

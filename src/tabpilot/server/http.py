@@ -11,6 +11,8 @@ What this adds to the SDK's `streamable_http_app`:
   is sessionless (one POST per request, no session id), so it could not be isolated; requests
   that speak it get a 400, which a client in "auto" mode treats as "use the handshake", and it
   then gets a session.
+- The SDK's refusal of a session beyond `--max-sessions` (HTTP 503, "Too many open sessions")
+  also names the limit and the ways to make room (`_refusal_reworded`).
 - A stop in two steps (`_Server`): on a stop signal the tool calls under way are cut short and
   answered that the server stops, and only once those answers are out is uvicorn told to exit.
   Told at once, it ends every SSE response stream of the SDK (sse-starlette ends them when uvicorn
@@ -113,10 +115,11 @@ class _Guard:
     SDK counts it too, so a session and its browser context end together) and which ended
     (DELETE)."""
 
-    def __init__(self, app: ASGIApp, server: TabpilotServer, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, server: TabpilotServer, config: ServerConfig) -> None:
         self.app = app
         self.server = server
-        self.token = token
+        self.token = config.auth_token
+        self.config = config
         self.answering = 0
         """Requests being answered now, the notification streams (GET) left out: those never end
         by themselves."""
@@ -170,7 +173,10 @@ class _Guard:
             return
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
         state = self.server.state
-        if not session or state is None:
+        if not session:
+            await self.app(scope, receive, _refusal_reworded(send, self.config))
+            return
+        if state is None:
             await self.app(scope, receive, send)
             return
         with state.serving(session):
@@ -189,7 +195,52 @@ def http_app(server: TabpilotServer, config: ServerConfig) -> _Guard:
         session_idle_timeout=config.session_idle_timeout,
         max_sessions=config.max_sessions,
     )
-    return _Guard(app, server, config.auth_token)
+    return _Guard(app, server, config)
+
+
+SESSIONS_FULL = "Too many open sessions"
+"""The SDK's refusal of a session beyond its `max_sessions` (HTTP 503)."""
+
+
+def _refusal_reworded(send: Send, config: ServerConfig) -> Send:
+    """`send` for a request that opens a session: the SDK's refusal at the session limit names
+    neither the limit nor a way out; its JSON-RPC error message says both (the status stays 503,
+    the message still starts with the SDK's words)."""
+    held: list[Message] = []
+
+    async def reworded(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 503:
+            held.append(message)
+            return
+        if held and message["type"] == "http.response.body":
+            start = held.pop()
+            if not message.get("more_body"):
+                start, message = _sessions_full(start, message, config)
+            await send(start)
+        await send(message)
+
+    return reworded
+
+
+def _sessions_full(start: Message, body: Message, config: ServerConfig) -> tuple[Message, Message]:
+    try:
+        payload = json.loads(body.get("body", b""))
+        refused = payload["error"]["message"] == SESSIONS_FULL
+    except (ValueError, TypeError, KeyError):
+        return start, body
+    if not refused:
+        return start, body
+    limit, idle = config.max_sessions, config.session_idle_timeout
+    payload["error"]["message"] = (
+        f"{SESSIONS_FULL}: this server serves at most {limit} at once (--max-sessions {limit}). End "
+        f"a session you no longer use (an MCP client ends its session when it closes), wait for an "
+        f"idle one to end ({idle:g} s without a request, --session-idle-timeout), or restart the "
+        "server with a higher --max-sessions."
+    )
+    text = json.dumps(payload).encode()
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(text)).encode()))
+    return {**start, "headers": headers}, {**body, "body": text}
 
 
 class _Server(uvicorn.Server):
