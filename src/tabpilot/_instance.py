@@ -106,6 +106,7 @@ EXIT_NOTICE = 0.2
 """How long a launched browser that disconnected may take to be seen ending: a killed process
 closes its pipe to the driver a moment before it stops counting as running."""
 DISCONNECTED = "the browser disconnected"
+CONTEXT_CLOSED = "its browser context was closed"
 QUIT = "the browser quit, closing its tabs first (its last window was closed, or it was told to quit)"
 
 
@@ -474,7 +475,7 @@ class Instance:
         self._disposers.append(context.on_dialog(self._tracker.on_dialog))
 
         def context_closed() -> None:
-            self._lost("its browser context was closed" if self.kind == "context" else self._gone_reason())
+            self._lost(CONTEXT_CLOSED if self.kind == "context" else self._gone_reason())
 
         self._disposers.append(context.on_close(context_closed))
         if self.browser is not None:
@@ -742,7 +743,8 @@ class Instance:
         finding: Awaitable[str | None] | None = None
         if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:
             finding = self._driver_stopped(self.browser)
-        elif reason == DISCONNECTED and self.pid is not None:
+        elif reason in (DISCONNECTED, CONTEXT_CLOSED) and self.pid is not None:
+            # A context's close comes first also when its whole browser went (killed, crashed).
             finding = self._process_ended(self.pid)
         if finding is not None:
             self._judging = asyncio.get_running_loop().create_task(self._judge(finding))

@@ -415,7 +415,11 @@ async def test_sessions_get_a_new_browser_after_the_shared_one_died(browser_path
                 os.kill(doomed.pid, signal.SIGKILL)
                 await wait_until(lambda: doomed.state == "lost")
                 again = ok(await client.call_tool("browser_navigate", {"url": site.url("/page/b")}))
-                assert "was launched in place of lost instance" in section(again, "Events")
+                events = section(again, "Events")
+                assert "was launched in place of lost instance" in events
+                # The session's context closed first, but it is the browser that went.
+                assert f"the browser process (pid {doomed.pid}) ended: it was killed or crashed" in events
+                assert "context was closed" not in events
                 assert "Page b" in text(again)
                 listed = result_of(ok(await client.call_tool("browser_tabs", {"action": "list"})))
                 assert [t["url"] for t in listed["tabs"]] == [site.url("/page/b")]
