@@ -288,9 +288,8 @@ async def test_a_popup_the_tab_limit_closes_at_once_is_told_with_the_way_out(
         assert data(clicked)["result"]["openedTabIds"] == [popup]
         assert f"tab {popup} closed (over the tab limit)" in section(clicked, "Events")
         assert (
-            f"It opened tab {popup}, but the tab limit (--max-tabs 1) closed it at once. To let a page open "
-            "tabs, close tabs you no longer need (browser_tabs action=close or close_others), or ask whoever "
-            "runs the server to raise the limit."
+            f"It opened tab {popup}, but the tab limit (--max-tabs 1) closed it at once: each instance has "
+            "only the one tab. To let a page open tabs, ask whoever runs the server to raise the limit."
         ) in section(clicked, "Result")
 
         site.set_content(
@@ -304,7 +303,7 @@ async def test_a_popup_the_tab_limit_closes_at_once_is_told_with_the_way_out(
         popups = [e["tabId"] for e in opened_events(clicked)]
         assert len(popups) == 2
         assert (
-            f"It opened tabs {popups[0]}, {popups[1]}, but the tab limit (--max-tabs 1) closed them at once."
+            f"It opened tabs {popups[0]}, {popups[1]}, but the tab limit (--max-tabs 1) closed them at once:"
             in (section(clicked, "Result"))
         )
 

@@ -323,6 +323,13 @@ async def test_the_total_tab_cap_holds_across_sessions(shared_browser: Instance,
             clicked = ok(await b.call_tool("browser_click", {"ref": ref_of(text(shot), "Open popup")}))
             popup = next(t for t in data(clicked)["events"] if t["type"] == "tab_opened")["tabId"]
             assert f"tab {popup} closed (over the tab limit)" in section(clicked, "Events")
+            # b's one tab cannot be closed: the way out is the other sessions' tabs, or a higher cap.
+            said = section(clicked, "Result")
+            assert (
+                "(--max-total-tabs 3, for all sessions together) closed it at once: the other sessions hold"
+                in said
+            )
+            assert "close tabs you no longer need" not in said
             a_tabs = result_of(ok(await a.call_tool("browser_tabs", {"action": "list"})))["tabs"]
             b_tabs = result_of(ok(await b.call_tool("browser_tabs", {"action": "list"})))["tabs"]
             assert (len(a_tabs), len(b_tabs)) == (2, 1)

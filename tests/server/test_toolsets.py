@@ -243,8 +243,8 @@ async def test_pilo_says_a_tab_the_tab_limit_closed_at_once_was_opened_and_how_t
         (line,) = clicked.splitlines()[1:]
         assert line.startswith(f"BROWSER_TAB_OPENED: Tab {line.split()[2]} (opened by Tab {home}): ")
         assert line.endswith(
-            ". But the tab limit (--max-tabs 1) closed it at once. To let a page open tabs, close tabs you "
-            "no longer need (close_tab), or ask whoever runs the server to raise the limit."
+            ". But the tab limit (--max-tabs 1) closed it at once: each instance has only the one tab. To "
+            "let a page open tabs, ask whoever runs the server to raise the limit."
         ), clicked
 
 

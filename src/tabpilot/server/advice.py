@@ -234,16 +234,30 @@ def tab_limit_closed(manager: TabManager, calls: ToolCalls, *, tabs: int = 1) ->
     which limit is reached, and the way out (the tabs never showed: their action seems to have
     opened nothing)."""
     budget = manager.rules.budget
+    listed = manager.tabs()
+    them = "it" if tabs == 1 else "them"
     if (
         budget is not None
         and budget.full
-        and all(count < manager.max_tabs for count in Counter(t.instance_id for t in manager.tabs()).values())
+        and all(count < manager.max_tabs for count in Counter(t.instance_id for t in listed).values())
     ):
         limit = f"--max-total-tabs {budget.limit}, for all sessions together"
+        if sum(not t.users_own for t in listed) <= 1:
+            # Its one tab cannot be closed (a browser keeps its last tab): others hold the rest.
+            return (
+                f"the tab limit ({limit}) closed {them} at once: the other sessions hold the other "
+                "tabs. To let a page open tabs, retry once they have closed tabs or ended, or ask "
+                "whoever runs the server to raise the limit"
+            )
     else:
         limit = f"--max-tabs {manager.max_tabs}"
+        if manager.max_tabs <= 1:
+            return (
+                f"the tab limit ({limit}) closed {them} at once: each instance has only the one tab. To "
+                "let a page open tabs, ask whoever runs the server to raise the limit"
+            )
     return (
-        f"the tab limit ({limit}) closed {'it' if tabs == 1 else 'them'} at once. To let a page open "
+        f"the tab limit ({limit}) closed {them} at once. To let a page open "
         f"tabs, close tabs you no longer need ({calls.close_tabs}), or ask whoever runs the server to "
         "raise the limit"
     )
