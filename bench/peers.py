@@ -12,9 +12,9 @@ Steps, per server:
   launch their browser on the first call, tabpilot at start);
 - navigate a tab to a local page; a full snapshot of a small page; a new tab and the first
   snapshot of it; a full snapshot of a 300-element page; a click that opens a tab;
-- at 20 busy tabs (console lines and fetches): the server's memory (its process plus its own
-  helpers such as Playwright's Node driver, without the browser), list tabs, switch tab, and
-  close every other tab;
+- at 20 busy tabs (300 console lines and 260 fetches of 2 KB each), once every page made all
+  its fetches: the server's memory (its process plus its own helpers such as Playwright's Node
+  driver, without the browser), list tabs, switch tab, and close every other tab;
 - the size of the tool list (compact JSON of tools/list);
 - a lab scenario as an agent would run it: open pages, follow a link that opens a tab, read it,
   click in it, go back to the first tab, close the rest. A page is read from a response that
@@ -51,7 +51,7 @@ import procmem
 from harness import Progress, Results, p90
 from mcp.types import CallToolResult
 from mcp_procs import BenchError, McpProcess, text_of
-from server_bench import install_pages
+from server_bench import Served, install_pages
 
 from tabpilot import find_browser
 from tabpilot.demo.site import LocalSite
@@ -66,6 +66,10 @@ DEVTOOLS_CLI = MODULES / DEVTOOLS_MCP / "build" / "src" / "bin" / "chrome-devtoo
 
 TOOL_LIST_LIMIT = 12_000
 BUSY_TABS = 20
+BUSY_PAGE = "/bench/noise?logs=300&fetches={fetches}&tab={tab}"
+BUSY_FETCHES = 260
+BUSY_WAIT = 300.0
+"""Seconds the busy tabs get to make all their fetches (one local site serves every browser)."""
 SMALL_PAGE = "/page/small"
 MANY = 150
 """/many?n=150: 150 buttons and 150 links, 300 elements."""
@@ -589,9 +593,16 @@ STEPS: list[tuple[str, str, str, str, float | None]] = [
 
 class PeerBench:
     def __init__(
-        self, site: LocalSite, servers: list[Server], plan: PeerPlan, progress: Progress, workdir: str
+        self,
+        site: LocalSite,
+        served: Served,
+        servers: list[Server],
+        plan: PeerPlan,
+        progress: Progress,
+        workdir: str,
     ) -> None:
         self.site = site
+        self.served = served
         self.servers = servers
         self.plan = plan
         self.progress = progress
@@ -759,16 +770,29 @@ class PeerBench:
 
     async def busy_tabs(self) -> None:
         self.progress.begin(f"peers: {BUSY_TABS} busy tabs")
+        expected = self.served.fetches
         for server in self.servers:
             count = len(server.tabs())
             while count < BUSY_TABS:
                 self.progress.update(f"{server.name}: tab {count + 1}/{BUSY_TABS}")
-                await server.new_tab(
-                    self.site.url(f"/bench/noise?logs=300&fetches=260&tab={count}"), background=True
-                )
+                url = self.site.url(BUSY_PAGE.format(fetches=BUSY_FETCHES, tab=count))
+                await server.new_tab(url, background=True)
+                expected += BUSY_FETCHES
                 count += 1
             await server.list_tabs()  # every server has seen every tab before the reading
-        await asyncio.sleep(3)  # the pages' fetches and console lines are in
+        # Until every page made all its fetches (the site serves them all, a minute or more on two
+        # cores), then the servers get a few seconds to take the last ones in: the readings below
+        # are of full buffers and of servers at rest, not of servers still taking traffic in.
+        deadline = time.monotonic() + BUSY_WAIT
+        while self.served.fetches < expected and time.monotonic() < deadline:
+            self.progress.update(f"fetches {self.served.fetches}/{expected}")
+            await asyncio.sleep(0.5)
+        if self.served.fetches < expected:
+            self.notes.append(
+                f"peers: the busy tabs made {self.served.fetches} of {expected} fetches in {BUSY_WAIT:.0f} s; "
+                "memory, list, switch and close-others at 20 tabs were read with the rest still coming"
+            )
+        await asyncio.sleep(3)
         for server in self.servers:
             assert server.proc is not None and server.proc.pid is not None
             mb, pids = procmem.server_rss_mb(server.proc.pid, self.browser_dir)
@@ -1054,8 +1078,8 @@ async def run(results: Results, progress: Progress, quick: bool, tabpilot_versio
         results.note("peers: no peer to compare with; the peer table is left out.")
         return
     with LocalSite() as site, tempfile.TemporaryDirectory(prefix="tabpilot-peers-") as workdir:
-        install_pages(site)
-        bench = PeerBench(site, servers, QUICK if quick else FULL, progress, workdir)
+        served = install_pages(site)
+        bench = PeerBench(site, served, servers, QUICK if quick else FULL, progress, workdir)
         try:
             await bench.startups()
             await bench.session()

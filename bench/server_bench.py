@@ -23,7 +23,7 @@ from harness import Progress, Results, repeat, timed
 from mcp.types import CallToolResult
 from mcp_procs import BenchError, McpProcess, structured_of, tabpilot_server, text_of
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, PlainTextResponse
 
 from tabpilot.demo.site import LocalSite
 
@@ -103,15 +103,23 @@ def _opened_tab(result: CallToolResult, opener: int) -> int | None:
     return None
 
 
-def install_pages(site: LocalSite) -> None:
-    """Pages only the benchmark needs, served by the same local site."""
+@dataclass
+class Served:
+    """What the site answered of the noise pages' fetches."""
+
+    fetches: int = 0
+
+
+def install_pages(site: LocalSite) -> Served:
+    """Pages only the benchmark needs, served by the same local site; their fetches are counted."""
+    served = Served()
 
     async def noise(request: Request) -> HTMLResponse:
         # Console lines and same-origin fetches with text bodies: fills the log, network and body buffers.
         logs = min(int(request.query_params.get("logs", "200")), 5000)
         fetches = min(int(request.query_params.get("fetches", "20")), 500)
         script = f"""for (let i = 0; i < {logs}; i++) console.log('bench noise ' + i + ' ' + 'x'.repeat(80));
-Promise.all(Array.from({{length: {fetches}}}, (_, i) => fetch('/api/text?n=2048&i=' + i).then((r) => r.text())))
+Promise.all(Array.from({{length: {fetches}}}, (_, i) => fetch('/bench/text?i=' + i).then((r) => r.text())))
   .then(() => {{ document.getElementById('done').textContent = 'done'; }});"""
         body = "<h1>Noise</h1><p id='done' role='status'></p>"
         return HTMLResponse(
@@ -134,8 +142,18 @@ Promise.all(Array.from({{length: {fetches}}}, (_, i) => fetch('/api/text?n=2048&
             f"<script>{script}</script></body></html>"
         )
 
+    async def text(request: Request) -> PlainTextResponse:
+        served.fetches += 1  # the site's thread only
+        return PlainTextResponse(NOISE_TEXT)
+
     site.set_route("/bench/noise", noise)
     site.set_route("/bench/counter", counter)
+    site.set_route("/bench/text", text)
+    return served
+
+
+NOISE_TEXT = ("abcdefghijklmnopqrstuvwxyz" * 79)[:2048]
+"""The body of each noise fetch: 2 KB of text."""
 
 
 class ServerBench:
