@@ -273,6 +273,25 @@ async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
         assert unknown.startswith("Error: No tab with tab_id 'zz9x'.")
 
 
+async def test_browser_use_opens_a_link_in_a_new_tab_where_a_click_on_it_leads(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """A relative href is resolved as the browser does, against the page's <base> (or a frame's
+    own URL), not against the tab's URL."""
+    site.set_content(
+        "/based/page",
+        "<title>Based</title><base href='/elsewhere/dir/'><a href='target' target='_blank'>Base link</a>",
+    )
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/based/page")})
+        await call(mcp, "browser_get_state")
+        opened = await call(mcp, "browser_click", {"index": 1, "new_tab": True})
+        tab_id = re.search(r'New tab: tab_id "(\d+)"', opened)
+        assert tab_id is not None, opened
+        listed = {t["tab_id"]: t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))}
+        assert listed[tab_id.group(1)] == site.url("/elsewhere/dir/target")
+
+
 async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_image(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

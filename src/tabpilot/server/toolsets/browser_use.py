@@ -317,6 +317,21 @@ def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = No
     )
 
 
+_RESOLVED_HREF = "(el) => typeof el.href === 'string' && el.href ? el.href : null"
+
+
+async def _link_url(tab: Tab, element: SnapshotElement) -> str:
+    """Where a link leads, as the browser resolves it: against its own document's URL and `<base>`
+    (a link in a frame, a page with `<base href>`); the snapshot's `/url:` is the attribute as
+    written. Checks that the link is still on the page (StaleRefError if not), as a click does."""
+    link = await tab.element(element.ref)
+    try:
+        resolved = await link.evaluate(_RESOLVED_HREF, timeout=2)
+    except Exception:  # gone meanwhile, or no answer: as the page's URL reads it
+        resolved = None
+    return resolved if isinstance(resolved, str) else urljoin(tab.url, element.href or "")
+
+
 async def browser_click(
     call: Call,
     index: Annotated[int, Field(description="The index of the element to click (from browser_get_state)")],
@@ -330,8 +345,7 @@ async def browser_click(
         tab, note = await _active(call)
         element = _element(call, tab, index)
         if new_tab and element.href:
-            await tab.element(element.ref)  # still on the page (StaleRefError if not), as a click checks
-            full_url = urljoin(tab.url, element.href)
+            full_url = await _link_url(tab, element)
             opened = await open_tab(call, full_url, CALLS)
             if opened.failed is not None:
                 call.response.error(
