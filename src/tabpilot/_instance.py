@@ -867,7 +867,10 @@ class Instance:
         # The last tab that stays: a tab whose close is under way (another call's) is gone already.
         if not force and not any(t is not tab and t.closing_cause is None for t in self._registry.tabs):
             rules = self._services.rules
-            full = len(self._registry) >= rules.max_tabs or (rules.budget is not None and rules.budget.full)
+            # Room counts the tabs that stay, as the cap does: not those whose close is under way.
+            full = self._registry.staying() >= rules.max_tabs or (
+                rules.budget is not None and rules.budget.full
+            )
             raise LastTabError(tab.id, self.id, room=not full)
         tab.closing_cause = cause
         try:

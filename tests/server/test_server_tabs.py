@@ -147,6 +147,16 @@ async def test_the_tab_cap_refuses_a_new_tab_with_a_clear_error(connect: Callabl
         kept = section(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": only}), "Error")
         assert f"Cannot close last tab: tab {only}" in kept
         assert "Load the page you need in this tab instead" in kept and "Open another tab" not in kept
+    # At the limit, the tabs closing at the same time leave room: the last one left may open another.
+    async with connect(max_tabs=2) as mcp:
+        first = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["activeTabId"]
+        second = result_of(await mcp.call_tool("browser_tabs", {"action": "new"}))["tabId"]
+        closes = await asyncio.gather(
+            *(mcp.call_tool("browser_tabs", {"action": "close", "tabId": t}) for t in (first, second))
+        )
+        (refused,) = [section(r, "Error") for r in closes if r.is_error]
+        assert "Cannot close last tab" in refused
+        assert "Open another tab first" in refused and "no room" not in refused, refused
 
 
 async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(
