@@ -721,8 +721,9 @@ class Tab:
         info = DialogInfo(dialog.type, dialog.message, dialog.default_value)
         self._dialog = None
         # Accepting a beforeunload dialog lets the page go: the answer waits until the next page
-        # has loaded (or the tab closed, or a download took the navigation's place), as a navigation
-        # would, so what the caller reads next is the page it let through.
+        # has loaded (or the tab closed, or a download took the navigation's place, or the next
+        # page opened a dialog while it loaded, which holds its load up), as a navigation would, so
+        # what the caller reads next is the page it let through.
         left = self._page_left() if accept and info.type == "beforeunload" else None
         try:
             with map_playwright_errors(Doing(f"Handling the dialog of tab {self.id}", tab_id=self.id)):
@@ -731,12 +732,26 @@ class Tab:
                 await self.host.guard(dialog.accept(prompt_text) if accept else dialog.dismiss())
             self.host.emit("dialog_closed", self.id, accepted=accept, dialogType=info.type)
             if left is not None:
-                await asyncio.wait([left[0]], timeout=self.host.timeouts.navigation)
+                await self._until_left(left[0])
             await self._held_finished()
         finally:
             if left is not None:
                 left[1]()
         return info
+
+    async def _until_left(self, left: asyncio.Future[None]) -> None:
+        """Wait, up to the navigation timeout, until `left` (`_page_left`) or a dialog on this tab."""
+        if self._dialog is not None:
+            return
+        opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
+        self._dialog_waiters.add(opened)
+        try:
+            await asyncio.wait(
+                {left, opened}, timeout=self.host.timeouts.navigation, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            self._dialog_waiters.discard(opened)
+            opened.cancel()
 
     async def _held_finished(self) -> None:
         """Wait, up to the action timeout, until the work the dialog held up (`hold`) has finished

@@ -1486,3 +1486,13 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
         left = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert slow in tab_line(left, tab) or slow in section(left, "Page"), text(left)
         assert "slow 400" in section(left, "Snapshot"), text(left)
+
+        # The next page opens an alert as it loads, which holds its load up: the answer comes with
+        # that dialog (it waited the whole navigation timeout, 30 s, for a load the alert held up).
+        site.set_content("/alert-on-load", "<title>Alerts</title><script>alert('loaded?')</script>")
+        back = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/beforeunload"), "tabId": tab}))
+        ok(await mcp.call_tool("browser_type", {"ref": ref_of(text(back), "textbox"), "text": "again"}))
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/alert-on-load"), "tabId": tab}))
+        accepting = mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab})
+        alerted = ok(await asyncio.wait_for(accepting, 10))
+        assert f"tab {tab} shows an alert dialog: 'loaded?'" in section(alerted, "Events"), text(alerted)
