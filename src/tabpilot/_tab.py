@@ -745,9 +745,10 @@ class Tab:
             return
         opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
         self._dialog_waiters.add(opened)
+        either: set[asyncio.Future[Any]] = {left, opened}
         try:
             await asyncio.wait(
-                {left, opened}, timeout=self.host.timeouts.navigation, return_when=asyncio.FIRST_COMPLETED
+                either, timeout=self.host.timeouts.navigation, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             self._dialog_waiters.discard(opened)
