@@ -292,6 +292,33 @@ async def test_browser_use_opens_a_link_in_a_new_tab_where_a_click_on_it_leads(
         assert listed[tab_id.group(1)] == site.url("/elsewhere/dir/target")
 
 
+async def test_pilo_and_browser_use_accept_a_dialog_that_holds_a_navigation_up(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Neither set has a dialog tool: a page that asks before it is left, or a next page that opens
+    an alert as it loads, is accepted and said so, not answered with advice to handle it."""
+    site.set_content("/alert-on-load", "<title>Alerts</title><script>alert('loaded?')</script>")
+    asked = "Accepted a beforeunload dialog (the page asks before it is left)"
+    async with connect(tools=("browser-use", "pilo")) as mcp:
+        await call(mcp, "goto", {"url": site.url("/beforeunload")})
+        snap = await call(mcp, "get_snapshot")
+        await call(mcp, "fill", {"ref": ref_of(snap, "textbox"), "value": "draft"})
+        left = await call(mcp, "goto", {"url": site.url("/page/next")})
+        assert left.splitlines()[1:] == [asked], left
+        assert f"to {site.url('/page/next')}." in left.splitlines()[0]
+        alerted = await call(mcp, "goto", {"url": site.url("/alert-on-load")})
+        assert alerted.splitlines()[1:] == ["Accepted an alert dialog: 'loaded?'"], alerted
+
+        await call(mcp, "browser_navigate", {"url": site.url("/page/x")})
+        await call(mcp, "browser_navigate", {"url": site.url("/beforeunload")})
+        await call(mcp, "browser_get_state")
+        await call(mcp, "browser_type", {"index": 1, "text": "draft"})
+        back = await call(mcp, "browser_go_back")
+        assert back.splitlines() == ["Navigated back", asked], back
+        again = await call(mcp, "browser_navigate", {"url": site.url("/alert-on-load")})
+        assert again.splitlines()[1:] == ["Accepted an alert dialog: 'loaded?'"], again
+
+
 async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_image(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

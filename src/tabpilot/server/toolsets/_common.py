@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tabpilot import ActionResult, DialogInfo, Tab, TabEvent, dialog_noun, parse_ref
+from tabpilot import (
+    ActionResult,
+    DialogInfo,
+    NavigateAction,
+    NavigationResult,
+    Tab,
+    TabEvent,
+    dialog_noun,
+    navigate,
+    parse_ref,
+)
 
 from ..advice import LEFT_OPEN, dialog_said
 from ..tools.base import Call
@@ -147,6 +157,29 @@ async def accept_dialog(tab: Tab) -> str:
         return ""
     note = dialog_note(await holder.handle_dialog(accept=True))
     return note if holder is tab else f"{note} on tab {holder.id}"
+
+
+MAX_ACCEPTED = 3
+"""Dialogs one navigation of these sets accepts (a page that opens one after another would hold
+the answer up for good)."""
+
+
+async def navigate_accepting(
+    tab: Tab, action: NavigateAction, url: str | None = None
+) -> tuple[NavigationResult, list[str]]:
+    """`navigate`, for the sets that accept dialogs by themselves (they have no dialog tool): a
+    dialog that holds the navigation up (a beforeunload dialog asking to leave, an alert as the
+    next page loads) is accepted, and the result is where the tab is then, with notes saying what
+    was accepted instead of the advice to handle the dialog."""
+    result = await navigate(tab, action, url)
+    notes: list[str] = []
+    while result.dialog and len(notes) < MAX_ACCEPTED and tab.blocked_by() is not None:
+        notes.append(await accept_dialog(tab))
+        result = NavigationResult(tab.id, tab.url, result.status, dialog=tab.blocked_by() is not None)
+    if result.dialog:
+        still = f"Tab {tab.id} still shows a dialog; the next call accepts it."
+        result = NavigationResult(tab.id, tab.url, result.status, still, dialog=True, stayed=True)
+    return result, notes
 
 
 def dialog_note(info: DialogInfo) -> str:

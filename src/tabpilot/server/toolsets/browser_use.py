@@ -30,7 +30,8 @@ get the state again, instead of clicking whatever now has that number.
 Beyond browser-use, an action that opens a tab says so on a line of its own
 (`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text.
 JavaScript dialogs are accepted, as browser-use's own watchdog does (this set has no dialog tool),
-and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`).
+and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`), also one that holds
+`browser_navigate` or `browser_go_back` up (a page that asks before it is left).
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ from tabpilot import (
     TabpilotError,
     click,
     evaluate,
-    navigate,
     screenshot,
     type_text,
 )
@@ -69,6 +69,7 @@ from ._common import (
     interactive_elements,
     left_words,
     loading_note,
+    navigate_accepting,
     note_lines,
 )
 
@@ -305,8 +306,12 @@ async def browser_navigate(
         )
         return
     tab, note = await _active(call)
-    await navigate(tab, "goto", url)
-    call.response.plain(f"Navigated to: {short(url)}" + note_lines(note) + await _closed_lines(call))
+    result, accepted = await navigate_accepting(tab, "goto", url)
+    call.response.plain(
+        f"Navigated to: {short(url)}"
+        + note_lines(note, *accepted, result.note if result.dialog else "")
+        + await _closed_lines(call)
+    )
 
 
 def _failed(exc: TabpilotError, index: int, element: SnapshotElement | None = None) -> str:
@@ -399,9 +404,9 @@ async def browser_type(
 
 async def browser_go_back(call: Call) -> None:
     tab, note = await _active(call)
-    result = await navigate(tab, "back")
+    result, accepted = await navigate_accepting(tab, "back")
     tail = f" ({result.note})" if result.note else ""
-    call.response.plain("Navigated back" + tail + note_lines(note) + await _closed_lines(call))
+    call.response.plain("Navigated back" + tail + note_lines(note, *accepted) + await _closed_lines(call))
 
 
 async def browser_scroll(

@@ -22,7 +22,9 @@ Pilo's agent works on one "current" tab and reads a snapshot every step; the pro
 - Tab ids are tabpilot's stable ids as strings ("3"): short, as the seed wants, and the same
   numbers every other tool set uses. Integers are accepted too.
 - JavaScript dialogs are accepted and named in the response (`Accepted a confirm dialog: 'sure?'`):
-  this set has no dialog tool, and a dialog left open would block the current tab.
+  this set has no dialog tool, and a dialog left open would block the current tab. One that holds
+  `goto` up (a page that asks before it is left, an alert as the next page loads) is accepted
+  there, and the answer is where the tab is then (`_common.navigate_accepting`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Annotated, Any
 from mcp.types import ToolAnnotations
 from pydantic import Field, StrictInt, StrictStr
 
-from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, navigate, parse_ref, type_text
+from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, parse_ref, type_text
 from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short, tab_limit_closed
@@ -47,6 +49,7 @@ from ._common import (
     host_of,
     left_words,
     loading_note,
+    navigate_accepting,
     note_lines,
 )
 
@@ -281,10 +284,12 @@ async def goto(
     call: Call, url: Annotated[str, Field(description="The URL to open in the current tab")]
 ) -> None:
     tab, note = await _current(call)
-    result = await navigate(tab, "goto", url)
+    result, accepted = await navigate_accepting(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
     call.response.plain(
-        f"Navigated tab {tab.id} to {short(result.url)}.{tail}" + note_lines(note) + await _closed_lines(call)
+        f"Navigated tab {tab.id} to {short(result.url)}.{tail}"
+        + note_lines(note, *accepted)
+        + await _closed_lines(call)
     )
 
 
