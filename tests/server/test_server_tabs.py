@@ -154,9 +154,9 @@ async def test_the_tab_cap_refuses_a_new_tab_with_a_clear_error(connect: Callabl
         closes = await asyncio.gather(
             *(mcp.call_tool("browser_tabs", {"action": "close", "tabId": t}) for t in (first, second))
         )
-        (refused,) = [section(r, "Error") for r in closes if r.is_error]
-        assert "Cannot close last tab" in refused
-        assert "Open another tab first" in refused and "no room" not in refused, refused
+        (last,) = [section(r, "Error") for r in closes if r.is_error]
+        assert "Cannot close last tab" in last
+        assert "Open another tab first" in last and "no room" not in last, last
 
 
 async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(
