@@ -396,8 +396,13 @@ ActionReason = Literal[
     "no_file_input",
     "one_file",
     "bad_value",
+    "wrong_field",
     "failed",
 ]
+FieldKind = Literal["text", "toggle", "options", "file", "button", "not_text"]
+"""What an element takes that an action could not give it (`ActionError.field`, reason
+"wrong_field"): text, true or false, an option, files; a button takes a click; "not_text": no text
+field, for an action that types."""
 
 
 class ActionError(TabpilotError):
@@ -411,11 +416,13 @@ class ActionError(TabpilotError):
         tab_id: int | None = None,
         ref: str | None = None,
         reason: ActionReason = "failed",
+        field: FieldKind | None = None,
     ) -> None:
         super().__init__(fact, advice)
         self.tab_id = tab_id
         self.ref = ref
         self.reason: ActionReason = reason
+        self.field = field
 
     @classmethod
     def tab_gone(cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:

@@ -12,9 +12,9 @@ the action.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
-from ._errors import ActionError, ActionReason, quoted
+from ._errors import ActionError, ActionReason, FieldKind, quoted
 from ._pw import ElementHandle
 from ._tab import Tab
 
@@ -92,7 +92,8 @@ async def check_field(
             problem = f"is {_WORDS[kind]}, not a drop-down list"
         else:
             problem = f"is {_WORDS[kind]}: it takes {_TAKES.get(use or kind, 'no value')}, not true or false"
-        _fail(tab, what, ref, problem, "failed", _INSTEAD.get(use or kind, ""))
+        wanted = cast(FieldKind, use or kind)  # a key of _INSTEAD: the kinds of _WORDS and their uses
+        _fail(tab, what, ref, problem, "wrong_field", _INSTEAD.get(wanted, ""), field=wanted)
     options = state["options"]
     if values is not None and options is not None:
         known = {text for pair in options for text in pair}
@@ -150,13 +151,23 @@ def toggle_text(value: str, state: dict[str, Any] | None) -> bool | None:
     return _TOGGLE_WORDS.get(value.strip().lower())
 
 
-def _fail(tab: Tab, what: str, ref: str, problem: str, reason: ActionReason, advice: str = "") -> NoReturn:
+def _fail(
+    tab: Tab,
+    what: str,
+    ref: str,
+    problem: str,
+    reason: ActionReason,
+    advice: str = "",
+    *,
+    field: FieldKind | None = None,
+) -> NoReturn:
     raise ActionError(
         f"{what} failed: element {ref} {problem}.",
         advice or f"Take a new snapshot of tab {tab.id} and use a ref of an element you can act on.",
         tab_id=tab.id,
         ref=ref,
         reason=reason,
+        field=field,
     )
 
 

@@ -319,6 +319,36 @@ async def test_pilo_and_browser_use_accept_a_dialog_that_holds_a_navigation_up(
         assert again.splitlines()[1:] == ["Accepted an alert dialog: 'loaded?'"], again
 
 
+async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Typing into what takes no text: the advice names indexes and browser_get_state, and no tool
+    the set lacks (refs, snapshots, a form fill, selecting an option)."""
+    site.set_content(
+        "/fields",
+        "<title>Fields</title><button>Go</button><select aria-label='Color'><option>red</option></select>"
+        "<input type='checkbox' aria-label='Chk'><a href='/x'>Link</a>",
+    )
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/fields")})
+        await call(mcp, "browser_get_state")
+        said = [await fail(mcp, "browser_type", {"index": i, "text": "hi"}) for i in (1, 2, 3, 4)]
+        assert said[0].endswith(
+            "element 1 is a button, not a text field. Click it, or use an index of the field you meant "
+            "(take a new browser_get_state to find it)."
+        ), said[0]
+        assert said[1].endswith(
+            "element 2 is a drop-down list, not a text field. It takes one of its options, which no tool of "
+            "this set gives; leave it, or use a field that takes text."
+        ), said[1]
+        assert said[2].endswith("element 3 is a checkbox, not a text field. Click it to change it."), said[2]
+        assert said[3].endswith(
+            "Use an index of a textbox, searchbox or combobox (take a new browser_get_state to find it)."
+        ), said[3]
+        for text_ in said:
+            assert not re.search(r"\bref\b|snapshot|form fill|Select one", text_), text_
+
+
 async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_image(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -30,13 +30,13 @@ _WRONG_ELEMENT = (
         "Element is not an <input>, <textarea>",
         "is not a text field (an input, text area or editable area)",
         "{snap} and use the ref of a textbox, searchbox or combobox.",
-        "failed",
+        "wrong_field",
     ),
     (
         "cannot be filled",  # Input of type "hidden" cannot be filled
         "is not a text field (an input that takes typed text)",
         "{snap} and use the ref of a textbox, searchbox or combobox.",
-        "failed",
+        "wrong_field",
     ),
     (
         "Element is not a <select> element",
@@ -195,6 +195,7 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
                 tab_id=tab,
                 ref=ref,
                 reason=reason,  # type: ignore[arg-type]
+                field="not_text" if reason == "wrong_field" else None,
             )
     if "No dialog is showing" in message:
         return ActionError(

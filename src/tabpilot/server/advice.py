@@ -114,6 +114,8 @@ class ToolCalls:
     """What names an element in the set: 'a ref', 'an index'."""
     instances: bool = False
     """The set has browser_instance."""
+    forms: bool = True
+    """The set selects options, fills checkboxes with true or false and uploads files."""
     plain_error: Callable[[str, str], str] | None = None
     """How the set words an error of its tool (the tool's name, what went wrong), as the whole text
     of the response; None: tabpilot's `### Error` section, followed by the other sections."""
@@ -160,12 +162,37 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
             else "Retry."
         ),
     }
+    if exc.reason == "wrong_field" and exc.field is not None:
+        return _wrong_field_advice(exc.field, snap, calls)
     if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached") and snap:
         return (
             f"Take a new {snap} and use {calls.element} of an element you can act on (open the menu or section "
             "that holds it first)."
         )
     return advice.get(exc.reason, exc.advice)
+
+
+def _wrong_field_advice(field: str, snap: str | None, calls: ToolCalls) -> str:
+    """What to do with an element that takes something else than the action gives it, said with
+    the set's tools (`snap`: the call that reads the page, if the set has one)."""
+    if field in ("button", "not_text"):
+        find = f"take a new {snap} to find it" if snap else "read the page again to find it"
+        which = "the field you meant" if field == "button" else "a textbox, searchbox or combobox"
+        return f"{'Click it, or use' if field == 'button' else 'Use'} {calls.element} of {which} ({find})."
+    if field == "text":
+        return "Type text into it instead."
+    if field == "toggle":
+        return "Click it to change it" + (
+            " (a form fill takes true or false for it)." if calls.forms else "."
+        )
+    if not calls.forms:  # options or files: no tool of the set gives them
+        takes = "one of its options" if field == "options" else "files"
+        return f"It takes {takes}, which no tool of this set gives; leave it, or use a field that takes text."
+    return (
+        "Select one of its options instead, by value or label."
+        if field == "options"
+        else "Upload files to it instead."
+    )
 
 
 def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:

@@ -80,6 +80,7 @@ CALLS = ToolCalls(
     close_tabs="browser_close_tab",
     open_tab="browser_navigate(url=..., new_tab=true)",
     handle_dialog=None,  # dialogs are accepted by themselves
+    forms=False,
     element="an index",
     plain_error=lambda tool, text: f"Error: {text}",
 )

@@ -105,6 +105,7 @@ CALLS = ToolCalls(
     close_tabs="close_tab",
     open_tab=None,  # tabs are opened by pages only
     handle_dialog=None,  # dialogs are accepted by themselves
+    forms=False,
     plain_error=lambda tool, text: f"Error: {text}",
 )
 """This set's calls, as an error's advice names them."""
