@@ -349,6 +349,27 @@ async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
             assert not re.search(r"\bref\b|snapshot|form fill|Select one", text_), text_
 
 
+async def test_browser_use_says_a_tab_the_tab_limit_closed_at_once_was_opened_and_how_to_make_room(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use",), max_tabs=2) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/page/b"), "new_tab": True})  # at the cap
+        await call(mcp, "browser_switch_tab", {"tab_id": "1"})
+        await call(mcp, "browser_navigate", {"url": site.url("/")})
+        elements = state_of(await call(mcp, "browser_get_state"))["interactive_elements"]
+        index = next(e["index"] for e in elements if e["text"] == "Open popup")
+        clicked = await call(mcp, "browser_click", {"index": index})
+        lines = clicked.splitlines()
+        assert lines[0] == f"Clicked element {index}"
+        assert re.fullmatch(
+            r'New tab: tab_id "\d+", but the tab limit \(--max-tabs 2\) closed it at once\. To let a page open '
+            r"tabs, close tabs you no longer need \(browser_close_tab\), or ask whoever runs the server to "
+            r"raise the limit\.",
+            lines[1],
+        ), clicked
+        assert len(lines) == 2, clicked  # not told closed a second time
+
+
 async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_image(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -58,7 +58,7 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import ToolCalls, closed_as, error_text, short
+from ..advice import ToolCalls, closed_as, error_text, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,
@@ -137,11 +137,26 @@ def typed_text(index: int, text: str) -> str:
 
 
 def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active_id: int | None) -> str:
+    """A line per tab an action opened. One that closed again (by itself, or the tab limit at
+    once) is told so, with the way to make room, never offered to switch to."""
     infos = {t.id: t for t in manager.tabs()}
+    closed_by = {
+        e.tab_id: e.data.get("by")
+        for tab_id in tab_ids
+        if tab_id not in infos
+        for e in manager.events.history(tab_id=tab_id)
+        if e.type == "tab_closed"
+    }
     lines = []
     for tab_id in tab_ids:
         info = infos.get(tab_id)
         if info is None:
+            said = (
+                f"but {tab_limit_closed(manager, CALLS)}"
+                if closed_by.get(tab_id) == "cap"
+                else "closed again"
+            )
+            lines.append(f'\nNew tab: tab_id "{tab_id}", {said}.')
             continue
         parent = f' (parent_tab_id "{info.opener_id}")' if info.opener_id is not None else ""
         tail = (
@@ -159,11 +174,12 @@ async def _active(call: Call) -> tuple[Tab, str]:
     return tab, await accept_dialog(tab)
 
 
-async def _closed_lines(call: Call) -> str:
+async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     """A line per tab closed by no call since the previous answer (the action's own tab, closed by
-    its page's window.close()), and the tab that is active now: later calls act on that one."""
+    its page's window.close()), and the tab that is active now: later calls act on that one.
+    `told`: tabs the answer already says closed again (a click's popups)."""
     await call.manager.settle(grace=0)
-    closed = closed_untold(call)
+    closed = [e for e in closed_untold(call) if e.tab_id not in told]
     if not closed:
         return ""  # the usual answer: no list of the tabs to build
     urls = {t.id: t.url for t in call.manager.tabs()}
@@ -379,7 +395,7 @@ async def browser_click(
         text
         + new_tab_lines(manager, result.opened_tab_ids, active_id=result.followed_tab_id)
         + note_lines(note, *dialogs, loading_note(result))
-        + await _closed_lines(call)
+        + await _closed_lines(call, told=result.opened_tab_ids)
     )
 
 
