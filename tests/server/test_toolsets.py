@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, ImageContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 
-from support import ref_of, text
-from tabpilot import BrowserOptions, TabInfo
+from support import ref_of, text, wait_until
+from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.app import PEER_TOOLS
@@ -990,3 +992,28 @@ async def test_pilo_snapshot_of_a_current_tab_that_closes_as_it_is_read_is_of_th
         assert snapshot.startswith(f'Available tabs:\nTab 1 (current): {host} - "Opener"\n\n'), snapshot
         assert "BROWSER_TAB_CLOSED: Tab 2" in snapshot
         assert "Accepted an alert dialog: 'bye'" in snapshot
+
+
+async def test_a_compatible_set_says_once_that_the_browser_was_lost_and_launched_again(
+    browser_path: str, site: LocalSite
+) -> None:
+    """These sets show no events: without a note, the tabs of a killed browser would vanish from
+    their lists unexplained, and a new id appear."""
+    async with TabManager(browser_path=browser_path) as host:
+        doomed = await host.launch()
+        assert doomed.pid is not None
+        config = ServerConfig(tools=("foxmcp",), browser=BrowserOptions(browser_path=browser_path))
+        async with Client(create_server(config, shared=doomed)) as mcp:
+            await call(mcp, "tabs_create", {"url": site.url("/page/a")})
+            os.kill(doomed.pid, signal.SIGKILL)
+            await wait_until(lambda: doomed.state == "lost")
+            listed = await mcp.call_tool("tabs_list", {})
+            answer, *notes = [c.text for c in listed.content if isinstance(c, TextContent)]
+            assert answer.startswith("Open tabs (1 found):"), answer  # the set's own answer, whole
+            assert len(notes) == 1, notes
+            assert f"the browser process (pid {doomed.pid}) ended: it was killed or crashed" in notes[0]
+            assert (
+                "was launched in place of lost instance" in notes[0] and "the old tabs are gone" in notes[0]
+            )
+            again = await mcp.call_tool("tabs_list", {})
+            assert len(again.content) == 1  # said once

@@ -30,7 +30,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabInfo, TabpilotError
+from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabEvent, TabInfo, TabpilotError
 
 from .advice import (
     DEFAULT_CALLS,
@@ -230,16 +230,19 @@ class Response:
             data["result"] = self._plain_data
             if self.is_error:
                 data["error"] = self._plain
+            notes: list[str] = []
             if session is not None:
                 await session.manager.settle(grace=0)
                 events = session.take_events()
                 if self._structured:  # the JSON forms are built only for clients that get them
                     data["events"] = [e.to_dict() for e in events]
+                notes = _browser_notes(events)
             if self._plain_later is not None:
                 # Unless that moment has no answer (the browser was lost meanwhile): the first stands.
                 with contextlib.suppress(TabpilotError):
                     self._plain, data["result"] = self._plain_later()
-            return self._result([self._plain], data)
+            # A block of its own: the set's answer stays as that system's (JSON stays JSON).
+            return self._result([self._plain, *(["\n".join(notes)] if notes else [])], data)
 
         sections: list[Section] = []
         if self.is_error:
@@ -427,3 +430,10 @@ def _cut_urls(value: Any, key: str = "") -> Any:
     if isinstance(value, str) and len(value) > STRUCTURED_URL_CHARS and key.lower().endswith(_CUT_KEYS):
         return short(value, STRUCTURED_URL_CHARS)
     return value
+
+
+def _browser_notes(events: list[TabEvent]) -> list[str]:
+    """What a compatible set's answer adds of a browser lost since the client's previous answer
+    (those sets show no `### Events`): without it, the tabs it had would vanish from their lists
+    unexplained, and new ids appear."""
+    return [f"Note: {event_line(e)}." for e in events if e.type in ("instance_lost", "instance_relaunched")]
