@@ -397,6 +397,7 @@ ActionReason = Literal[
     "one_file",
     "bad_value",
     "wrong_field",
+    "crashed",
     "failed",
 ]
 FieldKind = Literal["text", "toggle", "options", "file", "button", "not_text"]

@@ -629,9 +629,13 @@ class Tab:
         - Timed out: when the page does not answer at all (a script stuck in a loop), an error that
           says so. A page whose next document has not arrived does not answer either: waiting for
           its server, it is not stuck, and `loading_error` is raised at once.
+        - The page crashed ("crashed", before its crash event came): the crash error, as after it.
         - Its document ended ("navigated") with no navigation under way: the tab closing (the user
           closed it, through the extension) ends the document a moment before the page counts as
           closed; when the tab is seen closing within `CLOSE_NOTICE`, the tab-closed error."""
+        if exc.reason == "crashed":  # Playwright said so before the page's crash event came
+            self.mark_crashed()
+            raise TabCrashedError(self.id, self.url) from exc
         if exc.reason == "navigated":
             await self._raise_if_closing(exc, what)
             return

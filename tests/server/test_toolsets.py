@@ -1017,3 +1017,28 @@ async def test_a_compatible_set_says_once_that_the_browser_was_lost_and_launched
             )
             again = await mcp.call_tool("tabs_list", {})
             assert len(again.content) == 1  # said once
+
+
+async def test_pilo_gets_out_of_a_crashed_only_tab_the_way_its_error_says(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Pilo opens no tabs: closing its crashed only tab puts a blank one in its place (the browser
+    keeps its last tab), else nothing would work again."""
+    async with connect(tools=("pilo",), allowed_origins=("chrome:", site.url("/").rstrip("/"))) as mcp:
+        await mcp.call_tool("goto", {"url": "chrome://crash"})
+        for _ in range(50):
+            failed = await mcp.call_tool("get_snapshot", {})
+            if failed.is_error and "crashed" in text(failed):
+                break
+            await asyncio.sleep(0.1)
+        crashed = json.loads(await call(mcp, "list_tabs"))["activeTabId"]
+        assert text(failed) == (
+            f"Error: Tab {crashed} crashed (the process that ran its page died); it cannot be used again. "
+            f"Close it with close_tab(tabId={crashed}) (a blank tab takes its place if it is the last)."
+        )
+        closed = await call(mcp, "close_tab", {"tabId": crashed})
+        blank = json.loads(await call(mcp, "list_tabs"))["activeTabId"]
+        assert blank != crashed and closed == f"Closed tab {crashed}. Current tab: {blank}."
+        assert "Page a" in await call(mcp, "goto", {"url": site.url("/page/a")}) + await call(
+            mcp, "get_snapshot"
+        )

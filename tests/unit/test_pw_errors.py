@@ -47,3 +47,15 @@ def test_a_dialog_gone_before_its_answer_is_said_so_not_as_a_protocol_error() ->
         "it, or another call answered it)."
     )
     assert raised.value.advice == "Take a new snapshot of tab 2 to see the page as it is now."
+
+
+def test_a_page_that_crashed_before_its_crash_event_is_said_to_have_crashed() -> None:
+    """Playwright's words for work on a page whose renderer died, before its `crash` event came
+    (seen with a real one): the tab turns it into the crash error (`Tab.raise_what_the_page_says`)."""
+    with (
+        pytest.raises(ActionError) as raised,
+        map_playwright_errors(Doing("Taking a snapshot of tab 1", tab_id=1)),
+    ):
+        raise PlaywrightError("Locator.aria_snapshot: Target crashed")
+    assert raised.value.reason == "crashed"
+    assert raised.value.fact == "Taking a snapshot of tab 1 failed: the page crashed."

@@ -197,6 +197,8 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
                 reason=reason,  # type: ignore[arg-type]
                 field="not_text" if reason == "wrong_field" else None,
             )
+    if "Target crashed" in message:  # before the page's crash event came: `Tab.raise_what_the_page_says`
+        return ActionError(f"{what} failed: the page crashed.", tab_id=tab, ref=ref, reason="crashed")
     if "No dialog is showing" in message:
         return ActionError(
             f"{what} failed: the dialog had closed already (its page went on without it, or another "

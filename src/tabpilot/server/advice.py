@@ -291,8 +291,11 @@ def tab_limit_closed(manager: TabManager, calls: ToolCalls, *, tabs: int = 1) ->
 
 
 def _crashed_advice(exc: TabCrashedError, calls: ToolCalls) -> str:
-    again = f" and open {short(exc.url)} again with {calls.open_tab}" if calls.open_tab else ""
-    return f"Close it with {calls.close_tab(exc.tab_id)}{again}."
+    if calls.open_tab is None:  # a set that opens no tabs puts a blank one in a last tab's place
+        return f"Close it with {calls.close_tab(exc.tab_id)} (a blank tab takes its place if it is the last)."
+    return (
+        f"Close it with {calls.close_tab(exc.tab_id)} and open {short(exc.url)} again with {calls.open_tab}."
+    )
 
 
 def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:

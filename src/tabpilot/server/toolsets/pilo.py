@@ -206,7 +206,15 @@ async def switch_tab(call: Call, tabId: TabIdParam) -> None:
 
 
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
-    closed = await call.manager.close_tab(call.tab(tabId).id)
+    manager = call.manager
+    tab = call.tab(tabId)
+    if tab.status == "crashed" and not any(
+        t.id != tab.id for t in manager.tabs(tab.instance_id) if not t.users_own
+    ):
+        # This set opens no tabs: a crashed last tab, kept as the browser's last, would stay a dead
+        # end (nothing works on it but its close). A blank tab takes its place.
+        await manager.new_tab(instance_id=tab.instance_id)
+    closed = await manager.close_tab(tab.id)
     current = closed.active_tab_id
     if current is None:  # its browser went away meanwhile
         call.response.plain(
