@@ -88,11 +88,13 @@ class TabRegistry:
 
     def cap_victim(self, *, exclude: Tab | None) -> Tab | None:
         """The least recently used tab (opened or made active longest ago) that is neither pinned,
-        nor active, nor the user's own, nor `exclude`, nor closing already. A tab a page opened a
-        moment ago is not the oldest one."""
+        nor active, nor the user's own, nor `exclude`, nor its opener (whose page just opened it: an
+        action on it may be under way), nor closing already. A tab a page opened a moment ago is not
+        the oldest one."""
         active = self._mru[-1] if self._mru else None
+        opener = exclude.opener_id if exclude is not None else None
         for tab in sorted(self._tabs.values(), key=lambda t: self._used.get(t.id, -1)):
-            kept = tab.pinned or tab.users_own or tab.id == active
+            kept = tab.pinned or tab.users_own or tab.id in (active, opener)
             if not (kept or tab is exclude or tab.closing_cause is not None):
                 return tab
         return None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from mcp import Client
 from mcp.types import CallToolResult
 
-from support import error, ok, poll, ref_of, result_of, section, tab_line, text
+from support import data, error, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import cli
 from tabpilot.demo.site import LocalSite
 
@@ -170,6 +170,25 @@ async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(
         error = section(result, "Error")
         assert f"Opened tab {tab_id}" in error and "loading failed" in error
         assert tab_line(result, tab_id)
+
+
+async def test_close_oldest_spares_the_tab_whose_page_opened_the_new_one(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """The tab a click works on is the least recently used one, not active: the popup its click
+    opens must not make the cap close it under the click (which then failed, its popup unnamed)."""
+    async with connect(max_tabs=3, tab_limit_policy="close-oldest") as mcp:
+        home = result_of(ok(await mcp.call_tool("browser_navigate", {"url": site.url("/")})))["tabId"]
+        popup_ref = ref_of(text(ok(await mcp.call_tool("browser_snapshot", {"full": True}))), "Open popup")
+        second = result_of(ok(await mcp.call_tool("browser_tabs", {"action": "new"})))["tabId"]
+        ok(await mcp.call_tool("browser_tabs", {"action": "new"}))  # active; home is the oldest now
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": popup_ref, "tabId": home}))
+        (popup,) = data(clicked)["result"]["openedTabIds"]
+        assert f"tab {second} closed (over the tab limit)" in section(clicked, "Events"), text(clicked)
+        open_now = [
+            t["id"] for t in result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["tabs"]
+        ]
+        assert home in open_now and popup in open_now and second not in open_now
 
 
 async def test_a_page_opening_many_popups_never_shows_more_tabs_than_the_cap(
