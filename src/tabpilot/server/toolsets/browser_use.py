@@ -412,7 +412,8 @@ async def browser_type(
         call.response.error(_stale(index))
         return
     except TabpilotError as exc:
-        call.response.error(f"could not type into element {index}: {_failed(exc, index, element)}")
+        said = re.sub(rf"^Typing into element {index} on tab \d+ failed: ", "", _failed(exc, index, element))
+        call.response.error(f"could not type into element {index}: {said}")
         return
     call.response.plain(
         typed_text(index, text) + note_lines(note, loading_note(result)) + await _closed_lines(call)
@@ -431,7 +432,13 @@ async def browser_scroll(
     direction: Annotated[Literal["up", "down"], Field(description="Direction to scroll")] = "down",
 ) -> None:
     tab, note = await _active(call)
-    await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
+    try:
+        await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
+    except TabpilotError as exc:  # said as a scroll: this set has no script tool
+        call.response.error(
+            error_text(exc, CALLS).replace(f"Evaluating on tab {tab.id}", f"Scrolling tab {tab.id}")
+        )
+        return
     call.response.plain(f"Scrolled {direction}" + note_lines(note) + await _closed_lines(call))
 
 
