@@ -311,6 +311,9 @@ async def browser_navigate(
     url: Annotated[str, Field(description="The URL to navigate to")],
     new_tab: Annotated[bool, Field(description="Whether to open in a new tab")] = False,
 ) -> None:
+    if not url.strip():
+        call.response.error("browser_navigate needs url: the address to load, e.g. https://example.com.")
+        return
     if new_tab:
         opened = await open_tab(call, url, CALLS)
         if opened.failed is not None:

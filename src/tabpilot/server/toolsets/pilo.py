@@ -292,6 +292,9 @@ async def fill(
 async def goto(
     call: Call, url: Annotated[str, Field(description="The URL to open in the current tab")]
 ) -> None:
+    if not url.strip():
+        call.response.error("goto needs url: the address to load, e.g. https://example.com.")
+        return
     tab, note = await _current(call)
     result, accepted = await navigate_accepting(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
