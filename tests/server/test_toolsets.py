@@ -925,8 +925,12 @@ async def test_browser_use_and_pilo_errors_are_in_their_own_format_whoever_raise
                 "https://example.com/page."
             )
         # No URL: said with the set's own tool, not the library's words (its go back/forward/reload).
-        for tool, arguments in (("browser_navigate", {"url": "", "new_tab": True}), ("goto", {"url": " "})):
-            said = await fail(mcp, tool, arguments)
+        empty: list[tuple[str, dict[str, Any]]] = [
+            ("browser_navigate", {"url": "", "new_tab": True}),
+            ("goto", {"url": " "}),
+        ]
+        for tool, given in empty:
+            said = await fail(mcp, tool, given)
             assert said == f"Error: {tool} needs url: the address to load, e.g. https://example.com."
         scroll = await fail(mcp, "browser_scroll", {"direction": "left"})
         assert scroll == (
