@@ -1049,3 +1049,11 @@ async def test_pilo_gets_out_of_a_crashed_only_tab_the_way_its_error_says(
         assert "Page a" in await call(mcp, "goto", {"url": site.url("/page/a")}) + await call(
             mcp, "get_snapshot"
         )
+
+
+def test_pilo_cuts_a_long_url_without_a_host_as_every_answer_does() -> None:
+    """A `data:` URL (no host to show instead) and the title it gives its page can be kilobytes;
+    every snapshot's header repeats them."""
+    long = "data:text/html," + "x" * 6000
+    header = pilo.available_tabs_text([tab_info(2, long, long)], 2)
+    assert len(header) < 700 and header.count("…[") == 2, header

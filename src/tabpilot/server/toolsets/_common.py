@@ -24,7 +24,7 @@ from tabpilot import (
     parse_ref,
 )
 
-from ..advice import LEFT_OPEN, dialog_said
+from ..advice import LEFT_OPEN, dialog_said, short
 from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
@@ -114,9 +114,10 @@ def interactive_elements(snapshot_text: str) -> list[SnapshotElement]:
 
 
 def host_of(url: str) -> str:
-    """`example.com` for `https://example.com/a`; URLs without a host (about:blank) stay whole."""
+    """`example.com` for `https://example.com/a`; URLs without a host (about:blank) stay whole,
+    but cut as every answer cuts a long URL (a `data:` URL can be kilobytes)."""
     netloc = urlsplit(url).netloc
-    return netloc or url
+    return netloc or short(url)
 
 
 _DESCRIBE_JS = """(el) => ({

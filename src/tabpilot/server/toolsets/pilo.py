@@ -69,7 +69,7 @@ def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
     lines = ["Available tabs:"]
     for info in tabs:
         current = " (current)" if info.id == current_id else ""
-        lines.append(f'Tab {info.id}{current}: {host_of(info.url)} - "{info.title}"')
+        lines.append(f'Tab {info.id}{current}: {host_of(info.url)} - "{short(info.title, 200)}"')
     return "\n".join(lines)
 
 
@@ -175,7 +175,9 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     instance = manager.default_instance
     current = instance.active_tab if instance is not None else None
     if current is not None and any(e.data.get("activeChanged") for e in closed):
-        lines.append(f'Current tab: Tab {current.id}: {host_of(current.url)} - "{current.title}".')
+        lines.append(
+            f'Current tab: Tab {current.id}: {host_of(current.url)} - "{short(current.title, 200)}".'
+        )
     return note_lines(*lines)
 
 
@@ -201,7 +203,7 @@ async def list_tabs(call: Call) -> None:
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
     tab = call.manager.activate(call.tab(tabId).id)
     call.response.plain(
-        f'Switched to tab {tab.id}: {host_of(tab.url)} - "{tab.title}". The next snapshot will show this tab.'
+        f'Switched to tab {tab.id}: {host_of(tab.url)} - "{short(tab.title, 200)}". The next snapshot will show this tab.'
     )
 
 
