@@ -467,6 +467,9 @@ async def test_browser_tab_answers_with_the_seeds_exact_shapes(
             args = {"action": "activate", "tabId": start, "instanceId": instance}
             activated = json.loads(await call(mcp, "browser_tab", args))
             assert activated == {"success": True, "activeTabId": start}
+        # An instance it does not have: the open ones are named (this set cannot list instances).
+        unknown = await fail(mcp, "browser_tab", {"action": "list", "instanceId": "inst_9"})
+        assert unknown == "Instance 'inst_9' not found. Open instances: inst_1 (context). Use one of these."
         closed = json.loads(await call(mcp, "browser_tab", {"action": "close", "tabId": created["tabId"]}))
         assert closed == {"success": True, "closedTabId": created["tabId"]}
 

@@ -377,7 +377,8 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
     (
         InstanceNotFoundError,
         lambda e, calls: (
-            e.advice
+            # A set with no instance tool: the error lists the open ones, and cannot list them again.
+            ("Use one of these." if e.instance_id else e.advice)
             if not calls.instances
             else "Use browser_instance(action='list') to see them."
             if e.instance_id
