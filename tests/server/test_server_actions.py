@@ -1133,7 +1133,7 @@ async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
     async with connect() as mcp:
         tab = await start_on(mcp, site.url("/page/a"))
         refused = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": True}))
-        assert "argument 'tabId': Input should be a valid integer or a valid string (got True)" in refused
+        assert "argument 'tabId': Input should be a valid integer or a valid string (got true)" in refused
         for lookalike in ("١", "¹"):
             failed = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": lookalike}))
             assert "Tab ids are written with the digits 0-9" in failed and f"tab {tab}:" in failed

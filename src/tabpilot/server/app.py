@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -297,7 +298,9 @@ async def _arguments_not_an_object(ctx: ServerRequestContext[Any, Any], call_nex
 
 
 def _shown(value: Any, cap: int = 200) -> str:
-    text = repr(value)
+    """A value given as an argument, as the client wrote it: JSON (null, true, {"id": 1}); a string
+    in quotes as pydantic quotes the values it expects ('up')."""
+    text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= cap else text[:cap] + f"…[{len(text)} characters]"
 
 
