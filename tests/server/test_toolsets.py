@@ -293,6 +293,16 @@ async def test_browser_use_opens_a_link_in_a_new_tab_where_a_click_on_it_leads(
         listed = {t["tab_id"]: t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))}
         assert listed[tab_id.group(1)] == site.url("/elsewhere/dir/target")
 
+        # A link to what opens no page (a script, a mail): said so, and nothing is opened.
+        site.set_content("/script-link", "<title>S</title><a href='javascript:void(0)'>Run</a>")
+        await call(mcp, "browser_navigate", {"url": site.url("/script-link")})
+        await call(mcp, "browser_get_state")
+        refused = await fail(mcp, "browser_click", {"index": 1, "new_tab": True})
+        assert refused == (
+            "Error: Element 1 links to javascript:void(0), which opens no page in a tab: click it without new_tab."
+        )
+        assert len(json.loads(await call(mcp, "browser_list_tabs"))) == len(listed)
+
 
 async def test_pilo_and_browser_use_accept_a_dialog_that_holds_a_navigation_up(
     connect: Callable[..., Client], site: LocalSite

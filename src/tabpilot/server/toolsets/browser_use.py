@@ -54,6 +54,7 @@ from tabpilot import (
     TabpilotError,
     click,
     evaluate,
+    normalize_url,
     screenshot,
     type_text,
 )
@@ -164,8 +165,25 @@ def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active_id: int
             if info.id == active_id
             else f'not active: call browser_switch_tab with tab_id "{info.id}" to use it.'
         )
-        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {short(info.url)}, {tail}')
+        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {_url_shown(info.url)}, {tail}')
     return "".join(lines)
+
+
+def _opens_a_page(url: str) -> bool:
+    """Whether a tab can load `url`: not a script (`javascript:`) nor what the browser hands to
+    another program (`mailto:`)."""
+    if url.lstrip().lower().startswith("javascript:"):
+        return False
+    try:
+        normalize_url(url)
+    except ValueError:
+        return False
+    return True
+
+
+def _url_shown(url: str) -> str:
+    """A tab's URL in an answer: cut if long; a tab whose first page has not come yet has none."""
+    return short(url) if url else "(loading, no URL yet)"
 
 
 async def _active(call: Call) -> tuple[Tab, str]:
@@ -287,7 +305,7 @@ async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
     except TabpilotError:
         call.response.error(_not_found(manager, tab_id))
         return
-    call.response.plain(f"Switched to tab {tab.id}: {short(tab.url)}")
+    call.response.plain(f"Switched to tab {tab.id}: {_url_shown(tab.url)}")
 
 
 async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
@@ -322,13 +340,13 @@ async def browser_navigate(
             )
             return
         call.response.plain(
-            f'Opened new tab with URL: {short(url)}\nNew tab: tab_id "{opened.tab.id}", now active.'
+            f'Opened new tab with URL: {short(url.strip())}\nNew tab: tab_id "{opened.tab.id}", now active.'
         )
         return
     tab, note = await _active(call)
     result, accepted = await navigate_accepting(tab, "goto", url)
     call.response.plain(
-        f"Navigated to: {short(url)}"
+        f"Navigated to: {short(url.strip())}"
         + note_lines(note, *accepted, result.note if result.dialog else "")
         + await _closed_lines(call)
     )
@@ -371,6 +389,12 @@ async def browser_click(
         element = _element(call, tab, index)
         if new_tab and element.href:
             full_url = await _link_url(tab, element)
+            if not _opens_a_page(full_url):  # javascript:, mailto: and the like: a click does what they do
+                call.response.error(
+                    f"Element {index} links to {short(full_url)}, which opens no page in a tab: click it "
+                    "without new_tab."
+                )
+                return
             opened = await open_tab(call, full_url, CALLS)
             if opened.failed is not None:
                 call.response.error(
