@@ -477,6 +477,7 @@ async def test_a_server_without_observe_counts_errors_and_records_no_network(
             )
         assert new_errors(counted, tab) == 1, text(counted)
         assert "1 new error" in tab_line(counted, tab)
+        assert "browser_observe" not in text(counted)  # not offered: not advised
 
         assert server.state is not None
         (session,) = server.state.sessions.values()

@@ -1070,3 +1070,17 @@ def test_pilo_cuts_a_long_url_without_a_host_as_every_answer_does() -> None:
     long = "data:text/html," + "x" * 6000
     header = pilo.available_tabs_text([tab_info(2, long, long)], 2)
     assert len(header) < 700 and header.count("…[") == 2, header
+
+
+async def test_the_instructions_name_only_tools_the_server_offers(connect: Callable[..., Client]) -> None:
+    """The default set's instructions name its tools and its `### Events`: a server of other sets
+    only (or a default set without browser_observe) would send the agent to tools it lacks."""
+    async with connect(tools=("browser-use",)) as mcp:
+        said = mcp.instructions or ""
+        assert "stable integer id" in said
+        assert not re.search(r"browser_(handle_dialog|observe|tabs|snapshot)|### ", said), said
+    async with connect(caps=("forms",)) as mcp:
+        said = mcp.instructions or ""
+        assert "browser_handle_dialog" in said and "browser_observe" not in said, said
+    async with connect() as mcp:
+        assert "browser_observe what='errors'" in (mcp.instructions or "")

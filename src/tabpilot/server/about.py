@@ -6,6 +6,8 @@ still being imported (`server/stdio.py`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 NAME = "tabpilot"
 TITLE = "tabpilot"
 
@@ -30,3 +32,25 @@ tabpilot drives a real Chromium with many tabs. The rules, said once for every t
 - Text like {{NAME}} in typed text is a secret the server fills in; responses show the name only.
 - Close tabs you no longer need (browser_tabs action=close or close_others).
 """
+
+OBSERVE_HINT = "\n  (browser_observe what='errors' shows them)"
+"""The part of INSTRUCTIONS that names the observe group's tool."""
+
+OTHER_SETS_INSTRUCTIONS = """\
+tabpilot drives a real Chromium with many tabs, with the tools of other browser servers. Every tab
+has a stable integer id, never reused and never a list position: every tool here lists and takes
+the same ids. Tabs a page opens (target=_blank links, window.open, sign-in popups) are tracked at
+once and named in the answer of the action that opened them. Close tabs you no longer need.
+"""
+"""For a server offering only compatible tool sets: INSTRUCTIONS name tools and sections
+(`### Events`, browser_handle_dialog) those sets do not have."""
+
+
+def instructions(tool_sets: Sequence[str], caps: Sequence[str] | None = None) -> str:
+    """The instructions for a server offering `tool_sets` (the default set narrowed to `caps`):
+    never naming a tool the server does not offer."""
+    if "default" not in tool_sets:
+        return OTHER_SETS_INSTRUCTIONS
+    if caps is not None and "observe" not in caps:
+        return INSTRUCTIONS.replace(OBSERVE_HINT, "")
+    return INSTRUCTIONS

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 import tabpilot
 from tabpilot import Instance
 
-from .about import INSTRUCTIONS, NAME, TITLE
+from .about import NAME, TITLE, instructions
 from .advice import DEFAULT_CALLS, ToolCalls
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .registry import select_tools
@@ -179,12 +179,12 @@ class _Tool:
 class TabpilotServer(Server[ServerState]):
     """The SDK's low-level server with tabpilot's tools (see the module docstring)."""
 
-    def __init__(self, tools: list[ToolSpec], lifespan: Any) -> None:
+    def __init__(self, tools: list[ToolSpec], lifespan: Any, *, instructions: str) -> None:
         super().__init__(
             NAME,
             title=TITLE,
             version=tabpilot.__version__,
-            instructions=INSTRUCTIONS,
+            instructions=instructions,
             lifespan=lifespan,
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
@@ -353,5 +353,9 @@ def create_server(
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
 
-    server = TabpilotServer(select_tools(config.tools, config.caps), lifespan)
+    server = TabpilotServer(
+        select_tools(config.tools, config.caps),
+        lifespan,
+        instructions=instructions(config.tools, config.caps),
+    )
     return server

@@ -334,7 +334,7 @@ class Response:
                 is_default = default is not None and default.id == heading
                 lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
             lines.append(tab_line(info, new_errors=errors.get(info.id, 0)))
-        if errors:
+        if errors and session.config.shows_network:  # browser_observe is offered
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")
 

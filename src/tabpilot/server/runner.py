@@ -30,7 +30,7 @@ import anyio.abc
 import anyio.to_thread
 
 from .. import __version__
-from .about import INSTRUCTIONS, NAME, TITLE
+from .about import NAME, TITLE, instructions
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .handshake import Greeting
 from .state import ServerState
@@ -128,7 +128,7 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
     """
     refused: list[ValueError] = []
     states: list[ServerState] = []
-    wire = StdioTransport(Greeting(NAME, TITLE, __version__, INSTRUCTIONS))
+    wire = StdioTransport(Greeting(NAME, TITLE, __version__, instructions(config.tools, config.caps)))
 
     async def serve() -> None:
         await wire.open()
