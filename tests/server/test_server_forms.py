@@ -490,7 +490,9 @@ def test_secrets_come_from_a_dotenv_file(tmp_path: Path) -> None:
         Secrets.from_dotenv(env)
 
 
-async def test_caps_offer_core_and_the_groups_asked_for(connect: Callable[..., Client]) -> None:
+async def test_caps_offer_core_and_the_groups_asked_for(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
     async with connect() as mcp:
         every = {t.name for t in (await mcp.list_tools()).tools}
     assert {
@@ -506,6 +508,14 @@ async def test_caps_offer_core_and_the_groups_asked_for(connect: Callable[..., C
         assert not some & {"browser_screenshot", "browser_evaluate", "browser_observe", "browser_instance"}
         unknown = await mcp.call_tool("browser_evaluate", {"function": "() => 1"})
         assert unknown.is_error
+        # Advice names no tool of a group left out: no browser_instance here.
+        missing = error(await mcp.call_tool("browser_tabs", {"action": "list", "instanceId": "inst_9"}))
+        assert missing.endswith("Use one of these."), missing
+    async with connect(caps=("observe",)) as mcp:  # no form fill either
+        form = await background_tab(mcp, site.url("/form"))
+        subscribe = ref_of(await snapshot(mcp, form), 'checkbox "Subscribe"')
+        typed = error(await mcp.call_tool("browser_type", {"ref": subscribe, "text": "yes", "tabId": form}))
+        assert typed.endswith("is a checkbox, not a text field. Click it to change it."), typed
 
 
 async def test_the_default_tool_list_stays_small_and_says_what_each_argument_is(

@@ -350,8 +350,8 @@ async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
             "(take a new browser_get_state to find it)."
         ), said[0]
         assert said[1].endswith(
-            "element 2 is a drop-down list, not a text field. It takes one of its options, which no tool of "
-            "this set gives; leave it, or use a field that takes text."
+            "element 2 is a drop-down list, not a text field. It takes one of its options, which no tool "
+            "here gives; leave it, or use a field that takes text."
         ), said[1]
         assert said[2].endswith("element 3 is a checkbox, not a text field. Click it to change it."), said[2]
         assert said[3].endswith(

@@ -115,7 +115,9 @@ class ToolCalls:
     instances: bool = False
     """The set has browser_instance."""
     forms: bool = True
-    """The set selects options, fills checkboxes with true or false and uploads files."""
+    """The set fills forms (a checkbox takes true or false there) and uploads files."""
+    select: bool = True
+    """The set selects options of a drop-down list."""
     plain_error: Callable[[str, str], str] | None = None
     """How the set words an error of its tool (the tool's name, what went wrong), as the whole text
     of the response; None: tabpilot's `### Error` section, followed by the other sections."""
@@ -185,14 +187,12 @@ def _wrong_field_advice(field: str, snap: str | None, calls: ToolCalls) -> str:
         return "Click it to change it" + (
             " (a form fill takes true or false for it)." if calls.forms else "."
         )
-    if not calls.forms:  # options or files: no tool of the set gives them
-        takes = "one of its options" if field == "options" else "files"
-        return f"It takes {takes}, which no tool of this set gives; leave it, or use a field that takes text."
-    return (
-        "Select one of its options instead, by value or label."
-        if field == "options"
-        else "Upload files to it instead."
-    )
+    if field == "options" and calls.select:
+        return "Select one of its options instead, by value or label."
+    if field == "file" and calls.forms:
+        return "Upload files to it instead."
+    takes = "one of its options" if field == "options" else "files"  # no tool here gives them
+    return f"It takes {takes}, which no tool here gives; leave it, or use a field that takes text."
 
 
 def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:

@@ -4,7 +4,9 @@ the check that combined sets do not clash."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from .advice import DEFAULT_CALLS
 from .names import check_names
 from .tools import (
     dialogs,
@@ -60,7 +62,9 @@ def select_tools(names: Sequence[str], caps: Sequence[str] | None = None) -> lis
         clashes: dict[str, list[str]] = {}  # earlier set -> tool names this set defines again
         specs = TOOLSETS[set_name]
         if set_name == "default" and caps is not None:
-            specs = [spec for cap in ("core", *caps) for spec in CAPS[cap]]
+            # Advice names no tool of a group left out (a form fill, browser_instance).
+            calls = replace(DEFAULT_CALLS, forms="forms" in caps, instances="instances" in caps)
+            specs = [replace(spec, calls=calls) for cap in ("core", *caps) for spec in CAPS[cap]]
         for spec in specs:
             seen = chosen.get(spec.name)
             if seen is not None and seen[1] is not spec:

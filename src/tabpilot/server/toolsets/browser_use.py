@@ -82,6 +82,7 @@ CALLS = ToolCalls(
     open_tab="browser_navigate(url=..., new_tab=true)",
     handle_dialog=None,  # dialogs are accepted by themselves
     forms=False,
+    select=False,
     element="an index",
     plain_error=lambda tool, text: f"Error: {text}",
 )

@@ -106,6 +106,7 @@ CALLS = ToolCalls(
     open_tab=None,  # tabs are opened by pages only
     handle_dialog=None,  # dialogs are accepted by themselves
     forms=False,
+    select=False,
     plain_error=lambda tool, text: f"Error: {text}",
 )
 """This set's calls, as an error's advice names them."""
