@@ -299,6 +299,13 @@ async def test_file_upload_through_a_button_that_opens_the_file_picker(
         # An ordinary click opens no picker and says nothing of one.
         clicked = ok(await mcp.call_tool("browser_click", {"ref": zone}))
         assert "file picker" not in text(clicked) and "filePicker" not in result_of(clicked)
+    async with connect(caps=("observe",)) as mcp:  # no browser_file_upload: none advised
+        tab = await background_tab(mcp, site.url("/picker"))
+        button = ref_of(await snapshot(mcp, tab), 'button "Choose file"')
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": button}))
+        assert "It opened a file picker, which tabpilot held back (no tool here uploads files)." in section(
+            clicked, "Result"
+        )
 
 
 async def test_drag_moves_an_element_onto_another_on_a_background_tab(

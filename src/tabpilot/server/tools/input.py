@@ -67,6 +67,8 @@ def report(
         notes.append(
             "It opened a file picker, which tabpilot held back: choose files with "
             f'browser_file_upload(ref="{facts.get("ref")}", paths=[...]).'
+            if call.response.calls.forms
+            else "It opened a file picker, which tabpilot held back (no tool here uploads files)."
         )
     if result.loading is not None:
         page = result.loading or "a new page"
