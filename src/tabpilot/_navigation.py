@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ActionError, NavigationBlockedError
 from ._policy import UrlPolicy
-from ._pw import Doing, first_line, map_playwright_errors
+from ._pw import BETWEEN_PAGES, Doing, first_line, map_playwright_errors
 from ._tab import Tab
 
 NavigateAction = Literal["goto", "back", "forward", "reload"]
@@ -196,6 +196,8 @@ def _navigation_error(
         )
     cause = exc.__cause__
     message = first_line(cause) if cause is not None else exc.fact
+    if BETWEEN_PAGES in message:  # said in its own words: the URL is not the problem
+        return exc
     if "ERR_BLOCKED_BY_CLIENT" in message and blocked is not None:
         return blocked
     if "net::ERR_ABORTED" in message:

@@ -59,3 +59,18 @@ def test_a_page_that_crashed_before_its_crash_event_is_said_to_have_crashed() ->
         raise PlaywrightError("Locator.aria_snapshot: Target crashed")
     assert raised.value.reason == "crashed"
     assert raised.value.fact == "Taking a snapshot of tab 1 failed: the page crashed."
+
+
+def test_a_command_that_reaches_a_tab_between_two_pages_says_so_not_as_a_protocol_error() -> None:
+    """Chromium's words when a tab is swapping to the process of its next page (going back right
+    after the user navigated their own tab, seen through the extension)."""
+    with (
+        pytest.raises(ActionError) as raised,
+        map_playwright_errors(Doing("Going back on tab 4", tab_id=4)),
+    ):
+        raise PlaywrightError("Protocol error (Page.getNavigationHistory): Not attached to an active page")
+    assert (
+        raised.value.fact
+        == "Going back on tab 4 failed: the tab was between two pages (a navigation under way)."
+    )
+    assert raised.value.advice == "Retry in a moment."

@@ -11,7 +11,7 @@ not wrap (`tab.page`).
 """
 
 from .driver import Driver, Launched
-from .errors import Doing, first_line, is_closed_error, launch_error, map_playwright_errors
+from .errors import BETWEEN_PAGES, Doing, first_line, is_closed_error, launch_error, map_playwright_errors
 from .handles import (
     ERROR_PAGE,
     BrowserHandle,
@@ -27,6 +27,7 @@ from .handles import (
 )
 
 __all__ = [
+    "BETWEEN_PAGES",
     "ERROR_PAGE",
     "BrowserHandle",
     "CdpSession",

@@ -25,6 +25,10 @@ _SYMPTOMS = (
     ("element is not attached", "detached", "was removed from the page"),
 )
 
+BETWEEN_PAGES = "Not attached to an active page"
+"""Chromium's words for a command that reached a tab while it swapped to the process of its next
+page (`Page.getNavigationHistory` when going back right after the user navigated)."""
+
 _WRONG_ELEMENT = (
     (
         "Element is not an <input>, <textarea>",
@@ -197,6 +201,14 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
                 reason=reason,  # type: ignore[arg-type]
                 field="not_text" if reason == "wrong_field" else None,
             )
+    if BETWEEN_PAGES in message:  # a cross-process navigation (the user's, a page's) under way
+        return ActionError(
+            f"{what} failed: the tab was between two pages (a navigation under way).",
+            "Retry in a moment.",
+            tab_id=tab,
+            ref=ref,
+            reason="navigated",
+        )
     if "Target crashed" in message:  # before the page's crash event came: `Tab.raise_what_the_page_says`
         return ActionError(f"{what} failed: the page crashed.", tab_id=tab, ref=ref, reason="crashed")
     if "No dialog is showing" in message:
