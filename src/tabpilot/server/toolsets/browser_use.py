@@ -47,6 +47,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import (
+    ActionError,
+    Snapshot,
     StaleRefError,
     Tab,
     TabInfo,
@@ -263,11 +265,7 @@ async def browser_get_state(
     ] = False,
 ) -> None:
     manager = call.manager
-    tab, _ = await _active(call)  # the accepted dialog is in the event history
-    await manager.settle(grace=0)
-    snap = await tab.snapshot()
-    elements = interactive_elements(snap.text)
-    details = await describe_elements(tab, elements)
+    tab, snap, elements, details = await _read_state(call)
     state = call.session.state_for(BrowserUseState)
     state.tab_id, state.elements = tab.id, dict(enumerate(elements, start=1))
     listed = []
@@ -287,6 +285,27 @@ async def browser_get_state(
     if include_screenshot:
         call.response.add_image(await screenshot(tab))
     call.response.plain(json.dumps(result, indent=2), result)
+
+
+async def _read_state(call: Call) -> tuple[Tab, Snapshot, list[SnapshotElement], list[dict[str, Any]]]:
+    """The active tab, its snapshot and its elements. A tab that closes while it is read (the user
+    closed it) is not described as if open: the tab active then is read instead, once."""
+    for attempt in range(2):
+        tab, _ = await _active(call)  # the accepted dialog is in the event history
+        await call.manager.settle(grace=0)
+        try:
+            snap = await tab.snapshot()
+            elements = interactive_elements(snap.text)
+            details = await describe_elements(tab, elements)
+        except TabpilotError:
+            if attempt or not tab.is_gone:
+                raise
+            continue
+        if not tab.is_gone:
+            return tab, snap, elements, details
+        if attempt:
+            break
+    raise ActionError.tab_gone(f"Reading the state of tab {tab.id}", f"tab {tab.id} closed", tab_id=tab.id)
 
 
 async def browser_list_tabs(call: Call) -> None:
