@@ -112,8 +112,15 @@ CALLS = ToolCalls(
 """This set's calls, as an error's advice names them."""
 
 
-async def _current(call: Call) -> tuple[Tab, str]:
-    """The current tab, with a dialog that blocks it accepted (this set has no dialog tool)."""
+async def _current(call: Call, *, opening: bool = False) -> tuple[Tab, str]:
+    """The current tab, with a dialog that blocks it accepted (this set has no dialog tool). With
+    no tab open (the user closed the last one in their browser), `opening` (goto) opens one: this
+    set has no other way to."""
+    instance = call.manager.default_instance
+    if instance is not None and instance.state == "open" and not instance.tabs:
+        if not opening:
+            raise ValueError("No tab is open (its last one was closed): goto(url=...) opens one.")
+        return await call.manager.new_tab(), ""
     tab = call.tab(None)
     return tab, await accept_dialog(tab)
 
@@ -195,7 +202,8 @@ async def list_tabs(call: Call) -> None:
     manager = call.manager
 
     def listing() -> tuple[str, dict[str, Any]]:
-        result = list_tabs_result(manager.tabs(), manager.active_tab().id)
+        tabs = manager.tabs()  # none, once the user closed the last one: an empty list
+        result = list_tabs_result(tabs, manager.active_tab().id if tabs else None)
         return json.dumps(result, indent=2), result
 
     call.response.plain_later(listing)
@@ -298,7 +306,7 @@ async def goto(
     if not url.strip():
         call.response.error("goto needs url: the address to load, e.g. https://example.com.")
         return
-    tab, note = await _current(call)
+    tab, note = await _current(call, opening=True)
     result, accepted = await navigate_accepting(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
     call.response.plain(
