@@ -174,6 +174,9 @@ class Tab:
         self._dialog: DialogHandle | None = None
         self._dialog_waiters: set[asyncio.Future[DialogInfo]] = set()
         self._navigation_waiters: set[asyncio.Future[None]] = set()
+        self._restored_url: str | None = None
+        """The URL of a page restored from the back/forward cache whose commit Playwright has not
+        reported yet (`restored_from_cache`): that page has loaded already."""
         self._held: set[asyncio.Future[Any]] = set()
         """Work this tab's dialog holds up (a script that opened it), until it is done (`hold`)."""
         self._refs: set[str] = set()
@@ -437,8 +440,17 @@ class Tab:
         for waiter in self._navigation_waiters:
             if not waiter.done():
                 waiter.set_result(None)
-        if self.status != "crashed":
+        restored, self._restored_url = self._restored_url, None
+        # CDP gives a frame's URL without its #fragment; Playwright's page URL has it.
+        if self.status != "crashed" and restored != self.handle.url.partition("#")[0]:
             self.status = "loading"
+
+    def restored_from_cache(self, url: str) -> None:
+        """The page at `url` came back from the back/forward cache (the user's own browser keeps
+        one): it loads nothing and no load event comes, so it is loaded now, whether Playwright
+        reports its commit before this or after (`_on_navigated`)."""
+        self._restored_url = url
+        self.loading_stopped()
 
     def _fetch_title_soon(self, *, check_loaded: bool = False) -> None:
         """Learn the title when a document loads, so listing tabs later needs no round trip

@@ -604,6 +604,9 @@ class TabTracker:
 DOCUMENT_EVENTS = ("Page.frameStartedNavigating", "Page.frameNavigated", "Page.frameStoppedLoading")
 """What a page's session says of its documents: one asked for, one arrived, loading over."""
 _SAME_DOCUMENT = frozenset({"sameDocument", "historySameDocument"})
+BFCACHE_RESTORE = "BackForwardCacheRestore"
+"""`Page.frameNavigated`'s type for a page restored from the back/forward cache: the user's own
+Chrome keeps one (a browser Playwright launches does not)."""
 
 
 def _document_event(tab: Tab, method: str, raw: str) -> str | None:
@@ -618,6 +621,9 @@ def _document_event(tab: Tab, method: str, raw: str) -> str | None:
         return None  # an iframe's
     if method == "Page.frameNavigated":
         tab.document_settled()
+        if params.get("type") == BFCACHE_RESTORE:
+            # A page back from the back/forward cache loads nothing: no load event comes.
+            tab.restored_from_cache(str((params.get("frame") or {}).get("url", "")))
     elif method == "Page.frameStoppedLoading":
         tab.loading_stopped()
     elif params.get("navigationType") not in _SAME_DOCUMENT:

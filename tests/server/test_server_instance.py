@@ -389,3 +389,33 @@ async def test_calls_on_an_instance_another_call_closes_meanwhile_say_so(
             await call(client, "browser_instance", action="close", instanceId=instance["id"])
         observed = section(await call(client, "browser_observe", what="logs"), "Result")
         assert "(currently_tracked_tab: none," in observed, observed
+
+
+async def test_a_page_back_from_the_back_forward_cache_is_loaded_with_its_own_title(
+    remote: RemoteChromium, browser_path: str, site: LocalSite
+) -> None:
+    """A browser tabpilot connects to keeps a back/forward cache (the user's Chrome does; one
+    Playwright launches does not): a page restored from it loads nothing, and no load event comes.
+    The tab stayed `loading`, with the title of the page it left."""
+    server = own_browser_server(browser_path, cdp_endpoint=remote.http)
+    async with Client(server) as client:
+        tab = result_of(await call(client, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        await call(client, "browser_navigate", tabId=tab, url=site.url("/page/b"))
+        await call(client, "browser_navigate", tabId=tab, action="back")
+        restored = remote.targets()
+        assert any(t["url"] == site.url("/page/a") for t in restored)
+        listed = {}
+        for _ in range(20):  # the title comes from the page a moment after it is shown
+            listed = next(
+                t
+                for t in result_of(await call(client, "browser_tabs", action="list"))["tabs"]
+                if t["id"] == tab
+            )
+            if listed["title"] == "Page a" and listed["status"] == "complete":
+                break
+            await asyncio.sleep(0.1)
+        assert (listed["url"], listed["title"], listed["status"]) == (
+            site.url("/page/a"),
+            "Page a",
+            "complete",
+        )
