@@ -408,6 +408,14 @@ async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_
         assert await call(mcp, "browser_scroll", {"direction": "down"}) == "Scrolled down"
         await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
         assert await call(mcp, "browser_go_back") == "Navigated back"
+        # Nothing to go back to (a new tab back on its blank page): said so, not "Navigated back".
+        fresh = await call(mcp, "browser_navigate", {"url": site.url("/page/c"), "new_tab": True})
+        await call(mcp, "browser_go_back")
+        stayed = await call(mcp, "browser_go_back")
+        assert stayed.startswith("Did not navigate back: There is no page to go back to in tab "), stayed
+        fresh_id = re.search(r'tab_id "(\d+)"', fresh)
+        assert fresh_id is not None
+        await call(mcp, "browser_close_tab", {"tab_id": fresh_id.group(1)})  # back on the tab before
         await call(mcp, "browser_navigate", {"url": "about:blank"})
         assert state_of(await call(mcp, "browser_get_state"))["interactive_elements"] == []
         none = await fail(mcp, "browser_click", {"index": 1})

@@ -470,8 +470,11 @@ async def browser_type(
 async def browser_go_back(call: Call) -> None:
     tab, note = await _active(call)
     result, accepted = await navigate_accepting(tab, "back")
-    tail = f" ({result.note})" if result.note else ""
-    call.response.plain("Navigated back" + tail + note_lines(note, *accepted) + await _closed_lines(call))
+    if result.stayed and not result.dialog:  # no page to go back to (or a download): it did not
+        said = f"Did not navigate back: {result.note}"
+    else:
+        said = "Navigated back" + (f" ({result.note})" if result.note else "")
+    call.response.plain(said + note_lines(note, *accepted) + await _closed_lines(call))
 
 
 async def browser_scroll(
