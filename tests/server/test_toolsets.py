@@ -530,16 +530,16 @@ async def test_a_tab_id_that_is_neither_a_number_nor_text_is_refused_not_read_as
 async def test_foxmcp_and_pilo_refuse_closing_the_last_tab_without_naming_instances(
     connect: Callable[..., Client],
 ) -> None:
-    """Neither set knows instances: the browser's last tab is said to be its browser's."""
+    """Neither set knows instances: the last tab is said to be the only open one."""
     async with connect(tools=("foxmcp", "pilo")) as mcp:
         only = json.loads(await call(mcp, "list_tabs"))["activeTabId"]
         fox = await fail(mcp, "tabs_close", {"tab_id": int(only)})
         assert fox == (
-            f"Error closing tab: Cannot close last tab: tab {only} is the only tab of its browser. Open "
+            f"Error closing tab: Cannot close last tab: tab {only} is the only open tab. Open "
             "another tab first (tabs_create(url=...))."
         ), fox
         pilo_said = await fail(mcp, "close_tab", {"tabId": only})
-        assert f"tab {only} is the only tab of its browser." in pilo_said and "instance" not in pilo_said
+        assert f"tab {only} is the only open tab." in pilo_said and "instance" not in pilo_said
 
 
 async def test_browser_tab_at_a_tab_limit_of_one_does_not_advise_opening_a_tab(

@@ -435,8 +435,9 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
         )
     if isinstance(exc, BrowserNotFoundError):
         return str(exc).replace("the browser path option", "--browser-path")
-    if isinstance(exc, LastTabError) and not calls.instances:  # a set that knows no instances
-        fact = exc.fact.replace(f"only tab of instance {exc.instance_id}", "only tab of its browser")
+    if isinstance(exc, LastTabError) and not calls.instances:  # a set that knows no instances (the
+        # user's browser through the extension may have other tabs, out of tabpilot's scope)
+        fact = exc.fact.replace(f"only tab of instance {exc.instance_id}", "only open tab")
         return exc.worded(fact, _advice_for(exc, calls)).strip()
     if isinstance(exc, TabpilotError):
         advice = _advice_for(exc, calls)
