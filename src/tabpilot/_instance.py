@@ -101,6 +101,10 @@ class BrowserLink(Protocol):
         the user connects it again (else by itself, when the browser is back)."""
         ...
 
+    def on_connect(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` whenever the link (re)connects; returns the disposer."""
+        ...
+
 
 EXIT_NOTICE = 0.2
 """How long a launched browser that disconnected may take to be seen ending: a killed process
@@ -471,6 +475,9 @@ class Instance:
 
     async def start(self, *, initial_cause: OpenCause) -> None:
         context = self.context
+        if self._link is not None:
+            self._disposers.append(self._link.on_connect(self._watch_link))
+            self._watch_link()
         self._disposers.append(context.on_page(self._tracker.on_page))
         self._disposers.append(context.on_dialog(self._tracker.on_dialog))
 
@@ -502,6 +509,18 @@ class Instance:
         self._registry.ensure_active()
         if self.kind in REMOTE_KINDS and self._tracker.cdp is not None:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    def _watch_link(self) -> None:
+        """When the link to the browser drops (the extension's service worker restarts), the
+        debugger leaves the tabs, and Playwright's script that knew their refs goes with it: the
+        refs from before stop working, though the pages do not change."""
+        assert self._link is not None
+
+        def dropped(_: object) -> None:
+            for tab in self.tabs:
+                tab.refs_reset("the link to the user's browser dropped and was set up again")
+
+        self._link.dropped().add_done_callback(dropped)
 
     def _refuses(self, page: PageHandle | None, url: str, in_frame: bool) -> bool:
         """Whether the policy refuses a navigation of a page or of a frame in it (a link, a form, a

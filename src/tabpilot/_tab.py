@@ -180,6 +180,9 @@ class Tab:
         self._held: set[asyncio.Future[Any]] = set()
         """Work this tab's dialog holds up (a script that opened it), until it is done (`hold`)."""
         self._refs: set[str] = set()
+        self._refs_reset: tuple[frozenset[str], str] | None = None
+        """The refs the page lost without changing, and why (`refs_reset`), until the next snapshot
+        or document."""
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
@@ -432,6 +435,7 @@ class Tab:
     def _on_new_document(self) -> None:
         # A new document has new elements: every ref of the old one is stale.
         self._refs.clear()
+        self._refs_reset = None
         self._stuck = False
         self._fetch_title_soon()
 
@@ -839,6 +843,7 @@ class Tab:
             # A depth-limited read still maps every element of the page (Playwright's refs beyond
             # the depth keep working): the refs the tab gave before stay valid with it.
             self._refs = set(refs) if depth is None else self._refs | refs
+            self._refs_reset = None
             self._last_snapshot = snap
             return snap
         # Playwright finds a ref only among the elements of the page's latest snapshot, and a
@@ -870,12 +875,32 @@ class Tab:
             )
         return raw, title
 
+    def refs_reset(self, why: str) -> None:
+        """The page's refs stopped working although the page did not change (`why`: its browser's
+        link was set up again, and with it the script that knows them); a ref from before says so."""
+        if self._refs:
+            self._refs_reset = (frozenset(self._refs), why)
+            self._refs.clear()
+
+    def _raise_if_reset(self, page_ref: str, ref: str) -> None:
+        reset = self._refs_reset
+        if reset is not None and page_ref in reset[0]:
+            self.host.ensure_usable()  # while the link is still down, that is what to say
+            raise StaleRefError(
+                f"Ref {tab_ref(self.id, page_ref)} no longer works on tab {self.id}: {reset[1]}. The page may "
+                "be as it was, but its refs are not.",
+                f"Take a new snapshot of tab {self.id} and use a ref from it.",
+                ref=ref,
+                tab_id=self.id,
+            )
+
     def resolve_ref(self, ref: str) -> str:
         """Check that `ref` belongs to this tab and is in its latest snapshot; return the per-page ref."""
         ref_tab, page_ref = parse_ref(ref)
         if ref_tab is not None and ref_tab != self.id:
             raise ForeignRefError(ref, ref_tab_id=ref_tab, tab_id=self.id)
         if page_ref not in self._refs:
+            self._raise_if_reset(page_ref, ref)
             raise StaleRefError(
                 f"Ref {tab_ref(self.id, page_ref)} is not in the latest snapshot of tab {self.id} (the page "
                 "changed, or the ref was never issued).",
@@ -916,6 +941,7 @@ class Tab:
                 raise checking from None
         if not found:
             self._refs.discard(page_ref)
+            self._raise_if_reset(page_ref, ref)  # the link came back while the ref was checked
             raise StaleRefError(
                 f"Ref {tab_ref(self.id, page_ref)} no longer matches an element on tab {self.id} (the page changed).",
                 f"Take a new snapshot of tab {self.id} and use a ref from it.",

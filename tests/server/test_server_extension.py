@@ -198,17 +198,23 @@ async def test_a_service_worker_restart_reconnects_with_the_same_tab_ids(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
     async with paired_client(chromium) as (mcp, _):
-        await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
+        opened = await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
+        hi = ref_of(text(opened), 'button "Say hi"')
         before = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
         await asyncio.to_thread(chromium.stop_service_worker)
         deadline = time.monotonic() + 15
         while True:  # tools fail at once while it is away, and work again when it is back
-            result = await mcp.call_tool("browser_snapshot", {"full": True})
-            if not result.is_error:
+            clicked = await mcp.call_tool("browser_click", {"ref": hi})
+            if clicked.is_error and "cannot reach its browser now" not in error(clicked):
                 break
-            assert "cannot reach its browser now" in error(result), text(result)
             assert time.monotonic() < deadline, "the extension did not reconnect"
             await asyncio.sleep(0.2)
+        # The page did not change, but its refs went with the old link: said so, not "page changed".
+        said = error(clicked)
+        assert (
+            f"Ref {hi} no longer works on tab" in said and "the link to the user's browser dropped" in said
+        ), said
+        result = await call(mcp, "browser_snapshot", full=True)
         assert 'heading "Page a"' in section(result, "Snapshot")
         after = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
         assert [(t["id"], t["chromeTabId"]) for t in after] == [(t["id"], t["chromeTabId"]) for t in before]
