@@ -761,18 +761,8 @@ class Tab:
 
     async def _until_left(self, left: asyncio.Future[None]) -> None:
         """Wait, up to the navigation timeout, until `left` (`_page_left`) or a dialog on this tab."""
-        if self._dialog is not None:
-            return
-        opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
-        self._dialog_waiters.add(opened)
-        either: set[asyncio.Future[Any]] = {left, opened}
-        try:
-            await asyncio.wait(
-                either, timeout=self.host.timeouts.navigation, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            self._dialog_waiters.discard(opened)
-            opened.cancel()
+        if self._dialog is None:
+            await self._until_next_dialog(left, self.host.timeouts.navigation)
 
     async def _held_finished(self) -> None:
         """Wait, up to the action timeout, until the work the dialog held up (`hold`) has finished
@@ -780,14 +770,21 @@ class Tab:
         if not self._held:
             return
         finished = asyncio.ensure_future(asyncio.wait(set(self._held)))
+        try:
+            await self._until_next_dialog(finished, self.host.timeouts.action)
+        finally:
+            finished.cancel()  # stops this wait only: the held work goes on
+
+    async def _until_next_dialog(self, done: asyncio.Future[Any], timeout: float) -> None:
+        """Wait, up to `timeout`, until `done` or the next dialog this tab opens, whichever first."""
         opened: asyncio.Future[DialogInfo] = asyncio.get_running_loop().create_future()
         self._dialog_waiters.add(opened)
-        either: set[asyncio.Future[Any]] = {finished, opened}
+        either: set[asyncio.Future[Any]] = {done, opened}
         try:
-            await asyncio.wait(either, timeout=self.host.timeouts.action, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._dialog_waiters.discard(opened)
-            finished.cancel()  # stops this wait only: the held work goes on
+            opened.cancel()
 
     def _page_left(self) -> tuple[asyncio.Future[None], Disposer]:
         """A future that is done when the tab's next page has loaded, the tab closed or crashed,
