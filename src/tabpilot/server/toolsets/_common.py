@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from tabpilot import (
     NavigationResult,
     Tab,
     TabEvent,
+    TabManager,
     dialog_noun,
     navigate,
     parse_ref,
@@ -204,6 +206,17 @@ def left_words(cause: object, closed: str) -> str:
     """How a tab that left is told: `closed` (the set's own words for a close by `cause`), or,
     for a tab that stays open where it is, that."""
     return LEFT_OPEN.get(str(cause), closed)
+
+
+def capped(manager: TabManager, tab_ids: Iterable[int]) -> set[int]:
+    """Of `tab_ids` (tabs an action opened that are gone again), those the tab limit closed at once;
+    the others closed by themselves."""
+    return {
+        tab_id
+        for tab_id in tab_ids
+        for e in manager.events.history(tab_id=tab_id)
+        if e.type == "tab_closed" and e.data.get("by") == "cap"
+    }
 
 
 def closed_untold(call: Call) -> list[TabEvent]:

@@ -66,6 +66,7 @@ from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,
     accept_dialog,
+    capped,
     closed_untold,
     describe_elements,
     dialog_note,
@@ -144,22 +145,12 @@ def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active_id: int
     """A line per tab an action opened. One that closed again (by itself, or the tab limit at
     once) is told so, with the way to make room, never offered to switch to."""
     infos = {t.id: t for t in manager.tabs()}
-    closed_by = {
-        e.tab_id: e.data.get("by")
-        for tab_id in tab_ids
-        if tab_id not in infos
-        for e in manager.events.history(tab_id=tab_id)
-        if e.type == "tab_closed"
-    }
+    closed_by_cap = capped(manager, (t for t in tab_ids if t not in infos))
     lines = []
     for tab_id in tab_ids:
         info = infos.get(tab_id)
         if info is None:
-            said = (
-                f"but {tab_limit_closed(manager, CALLS)}"
-                if closed_by.get(tab_id) == "cap"
-                else "closed again"
-            )
+            said = f"but {tab_limit_closed(manager, CALLS)}" if tab_id in closed_by_cap else "closed again"
             lines.append(f'\nNew tab: tab_id "{tab_id}", {said}.')
             continue
         parent = f' (parent_tab_id "{info.opener_id}")' if info.opener_id is not None else ""
@@ -303,8 +294,6 @@ async def _read_state(call: Call) -> tuple[Tab, Snapshot, list[SnapshotElement],
             continue
         if not tab.is_gone:
             return tab, snap, elements, details
-        if attempt:
-            break
     raise ActionError.tab_gone(f"Reading the state of tab {tab.id}", f"tab {tab.id} closed", tab_id=tab.id)
 
 

@@ -44,6 +44,7 @@ from ..advice import ToolCalls, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec
 from ._common import (
     accept_dialog,
+    capped,
     closed_untold,
     dialog_note,
     host_of,
@@ -142,11 +143,9 @@ def _opened_text(manager: TabManager, events: Sequence[TabEvent], current: int |
     limit at once) is told so, never offered to switch to."""
     tabs = manager.tabs()
     open_now = {t.id for t in tabs}
-    closed = {
-        e.tab_id: e.data.get("by")
-        for e in manager.events.history(since=min((e.seq for e in events), default=None))
-        if e.type == "tab_closed"
-    }
+    closed_by_cap = capped(
+        manager, (e.tab_id for e in events if e.tab_id is not None and e.tab_id not in open_now)
+    )
     said = []
     for event in events:
         for line in event_lines([event], tabs):
@@ -156,7 +155,7 @@ def _opened_text(manager: TabManager, events: Sequence[TabEvent], current: int |
                     if event.tab_id == current
                     else f'It is not the current tab: call switch_tab with tabId "{event.tab_id}" to use it.'
                 )
-            elif closed.get(event.tab_id) == "cap":
+            elif event.tab_id in closed_by_cap:
                 tail = f"But {tab_limit_closed(manager, CALLS)}."
             else:
                 tail = "It closed again."
