@@ -139,13 +139,22 @@ class ExtensionNotConnectedError(InstanceNotFoundError):
 class InstanceUnreachableError(InstanceError):
     """The instance's browser cannot be reached right now (`reason`); it may come back."""
 
-    def __init__(self, instance_id: str, reason: str) -> None:
+    def __init__(self, instance_id: str, reason: str, *, opening: bool = False) -> None:
         super().__init__(
             f"Instance {instance_id} cannot reach its browser now: {reason}.",
-            "Retry in a few seconds; if the browser is gone, the instance is reported lost by then.",
+            "Retry in a few seconds; if the browser is gone, the instance is reported lost by then."
+            + (
+                " The tab asked for may have opened all the same before the link dropped: once the "
+                "browser is back, look for it in the tab list before opening another."
+                if opening
+                else ""
+            ),
             instance_id=instance_id,
         )
         self.reason = reason
+        self.opening = opening
+        """The link dropped while a tab was being opened: the browser may have opened it anyway
+        (its answer was lost), and it shows up once the link is back."""
 
 
 Replacement = Literal["launch", "reconnect", "reconnect-blank", "extension", "pair"]

@@ -878,7 +878,11 @@ class Instance:
                 await self.close_tab(victim, cause="cap")
             with self._tracker.creating():
                 with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
-                    page = await self.guard(self._unless_closed(self.context.new_page()))
+                    try:
+                        page = await self.guard(self._unless_closed(self.context.new_page()))
+                    except InstanceUnreachableError as exc:
+                        # The browser may have made the tab already: its answer went with the link.
+                        raise InstanceUnreachableError(self.id, exc.reason, opening=True) from None
                 return await self._tracker.bind_task(page)
 
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:

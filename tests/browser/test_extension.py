@@ -194,6 +194,31 @@ async def test_a_service_worker_restart_keeps_the_instance_and_every_tab_id(
         assert tab.title == "Page b"
 
 
+async def test_a_tab_opened_as_the_service_worker_stops_is_named_as_possibly_open_and_listed_after(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """Chrome makes the tab, and the worker stops before it answers: the call fails, saying the tab
+    may have opened all the same, and it is listed once the worker is back."""
+    async with agent_tab(chromium, bridge, site) as (manager, _, _):
+        before = {t.id for t in manager.tabs()}
+        # The worker makes the tab and keeps it in scope, as its createTab does, and never answers.
+        chromium.in_extension(
+            "handlers.createTab = async ({ url }) => {"
+            " const tab = await chrome.tabs.create({ url, active: false });"
+            " state.scope.set(tab.id, { reason: 'agent' }); await saveScope();"
+            " return new Promise(() => {}); }; true"
+        )
+        opening = asyncio.ensure_future(manager.new_tab())
+        await wait_until(lambda: len(chromium.pages()) == 4, 10)  # the user's, the connect page, 2 agent's
+        await asyncio.to_thread(chromium.stop_service_worker)
+        with pytest.raises(InstanceUnreachableError) as failed:
+            await asyncio.wait_for(opening, 10)
+        assert failed.value.opening
+        assert "may have opened all the same" in str(failed.value)
+        assert await bridge.wait_connected(10)
+        await wait_until(lambda: len({t.id for t in manager.tabs()} - before) == 1, 10)
+
+
 async def test_what_a_tab_does_while_the_service_worker_restarts_reaches_tabpilot(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:

@@ -3,8 +3,9 @@ event in ### Events, and the tab limits' errors."""
 
 from __future__ import annotations
 
-from tabpilot import NetworkEntry, TabEvent, TabLimitError
+from tabpilot import InstanceUnreachableError, NetworkEntry, TabEvent, TabLimitError
 from tabpilot.server.advice import entry_line, error_text, event_line, page_line
+from tabpilot.server.toolsets import foxmcp
 
 
 def test_a_title_is_written_with_its_url_and_a_title_that_only_repeats_the_url_is_not() -> None:
@@ -60,3 +61,16 @@ def test_the_total_tab_limit_says_whose_tabs_are_open_and_what_the_caller_can_do
     one = error_text(TabLimitError("inst_1", 1, 1, "reject"))
     assert one.startswith("Cannot open a new tab: instance inst_1 has 1 tab, the limit (--max-tabs 1")
     assert one.endswith("Load the page in the tab you have instead.")
+
+
+def test_a_link_that_drops_while_a_tab_opens_says_the_tab_may_be_there_before_the_retry() -> None:
+    reason = "the tabpilot extension disconnected 0.0 s ago"
+    opening = error_text(InstanceUnreachableError("inst_1", reason, opening=True))
+    assert opening.startswith(f"Instance inst_1 cannot reach its browser now: {reason}.")
+    assert "may have opened all the same" in opening
+    assert "retry in a few seconds with browser_tabs(action='list') first" in opening
+    assert opening.endswith("Tabs of other instances keep working.")
+    # Other calls say only when to retry; a set with no instances says nothing of them.
+    other = error_text(InstanceUnreachableError("inst_1", reason), foxmcp.CALLS)
+    assert "may have opened" not in other
+    assert other.endswith("Retry in a few seconds: tabs_list shows whether its tabs are back.")

@@ -370,8 +370,14 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
     (
         InstanceUnreachableError,
         lambda e, calls: (
-            f"Retry in a few seconds: {calls.list_tabs} shows whether its tabs are back. Tabs of other "
-            "instances keep working."
+            (
+                "The tab asked for may have opened all the same before the link dropped: retry in a few "
+                f"seconds with {calls.list_tabs} first, and use or close a tab it shows that you did not "
+                "open rather than opening another."
+                if e.opening
+                else f"Retry in a few seconds: {calls.list_tabs} shows whether its tabs are back."
+            )
+            + (" Tabs of other instances keep working." if calls.instances else "")
         ),
     ),
     (
