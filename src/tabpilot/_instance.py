@@ -215,6 +215,7 @@ class Instance:
             # The user's tabs outlive tabpilot's link to their browser, whatever broke it.
             lost_cause="unreachable" if kind == "extension" else "crash",
             users_browser=kind in ("extension", "cdp") and not owns_context,
+            popups_blocked=kind in ("extension", "cdp"),
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []

@@ -32,7 +32,7 @@ from ._tab import Tab, TabHost
 from ._targets import TargetInfo, TargetScope, identify, open_cause
 from ._titles import watch_titles
 from ._types import CloseCause, InstanceState, OpenCause
-from ._watch import ActionWatch, WindowAsks
+from ._watch import BLOCKABLE_WAIT, NEW_TAB_TIMEOUT, ActionWatch, WindowAsks
 
 ANNOUNCE_TIMEOUT = 3.0
 """Seconds after which a tab Playwright has not reported is announced anyway (from its target)."""
@@ -56,12 +56,15 @@ class TabTracker:
         refuses: Callable[[Tab, str, bool], bool] | None = None,
         lost_cause: CloseCause = "crash",
         users_browser: bool = False,
+        popups_blocked: bool = False,
     ) -> None:
         """`refuses(tab, url, in_frame)`: the URL policy, for every document request of a tab's
         page (`guard_documents`); None when the policy restricts nothing. `lost_cause`: how its
         tabs leave when the instance is lost. `users_browser`: the instance is the user's own
         browser (the extension, a CDP endpoint's own context), whose tabs that neither tabpilot nor
-        its tabs' pages opened are the user's (`Tab.users_own`)."""
+        its tabs' pages opened are the user's (`Tab.users_own`). `popups_blocked`: the browser's
+        popup blocker is on (a browser Playwright did not start)."""
+        self._popups_blocked = popups_blocked
         self.lost_cause: CloseCause = lost_cause
         self._users_browser = users_browser
         self.registry = TabRegistry(host.instance_id)
@@ -160,6 +163,7 @@ class TabTracker:
             settle=self.settle,
             guard=self._host.guard,
             window_opens=lambda: self._asks.count(tab.target_id) if tab.target_id else None,
+            window_wait=lambda: self._asks.left(tab.target_id) if tab.target_id else 0.0,
         )
         # File pickers the action opens are held back on the tab's own session (no native dialog
         # nobody could answer) and counted: its Page.fileChooserOpened arrives before the action's
@@ -338,8 +342,11 @@ class TabTracker:
             return
         session = sessions.attach(target_id)
 
-        def on_window_open(_method: str, _raw: str) -> None:
-            self._asks.asked(target_id)
+        def on_window_open(_method: str, raw: str) -> None:
+            # The user's browser blocks popups no gesture asked for (a browser Playwright launches
+            # does not): such a window most likely never comes.
+            blockable = self._popups_blocked and not json.loads(raw).get("params", {}).get("userGesture")
+            self._asks.asked(target_id, wait=BLOCKABLE_WAIT if blockable else NEW_TAB_TIMEOUT)
             self._changed.set()
 
         for hook in list(self._services.target_hooks):

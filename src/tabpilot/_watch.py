@@ -40,6 +40,10 @@ NEW_TAB_GRACE = 0.03
 or right after the click returns; this covers reordering."""
 NEW_TAB_TIMEOUT = 3.0
 """Seconds an action waits for the tabs it opened to be ready and announced."""
+BLOCKABLE_WAIT = 0.5
+"""Seconds a window asked for with no user gesture is waited for in a browser whose popup blocker
+is on (the user's own): the blocker most likely stopped it, and no tab will come. One that does
+come later is still tracked, and reported as opened by the next answer."""
 
 DialogPolicy = Literal["report", "accept"]
 
@@ -48,8 +52,9 @@ class WindowAsks:
     """The windows each page target asked for, and those of them still on their way as tabs.
 
     Keyed by the opener's target id: a window asked for still arrives when its opener closed
-    meanwhile. Windows on their way are given up on `NEW_TAB_TIMEOUT` after the opener's latest
-    ask (a popup blocker or a tab out of scope means a window that never comes as a tab here).
+    meanwhile. Windows on their way are given up on `NEW_TAB_TIMEOUT` (or the ask's own shorter
+    wait) after the opener's latest ask (a popup blocker or a tab out of scope means a window that
+    never comes as a tab here).
     """
 
     def __init__(self, clock: Callable[[], float]) -> None:
@@ -58,18 +63,25 @@ class WindowAsks:
         self._coming: dict[str, tuple[int, float]] = {}
         """Opener target id -> (windows asked for minus tabs arrived, when those are given up on)."""
 
-    def asked(self, opener: str) -> None:
+    def asked(self, opener: str, *, wait: float = NEW_TAB_TIMEOUT) -> None:
+        """A page of `opener` asked for a window, waited for as a tab for up to `wait` seconds."""
         self._asked[opener] = self._asked.get(opener, 0) + 1
-        self._count(opener, +1)
+        self._count(opener, +1, wait)
 
     def arrived(self, opener: str) -> None:
         # Counted also when it comes first: the ask heard just after nets it out.
-        self._count(opener, -1)
+        self._count(opener, -1, NEW_TAB_TIMEOUT)
 
-    def _count(self, opener: str, change: int) -> None:
-        coming = self._coming.pop(opener, (0, 0.0))[0] + change
-        if coming:
-            self._coming[opener] = (coming, self._clock() + NEW_TAB_TIMEOUT)
+    def _count(self, opener: str, change: int, wait: float) -> None:
+        coming, until = self._coming.pop(opener, (0, 0.0))
+        if coming + change:
+            self._coming[opener] = (coming + change, max(until, self._clock() + wait))
+
+    def left(self, opener: str) -> float:
+        """Seconds until the windows the pages of that target asked for are given up on (0: none
+        is on its way)."""
+        coming, until = self._coming.get(opener, (0, 0.0))
+        return max(0.0, until - self._clock()) if coming > 0 else 0.0
 
     def count(self, opener: str) -> int:
         """How many windows the pages of that target asked for so far."""
@@ -113,6 +125,7 @@ class ActionWatch:
         settle: Callable[[float], Awaitable[None]],
         guard: Callable[[Awaitable[Any]], Awaitable[Any]] | None = None,
         window_opens: Callable[[], int | None] | None = None,
+        window_wait: Callable[[], float] | None = None,
     ) -> None:
         self.tab = tab
         self._guard = guard
@@ -120,6 +133,8 @@ class ActionWatch:
         self._window_opens = window_opens
         """How many windows the tab's pages asked for so far (None: not known for this tab)."""
         self._opens_before = window_opens() if window_opens is not None else None
+        self._window_wait = window_wait
+        """Seconds left to wait for the windows the tab's pages asked for."""
         self._settle = settle
         self.opened: list[int] = []
         """Tabs created during the action and attributed to it, in order."""
@@ -203,9 +218,11 @@ class ActionWatch:
                 await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_GRACE)
         if not self.opened and self._asked_for_window():
             # The page asked for a window whose tab is still on its way (a busy browser, or the
-            # user's browser through the extension): wait for it (a blocked popup waits in vain).
+            # user's browser through the extension): wait for it (a blocked popup waits in vain,
+            # for less time where one is likely).
+            wait = self._window_wait() if self._window_wait is not None else NEW_TAB_TIMEOUT
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._tab_created.wait(), NEW_TAB_TIMEOUT)
+                await asyncio.wait_for(self._tab_created.wait(), min(wait, NEW_TAB_TIMEOUT))
         if self.opened:
             await self._settle(NEW_TAB_TIMEOUT)
         return tuple(self.opened)

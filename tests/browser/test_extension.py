@@ -37,6 +37,7 @@ from tabpilot import (
     extension_path,
     navigate,
 )
+from tabpilot._watch import NEW_TAB_TIMEOUT
 from tabpilot.demo.site import LocalSite
 
 
@@ -208,8 +209,9 @@ async def test_a_tab_opened_as_the_service_worker_stops_is_named_as_possibly_ope
             " state.scope.set(tab.id, { reason: 'agent' }); await saveScope();"
             " return new Promise(() => {}); }; true"
         )
+        pages = len(chromium.pages())
         opening = asyncio.ensure_future(manager.new_tab())
-        await wait_until(lambda: len(chromium.pages()) == 4, 10)  # the user's, the connect page, 2 agent's
+        await wait_until(lambda: len(chromium.pages()) == pages + 1, 10)
         await asyncio.to_thread(chromium.stop_service_worker)
         with pytest.raises(InstanceUnreachableError) as failed:
             await asyncio.wait_for(opening, 10)
@@ -217,6 +219,23 @@ async def test_a_tab_opened_as_the_service_worker_stops_is_named_as_possibly_ope
         assert "may have opened all the same" in str(failed.value)
         assert await bridge.wait_connected(10)
         await wait_until(lambda: len({t.id for t in manager.tabs()} - before) == 1, 10)
+
+
+async def test_a_popup_the_users_browser_blocks_is_not_waited_for_as_long_as_one_on_its_way(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """The user's Chrome blocks a window a page asks for with no user gesture (Chromium still says
+    it was asked for): it is waited for briefly, not the whole time a tab on its way gets."""
+    site.set_content("/opens-on-load", "<title>Opener</title><script>window.open('/page/b')</script>")
+    async with agent_tab(chromium, bridge, site) as (manager, _, tab):
+        await manager.settle()
+        started = time.monotonic()
+        await navigate(tab, "goto", site.url("/opens-on-load"))
+        await manager.settle()
+        assert time.monotonic() - started < NEW_TAB_TIMEOUT
+        assert tab.title == "Opener"
+        assert not [t for t in manager.tabs() if t.url.endswith("/page/b")]
+        assert not [p for p in chromium.pages() if p["url"].endswith("/page/b")]  # blocked indeed
 
 
 async def test_what_a_tab_does_while_the_service_worker_restarts_reaches_tabpilot(

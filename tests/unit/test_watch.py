@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tabpilot._watch import NEW_TAB_TIMEOUT, WindowAsks
+from tabpilot._watch import BLOCKABLE_WAIT, NEW_TAB_TIMEOUT, WindowAsks
 
 
 class Clock:
@@ -57,3 +57,19 @@ def test_each_opener_counts_apart_and_a_closed_opener_still_has_its_window_waite
     assert asks.due() == 101.0 + NEW_TAB_TIMEOUT
     asks.arrived("b")
     assert asks.due() is None
+
+
+def test_a_window_a_popup_blocker_likely_stopped_is_waited_for_briefly_unless_another_is_on_its_way() -> None:
+    clock = Clock()
+    asks = WindowAsks(clock)
+    asks.asked("opener", wait=BLOCKABLE_WAIT)
+    assert asks.left("opener") == BLOCKABLE_WAIT
+    assert asks.due() == 100.0 + BLOCKABLE_WAIT
+    asks.asked("opener")  # one a click asked for: waited for the whole time
+    assert asks.left("opener") == NEW_TAB_TIMEOUT
+    asks.arrived("opener")
+    asks.asked("opener", wait=BLOCKABLE_WAIT)  # a later short wait does not cut the longer one
+    assert asks.due() == 100.0 + NEW_TAB_TIMEOUT
+    assert asks.left("other") == 0.0
+    clock.now += NEW_TAB_TIMEOUT
+    assert asks.left("opener") == 0.0
