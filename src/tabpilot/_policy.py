@@ -79,15 +79,29 @@ class _Pattern:
         host_port = rest[2:] if self.any_subdomain else rest
         self.port: int | None = None
         self.host = host_port
+        port = ""
+        if "/" in host_port or "?" in host_port or "#" in host_port:
+            raise ValueError(f"{text!r} is not an origin: an origin has no path (write scheme://host[:port])")
         if host_port.startswith("["):  # IPv6 literal
             end = host_port.find("]")
-            self.host = host_port[: end + 1]
-            if host_port[end + 1 : end + 2] == ":":
-                self.port = int(host_port[end + 2 :])
+            if end < 0 or host_port[end + 1 : end + 2] not in ("", ":"):
+                raise ValueError(f"{text!r} is not an origin: an IPv6 host is written [::1] or [::1]:PORT")
+            self.host, port = host_port[: end + 1], host_port[end + 2 :]
+            if host_port[end + 1 :] == ":":
+                port = "?"  # a colon with no port
         elif ":" in host_port:
-            host, port = host_port.rsplit(":", 1)
-            if port.isdigit():
-                self.host, self.port = host, int(port)
+            self.host, port = host_port.rsplit(":", 1)
+            port = port or "?"
+        if port and not (port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError(f"{text!r} is not an origin: its port is not a number from 1 to 65535")
+        self.port = int(port) if port else None
+        if not self.host and (self.scheme is None or self.any_subdomain or port):
+            raise ValueError(
+                f"{text!r} is not an origin: it names no host (write scheme://host[:port], *.example.com, "
+                "example.com, or a bare scheme such as file:)"
+            )
+        if "*" in self.host:
+            raise ValueError(f"{text!r} is not an origin: '*' stands only at the start, as in *.example.com")
         if self.port is None and self.scheme in _DEFAULT_PORTS and "://" in raw and host_port:
             self.port = _DEFAULT_PORTS[self.scheme]
 
@@ -118,6 +132,9 @@ class UrlPolicy:
         rules even with no origin lists, so a page cannot lead a tab to a refused URL either. It costs
         a check per request, worth it when the browser is shared with clients one does not know."""
         self.guard_pages = guard_pages
+        for name, given in (("allowed_origins", allowed_origins), ("blocked_origins", blocked_origins)):
+            if isinstance(given, str):
+                raise TypeError(f"{name} takes a list of origins, not one string: [{given!r}]")
         self.allowed_origins = tuple(o for o in allowed_origins if o.strip())
         self.blocked_origins = tuple(o for o in blocked_origins if o.strip())
         self._allowed = [_Pattern(o) for o in self.allowed_origins]

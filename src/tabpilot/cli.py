@@ -23,6 +23,7 @@ from tabpilot import (
     BrowserNotFoundError,
     BrowserOptions,
     Secrets,
+    UrlPolicy,
     __version__,
     extension_id,
     extension_path,
@@ -464,6 +465,11 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         secrets = Secrets.from_dotenv(secrets_file) if secrets_file else Secrets()
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{how.get('secrets', '--secrets')}: {exc}") from None
+    for origin_list in ("allowed_origins", "blocked_origins"):
+        try:
+            UrlPolicy(**{origin_list: values.get(origin_list, ())})
+        except ValueError as exc:
+            raise ValueError(f"{how.get(flag_of[origin_list], '--' + flag_of[origin_list])}: {exc}") from None
     config = ServerConfig(
         browser=browser,
         cdp_endpoint=values.get("cdp_endpoint"),

@@ -254,6 +254,10 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
             "argument --timeout-navigation: '1e400' is not a positive, finite number",
         ),
         (["--timeout-action", "nan"], "argument --timeout-action: 'nan' is not a positive, finite number"),
+        # A malformed origin never turns the URL policy off: it is refused, named.
+        (["--allowed-origins", ":8080"], "--allowed-origins: ':8080' is not an origin: it names no host"),
+        (["--allowed-origins", "[::1]:x"], "--allowed-origins: '[::1]:x' is not an origin: its port is not"),
+        (["--blocked-origins", "*"], "--blocked-origins: '*' is not an origin"),
     ],
 )
 def test_bad_tool_options_are_refused_before_a_browser_starts(

@@ -119,3 +119,19 @@ def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
     assert guarded.page_routes.match("http://localhost:9222/json/list")
     assert not guarded.page_routes.match("http://127.0.0.1:8000/page/a")
     assert not UrlPolicy().restricts
+
+
+@pytest.mark.parametrize(
+    "origin", ["[::1", ":8080", "*.", "[", "*.[::1", "[::1]:x", "http://127.0.0.1:8000/page", "*", "a:99999"]
+)
+def test_a_malformed_origin_is_refused_rather_than_matching_everything(origin: str) -> None:
+    with pytest.raises(ValueError, match="is not an origin"):
+        UrlPolicy([origin])
+    with pytest.raises(ValueError, match="is not an origin"):
+        UrlPolicy(blocked_origins=[origin])
+
+
+def test_one_string_of_origins_is_refused_rather_than_read_letter_by_letter() -> None:
+    with pytest.raises(TypeError, match="a list of origins, not one string"):
+        UrlPolicy("http://127.0.0.1:8000")
+    assert not UrlPolicy(["[::1]:8000", "file:"]).allows("http://127.0.0.1:8000/")
