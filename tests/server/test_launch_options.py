@@ -289,3 +289,6 @@ def test_the_registry_offers_exactly_the_names_the_config_checks() -> None:
     assert tuple(registry.TOOLSETS) == names.TOOL_SETS
     assert [c for c in registry.CAPS if c != "core"] == list(names.CAPS)
     assert ServerConfig(caps=("core", "forms")).caps == ("core", "forms")  # core: always on anyway
+    # ... and naming it gives the same tools as leaving it out (it had defined them twice).
+    with_core = [t.name for t in registry.select_tools(["default"], ["core", "forms"])]
+    assert with_core == [t.name for t in registry.select_tools(["default"], ["forms"])]

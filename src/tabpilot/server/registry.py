@@ -64,7 +64,9 @@ def select_tools(names: Sequence[str], caps: Sequence[str] | None = None) -> lis
         if set_name == "default" and caps is not None:
             # Advice names no tool of a group left out (a form fill, browser_instance).
             calls = replace(DEFAULT_CALLS, forms="forms" in caps, instances="instances" in caps)
-            specs = [replace(spec, calls=calls) for cap in ("core", *caps) for spec in CAPS[cap]]
+            specs = [
+                replace(spec, calls=calls) for cap in dict.fromkeys(("core", *caps)) for spec in CAPS[cap]
+            ]
         for spec in specs:
             seen = chosen.get(spec.name)
             if seen is not None and seen[1] is not spec:
