@@ -89,7 +89,17 @@ def seconds(text: str) -> float:
         value = 0.0
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
+    if value > MAX_SECONDS:
+        # Playwright's driver (Node) fires a longer timer at once: every wait would time out.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is more than {MAX_SECONDS:,} seconds (about 23 days), the longest wait the browser "
+            "driver can time"
+        )
     return value
+
+
+MAX_SECONDS = 2_000_000
+"""The longest option in seconds: Node's timers (Playwright's driver) hold at most 2**31-1 ms."""
 
 
 def parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -254,6 +254,11 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
             "argument --timeout-navigation: '1e400' is not a positive, finite number",
         ),
         (["--timeout-action", "nan"], "argument --timeout-action: 'nan' is not a positive, finite number"),
+        # A wait longer than Node's timers hold would fire at once: every action would time out.
+        (
+            ["--timeout-navigation", "3000000"],
+            "argument --timeout-navigation: '3000000' is more than 2,000,000",
+        ),
         # A malformed origin never turns the URL policy off: it is refused, named.
         (["--allowed-origins", ":8080"], "--allowed-origins: ':8080' is not an origin: it names no host"),
         (["--allowed-origins", "[::1]:x"], "--allowed-origins: '[::1]:x' is not an origin: its port is not"),
