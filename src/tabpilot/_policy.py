@@ -79,23 +79,22 @@ class _Pattern:
         host_port = rest[2:] if self.any_subdomain else rest
         self.port: int | None = None
         self.host = host_port
-        port = ""
+        port: str | None = None  # the text after the host's colon, if it has one
         if "/" in host_port or "?" in host_port or "#" in host_port:
             raise ValueError(f"{text!r} is not an origin: an origin has no path (write scheme://host[:port])")
         if host_port.startswith("["):  # IPv6 literal
             end = host_port.find("]")
             if end < 0 or host_port[end + 1 : end + 2] not in ("", ":"):
                 raise ValueError(f"{text!r} is not an origin: an IPv6 host is written [::1] or [::1]:PORT")
-            self.host, port = host_port[: end + 1], host_port[end + 2 :]
-            if host_port[end + 1 :] == ":":
-                port = "?"  # a colon with no port
+            self.host = host_port[: end + 1]
+            if host_port[end + 1 :]:
+                port = host_port[end + 2 :]
         elif ":" in host_port:
             self.host, port = host_port.rsplit(":", 1)
-            port = port or "?"
-        if port and not (port.isdigit() and 0 < int(port) < 65536):
+        if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
             raise ValueError(f"{text!r} is not an origin: its port is not a number from 1 to 65535")
-        self.port = int(port) if port else None
-        if not self.host and (self.scheme is None or self.any_subdomain or port):
+        self.port = int(port) if port is not None else None
+        if not self.host and (self.scheme is None or self.any_subdomain or port is not None):
             raise ValueError(
                 f"{text!r} is not an origin: it names no host (write scheme://host[:port], *.example.com, "
                 "example.com, or a bare scheme such as file:)"

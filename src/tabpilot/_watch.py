@@ -222,7 +222,7 @@ class ActionWatch:
             # for less time where one is likely).
             wait = self._window_wait() if self._window_wait is not None else NEW_TAB_TIMEOUT
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._tab_created.wait(), min(wait, NEW_TAB_TIMEOUT))
+                await asyncio.wait_for(self._tab_created.wait(), wait)
         if self.opened:
             await self._settle(NEW_TAB_TIMEOUT)
         return tuple(self.opened)

@@ -80,6 +80,10 @@ def extension_ids(text: str) -> tuple[str, ...]:
     return ids
 
 
+MAX_SECONDS = 2_000_000
+"""The longest option in seconds: Node's timers (Playwright's driver) hold at most 2**31-1 ms."""
+
+
 def seconds(text: str) -> float:
     """Every option in seconds: positive and finite (inf or 1e999 would wait forever, or overflow
     the timer it sets)."""
@@ -96,10 +100,6 @@ def seconds(text: str) -> float:
             "driver can time"
         )
     return value
-
-
-MAX_SECONDS = 2_000_000
-"""The longest option in seconds: Node's timers (Playwright's driver) hold at most 2**31-1 ms."""
 
 
 def parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
