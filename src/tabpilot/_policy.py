@@ -42,6 +42,7 @@ _PRIVILEGED_SCHEMES = {
     "about",
 }
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 
 
 _LOOPBACK_NAMES = ("localhost", "[::1]")
@@ -79,6 +80,10 @@ class _Pattern:
         host_port = rest[2:] if self.any_subdomain else rest
         self.port: int | None = None
         self.host = host_port
+        if self.scheme is not None and not _SCHEME.fullmatch(self.scheme):
+            raise ValueError(
+                f"{text!r} is not an origin: {self.scheme!r} is no URL scheme (write https://host, file:)"
+            )
         port: str | None = None  # the text after the host's colon, if it has one
         if "/" in host_port or "?" in host_port or "#" in host_port:
             raise ValueError(f"{text!r} is not an origin: an origin has no path (write scheme://host[:port])")

@@ -122,7 +122,20 @@ def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "origin", ["[::1", ":8080", "*.", "[", "*.[::1", "[::1]:x", "http://127.0.0.1:8000/page", "*", "a:99999"]
+    "origin",
+    [
+        "[::1",
+        ":8080",
+        "*.",
+        "[",
+        "*.[::1",
+        "[::1]:x",
+        "[::1]:",
+        "*:",
+        "http://127.0.0.1:8000/page",
+        "*",
+        "a:99999",
+    ],
 )
 def test_a_malformed_origin_is_refused_rather_than_matching_everything(origin: str) -> None:
     with pytest.raises(ValueError, match="is not an origin"):
