@@ -17,6 +17,9 @@ from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _LINE = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*")
+# A value is masked wherever it appears; a shorter one would be found inside tab ids, numbers
+# and words of every response ("tab 12" with a secret "1") and garble them.
+MIN_LENGTH = 4
 
 
 class Secrets:
@@ -27,6 +30,13 @@ class Secrets:
         empty = [name for name, value in self._values.items() if not value]
         if empty:
             raise ValueError(f"secret {', '.join(empty)} is empty: give it a value or remove it")
+        short = [name for name, value in self._values.items() if len(value) < MIN_LENGTH]
+        if short:
+            raise ValueError(
+                f"secret {', '.join(short)} is shorter than {MIN_LENGTH} characters: every response "
+                "masks a secret wherever its value appears, and one this short would garble tab ids, "
+                "numbers and words; type such a value as plain text instead"
+            )
         # Longest first, so a value that contains another is masked whole.
         self._masks = sorted(self._values.items(), key=lambda item: -len(item[1]))
 

@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         type=file,
         help="a dotenv file of NAME=value secrets: the agent types {{NAME}} and the server puts the value "
-        "in; the value is masked as {{NAME}} in every response and log",
+        "in; the value is masked as {{NAME}} in every response and log (at least 4 characters)",
     )
 
     telemetry = serve.add_argument_group("telemetry")

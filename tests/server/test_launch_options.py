@@ -178,6 +178,19 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
     assert config.browser.browser_args == ("--lang=de", "--mute-audio")
 
 
+def test_a_secret_too_short_to_mask_is_refused_naming_it(tmp_path: Path) -> None:
+    # Masked wherever it appears, a one-letter secret turned 'tab 12' into 'tab {{PIN}}2'.
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text("PASSWORD=hunter22\nPIN=1\n")
+    with pytest.raises(ValueError) as refused:
+        config_from_args(build_parser().parse_args(["serve", "--secrets", str(secrets)]))
+    assert str(refused.value).startswith("--secrets: secret PIN is shorter than 4 characters")
+    assert "PASSWORD" not in str(refused.value)
+    secrets.write_text("PASSWORD=hunter22\nPIN=1234\n")
+    config = config_from_args(build_parser().parse_args(["serve", "--secrets", str(secrets)]))
+    assert config.secrets.mask("tab 12, pin 1234") == "tab 12, pin {{PIN}}"
+
+
 def test_the_buffer_size_help_gives_the_default_the_recorder_keeps() -> None:
     build_parser()  # which fills SERVE_OPTIONS
     default = inspect.signature(Telemetry).parameters["max_entries"].default
