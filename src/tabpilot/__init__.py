@@ -62,7 +62,14 @@ from ._ids import TabIds
 from ._instance import Instance
 from ._manager import CloseResult, TabManager
 from ._navigation import NavigateAction, NavigationResult, navigate, normalize_url
-from ._options import BrowserOptions, parse_header, parse_viewport
+from ._options import (
+    MAX_SECONDS,
+    BrowserOptions,
+    check_seconds,
+    parse_header,
+    parse_viewport,
+    seconds_problem,
+)
 from ._policy import UrlPolicy
 from ._pw import Driver, MouseButton
 from ._refs import parse_ref, scope_snapshot
@@ -102,6 +109,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "DEFAULT_EXTENSION_PORT",
+    "MAX_SECONDS",
     "ActionEntry",
     "ActionError",
     "ActionResult",
@@ -172,6 +180,7 @@ __all__ = [
     "__version__",
     "check_file_paths",
     "check_profile_dir",
+    "check_seconds",
     "click",
     "describe_wait",
     "dialog_noun",
@@ -195,6 +204,7 @@ __all__ = [
     "resize",
     "scope_snapshot",
     "screenshot",
+    "seconds_problem",
     "select_option",
     "type_text",
     "upload_files",

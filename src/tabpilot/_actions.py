@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 
 from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted
 from ._fields import check_field, field_uses, toggle_text
+from ._options import call_timeout
 from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
@@ -224,7 +225,7 @@ async def click(
     bad = [m for m in held if m not in MODIFIERS]
     if bad:
         raise ValueError(f"modifiers: unknown {', '.join(map(repr, bad))}; use {', '.join(MODIFIERS)}.")
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     async with tab.input_turn():
         element = await _element_in_front(tab, ref)
         what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
@@ -257,7 +258,7 @@ async def type_text(
             + (", or type it without slowly (it sets the value at once)" if slowly else "")
             + "."
         )
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Typing into {ref} on tab {tab.id}"
     # Typing key by key takes time in proportion to the text; the timeout covers each key too.
     limit = timeout + (0.05 * len(text) if slowly else 0)
@@ -309,7 +310,7 @@ async def press_key(
     if not key:
         raise ValueError("key must name a key, e.g. Enter, Tab, ArrowDown or Control+a.")
     key = key_name(key)
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     async with tab.input_turn():
         if ref is not None:
             element = await tab.element(ref)
@@ -329,7 +330,7 @@ async def select_option(
     (the values asked for, if the selection started loading a page that had not come in time)."""
     if isinstance(values, str):
         values = [values]
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Selecting {list(values)} in {ref} on tab {tab.id}"
     async with tab.input_turn():
         element = await tab.element(ref)
@@ -344,7 +345,7 @@ async def select_option(
 
 async def hover(tab: Tab, ref: str, *, timeout: float | None = None) -> ActionResult:
     """Move the mouse over an element (menus and tooltips that open on hover)."""
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     async with tab.input_turn():
         element = await _element_in_front(tab, ref)
         _, result = await _act(
@@ -362,7 +363,7 @@ async def fill_form(
     if not fields:
         raise ValueError("fields must name at least one field: [(ref, value), ...].")
     async with tab.input_turn():
-        return await _fill_form(tab, fields, timeout or tab.host.timeouts.action)
+        return await _fill_form(tab, fields, call_timeout(timeout, tab.host.timeouts.action))
 
 
 def _refs_of_one_tab(tab: Tab, refs: Sequence[str]) -> None:
@@ -421,7 +422,7 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
 
 async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | None = None) -> ActionResult:
     """Drag one element onto another (both refs of this tab)."""
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Dragging {source_ref} to {target_ref} on tab {tab.id}"
     _refs_of_one_tab(tab, [source_ref, target_ref])
     async with tab.input_turn():
@@ -466,7 +467,7 @@ async def upload_files(
     (a button or drop zone in front of a hidden input). With `roots`, every path must lie inside
     one of them."""
     files = check_file_paths(paths, roots) if roots else [str(Path(p).expanduser().resolve()) for p in paths]
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"
     async with tab.input_turn():
         element = await tab.element(ref)
@@ -519,8 +520,9 @@ async def wait_for(
     (each for up to `timeout` seconds)."""
     if text is None and text_gone is None and time is None:
         raise ValueError("wait_for needs text, textGone or time: what to wait for.")
-    if time is not None and time < 0:
-        raise ValueError("time must be zero or more seconds.")
+    if time is not None and not time >= 0:  # NaN too: a sleep of NaN never ends
+        raise ValueError(f"time must be zero or more seconds, not {time!r}.")
+    timeout = call_timeout(timeout, WAIT_FOR_TIMEOUT)
     for name, value in (("text", text), ("textGone", text_gone)):
         if value is not None and not value.strip():
             raise ValueError(
@@ -600,7 +602,7 @@ async def screenshot(
         raise ValueError("quality applies to JPEG only, from 0 to 100.")
     if max_width is not None and max_width < 16:
         raise ValueError("maxWidth must be at least 16 pixels.")
-    timeout = timeout or tab.host.timeouts.action * 2
+    timeout = call_timeout(timeout, tab.host.timeouts.action * 2)
     page = await tab.usable()
     element = await tab.element(ref) if ref is not None else None
     what = f"Screenshot of {ref} on tab {tab.id}" if ref is not None else f"Screenshot of tab {tab.id}"
@@ -700,7 +702,7 @@ async def evaluate(
     """
     if not function.strip():
         raise ValueError("function must be JavaScript, e.g. '() => document.title'.")
-    timeout = timeout or tab.host.timeouts.action
+    timeout = call_timeout(timeout, tab.host.timeouts.action)
     if ref is not None:
         element = await tab.element(ref)
         evaluation = asyncio.ensure_future(element.evaluate(function, timeout=timeout))

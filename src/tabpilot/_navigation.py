@@ -16,6 +16,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ._errors import ActionError, NavigationBlockedError
+from ._options import call_timeout
 from ._policy import UrlPolicy
 from ._pw import BETWEEN_PAGES, Doing, first_line, map_playwright_errors
 from ._tab import Tab
@@ -105,7 +106,7 @@ async def navigate(
     `policy` defaults to the one the tab's manager enforces; `timeout` to its navigation timeout.
     """
     policy = policy if policy is not None else tab.host.policy
-    timeout = timeout if timeout is not None else tab.host.timeouts.navigation
+    timeout = call_timeout(timeout, tab.host.timeouts.navigation)
     target = ""
     if action == "goto":
         if not url:

@@ -44,10 +44,37 @@ def parse_header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def _positive_seconds(value: float, name: str) -> float:
+MAX_SECONDS = 2_000_000
+"""The longest wait in seconds: Node's timers (Playwright's driver) hold at most 2**31-1 ms and
+fire a longer one at once, so every navigation would say it timed out."""
+
+
+def seconds_problem(value: object) -> str | None:
+    """What is wrong with `value` as a wait in seconds (to follow the value in a message), or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "is not a number of seconds"
     if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+        return "is not a positive, finite number of seconds"
+    if value > MAX_SECONDS:
+        return (
+            f"is more than {MAX_SECONDS:,} seconds (about 23 days), the longest wait the browser "
+            "driver can time"
+        )
+    return None
+
+
+def check_seconds(value: float, name: str) -> float:
+    """`value` as a wait in seconds, or ValueError naming `name`: positive, finite, at most
+    `MAX_SECONDS` (inf would wait forever; a longer wait overflows the driver's timer)."""
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise ValueError(f"{name}: {value!r} {problem}")
     return float(value)
+
+
+def call_timeout(timeout: float | None, default: float) -> float:
+    """One call's `timeout` in seconds, checked as `check_seconds` checks options; None: `default`."""
+    return default if timeout is None else check_seconds(timeout, "timeout")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,8 +112,8 @@ class BrowserOptions:
     """Unused by the library: room for a front end's own settings in the same file."""
 
     def __post_init__(self) -> None:
-        _positive_seconds(self.timeout_action, "timeout_action")
-        _positive_seconds(self.timeout_navigation, "timeout_navigation")
+        check_seconds(self.timeout_action, "timeout_action")
+        check_seconds(self.timeout_navigation, "timeout_navigation")
         for script in self.init_scripts:
             if not Path(script).expanduser().is_file():
                 raise ValueError(f"init script {script!r} is not a readable file")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tabpilot import check_profile_dir, parse_header, parse_viewport
+from tabpilot import check_profile_dir, parse_header, parse_viewport, seconds_problem
 
 
 def host_port(text: str) -> tuple[str, int]:
@@ -80,25 +80,16 @@ def extension_ids(text: str) -> tuple[str, ...]:
     return ids
 
 
-MAX_SECONDS = 2_000_000
-"""The longest option in seconds: Node's timers (Playwright's driver) hold at most 2**31-1 ms."""
-
-
 def seconds(text: str) -> float:
-    """Every option in seconds: positive and finite (inf or 1e999 would wait forever, or overflow
-    the timer it sets)."""
+    """Every option in seconds: positive, finite, at most `MAX_SECONDS` (inf or 1e999 would wait
+    forever; a longer wait overflows the driver's timer, which then fires at once)."""
     try:
         value = float(text)
     except ValueError:
-        value = 0.0
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
-    if value > MAX_SECONDS:
-        # Playwright's driver (Node) fires a longer timer at once: every wait would time out.
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is more than {MAX_SECONDS:,} seconds (about 23 days), the longest wait the browser "
-            "driver can time"
-        )
+        value = math.nan
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}")
     return value
 
 

@@ -9,6 +9,7 @@ import pytest
 from support import png_size, ref_of, wait_until
 from tabpilot import (
     ActionError,
+    BrowserOptions,
     DialogOpenError,
     ForeignRefError,
     Instance,
@@ -20,6 +21,7 @@ from tabpilot import (
     evaluate,
     fill_form,
     hover,
+    navigate,
     press_key,
     screenshot,
     select_option,
@@ -243,6 +245,32 @@ async def test_wait_for_sees_text_appear_and_go_and_times_out_with_a_clear_messa
         await wait_for(tab, text="Never shown", timeout=0.3)
     with pytest.raises(ValueError, match="text, textGone or time"):
         await wait_for(tab)
+
+
+async def test_a_timeout_the_driver_cannot_time_is_refused_before_the_action(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # Node's timers fire a wait over 2**31-1 ms at once: the click said its element was gone, the
+    # navigation that it timed out. Negative, NaN and such waits are refused, and nothing is done.
+    (tab,) = await open_tabs(manager, instance, site.url("/form"))
+    snap = await tab.snapshot()
+    submit = ref_of(snap, 'button "Submit"')
+    for bad in (3e6, -1.0, float("nan"), float("inf"), 0):
+        with pytest.raises(ValueError, match=r"^timeout: .* (not a positive|more than 2,000,000)"):
+            await click(tab, submit, timeout=bad)
+        with pytest.raises(ValueError, match=r"^timeout: "):
+            await navigate(tab, "goto", site.url("/page/a"), timeout=bad)
+        with pytest.raises(ValueError, match=r"^timeout: "):
+            await wait_for(tab, text="Ready", timeout=bad)
+    with pytest.raises(ValueError, match="time must be zero or more seconds, not nan"):
+        await asyncio.wait_for(wait_for(tab, time=float("nan")), 5)  # slept forever
+    result = tab.page.locator("#result")
+    assert tab.url == site.url("/form") and await result.text_content() == ""
+    with pytest.raises(ValueError, match=r"timeout_navigation: 3000000\.0 is more than 2,000,000 seconds"):
+        BrowserOptions(timeout_navigation=3e6)
+    # A good one still works, under the limit.
+    await click(tab, submit, timeout=2_000_000)
+    assert (await result.text_content() or "").startswith("Name=")
 
 
 async def test_keys_and_scripts_act_on_the_tab_they_are_given(
