@@ -30,7 +30,7 @@ from ._errors import (
     TabLike,
     TabLimitError,
 )
-from ._navigation import navigate
+from ._navigation import navigate, normalize_url
 from ._policy import UrlPolicy
 from ._process import ProcessWatch, pid_alive, pid_ends, profile_processes, runs_profile
 from ._profile import remove_profile
@@ -823,8 +823,13 @@ class Instance:
         return True
 
     async def new_tab(self, url: str | None = None, *, background: bool = False) -> Tab:
-        """Open a tab (activated unless `background`), optionally loading `url`."""
+        """Open a tab (activated unless `background`), optionally loading `url`. A malformed URL
+        (ValueError) or one the policy refuses (NavigationBlockedError) is refused before any tab
+        opens; a load that fails once the tab is open raises with the tab left open."""
         self.ensure_usable()
+        target = normalize_url(url) if url else None
+        if target:
+            self.policy.check(target)
         budget = self._services.rules.budget
         # One tool-opened tab at a time (under a total: one across the managers sharing it), from
         # the check of the cap until the tab is counted.
@@ -847,8 +852,8 @@ class Instance:
             self._registry.track_in_background(tab)
         else:
             self.activate(tab)
-        if url:
-            await navigate(tab, "goto", url)
+        if target:
+            await navigate(tab, "goto", target)
         return tab
 
     async def _open_tab(self) -> Tab | None:

@@ -21,6 +21,7 @@ from support import remote_chromium, wait_until
 from tabpilot import (
     Instance,
     LastTabError,
+    NavigationBlockedError,
     Tab,
     TabEvent,
     TabLimitError,
@@ -28,6 +29,7 @@ from tabpilot import (
     TabManager,
     TabNotFoundError,
     Telemetry,
+    UrlPolicy,
 )
 from tabpilot.demo.site import LocalSite
 
@@ -684,3 +686,21 @@ async def test_closing_the_manager_closes_its_instances_at_once(browser_path: st
         finally:
             await closing  # also when the test fails: the browsers and their profiles go
         assert not any(os.path.exists(profile) for profile in profiles)
+
+
+async def test_new_tab_refuses_a_url_it_cannot_open_before_opening_a_tab(
+    browser_path: str, site: LocalSite
+) -> None:
+    # It opened a blank tab, made it active, then raised: the blank tab stayed, and under a cap
+    # the next call was refused as over the limit.
+    policy = UrlPolicy(blocked_origins=["localhost"])
+    async with TabManager(browser_path=browser_path, max_tabs=2, policy=policy) as manager:
+        await manager.launch()
+        first = manager.tabs()[0].id
+        for url in ("http://localhost:1/", "mailto:ada@example.test", "not a url"):
+            with pytest.raises((NavigationBlockedError, ValueError)):
+                await manager.new_tab(url)
+            assert [t.id for t in manager.tabs()] == [first]
+            assert manager.active_tab().id == first
+        tab = await manager.new_tab(site.url("/page/a"))
+        assert tab.url == site.url("/page/a") and len(manager.tabs()) == 2
