@@ -25,6 +25,7 @@ from ._errors import (
     InstanceLostError,
     InstanceNotFoundError,
     TabNotFoundError,
+    TabpilotError,
 )
 from ._events import EventBus
 from ._extension_watch import ExtensionWatch
@@ -148,7 +149,16 @@ class TabManager:
         await self.close()
 
     async def start(self) -> None:
+        self._check_open()
         await self._driver.start()
+
+    def _check_open(self) -> None:
+        """Refuse to start a browser or reach one once `close` ran: nothing would close it."""
+        if self._closed:
+            raise TabpilotError(
+                "This TabManager is closed (its close() ran, or its `async with` block ended).",
+                "Make a new TabManager to open browsers again.",
+            )
 
     async def close(self) -> None:
         """Close every instance (launched browsers exit; connected ones are left running)."""
@@ -316,6 +326,9 @@ class TabManager:
             cleanup=cleanup,
             link=link,
         )
+        if self._closed:  # closed while the browser started or was reached: it must not outlive us
+            await instance.close(cause="shutdown")
+            self._check_open()
         self._instances[iid] = instance
         logger.info("instance %s: %s%s", iid, kind, f" {endpoint}" if endpoint else "")
         default = self.default_instance
@@ -374,6 +387,7 @@ class TabManager:
         instance closes (no cookies or logins shared with anything). `user_data_dir` (an absolute
         path) uses and keeps that profile instead; one Chromium at a time can use a profile.
         """
+        self._check_open()
         options = options or self.options
         changes: dict[str, Any] = {}
         if headless is not None:
@@ -408,6 +422,7 @@ class TabManager:
         A browser an open instance is connected to already (by any URL) is refused: its pages
         have tab ids there.
         """
+        self._check_open()
         check_scheme(endpoint, "cdp")
         browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
         if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
@@ -468,6 +483,7 @@ class TabManager:
         context of that browser, with one blank tab to start from. Closing the instance closes its
         context and disconnects, leaving the server's browser running.
         """
+        self._check_open()
         check_scheme(ws_endpoint, "playwright")
         browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
         instance = await self._adopt(
@@ -492,6 +508,7 @@ class TabManager:
         `capabilities` go on top of Chrome's (headless unless the options say headed). The
         instance's endpoint is the session's WebDriver URL; closing the instance ends the session.
         """
+        self._check_open()
         iid = self._claim_id(instance_id)  # before a session is made for it
         session = await create_session(url, capabilities, self.options)
         return await self._drive_grid_session(session, instance_id=iid)
@@ -551,6 +568,7 @@ class TabManager:
         """The browser the tabpilot extension connects through `bridge` (started), as an instance of
         kind "extension" whose tabs are the tabs in the extension's scope. Waits up to `timeout`
         seconds for the extension; with no tab in scope, the agent gets one blank tab of its own."""
+        self._check_open()
         if not await bridge.wait_connected(timeout):
             raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
         browser, context = await self._driver.connect_cdp(bridge.cdp_endpoint, self.options, timeout=10)
@@ -580,6 +598,7 @@ class TabManager:
     async def attach_isolated(self, of: Instance, *, instance_id: str | None = None) -> Instance:
         """A new isolated browser context of `of`'s browser (any manager's), as an instance of its
         own (with no tab yet): what one client session of a shared browser gets."""
+        self._check_open()
         if of.browser is None or not of.browser.is_connected():
             of.ensure_usable()
             raise ConnectError(f"Instance {of.id} has no browser to open a context in.")

@@ -19,6 +19,7 @@ from starlette.responses import StreamingResponse
 import tabpilot._tracker
 from support import remote_chromium, wait_until
 from tabpilot import (
+    Driver,
     Instance,
     LastTabError,
     NavigationBlockedError,
@@ -28,6 +29,7 @@ from tabpilot import (
     TabLimitPolicy,
     TabManager,
     TabNotFoundError,
+    TabpilotError,
     Telemetry,
     UrlPolicy,
 )
@@ -704,3 +706,35 @@ async def test_new_tab_refuses_a_url_it_cannot_open_before_opening_a_tab(
             assert manager.active_tab().id == first
         tab = await manager.new_tab(site.url("/page/a"))
         assert tab.url == site.url("/page/a") and len(manager.tabs()) == 2
+
+
+def _launched_browsers() -> set[int]:
+    """The Chromium browser processes of this machine that tabpilot launched (over a pipe)."""
+    found = set()
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            args = _cmdline(int(name)) if name.isdigit() else []
+            if "--remote-debugging-pipe" in args and not any(a.startswith("--type=") for a in args):
+                found.add(int(name))
+    return found
+
+
+async def test_a_closed_manager_starts_no_browser_that_would_outlive_it(browser_path: str) -> None:
+    # launch() after the `async with` ended started a browser that no close() would ever close.
+    async with TabManager(browser_path=browser_path) as ended:
+        pass
+    for reach in (ended.launch(), ended.connect_cdp("http://127.0.0.1:9"), ended.start()):
+        with pytest.raises(TabpilotError, match=r"^This TabManager is closed .* Make a new TabManager"):
+            await reach
+    # A close while a launch is under way (the driver shared, so it still runs): the browser the
+    # launch started is closed with the manager, and the launch says why it has no instance.
+    before = _launched_browsers()
+    async with Driver() as driver:
+        manager = TabManager(browser_path=browser_path, driver=driver)
+        launching = asyncio.ensure_future(manager.launch())
+        await asyncio.sleep(0)  # the launch is on its way
+        await manager.close()
+        with pytest.raises(TabpilotError, match="This TabManager is closed"):
+            await launching
+        assert manager.instances == []
+        await wait_until(lambda: _launched_browsers() <= before, timeout=10)
