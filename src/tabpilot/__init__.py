@@ -29,6 +29,7 @@ from ._actions import (
 )
 from ._bridge import DEFAULT_PORT as DEFAULT_EXTENSION_PORT
 from ._bridge import ExtensionBridge, ExtensionScope, extension_id, extension_path
+from ._browser_path import ENV_VAR as BROWSER_ENV_VAR
 from ._browser_path import find_browser
 from ._cdp import TargetSession
 from ._endpoints import check_profile_dir
@@ -108,6 +109,7 @@ from ._types import (
 __version__ = "0.2.0"
 
 __all__ = [
+    "BROWSER_ENV_VAR",
     "DEFAULT_EXTENSION_PORT",
     "MAX_SECONDS",
     "ActionEntry",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabpilot import (
+    BROWSER_ENV_VAR,
     DEFAULT_EXTENSION_PORT,
     BrowserNotFoundError,
     BrowserOptions,
@@ -447,6 +448,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     from_command_line = {k: v for k, v in given.items() if k not in ("command", "config")}
     values.update(from_command_line)
     how.update({flag_of[dest]: f"--{flag_of[dest]}" for dest in from_command_line})
+    for dest, value in values.items():
+        # `--cdp-endpoint "$UNSET"` had launched a local browser instead, as if no option was given.
+        if isinstance(value, str) and not value.strip() and dest not in ("caps", "command", "config"):
+            raise ValueError(
+                f"{how[flag_of[dest]]}: the value is empty (an unset variable?): give one, or leave the "
+                "option out"
+            )
     browser = BrowserOptions()
     changes: dict[str, Any] = {}
     for name in BrowserOptions.field_names():
@@ -519,11 +527,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     ]
     if len(sources) > 1:
         raise ValueError(f"{' and '.join(sources)} exclude each other: give one")
-    if config.browser.browser_path and not sources:
+    if (config.browser.browser_path or os.environ.get(BROWSER_ENV_VAR)) and not sources:
         # Checked when the server launches its browser; with an endpoint only a later launch uses it.
         try:
             find_browser(config.browser.browser_path)
         except BrowserNotFoundError as exc:
+            if not config.browser.browser_path:  # the message names the environment variable
+                raise ValueError(str(exc)) from None
             raise ValueError(f"{config.named('browser-path')}: {exc}") from None
     if config.grid_capabilities is not None and not config.selenium_grid:
         raise ValueError(

@@ -53,7 +53,12 @@ def _is_ipv6(text: str) -> bool:
 
 
 def origins(text: str) -> tuple[str, ...]:
-    return tuple(o.strip() for o in text.replace(";", ",").split(",") if o.strip())
+    found = tuple(o.strip() for o in text.replace(";", ",").split(",") if o.strip())
+    if not found:  # an empty --allowed-origins (an unset variable) had turned the policy off
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no origin (an unset variable?): give one, or leave the option out"
+        )
+    return found
 
 
 def positive(text: str) -> int:

@@ -276,6 +276,12 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
         (["--allowed-origins", ":8080"], "--allowed-origins: ':8080' is not an origin: it names no host"),
         (["--allowed-origins", "[::1]:x"], "--allowed-origins: '[::1]:x' is not an origin: its port is not"),
         (["--blocked-origins", "*"], "--blocked-origins: '*' is not an origin"),
+        # An empty value (an unset variable) is refused: `--cdp-endpoint ''` launched a local browser.
+        (["--cdp-endpoint", ""], "--cdp-endpoint: the value is empty (an unset variable?)"),
+        (["--selenium-grid", " "], "--selenium-grid: the value is empty"),
+        (["--browser-path", ""], "--browser-path: the value is empty"),
+        (["--allowed-origins", ""], "argument --allowed-origins: '' names no origin (an unset variable?)"),
+        (["--blocked-origins", " , "], "names no origin"),
     ],
 )
 def test_bad_tool_options_are_refused_before_a_browser_starts(
@@ -292,6 +298,22 @@ def test_bad_tool_options_are_refused_before_a_browser_starts(
         cli.main(["serve", *argv])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_browser_in_the_environment_is_checked_at_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Checked only at the first call before: the server started, then every tool failed.
+    from tabpilot import cli
+
+    monkeypatch.setenv("TABPILOT_BROWSER", "/no/such/chrome")
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve"])
+    assert exited.value.code == 2
+    assert "The browser given by the TABPILOT_BROWSER environment variable" in capsys.readouterr().err
+    # With an endpoint the server launches no browser: the variable is not its business.
+    config = config_from_args(build_parser().parse_args(["serve", "--cdp-endpoint", "http://127.0.0.1:9"]))
+    assert config.cdp_endpoint == "http://127.0.0.1:9"
 
 
 def test_a_browser_path_is_checked_only_when_the_server_launches_its_browser() -> None:
