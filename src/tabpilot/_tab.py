@@ -37,6 +37,7 @@ from ._pw import (
     ElementHandle,
     Page,
     PageHandle,
+    is_closed_error,
     map_playwright_errors,
 )
 from ._refs import parse_ref, scope_snapshot, tab_ref
@@ -924,6 +925,13 @@ class Tab:
         except Exception as exc:
             if self.document_due:  # a navigation started meanwhile
                 raise self._leaving_error(page_ref, ref) from None
+            if self.closed or is_closed_error(exc):  # the tab closed meanwhile, not the page changed
+                raise ActionError.tab_gone(
+                    f"Checking ref {tab_ref(self.id, page_ref)} on tab {self.id}",
+                    f"tab {self.id} closed (or its browser went away)",
+                    tab_id=self.id,
+                    ref=ref,
+                ) from None
             if not isinstance(exc, TimeoutError):
                 found = 0  # its document went away meanwhile: the ref's element with it
             else:  # the page did not answer: not a sign that the element is gone

@@ -273,6 +273,22 @@ async def test_a_timeout_the_driver_cannot_time_is_refused_before_the_action(
     assert (await result.text_content() or "").startswith("Name=")
 
 
+@pytest.mark.parametrize("in_front", [False, True])
+async def test_a_click_on_a_tab_being_closed_says_the_tab_closed(
+    manager: TabManager, instance: Instance, site: LocalSite, in_front: bool
+) -> None:
+    # It said the page changed and to take a new snapshot of a tab that no longer exists.
+    back, front = await open_tabs(manager, instance, site.url("/form"), site.url("/form"))
+    tab = front if in_front else back
+    submit = ref_of(await tab.snapshot(), 'button "Submit"')
+    clicking = asyncio.ensure_future(click(tab, submit))
+    await manager.close_tab(tab.id)
+    with pytest.raises(ActionError) as failed:
+        await clicking
+    assert failed.value.reason == "tab_closed", failed.value
+    assert f"tab {tab.id} closed" in str(failed.value) and "snapshot" not in str(failed.value)
+
+
 async def test_keys_and_scripts_act_on_the_tab_they_are_given(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:
