@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from ._types import EventType, TabEvent
 
-Listener = Callable[[TabEvent], None]
+Listener = Callable[[TabEvent], None] | Callable[[TabEvent], Awaitable[None]]
+
+logger = logging.getLogger(__name__)
 
 
 class EventBus:
@@ -19,6 +23,8 @@ class EventBus:
     def __init__(self, *, history_size: int = 1000, stream_queue_size: int = 1000) -> None:
         self._history: deque[TabEvent] = deque(maxlen=history_size)
         self._listeners: list[Listener] = []
+        self._running: set[asyncio.Future[Any]] = set()
+        """Calls of `async def` listeners under way (held here: the loop keeps only weak refs)."""
         self._queues: list[asyncio.Queue[TabEvent]] = []
         self._stream_queue_size = stream_queue_size
         self._seq = 0
@@ -42,9 +48,13 @@ class EventBus:
         self._history.append(event)
         for listener in list(self._listeners):
             try:
-                listener(event)
+                called = listener(event)
+                if inspect.isawaitable(called):  # an `async def` listener runs as a task of its own
+                    running = asyncio.ensure_future(called)
+                    self._running.add(running)
+                    running.add_done_callback(self._listener_done)
             except Exception:  # a broken subscriber must not break the browser's event loop
-                pass
+                logger.exception("an event listener failed on %s of tab %s", type, tab_id)
         for queue in self._queues:
             try:
                 queue.put_nowait(event)
@@ -52,8 +62,14 @@ class EventBus:
                 self.dropped += 1
         return event
 
+    def _listener_done(self, running: asyncio.Future[Any]) -> None:
+        self._running.discard(running)
+        if not running.cancelled() and running.exception() is not None:
+            logger.error("an event listener failed", exc_info=running.exception())
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call `listener` for every event; returns the disposer (safe to call twice)."""
+        """Call `listener` for every event (an `async def` one is run as a task); returns the
+        disposer (safe to call twice). A listener's exception is logged, never raised."""
         self._listeners.append(listener)
 
         def dispose() -> None:
@@ -65,13 +81,16 @@ class EventBus:
     def history(
         self, *, since: int | None = None, tab_id: int | None = None, limit: int | None = None
     ) -> list[TabEvent]:
-        """Events with a sequence number above `since`, oldest first, optionally of one tab."""
+        """Events with a sequence number above `since`, oldest first, optionally of one tab; with
+        `limit`, only the last `limit` of them."""
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be zero or more events, not {limit}")
         events = [
             e
             for e in self._history
             if (since is None or e.seq > since) and (tab_id is None or e.tab_id == tab_id)
         ]
-        return events[-limit:] if limit else events
+        return events if limit is None else events[len(events) - limit :]
 
     async def stream(self) -> AsyncGenerator[TabEvent, None]:
         """Yield events as they happen, from now on, until the consumer stops iterating."""

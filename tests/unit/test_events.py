@@ -1,0 +1,49 @@
+"""The event bus: listeners (plain and async), their failures, history limits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tabpilot import EventBus, TabEvent
+
+
+async def test_an_async_listener_is_run_and_a_failing_listener_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bus = EventBus()
+    heard: list[int | None] = []
+
+    async def heard_later(event: TabEvent) -> None:
+        await asyncio.sleep(0)
+        heard.append(event.tab_id)
+
+    def broken(event: TabEvent) -> None:
+        raise RuntimeError("listener bug")
+
+    async def broken_later(event: TabEvent) -> None:
+        raise RuntimeError("async listener bug")
+
+    for listener in (heard_later, broken, broken_later):
+        bus.subscribe(listener)
+    with caplog.at_level(logging.ERROR, logger="tabpilot._events"):
+        bus.emit("tab_opened", 3, "inst_1")  # the broken ones break nothing
+        for _ in range(5):
+            await asyncio.sleep(0)
+    # An `async def` listener was never run (a RuntimeWarning only); failures went unlogged.
+    assert heard == [3]
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert "listener bug" in logged and "async listener bug" in logged
+
+
+def test_history_gives_the_last_limit_events_and_none_for_a_limit_of_zero() -> None:
+    bus = EventBus()
+    for tab_id in (1, 2, 3):
+        bus.emit("tab_opened", tab_id, "inst_1")
+    assert [e.tab_id for e in bus.history(limit=2)] == [2, 3]
+    assert bus.history(limit=0) == []  # it gave every event
+    assert [e.tab_id for e in bus.history(limit=9)] == [1, 2, 3]
+    with pytest.raises(ValueError, match="limit must be zero or more events, not -1"):
+        bus.history(limit=-1)
