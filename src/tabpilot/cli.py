@@ -37,11 +37,11 @@ from .cli_flags import (
     extension_ids,
     file,
     host_port,
+    idle_seconds,
     json_object,
     origins,
     port,
     positive,
-    seconds,
 )
 from .server.config import (
     DEFAULT_MAX_SESSIONS,
@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         transport,
         "--session-idle-timeout",
         metavar="SECONDS",
-        type=seconds,
+        type=idle_seconds,
         help="close an HTTP session (and its browser context) after this long with no request of it in "
         "progress (a running call and an open notification stream both count), counted from the end of "
         f"its last one; its id then answers 404 (default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",

@@ -98,6 +98,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def idle_seconds(text: str) -> float:
+    """The HTTP session idle timeout: `seconds`, and at least one (less ended every session
+    between two calls of its client, whose next call then had a 404)."""
+    value = seconds(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is under 1 second: a session would end between two calls of its client"
+        )
+    return value
+
+
 def parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
         try:

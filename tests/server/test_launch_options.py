@@ -263,6 +263,10 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
         ),
         (["--timeout-action", "inf"], "argument --timeout-action: 'inf' is not a positive, finite number"),
         (
+            ["--session-idle-timeout", "1e-9"],
+            "argument --session-idle-timeout: '1e-9' is under 1 second: a session would end between",
+        ),
+        (
             ["--timeout-navigation", "1e400"],
             "argument --timeout-navigation: '1e400' is not a positive, finite number",
         ),
