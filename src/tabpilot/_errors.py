@@ -257,7 +257,7 @@ class TabNotFoundError(TabError):
         self.kept_by = kept_by
         why = f" {reason}" if reason else ""
         super().__init__(
-            f"Tab {tab_id!r} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
+            f"Tab {tab_id if isinstance(tab_id, int) else quoted(tab_id, 40)} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
             kept_by.advice
             if kept_by is not None
             else "Use one of these ids, or list tabs again."

@@ -21,7 +21,8 @@ class TabIds:
         return self
 
 
-_DECIMAL = re.compile(r"[0-9]+")
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]{1,18}")  # longer: no tab id, and int() of 4,300 digits or more raises
 
 
 def decimal_id(text: str) -> int | None:
@@ -32,5 +33,7 @@ def decimal_id(text: str) -> int | None:
 
 def id_text_advice(text: str) -> str:
     """Why a short text with digits in it is no tab id: `"١"` and `"¹"` are not 1."""
+    if _DIGITS.fullmatch(text.strip()):
+        return "No tab has an id that large."
     digits = any(ch.isdigit() for ch in text) and len(text) < 20
     return "Tab ids are written with the digits 0-9." if digits else ""
