@@ -221,7 +221,8 @@ async def click(
     are read as `key_name` reads keys (`ctrl`, `cmd`)."""
     if button not in get_args(MouseButton):
         raise ValueError(f"button must be 'left', 'middle' or 'right', not {button!r}.")
-    held = [key_name(m) for m in modifiers]  # `ctrl` is Control
+    # `ctrl` is Control; one key given as text is that key, not its letters.
+    held = [key_name(modifiers)] if isinstance(modifiers, str) else [key_name(m) for m in modifiers]
     bad = [m for m in held if m not in MODIFIERS]
     if bad:
         raise ValueError(f"modifiers: unknown {', '.join(map(repr, bad))}; use {', '.join(MODIFIERS)}.")

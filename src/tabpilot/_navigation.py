@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 from ._errors import ActionError, NavigationBlockedError
@@ -105,6 +105,8 @@ async def navigate(
 
     `policy` defaults to the one the tab's manager enforces; `timeout` to its navigation timeout.
     """
+    if action not in get_args(NavigateAction):
+        raise ValueError(f"action must be {', '.join(map(repr, get_args(NavigateAction)))}, not {action!r}.")
     policy = policy if policy is not None else tab.host.policy
     timeout = call_timeout(timeout, tab.host.timeouts.navigation)
     target = ""

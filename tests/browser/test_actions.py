@@ -131,10 +131,13 @@ async def test_a_target_blank_click_returns_the_new_tab_registered_with_its_open
 
 
 @pytest.mark.parametrize(
-    ("button", "modifiers"), [("middle", []), ("left", ["ControlOrMeta"])], ids=["middle", "ctrl"]
+    ("button", "modifiers"),
+    # One modifier as text: its letters had been read as keys ("c", "t", ...), refused.
+    [("middle", []), ("left", ["ControlOrMeta"]), ("left", "ctrl")],
+    ids=["middle", "ctrl", "ctrl-as-text"],
 )
 async def test_a_middle_or_modifier_click_on_a_link_opens_a_tab_reported_with_its_opener(
-    manager: TabManager, instance: Instance, site: LocalSite, button: str, modifiers: list[str]
+    manager: TabManager, instance: Instance, site: LocalSite, button: str, modifiers: list[str] | str
 ) -> None:
     (home,) = await open_tabs(manager, instance, site.url("/"))
     snap = await home.snapshot()
@@ -262,6 +265,10 @@ async def test_a_timeout_the_driver_cannot_time_is_refused_before_the_action(
             await navigate(tab, "goto", site.url("/page/a"), timeout=bad)
         with pytest.raises(ValueError, match=r"^timeout: "):
             await wait_for(tab, text="Ready", timeout=bad)
+    with pytest.raises(
+        ValueError, match="action must be 'goto', 'back', 'forward', 'reload', not 'sideways'"
+    ):
+        await navigate(tab, "sideways")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="time must be zero or more seconds, not nan"):
         await asyncio.wait_for(wait_for(tab, time=float("nan")), 5)  # slept forever
     result = tab.page.locator("#result")
