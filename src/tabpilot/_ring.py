@@ -10,7 +10,7 @@ tab-filtered query walks only that tab's entries, newest first, never the whole 
 from __future__ import annotations
 
 import enum
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Final, Generic, Protocol, TypeVar
 
@@ -42,12 +42,15 @@ class Ring(Generic[E]):
     """Keeps the newest `max_entries` entries (and, with `max_bytes`, at most that many bytes).
 
     `append` must be called in increasing `seq` order. What is evicted is counted in `dropped`
-    (and per tab in `dropped_for`).
+    (and per tab in `dropped_for`). A tab's count outlives its entries, for the `max_entries` tabs
+    that last lost their last entry: a server that opens and closes tabs for weeks would
+    otherwise keep one count per tab it ever had (`dropped` counts them all).
     """
 
     __slots__ = (
         "_by_tab",
         "_dropped_by_tab",
+        "_emptied",
         "_entries",
         "_max_bytes",
         "_max_entries",
@@ -73,6 +76,8 @@ class Ring(Generic[E]):
         self._entries: deque[E] = deque()
         self._by_tab: dict[TabKey, deque[E]] = {}
         self._dropped_by_tab: dict[TabKey, int] = {}
+        self._emptied: OrderedDict[TabKey, None] = OrderedDict()
+        """Tabs with a dropped count and no entry left, the one that lost its last entry last at the end."""
         self.bytes = 0
         """Bytes held, as `size_of` counts them (0 for a ring without a byte bound)."""
         self.dropped = 0
@@ -90,6 +95,7 @@ class Ring(Generic[E]):
         tab_entries = self._by_tab.get(entry.tab_id)
         if tab_entries is None:
             tab_entries = self._by_tab[entry.tab_id] = deque()
+            self._emptied.pop(entry.tab_id, None)
         tab_entries.append(entry)
         if self._size_of is not None:
             self.bytes += self._size_of(entry)
@@ -105,17 +111,28 @@ class Ring(Generic[E]):
         key = entry.tab_id
         tab_entries = self._by_tab[key]
         tab_entries.popleft()  # the oldest of the ring is the oldest of its tab
-        if not tab_entries:
-            del self._by_tab[key]
         if self._size_of is not None:
             self.bytes -= self._size_of(entry)
         self.dropped += 1
         self._dropped_by_tab[key] = self._dropped_by_tab.get(key, 0) + 1
+        if not tab_entries:
+            del self._by_tab[key]
+            self._emptied_now(key)
 
     def count_dropped(self, tab: TabKey, count: int = 1) -> None:
         """Count entries of `tab` that were dropped before they reached the ring."""
         self.dropped += count
         self._dropped_by_tab[tab] = self._dropped_by_tab.get(tab, 0) + count
+        if tab not in self._by_tab:
+            self._emptied_now(tab)
+
+    def _emptied_now(self, tab: TabKey) -> None:
+        """`tab` has a dropped count and no entry: keep the counts of the newest such tabs only."""
+        self._emptied[tab] = None
+        self._emptied.move_to_end(tab)
+        while len(self._emptied) > self._max_entries:
+            forgotten, _ = self._emptied.popitem(last=False)
+            del self._dropped_by_tab[forgotten]
 
     def count_for(self, tab: TabKey | AllTabs) -> int:
         if tab is ALL_TABS:

@@ -109,3 +109,19 @@ def test_bad_bounds_and_limits_are_refused() -> None:
         Ring(10, max_bytes=5)
     with pytest.raises(ValueError):
         Ring(10).select(limit=0)
+
+
+def test_drop_counts_of_tabs_with_no_entry_left_are_kept_for_the_newest_ones_only() -> None:
+    # One count per tab ever seen had been kept for good: about 100 bytes per closed tab and kind.
+    ring: Ring[Item] = Ring(3)
+    fill(ring, list(range(1, 101)))  # tabs 1-97 lost their only entry
+    assert ring.dropped == 97 and ring.dropped_for(ALL_TABS) == 97
+    assert [ring.dropped_for(tab) for tab in (94, 95, 96, 97)] == [0, 1, 1, 1]  # 94: forgotten
+    assert ring.count_for(98) == 1 and ring.dropped_for(98) == 0
+    ring.count_dropped(500, 2)  # dropped before they reached the ring: no entry either
+    assert ring.dropped_for(500) == 2 and ring.dropped_for(95) == 0
+    # A tab that gets an entry again is no longer among the emptied ones: its count stays.
+    ring.append(Item(101, 96))
+    fill(ring, [7, 8, 9], start=102)  # evicts 98-100 and 96's new entry
+    assert ring.dropped_for(96) == 2 and ring.dropped == 103
+    assert sum(ring.dropped_for(tab) > 0 for tab in range(1, 600)) == 3
