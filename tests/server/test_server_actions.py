@@ -1138,9 +1138,10 @@ async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
             failed = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": lookalike}))
             assert "Tab ids are written with the digits 0-9" in failed and f"tab {tab}:" in failed
         # A huge number of digits: Python's "Exceeds the limit (4300 digits)", and the id echoed whole.
-        huge = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": "9" * 5000}))
-        assert "not found. No tab has an id that large." in huge and f"tab {tab}:" in huge
-        assert "(5000 characters)" in huge and len(huge) < 1_000, huge
+        for tool, args in (("browser_snapshot", {"full": True}), ("browser_observe", {"what": "logs"})):
+            huge = error(await mcp.call_tool(tool, {**args, "tabId": "9" * 5000}))
+            assert "not found. No tab has an id that large." in huge and f"tab {tab}:" in huge
+            assert "(5000 characters)" in huge and len(huge) < 1_000, huge
         long_url = site.url("/page/a#") + "q" * 200_000
         went = ok(await mcp.call_tool("browser_navigate", {"url": long_url, "tabId": tab}))
         listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))

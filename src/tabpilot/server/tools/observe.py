@@ -120,7 +120,7 @@ def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
         raise ValueError("tabId must be a tab id (an integer), not a boolean.")
     if isinstance(tab_id, str):
         text = tab_id.strip()
-        if not (text.isascii() and text.isdigit()):
+        if not (text.isascii() and text.isdigit()) or len(text) > 18:  # no tab id is that long
             return call.manager.tab(text).id
         tab_id = int(text)
     if tab_id < 1:
