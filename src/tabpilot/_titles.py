@@ -14,8 +14,9 @@ being replaced, a same-document navigation; and once the document is parsed and 
 loaded (for a <title> the parser put in the body).
 
 A report counts only for the URL it names: `Tab.title_live` holds while the tab's URL is the
-one its page last reported with its title. A page that cannot report (scripts do not run in it,
-such as a browser-internal page; or Runtime is not enabled on the session: telemetry enables it)
+one its page last reported with its title. Reports need Runtime enabled on the session, which
+the watcher does (without telemetry, which enables it too, titles had stayed as the page first
+had them). A page that cannot report (scripts do not run in it, such as a browser-internal page)
 is not live, and a listing asks the browser then, as before.
 """
 
@@ -72,6 +73,8 @@ def watch_titles(session: TargetSession, report: Callable[[str, str], None]) -> 
     """Start the observer on a tab's session; `report(title, href)` for each report. Returns the
     disposer of the listener (the observer goes with the session)."""
     session.send("Runtime.addBinding", {"name": BINDING, "executionContextName": WORLD})
+    # Reports come only with Runtime enabled (telemetry enables it too; a second enable is free).
+    session.send("Runtime.enable")
     session.send(
         "Page.addScriptToEvaluateOnNewDocument",
         {"source": SOURCE, "worldName": WORLD, "runImmediately": True},

@@ -478,7 +478,7 @@ async def test_listing_fifty_tabs_makes_no_browser_round_trip(
         try:
             infos = manager.tabs(instance.id)
             with pytest.raises(TimeoutError):  # a real round trip does hang: the freeze is real
-                await asyncio.wait_for(instance.tabs[0].refresh_title(), 0.5)
+                await asyncio.wait_for(instance.tabs[0].page.title(), 0.5)
         finally:
             os.kill(pid, signal.SIGCONT)
         assert len(infos) == 50
@@ -738,3 +738,20 @@ async def test_a_closed_manager_starts_no_browser_that_would_outlive_it(browser_
             await launching
         assert manager.instances == []
         await wait_until(lambda: _launched_browsers() <= before, timeout=10)
+
+
+async def test_a_title_the_page_changes_is_listed_without_telemetry_or_a_refresh(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # The manager of the library alone (no Telemetry, which enabled Runtime for the title
+    # observer): the listing kept the title the page first had.
+    site.set_content(
+        "/late-title",
+        "<title>Loading ...</title><p>x</p><script>setTimeout(() => document.title = 'Done', 300)</script>",
+    )
+    tab = await manager.new_tab(site.url("/late-title"), instance_id=instance.id)
+
+    def listed() -> str:
+        return next(info.title for info in manager.tabs(instance.id) if info.id == tab.id)
+
+    await wait_until(lambda: listed() == "Done")
