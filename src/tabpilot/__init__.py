@@ -32,7 +32,7 @@ from ._bridge import ExtensionBridge, ExtensionScope, extension_id, extension_pa
 from ._browser_path import ENV_VAR as BROWSER_ENV_VAR
 from ._browser_path import find_browser
 from ._cdp import TargetSession
-from ._endpoints import check_profile_dir
+from ._endpoints import check_endpoint, check_profile_dir
 from ._errors import (
     ActionError,
     BrowserNotFoundError,
@@ -59,6 +59,7 @@ from ._errors import (
     quoted,
 )
 from ._events import EventBus
+from ._grid import split_grid_url
 from ._ids import TabIds
 from ._instance import Instance
 from ._manager import CloseResult, TabManager
@@ -180,6 +181,7 @@ __all__ = [
     "UrlPolicy",
     "WebSocketEntry",
     "__version__",
+    "check_endpoint",
     "check_file_paths",
     "check_profile_dir",
     "check_seconds",
@@ -208,6 +210,7 @@ __all__ = [
     "screenshot",
     "seconds_problem",
     "select_option",
+    "split_grid_url",
     "type_text",
     "upload_files",
     "wait_for",

@@ -25,8 +25,23 @@ _WS_PATH = re.compile(r"/devtools/browser/[A-Za-z0-9._-]+")
 _BROWSER_ID = re.compile(r"/devtools/browser/([A-Za-z0-9._-]+)/?")
 
 
-def check_scheme(endpoint: str, protocol: Protocol) -> None:
-    scheme = urlsplit(endpoint).scheme.lower()
+def check_endpoint(endpoint: str, protocol: Protocol) -> None:
+    """Refuse (ConnectError, reason "bad_url" or "use_cdp") an endpoint URL that cannot be one of
+    `protocol`'s: its scheme, or no host (`http://`)."""
+    parts = urlsplit(endpoint.strip())
+    scheme = parts.scheme.lower()
+    try:
+        host = parts.hostname
+    except ValueError:  # an unclosed [IPv6 address
+        host = None
+    if scheme in _SCHEMES[protocol] and not host:
+        raise ConnectError(
+            f"{endpoint!r} names no host.",
+            "Give the host and port, e.g. http://127.0.0.1:9222"
+            if protocol == "cdp"
+            else "Give the host and port, e.g. ws://127.0.0.1:3000/",
+            reason="bad_url",
+        )
     if scheme in _SCHEMES[protocol]:
         if protocol == "playwright" and "/devtools/" in urlsplit(endpoint).path:
             raise ConnectError(

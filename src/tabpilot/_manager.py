@@ -13,8 +13,8 @@ from typing import Any
 from ._bridge import ExtensionBridge
 from ._endpoints import (
     cdp_browser_id,
+    check_endpoint,
     check_profile_dir,
-    check_scheme,
     running_chrome_endpoint,
     stale_port_error,
 )
@@ -423,7 +423,7 @@ class TabManager:
         have tab ids there.
         """
         self._check_open()
-        check_scheme(endpoint, "cdp")
+        check_endpoint(endpoint, "cdp")
         browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
         if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
             self._refuse_connected(browser_id, endpoint)
@@ -484,7 +484,7 @@ class TabManager:
         context and disconnects, leaving the server's browser running.
         """
         self._check_open()
-        check_scheme(ws_endpoint, "playwright")
+        check_endpoint(ws_endpoint, "playwright")
         browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
         instance = await self._adopt(
             kind="playwright-server",

@@ -23,12 +23,15 @@ from tabpilot import (
     DEFAULT_EXTENSION_PORT,
     BrowserNotFoundError,
     BrowserOptions,
+    ConnectError,
     Secrets,
     UrlPolicy,
     __version__,
+    check_endpoint,
     extension_id,
     extension_path,
     find_browser,
+    split_grid_url,
 )
 
 from .cli_flags import (
@@ -527,6 +530,17 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     ]
     if len(sources) > 1:
         raise ValueError(f"{' and '.join(sources)} exclude each other: give one")
+    # A URL that can name no such endpoint is refused now, not at the first call.
+    for option, url, check in (
+        ("cdp-endpoint", config.cdp_endpoint, lambda u: check_endpoint(u, "cdp")),
+        ("ws-endpoint", config.ws_endpoint, lambda u: check_endpoint(u, "playwright")),
+        ("selenium-grid", config.selenium_grid, split_grid_url),
+    ):
+        if url:
+            try:
+                check(url)
+            except ConnectError as exc:
+                raise ValueError(f"{config.named(option)}: {exc}") from None
     if (config.browser.browser_path or os.environ.get(BROWSER_ENV_VAR)) and not sources:
         # Checked when the server launches its browser; with an endpoint only a later launch uses it.
         try:

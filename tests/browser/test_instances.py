@@ -461,6 +461,8 @@ async def test_unreachable_and_wrong_protocol_endpoints_fail_fast_with_clear_err
         (lambda: manager.connect_cdp(pw_server.ws), "not as a Chrome DevTools endpoint"),
         (lambda: manager.connect_ws(site.url("/").replace("http", "ws")), "not in Playwright's protocol"),
         (lambda: manager.connect_cdp("127.0.0.1:9222"), "not a CDP endpoint URL"),
+        (lambda: manager.connect_cdp("http:///json"), "'http:///json' names no host"),
+        (lambda: manager.connect_ws("ws://"), "'ws://' names no host"),
     ]
     for connect, message in cases:
         started = time.monotonic()

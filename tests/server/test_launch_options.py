@@ -280,6 +280,11 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
         (["--allowed-origins", ":8080"], "--allowed-origins: ':8080' is not an origin: it names no host"),
         (["--allowed-origins", "[::1]:x"], "--allowed-origins: '[::1]:x' is not an origin: its port is not"),
         (["--blocked-origins", "*"], "--blocked-origins: '*' is not an origin"),
+        # An endpoint URL that can name no such endpoint: refused at start, not at the first call.
+        (["--cdp-endpoint", "nonsense"], "--cdp-endpoint: 'nonsense' is not a CDP endpoint URL."),
+        (["--cdp-endpoint", "http://"], "--cdp-endpoint: 'http://' names no host."),
+        (["--ws-endpoint", "http://127.0.0.1:9"], "--ws-endpoint: 'http://127.0.0.1:9' is not a Playwright"),
+        (["--selenium-grid", "127.0.0.1"], "--selenium-grid: '127.0.0.1' is not a Selenium Grid URL."),
         # An empty value (an unset variable) is refused: `--cdp-endpoint ''` launched a local browser.
         (["--cdp-endpoint", ""], "--cdp-endpoint: the value is empty (an unset variable?)"),
         (["--selenium-grid", " "], "--selenium-grid: the value is empty"),
