@@ -117,6 +117,12 @@ class BrowserOptions:
         for script in self.init_scripts:
             if not Path(script).expanduser().is_file():
                 raise ValueError(f"init script {script!r} is not a readable file")
+        for arg in self.browser_args:
+            if arg.split("=", 1)[0] == "--user-data-dir":  # the launch failed in Playwright's words
+                raise ValueError(
+                    f"browser argument {arg!r}: give the profile as the user data dir option "
+                    "(--user-data-dir), not as a browser argument"
+                )
 
     def replace(self, **changes: Any) -> BrowserOptions:
         return dataclasses.replace(self, **changes)

@@ -280,6 +280,10 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
         (["--allowed-origins", ":8080"], "--allowed-origins: ':8080' is not an origin: it names no host"),
         (["--allowed-origins", "[::1]:x"], "--allowed-origins: '[::1]:x' is not an origin: its port is not"),
         (["--blocked-origins", "*"], "--blocked-origins: '*' is not an origin"),
+        (
+            ["--browser-arg=--user-data-dir=/tmp/profile"],
+            "browser argument '--user-data-dir=/tmp/profile': give the profile as the user data dir option",
+        ),
         # An endpoint URL that can name no such endpoint: refused at start, not at the first call.
         (["--cdp-endpoint", "nonsense"], "--cdp-endpoint: 'nonsense' is not a CDP endpoint URL."),
         (["--cdp-endpoint", "http://"], "--cdp-endpoint: 'http://' names no host."),
