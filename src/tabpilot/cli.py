@@ -551,7 +551,17 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             raise ValueError(f"{config.named('browser-path')}: {exc}") from None
     if config.grid_capabilities is not None and not config.selenium_grid:
         raise ValueError(
-            "--grid-capabilities applies to --selenium-grid sessions: give --selenium-grid URL too"
+            f"{config.named('grid-capabilities')} applies to --selenium-grid sessions: give --selenium-grid "
+            "URL too"
+        )
+    # An option that would change nothing is refused, as the user meant it to change something.
+    for flag in ("extension-port", "extension-token", "extension-scope", "extension-id"):
+        if flag in how and not config.extension:
+            raise ValueError(f"{how[flag]} applies to the extension's bridge: give --extension too")
+    if caps is not None and "default" not in tool_sets:
+        raise ValueError(
+            f"{config.named('caps')} narrows the default tool set, which {config.named('tools')} leaves out: "
+            "add default to it, or drop the option"
         )
     if config.http_host is not None:
         if config.extension:

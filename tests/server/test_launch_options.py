@@ -160,6 +160,7 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
                 # A comma-separated option takes a JSON list too; a repeatable one, a list of its values.
                 "tools": ["default", "foxmcp"],
                 "allowed-origins": ["http://127.0.0.1", "*.test"],
+                "extension": True,
                 "extension-id": ["a" * 32, "b" * 32],
                 "browser-arg": ["--lang=de", "--mute-audio"],
             }
@@ -284,6 +285,17 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
             ["--browser-arg=--user-data-dir=/tmp/profile"],
             "browser argument '--user-data-dir=/tmp/profile': give the profile as the user data dir option",
         ),
+        # An option that would change nothing is refused.
+        (
+            ["--extension-port", "9999"],
+            "--extension-port applies to the extension's bridge: give --extension",
+        ),
+        (["--extension-scope", "all"], "--extension-scope applies to the extension's bridge"),
+        (
+            ["--tools", "foxmcp", "--caps", "vision"],
+            "--caps narrows the default tool set, which --tools leaves out: add default to it",
+        ),
+        (["--grid-capabilities", "{}"], "--grid-capabilities applies to --selenium-grid sessions"),
         # An endpoint URL that can name no such endpoint: refused at start, not at the first call.
         (["--cdp-endpoint", "nonsense"], "--cdp-endpoint: 'nonsense' is not a CDP endpoint URL."),
         (["--cdp-endpoint", "http://"], "--cdp-endpoint: 'http://' names no host."),
