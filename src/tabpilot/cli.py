@@ -453,7 +453,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     how.update({flag_of[dest]: f"--{flag_of[dest]}" for dest in from_command_line})
     for dest, value in values.items():
         # `--cdp-endpoint "$UNSET"` had launched a local browser instead, as if no option was given.
-        if isinstance(value, str) and not value.strip() and dest not in ("caps", "command", "config"):
+        if isinstance(value, str) and not value.strip() and dest not in ("caps", "auth_token"):
             raise ValueError(
                 f"{how[flag_of[dest]]}: the value is empty (an unset variable?): give one, or leave the "
                 "option out"

@@ -9,6 +9,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,13 @@ def host_port(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931, or [::1]:8931 for IPv6; a bare PORT binds 127.0.0.1)"
         )
+    if re.fullmatch(r"[0-9.]+", host):  # numbers and dots: an IPv4 address, or no host at all
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: {host!r} is no IPv4 address (four numbers 0-255, e.g. 127.0.0.1:8931)"
+            ) from None
     return host or "127.0.0.1", int(port)
 
 

@@ -285,6 +285,7 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
             ["--browser-arg=--user-data-dir=/tmp/profile"],
             "browser argument '--user-data-dir=/tmp/profile': give the profile as the user data dir option",
         ),
+        (["--http", "999.1.1.1:80"], "argument --http: '999.1.1.1:80': '999.1.1.1' is no IPv4 address"),
         # An option that would change nothing is refused.
         (
             ["--extension-port", "9999"],
