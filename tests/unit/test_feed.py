@@ -217,3 +217,11 @@ async def test_what_console_lines_past_the_rate_showed_is_released_in_the_page_a
 
     assert sink.dropped == {"logs": _feed.RELEASE_EVERY}
     assert page.sent.count("Runtime.releaseObjectGroup") == 1
+
+
+def test_a_query_refuses_a_tab_id_or_cursor_that_is_no_int() -> None:
+    # Query(tab_id="2") matched no entry (entries carry ints) and said nothing was recorded.
+    for bad in ({"tab_id": "2"}, {"since": "5"}, {"tab_id": True}):
+        with pytest.raises(TypeError, match="must be an int or None, not"):
+            Query("logs", **bad)
+    assert Query("logs", tab_id=2, since=5).tab_id == 2

@@ -54,6 +54,10 @@ class Query:
             raise ValueError(
                 f"what must be one of {', '.join((*TELEMETRY_KINDS, 'tab_events'))}; got {self.what!r}"
             )
+        for name, number in (("tab_id", self.tab_id), ("since", self.since)):
+            # A tab id as text ('2') matched no entry: entries carry ints.
+            if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+                raise TypeError(f"{name} must be an int or None, not {number!r}")
         if not 1 <= self.limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {self.limit}")
         what = self.what
