@@ -99,6 +99,7 @@ class TargetSession:
         self._on_close: list[Callable[[], None]] = []
         self.closed = False
         self.handler_errors = 0
+        self._enabled: dict[str, Awaitable[dict[str, Any]]] = {}
 
     def on_events(self, methods: Iterable[str], handler: EventHandler) -> Callable[[], None]:
         """Call `handler(method, raw_json)` for each event of the target whose method is one of
@@ -134,6 +135,15 @@ class TargetSession:
         message = json.dumps({"id": message_id, "method": method, "params": params or {}})
         self._owner._forward(self, message, future)
         return future
+
+    def enable(self, domain: str) -> Awaitable[dict[str, Any]]:
+        """Send `<domain>.enable` once: every user of the session that needs the domain calls this,
+        and a later call gets the first one's answer (a second enable would cross the wire for
+        nothing)."""
+        enabled = self._enabled.get(domain)
+        if enabled is None:
+            enabled = self._enabled[domain] = self.send(f"{domain}.enable")
+        return enabled
 
     async def settled(self, timeout: float = 2.0) -> None:
         """Wait (bounded) until every command sent so far is answered."""

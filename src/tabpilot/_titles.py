@@ -73,8 +73,7 @@ def watch_titles(session: TargetSession, report: Callable[[str, str], None]) -> 
     """Start the observer on a tab's session; `report(title, href)` for each report. Returns the
     disposer of the listener (the observer goes with the session)."""
     session.send("Runtime.addBinding", {"name": BINDING, "executionContextName": WORLD})
-    # Reports come only with Runtime enabled (telemetry enables it too; a second enable is free).
-    session.send("Runtime.enable")
+    session.enable("Runtime")  # reports come only with Runtime enabled (telemetry needs it too)
     session.send(
         "Page.addScriptToEvaluateOnNewDocument",
         {"source": SOURCE, "worldName": WORLD, "runImmediately": True},

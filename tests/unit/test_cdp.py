@@ -86,3 +86,24 @@ async def test_a_target_session_passes_each_event_only_to_those_that_asked_for_i
         ("windows", "Page.windowOpen", {"n": 5}),
     ]
     assert session.handler_errors == 2  # counted, and the other handlers still ran
+
+
+async def test_a_domain_is_enabled_once_however_many_users_of_the_session_need_it() -> None:
+    # The title observer and telemetry both need Runtime: one enable crosses the wire.
+    root = FakeRoot()
+    forwarded: list[str] = []
+    sent = root.send
+
+    async def send(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        if method == "Target.sendMessageToTarget" and params:
+            forwarded.append(json.loads(params["message"])["method"])
+        return await sent(method, params)
+
+    root.send = send  # type: ignore[method-assign]
+    session = TargetSessions(root).attach("T1")
+    first, second = session.enable("Runtime"), session.enable("Runtime")
+    session.enable("Log")
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert first is second
+    assert forwarded == ["Runtime.enable", "Log.enable"]

@@ -36,6 +36,9 @@ class Session:
         answer.set_result({"result": {"value": None}})
         return answer
 
+    def enable(self, domain: str) -> asyncio.Future[dict[str, Any]]:
+        return self.send(f"{domain}.enable")
+
     def on_events(self, methods: Iterable[str], handler: Callable[[str, str], None]) -> Callable[[], None]:
         entry = (tuple(methods), handler)
         self._handlers.append(entry)

@@ -290,7 +290,7 @@ class TabFeed:
             if self._sink.network
             else None
         )
-        self._session.send("Runtime.enable")
+        self._session.enable("Runtime")
         self._session.send("Log.enable")
         if enabled is None or (self._session.parent is not None and self._session.kind != "worker"):
             return  # no network to record; an iframe's document is requested by its parent's target
