@@ -487,11 +487,13 @@ async def test_secrets_are_typed_from_placeholders_and_never_shown(
 
 def test_secrets_come_from_a_dotenv_file(tmp_path: Path) -> None:
     env = tmp_path / "secrets.env"
-    env.write_text("# logins\nexport USER=ada\nPASSWORD=\"p#ss word\"\nPIN=1234 # comment\nQUOTED='x y'\n")
+    env.write_text(
+        "# logins\nexport USER=ada.l\nPASSWORD=\"p#ss word\"\nPIN=1234 # comment\nQUOTED='x y z'\n"
+    )
     secrets = Secrets.from_dotenv(env)
     assert secrets.names == ["PASSWORD", "PIN", "QUOTED", "USER"]
-    assert secrets.expand("{{USER}}:{{PASSWORD}}:{{PIN}}") == "ada:p#ss word:1234"
-    assert secrets.mask("ada typed p#ss word") == "{{USER}} typed {{PASSWORD}}"
+    assert secrets.expand("{{USER}}:{{PASSWORD}}:{{PIN}}:{{QUOTED}}") == "ada.l:p#ss word:1234:x y z"
+    assert secrets.mask("ada.l typed p#ss word") == "{{USER}} typed {{PASSWORD}}"
     env.write_text("NOT A LINE\n")
     with pytest.raises(ValueError, match="line 1"):
         Secrets.from_dotenv(env)
