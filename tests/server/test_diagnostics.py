@@ -216,6 +216,22 @@ def test_the_log_goes_to_the_log_file_at_its_level_and_never_to_stdout(
     assert stderr.decode().strip() == ""
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a disk that is always full)")
+def test_a_log_file_that_cannot_be_written_is_said_once_and_the_server_goes_on(browser_path: str) -> None:
+    # Every record printed logging's "--- Logging error ---" and a traceback on stderr.
+    proc = _tabpilot(
+        "serve", "--browser-path", browser_path, "--log-level", "debug", "--log-file", "/dev/full"
+    )
+    _initialize(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = [proc.stdout.readline() for _ in range(2)]
+    _, stderr = proc.communicate(timeout=30)
+    assert '"isError":false' in lines[1].decode().replace(" ", ""), lines  # the call worked
+    said = stderr.decode()
+    assert said.count("tabpilot: writing the log to /dev/full failed (") == 1, said
+    assert "Traceback" not in said and "Logging error" not in said, said
+
+
 def test_a_bad_log_file_is_refused_at_start(tmp_path: Path) -> None:
     proc = _tabpilot("serve", "--log-file", str(tmp_path / "no" / "such" / "dir" / "x.log"))
     _, stderr = proc.communicate(timeout=30)

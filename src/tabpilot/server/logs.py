@@ -61,15 +61,31 @@ class _Mask(logging.Filter):
         return True
 
 
+class _LogFile(logging.FileHandler):
+    """The log file: a write that fails (a full disk) is said once on stderr, not with a traceback
+    per record (logging's default), and the server goes on."""
+
+    _failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self._failed:
+            self._failed = True
+            error = sys.exc_info()[1]
+            print(
+                f"tabpilot: writing the log to {self.baseFilename} failed ({error}); "
+                "later failures are not reported",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
 def configure(
     level: LogLevel = "warning", path: str | None = None, *, mask: Callable[[str], str] | None = None
 ) -> None:
     """Send tabpilot's records at `level` and above, and every other library's warnings and errors
     (the MCP SDK, the HTTP server), to `path` (appended) or stderr. Raises OSError with the reason
     if the file cannot be opened."""
-    handler: logging.Handler = (
-        logging.FileHandler(path, encoding="utf-8") if path else logging.StreamHandler(sys.stderr)
-    )
+    handler: logging.Handler = _LogFile(path, encoding="utf-8") if path else logging.StreamHandler(sys.stderr)
     numeric = getattr(logging, level.upper())
     handler.setFormatter(logging.Formatter(FORMAT))
     if mask is not None:
