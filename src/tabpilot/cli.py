@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=idle_seconds,
         help="close an HTTP session (and its browser context) after this long with no request of it in "
         "progress (a running call and an open notification stream both count), counted from the end of "
-        f"its last one; its id then answers 404 (default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f})",
+        f"its last one; its id then answers 404 (default {DEFAULT_SESSION_IDLE_TIMEOUT:.0f}, at least 1)",
     )
     _option(
         transport,
