@@ -896,6 +896,14 @@ class Tab:
         """Check that `ref` belongs to this tab and is in its latest snapshot; return the per-page ref."""
         ref_tab, page_ref = parse_ref(ref)
         if ref_tab is not None and ref_tab != self.id:
+            if all(tab.id != ref_tab for tab in self.host.open_tabs()):
+                raise StaleRefError(  # not "use it on tab 99", of a tab that is not there
+                    f"Ref {ref} is of tab {ref_tab}, which is not open (it closed, or the ref was never "
+                    "issued).",
+                    f"Take a snapshot of tab {self.id} and use a ref from it.",
+                    ref=ref,
+                    tab_id=self.id,
+                )
             raise ForeignRefError(ref, ref_tab_id=ref_tab, tab_id=self.id)
         if page_ref not in self._refs:
             self._raise_if_reset(page_ref, ref)

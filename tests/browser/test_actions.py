@@ -110,6 +110,12 @@ async def test_a_ref_of_another_tab_is_refused_and_names_the_tab_it_came_from(
     with pytest.raises(ForeignRefError) as error:
         await asyncio.wait_for(click(second, foreign), 3)
     assert f"belongs to tab {first.id}" in str(error.value)
+    # Of a tab that is not open (closed, or made up): no advice to use it there.
+    await manager.close_tab(first.id)
+    for gone in (foreign, "999e1"):
+        with pytest.raises(StaleRefError) as stale:
+            await asyncio.wait_for(click(second, gone), 3)
+        assert "which is not open" in str(stale.value) and f"snapshot of tab {second.id}" in str(stale.value)
 
 
 async def test_a_target_blank_click_returns_the_new_tab_registered_with_its_opener_and_not_active(
