@@ -32,6 +32,7 @@ import hmac
 import http
 import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -204,8 +205,9 @@ class ExtensionBridge:
                 compression=None,
             )
         except OSError as exc:
+            why = os.strerror(exc.errno) if exc.errno else exc.strerror  # not asyncio's long wording
             raise OSError(
-                exc.errno, f"cannot listen on {self.host}:{self.port} for the extension: {exc.strerror}"
+                exc.errno, f"cannot listen on {self.host}:{self.port} for the extension: {why}"
             ) from None
         self.port = int(self._server.sockets[0].getsockname()[1])
 

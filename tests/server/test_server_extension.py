@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -242,6 +243,27 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
         assert f"chrome-extension://{extension_id()}/connect.html" in message
         waiting = result_of(await call(mcp, "browser_instance", action="connect", extension=True))
         assert waiting == {"waiting": True, "listening": f"127.0.0.1:{port}", "connectUrl": connect_url(port)}
+
+
+async def test_a_port_in_use_is_said_with_what_to_do_and_the_next_call_tries_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tabpilot.server.state, "EXTENSION_FIRST_WAIT", 0.2)
+    # It said "Could not start the browser: ..." and to check that Chromium is installed.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with Client(extension_server(port)) as mcp:
+            message = error(await mcp.call_tool("browser_tabs", {"action": "list"}))
+            assert message.startswith(
+                f"The server cannot listen on 127.0.0.1:{port} for the extension: Address already in use. "
+                "Another program, perhaps another tabpilot server, uses that port: stop it"
+            ), message
+            assert "Chromium" not in message
+            taken.close()  # the other program stops: the next call listens
+            listed = section(await call(mcp, "browser_tabs", action="list"), "Result")
+            assert f"the tabpilot extension has not connected to 127.0.0.1:{port}." in listed, listed
 
 
 SHARE_USER_TAB = """(async () => {

@@ -43,6 +43,7 @@ from tabpilot import (
     TabIds,
     TabLimitError,
     TabManager,
+    TabpilotError,
     Telemetry,
     UrlPolicy,
 )
@@ -164,8 +165,8 @@ class ServerState:
         if self.config.extension:
             try:
                 await self.extension_bridge()
-            except OSError as exc:  # the first tool call tries again, and says why it failed
-                print(f"tabpilot: {exc.strerror}", file=sys.stderr, flush=True)
+            except TabpilotError as exc:  # the first tool call tries again, and says why it failed
+                print(f"tabpilot: {exc}", file=sys.stderr, flush=True)
 
     async def extension_bridge(self) -> ExtensionBridge:
         """The bridge the tabpilot extension connects to, listening from the first call on."""
@@ -178,7 +179,16 @@ class ServerState:
                     scope=config.extension_scope,
                     extension_ids=config.extension_ids,
                 )
-                await bridge.start()
+                try:
+                    await bridge.start()
+                except OSError as exc:
+                    # Most often another server (a tabpilot still stopping, or one more) has the port.
+                    raise TabpilotError(
+                        f"The server {exc.strerror}.",
+                        "Another program, perhaps another tabpilot server, uses that port: stop it and "
+                        "call again, or start this server with another --extension-port and pair the "
+                        "extension with that port.",
+                    ) from exc
                 self._bridge = bridge
                 announce_bridge(bridge)
             return self._bridge
