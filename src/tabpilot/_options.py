@@ -117,6 +117,19 @@ class BrowserOptions:
         for script in self.init_scripts:
             if not Path(script).expanduser().is_file():
                 raise ValueError(f"init script {script!r} is not a readable file")
+        if self.viewport is not None:
+            # A string ("800x600") or an odd pair reached the launch, which failed in Playwright's words.
+            pair = self.viewport
+            if not (
+                isinstance(pair, tuple | list)
+                and len(pair) == 2
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
+            ):
+                raise ValueError(
+                    f"viewport must be (width, height) in pixels, e.g. (1280, 720), not {pair!r}"
+                )
+            parse_viewport(f"{pair[0]}x{pair[1]}")  # each side from 100 to 10000
+            object.__setattr__(self, "viewport", (pair[0], pair[1]))  # a list (from JSON) as a pair
         for arg in self.browser_args:
             if arg.split("=", 1)[0] == "--user-data-dir":  # the launch failed in Playwright's words
                 raise ValueError(

@@ -358,3 +358,16 @@ def test_the_registry_offers_exactly_the_names_the_config_checks() -> None:
     # ... and naming it gives the same tools as leaving it out (it had defined them twice).
     with_core = [t.name for t in registry.select_tools(["default"], ["core", "forms"])]
     assert with_core == [t.name for t in registry.select_tools(["default"], ["forms"])]
+
+
+def test_the_library_checks_a_viewport_before_any_launch() -> None:
+    # A string or an odd pair reached the launch, which failed as "the browser failed to start".
+    for bad, message in (
+        ("800x600", "viewport must be (width, height) in pixels, e.g. (1280, 720), not '800x600'"),
+        ((800.5, 600), "viewport must be (width, height)"),
+        ((50, 600), "viewport 50x600 is out of range"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            BrowserOptions(viewport=bad)  # type: ignore[arg-type]
+        assert str(refused.value).startswith(message), refused.value
+    assert BrowserOptions(viewport=[800, 600]).viewport == (800, 600)  # type: ignore[arg-type]
