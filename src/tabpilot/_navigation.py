@@ -11,7 +11,7 @@ The tab's instance holds its pages to the same policy for navigations they start
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
@@ -49,6 +49,9 @@ class NavigationResult:
     stayed: bool = False
     """Nothing was loaded (yet): a dialog holds the navigation up, the URL is a download, or there
     is no history entry to go back or forward to; the note says which."""
+    turn: int = 0
+    """The tab's `turns_taken` as this navigation ran: a larger one later means another action
+    (another caller's navigation, a click) has used the tab since."""
 
 
 def normalize_url(url: str) -> str:
@@ -116,7 +119,7 @@ async def navigate(
         target = normalize_url(url)
         policy.check(target)
     async with tab.input_turn():  # after the actions before it on the tab, before those after
-        return await _navigate(tab, action, target, timeout)
+        return replace(await _navigate(tab, action, target, timeout), turn=tab.turns_taken)
 
 
 async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: float) -> NavigationResult:

@@ -188,6 +188,9 @@ class Tab:
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
         self._input_turns: deque[asyncio.Future[None]] = deque()
+        self.turns_taken = 0
+        """Input turns given so far (`input_turn`): a count that grew since an action's own turn
+        means another action used the tab after it."""
         """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
         self._document_due = False
         """A navigation asked for a document that has not arrived yet (`expecting_document`,
@@ -565,6 +568,7 @@ class Tab:
             self._pass_turn()
             await turn
             self.ensure_open()
+            self.turns_taken += 1
             yield
         finally:
             self._input_turns.remove(turn)

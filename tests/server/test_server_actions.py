@@ -1501,3 +1501,24 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
         accepting = mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab})
         alerted = ok(await asyncio.wait_for(accepting, 10))
         assert f"tab {tab} shows an alert dialog: 'loaded?'" in section(alerted, "Events"), text(alerted)
+
+
+async def test_a_navigation_whose_tab_another_call_moved_on_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Two calls on one tab at once: the first answered with the second one's page as its own.
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        slow = site.url("/api/slow?ms=500")
+        first = asyncio.ensure_future(mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}))
+        await asyncio.sleep(0.1)  # the first has the tab's turn
+        second = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/b"), "tabId": tab}))
+        moved = section(ok(await first), "Result")
+        assert moved.startswith(
+            f"Navigated tab {tab}. Another call has acted on tab {tab} since (this one "
+        ), moved
+        assert "/api/slow?ms=500): what follows is the tab as it is now." in moved
+        assert section(second, "Result") == f"Navigated tab {tab}."
+        # Alone, a navigation says nothing of the kind.
+        alone = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab}))
+        assert section(alone, "Result") == f"Navigated tab {tab}."

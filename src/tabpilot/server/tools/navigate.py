@@ -45,7 +45,18 @@ async def browser_navigate(
         if result.stayed
         else f"{done[action]} tab {tab.id}." + (f" {result.note}" if result.note else "")
     )
-    call.response.result(text, {"tabId": tab.id, "url": result.url, "status": result.status})
+
+    def said() -> str:
+        # Another call's navigation or click on the tab after this one: the page shown below is
+        # the tab as that left it, not the page this call loaded (result.url).
+        if tab.turns_taken == result.turn:
+            return text
+        return (
+            f"{text} Another call has acted on tab {tab.id} since (this one loaded "
+            f"{short(result.url, 100)}): what follows is the tab as it is now."
+        )
+
+    call.response.result(said, {"tabId": tab.id, "url": result.url, "status": result.status})
     with_snapshot = call.session.config.navigate_returns == "snapshot"
     if not with_snapshot and not tab.is_gone and tab.dialog is None:
         await tab.refresh_title()  # the snapshot would have read it
