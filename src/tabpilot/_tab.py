@@ -738,12 +738,15 @@ class Tab:
 
     async def handle_dialog(self, *, accept: bool, prompt_text: str | None = None) -> DialogInfo:
         """Accept or dismiss the open dialog of this tab. Work the dialog held up (`hold`: a script
-        that opened it) is waited for, up to the action timeout or until it opens the next dialog."""
+        that opened it) is waited for, up to the action timeout or until it opens the next dialog.
+        A prompt accepted without `prompt_text` answers its default value, as OK would."""
         self.ensure_open()
         dialog = self._dialog
         if dialog is None:
             raise NoDialogError(self.id)
         info = DialogInfo(dialog.type, dialog.message, dialog.default_value)
+        if accept and prompt_text is None and info.type == "prompt":
+            prompt_text = info.default_value  # Chromium's own answer would be ""
         self._dialog = None
         # Accepting a beforeunload dialog lets the page go: the answer waits until the next page
         # has loaded (or the tab closed, or a download took the navigation's place, or the next

@@ -595,6 +595,11 @@ async def test_a_prompt_is_answered_with_the_prompt_text(
             answered, "Result"
         )
         assert "prompt: Ada" in section(answered, "Snapshot")
+        # Without promptText: the default value, as OK would answer (Chromium's own answer was '').
+        ok(await mcp.call_tool("browser_click", {"ref": prompt}))
+        answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+        assert f"on tab {tab} answering 'x' (its default value)." in section(answered, "Result")
+        assert "prompt: x" in section(answered, "Snapshot")
 
 
 async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dialog(

@@ -21,7 +21,9 @@ async def browser_handle_dialog(
     call: Call,
     tab: Tab,
     accept: Annotated[bool, Field(description="OK (true) or Cancel (false).")],
-    promptText: Annotated[str | None, Field(description="prompt: the answer.")] = None,
+    promptText: Annotated[
+        str | None, Field(description="prompt: the answer. Default: the prompt's default value.")
+    ] = None,
     tabId: Annotated[
         TabIdValue | None,
         Field(description="The dialog's tab. Default: the active tab."),
@@ -38,9 +40,10 @@ async def browser_handle_dialog(
     since = call.manager.events.last_seq
     info = await tab.handle_dialog(accept=accept, prompt_text=promptText)
     verb = "Accepted" if accept else "Dismissed"
-    answer = (
-        f" answering {promptText!r}" if accept and promptText is not None and info.type == "prompt" else ""
-    )
+    answer = ""
+    if accept and info.type == "prompt":
+        answer = f" answering {quoted(promptText if promptText is not None else info.default_value)}"
+        answer += "" if promptText is not None else " (its default value)"
     said = f" {quoted(info.message)}" if info.message else dialog_said(info.type, info.message)
     unused = ""
     if promptText is not None and not answer:
