@@ -441,22 +441,41 @@ def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, d
     inside one of `roots`."""
     if not path.strip():
         raise ValueError("An empty path names no file: give the file's path.")
-    resolved = (Path(base).expanduser() / path if base else Path(path)).expanduser().resolve()
+    try:
+        resolved = (Path(base).expanduser() / path if base else Path(path)).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop of links
+        raise ValueError(
+            f"{quoted(path)} is no usable path: {getattr(exc, 'strerror', None) or exc}."
+        ) from None
     allowed = [Path(r).expanduser().resolve() for r in roots]
+    if resolved in allowed:
+        raise ValueError(
+            f"{quoted(path)} is the folder files may be {doing}, not a file in it: give a file's path."
+        )
     if not any(root in resolved.parents for root in allowed):
-        raise PathNotAllowedError(path, [str(r) for r in allowed], doing)
+        raise PathNotAllowedError(
+            quoted(path)[1:-1] if len(path) > 200 else path, [str(r) for r in allowed], doing
+        )
     return resolved
 
 
-def check_file_paths(paths: Sequence[str], roots: Sequence[str]) -> list[str]:
+def check_file_paths(
+    paths: Sequence[str], roots: Sequence[str], *, doing: str = "uploaded from"
+) -> list[str]:
     """The absolute form of each path; refuses a path outside every root or that is no file."""
     if not paths:
         raise ValueError("paths must name at least one file.")
     checked: list[str] = []
     for path in paths:
-        resolved = path_in_roots(path, roots, doing="uploaded from")
-        if not resolved.is_file() or not os.access(resolved, os.R_OK):
-            raise ValueError(f"{path!r} is not a readable file: no such file, a folder, or not readable.")
+        resolved = path_in_roots(path, roots, doing=doing)
+        try:
+            readable = resolved.is_file() and os.access(resolved, os.R_OK)
+        except OSError:  # a name too long for the file system
+            readable = False
+        if not readable:
+            raise ValueError(
+                f"{quoted(path)} is not a readable file: no such file, a folder, or not readable."
+            )
         checked.append(str(resolved))
     return checked
 

@@ -99,8 +99,9 @@ class PathNotAllowedError(TabpilotError, ValueError):
 
     def __init__(self, path: str, roots: Sequence[str], doing: str) -> None:
         shown = ", ".join(roots) or "(none)"
+        named = path if len(path) <= 200 else f"{path[:200]}… ({len(path)} characters)"
         super().__init__(
-            f"{path} is outside the folders files may be {doing} ({shown}).",
+            f"{named} is outside the folders files may be {doing} ({shown}).",
             "Use a path inside one of them." if len(roots) > 1 else "Use a path inside it.",
         )
         self.path = path

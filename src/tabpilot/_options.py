@@ -177,30 +177,52 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "viewport":
         if isinstance(value, str):
             return parse_viewport(value)
-        if isinstance(value, Mapping):
-            return parse_viewport(f"{value.get('width')}x{value.get('height')}")
-        width, height = value
-        return parse_viewport(f"{width}x{height}")
+        pair = (value.get("width"), value.get("height")) if isinstance(value, Mapping) else value
+        if not (
+            isinstance(pair, list | tuple)
+            and len(pair) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
+        ):
+            raise ValueError(
+                'viewport must be \'WIDTHxHEIGHT\', [width, height] or {"width": ..., "height": ...} in '
+                f"pixels, e.g. '1280x720', not {_shown(value)}"
+            )
+        return parse_viewport(f"{pair[0]}x{pair[1]}")
     if name in ("init_scripts", "browser_args"):
-        items = [value] if isinstance(value, str) else list(value)
-        if not all(isinstance(item, str) for item in items):
-            raise ValueError(f"{name} must be a list of strings")
+        items = [value] if isinstance(value, str) else value
+        if not (isinstance(items, list | tuple) and all(isinstance(item, str) for item in items)):
+            raise ValueError(f"{name} must be a list of strings, not {_shown(value)}")
         return tuple(items)
     if name == "cdp_headers":
         if isinstance(value, Mapping):
             return tuple((str(k), str(v)) for k, v in value.items())
-        items = [value] if isinstance(value, str) else list(value)
+        items = [value] if isinstance(value, str) else value
+        if not (
+            isinstance(items, list | tuple)
+            and all(
+                isinstance(item, str) or (isinstance(item, list | tuple) and len(item) == 2) for item in items
+            )
+        ):
+            raise ValueError(
+                f"cdp_headers must be an object of name: value, or a list of 'Name: value', not {_shown(value)}"
+            )
         return tuple(
             parse_header(item) if isinstance(item, str) else (str(item[0]), str(item[1])) for item in items
         )
     if name in ("headless", "ignore_https_errors"):
         if not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, got {json.dumps(value)}")
+            raise ValueError(f"{name} must be true or false, got {_shown(value)}")
         return value
     if name in ("timeout_action", "timeout_navigation"):
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{name} must be a number of seconds, got {json.dumps(value)}")
+            raise ValueError(f"{name} must be a number of seconds, got {_shown(value)}")
         return float(value)
     if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string, got {json.dumps(value)}")
+        raise ValueError(f"{name} must be a string, got {_shown(value)}")
     return value
+
+
+def _shown(value: Any) -> str:
+    """A JSON value in a message, cut if long (a huge one is not echoed back)."""
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 100 else f"{text[:100]}… ({len(text)} characters)"

@@ -254,6 +254,15 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         assert "not a readable file" in missing
         empty = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [""]}))
         assert "An empty path names no file" in empty and "outside" not in empty
+        # The allowed folder itself is no file (it was "outside the folders"); a path too long for
+        # the file system answered Python's OSError with the whole path.
+        folder = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [str(inside)]}))
+        assert "is the folder files may be uploaded from, not a file in it" in folder, folder
+        long = str(inside / ("y" * 5000))
+        too_long = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [long]}))
+        assert "is not a readable file" in too_long and "OSError" not in too_long and len(too_long) < 1000
+        saved = error(await mcp.call_tool("browser_storage_state", {"path": "x" * 100_000}))
+        assert "OSError" not in saved and len(saved) < 1000, saved[:300]
         assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
 
 
@@ -440,12 +449,17 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
 
         for options, message in (
             ({"browserArgs": ["--no-sandbox"]}, "only be set when the server starts"),
-            ({"initScripts": ["/etc/hostname"]}, "outside the folders"),
+            ({"initScripts": ["/etc/hostname"]}, "outside the folders files may be read from"),
             ({"viewport": "huge"}, "not a viewport size"),
             ({"colour": "red"}, "unknown browser option 'colour'"),
+            # Wrong JSON types answered Python's TypeError ("cannot unpack non-iterable int object").
+            ({"viewport": 5}, "viewport must be 'WIDTHxHEIGHT', [width, height] or {"),
+            ({"viewport": {"width": 800}}, 'not {"width": 800}'),
+            ({"initScripts": 5}, "init_scripts must be a list of strings, not 5"),
+            ({"cdpHeaders": 5}, "cdp_headers must be an object of name: value"),
         ):
             said = error(await mcp.call_tool("browser_instance", {"action": "launch", "options": options}))
-            assert message in said, said
+            assert message in said and "Error:" not in said and "unexpectedly" not in said, said
 
 
 async def test_secrets_are_typed_from_placeholders_and_never_shown(

@@ -46,7 +46,7 @@ def launch_options(base: BrowserOptions, given: dict[str, Any] | None, roots: li
     known = {*base.init_scripts, base.storage_state}
     files = [f for f in (*options.init_scripts, options.storage_state) if f and f not in known]
     if files:
-        check_file_paths(files, roots)
+        check_file_paths(files, roots, doing="read from")
     return options
 
 
