@@ -1107,3 +1107,30 @@ async def test_the_instructions_name_only_tools_the_server_offers(connect: Calla
         assert "browser_handle_dialog" in said and "browser_observe" not in said, said
     async with connect() as mcp:
         assert "browser_observe what='errors'" in (mcp.instructions or "")
+
+
+async def test_compatible_sets_cut_long_urls_and_ids_as_the_default_set_does(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A tab with a 100k URL made every browser-use list ~300k characters (the URL, and the URL
+    # again as its title); a 100k tab id was echoed whole in the error of three sets.
+    long_url = site.url("/page/a#") + "x" * 100_000
+    huge_id = "9x" * 50_000
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": long_url})
+        for tool in ("browser_list_tabs", "browser_get_state"):
+            listed = await call(mcp, tool, {})
+            assert len(listed) < 5_000 and "more]" in listed, (tool, len(listed))
+        refused = await fail(mcp, "browser_switch_tab", {"tab_id": huge_id})
+        assert refused.startswith("Error: No tab with tab_id '9x9x") and len(refused) < 2_000
+    async with connect(tools=("browser-tab",)) as mcp:
+        await call(mcp, "browser_tab", {"action": "new", "url": long_url})
+        listed = await call(mcp, "browser_tab", {"action": "list"})
+        assert len(listed) < 5_000 and "more]" in listed, len(listed)
+        refused = await fail(mcp, "browser_tab", {"action": "close", "tabId": huge_id})
+        assert len(refused) < 2_000, len(refused)
+        empty = await fail(mcp, "browser_tab", {"action": "close", "tabId": " "})
+        assert "no open tab has id ' '." in empty, empty
+    async with connect(tools=("foxmcp",)) as mcp:
+        refused = await fail(mcp, "tabs_switch", {"tab_id": huge_id})
+        assert "No tab with ID '9x9x" in refused and len(refused) < 2_000, len(refused)

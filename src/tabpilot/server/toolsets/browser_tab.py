@@ -30,7 +30,7 @@ from pydantic import Field
 
 from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, TabpilotError
 
-from ..advice import ToolCalls
+from ..advice import ToolCalls, id_shown, short
 from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec, open_tab
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
@@ -63,7 +63,14 @@ def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str,
     active = instance.active_tab
     return {
         "tabs": [
-            {"id": i.id, "url": i.url, "title": i.title, "active": i.active, "index": i.index} for i in infos
+            {
+                "id": i.id,
+                "url": short(i.url),
+                "title": short(i.title, 200),
+                "active": i.active,
+                "index": i.index,
+            }
+            for i in infos
         ],
         "activeTabId": active.id if active else None,
         "count": len(infos),
@@ -103,7 +110,7 @@ def _tab_not_found(
         if several
         else _call("list")
     )
-    return f"Tab not found: no open tab has id {tab_id}. Open tab ids: {ids}. List tabs to get valid IDs ({listing})."
+    return f"Tab not found: no open tab has id {id_shown(tab_id)}. Open tab ids: {ids}. List tabs to get valid IDs ({listing})."
 
 
 def _last_tab(manager: TabManager, exc: LastTabError) -> str:
@@ -177,7 +184,7 @@ async def _run(
             )
             return None
         await tab.refresh_title()
-        return {"tabId": tab.id, "url": tab.url, "title": tab.title}
+        return {"tabId": tab.id, "url": short(tab.url), "title": short(tab.title, 200)}
     if action == "close_others":
         if keep_tab_id is None:
             raise ValueError("keepTabId is required for action=close_others (the tab to keep open).")

@@ -61,7 +61,7 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import ToolCalls, closed_as, error_text, short, tab_limit_closed
+from ..advice import ToolCalls, closed_as, error_text, id_shown, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,
@@ -113,15 +113,18 @@ class _UnknownIndex(TabpilotError):
 def tab_entry(info: TabInfo) -> dict[str, Any]:
     """A tab as browser_get_state lists it (TabInfo serialised by alias, as the seed's fix does)."""
     return {
-        "url": info.url,
-        "title": info.title,
+        "url": short(info.url),  # a 100k URL was in every state and list, whole, twice (as its title)
+        "title": short(info.title, 200),
         "tab_id": str(info.id),
         "parent_tab_id": str(info.opener_id) if info.opener_id is not None else None,
     }
 
 
 def list_tabs_json(tabs: Sequence[TabInfo]) -> str:
-    return json.dumps([{"tab_id": str(t.id), "url": t.url, "title": t.title or ""} for t in tabs], indent=2)
+    return json.dumps(
+        [{"tab_id": str(t.id), "url": short(t.url), "title": short(t.title or "", 200)} for t in tabs],
+        indent=2,
+    )
 
 
 def typed_text(index: int, text: str) -> str:
@@ -244,7 +247,7 @@ def _not_found(manager: TabManager, tab_id: object) -> str:
         or "none"
     )
     return (
-        f"No tab with tab_id {tab_id!r}. Open tabs: {tabs}. "
+        f"No tab with tab_id {id_shown(str(tab_id))}. Open tabs: {tabs}. "
         "Use a tab_id from browser_list_tabs or browser_get_state."
     )
 
@@ -268,8 +271,8 @@ async def browser_get_state(
             entry["href"] = found["href"]
         listed.append(entry)
     result = {
-        "url": snap.url,
-        "title": snap.title,
+        "url": short(snap.url),
+        "title": short(snap.title, 200),
         "tabs": [tab_entry(i) for i in manager.tabs()],
         "interactive_elements": listed,
     }

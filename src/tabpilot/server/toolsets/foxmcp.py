@@ -31,7 +31,7 @@ from pydantic import Field, StrictInt, StrictStr
 
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
 
-from ..advice import ToolCalls, error_text, short
+from ..advice import ToolCalls, error_text, id_shown, short
 from ..tools.base import Call, ToolSpec, open_tab
 
 TabIdParam = Annotated[StrictInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
@@ -88,7 +88,7 @@ def _problem(manager: TabManager, exc: TabpilotError) -> str:
     # Library errors list the open tabs over several lines; FoxMCP's errors are one line.
     if isinstance(exc, TabNotFoundError):
         ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
-        return f"No tab with ID {exc.tab_id}. Open tab IDs: {ids}. Call tabs_list to see them."
+        return f"No tab with ID {id_shown(exc.tab_id)}. Open tab IDs: {ids}. Call tabs_list to see them."
     return error_text(exc, CALLS)
 
 
