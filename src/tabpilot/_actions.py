@@ -363,6 +363,14 @@ async def fill_form(
     checked before anything is filled."""
     if not fields:
         raise ValueError("fields must name at least one field: [(ref, value), ...].")
+    for ref, value in fields:
+        if isinstance(value, list | tuple) and not value:  # it cleared the choice, saying "= ."
+            raise ValueError(f"The value for {ref} is an empty list: give the option (or options) to select.")
+        if isinstance(value, str) and len(value) > MAX_TYPED:  # as much as type_text takes at once
+            raise ValueError(
+                f"The value for {ref} is {len(value)} characters; at most {MAX_TYPED} can be filled in one "
+                "call. Split it over several calls."
+            )
     async with tab.input_turn():
         return await _fill_form(tab, fields, call_timeout(timeout, tab.host.timeouts.action))
 

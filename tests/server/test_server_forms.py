@@ -82,6 +82,16 @@ async def test_fill_form_fills_every_kind_of_field_of_a_background_tab(
         )
         assert "purple" in refused
         assert await page_value(mcp, form, "() => document.getElementById('name').value") == "Ada"
+        # Each of these had been taken without a word: an unknown key (dropped), an empty choice
+        # (it cleared the select), 100k characters (browser_type takes 20,000; the answer was 100k).
+        for field, says in (
+            ({"ref": name, "value": "Bob", "extra": 1}, "unknown key 'extra' in a field: give ref and value"),
+            ({"ref": color, "value": []}, f"The value for {color} is an empty list: give the option"),
+            ({"ref": message, "value": "x" * 100_000}, "at most 20000 can be filled in one call"),
+        ):
+            said = error(await mcp.call_tool("browser_fill_form", {"fields": [field]}))
+            assert says in said and len(said) < 2_000, said[:500]
+        assert await page_value(mcp, form, "() => document.getElementById('color').value") == "blue"
 
 
 async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_field_takes(

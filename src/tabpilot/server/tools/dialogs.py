@@ -22,7 +22,7 @@ async def browser_handle_dialog(
     tab: Tab,
     accept: Annotated[bool, Field(description="OK (true) or Cancel (false).")],
     promptText: Annotated[
-        str | None, Field(description="prompt: the answer. Default: the prompt's default value.")
+        str | None, Field(description="prompt: the answer. Default: the prompt's default.")
     ] = None,
     tabId: Annotated[
         TabIdValue | None,

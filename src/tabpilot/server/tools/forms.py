@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field, StrictBool, StrictStr
+from pydantic import BaseModel, Field, StrictBool, StrictStr, model_validator
 
 from tabpilot import Tab, drag, fill_form, quoted, upload_files
 
@@ -17,6 +17,19 @@ from .input import report
 class FormField(BaseModel):
     ref: StrictStr
     value: StrictStr | StrictBool | list[StrictStr] = Field(description="Text, true/false, or option(s).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, given: Any) -> Any:
+        # Refused as an unknown argument is (it was dropped without a word); checked here, not by
+        # `extra="forbid"`, whose schema line every tool list would carry.
+        if isinstance(given, dict):
+            unknown = sorted(set(given) - set(cls.model_fields))
+            if unknown:
+                raise ValueError(
+                    f"unknown key {', '.join(map(repr, unknown))} in a field: give ref and value"
+                )
+        return given
 
 
 def _shown(value: str | bool | list[str]) -> str:
