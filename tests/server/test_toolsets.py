@@ -1134,3 +1134,15 @@ async def test_compatible_sets_cut_long_urls_and_ids_as_the_default_set_does(
     async with connect(tools=("foxmcp",)) as mcp:
         refused = await fail(mcp, "tabs_switch", {"tab_id": huge_id})
         assert "No tab with ID '9x9x" in refused and len(refused) < 2_000, len(refused)
+
+
+async def test_true_or_false_is_refused_where_a_number_is_due(connect: Callable[..., Client]) -> None:
+    # pydantic reads true as 1: browser-use clicked element 1, a snapshot read one level.
+    for tools, tool, arguments, name in (
+        ("browser-use", "browser_click", {"index": True}, "index"),
+        ("default", "browser_snapshot", {"depth": True}, "depth"),
+        ("default", "browser_wait_for", {"time": False}, "time"),
+    ):
+        async with connect(tools=(tools,)) as mcp:
+            refused = await fail(mcp, tool, arguments)
+            assert f"- argument {name!r}: Input should be a number (got " in refused, refused

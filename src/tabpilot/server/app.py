@@ -231,8 +231,10 @@ class TabpilotServer(Server[ServerState]):
             )
         try:
             given = tool.metadata.validate_arguments(arguments)
+            problems = _booleans_for_numbers(tool.schema, arguments)
         except ValidationError as exc:
             problems = _argument_problems(exc)
+        if problems:
             return await self._argument_error(
                 name,
                 ctx,
@@ -302,6 +304,21 @@ def _shown(value: Any, cap: int = 200) -> str:
     in quotes as pydantic quotes the values it expects ('up')."""
     text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= cap else text[:cap] + f"…[{len(text)} characters]"
+
+
+def _booleans_for_numbers(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    """One line per true/false given for a number: pydantic takes `true` for 1 (an index, a depth,
+    seconds), so `index=true` clicked element 1. Ids are refused by their strict types already."""
+    lines = []
+    properties = schema.get("properties", {})
+    for name, value in arguments.items():
+        if not isinstance(value, bool) or name not in properties:
+            continue
+        prop = properties[name]
+        types = {branch.get("type") for branch in (prop, *prop.get("anyOf", ()))}
+        if "boolean" not in types and types & {"integer", "number"}:
+            lines.append(f"- argument {name!r}: Input should be a number (got {_shown(value)})")
+    return lines
 
 
 def _argument_problems(error: ValidationError) -> list[str]:
