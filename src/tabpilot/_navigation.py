@@ -34,6 +34,8 @@ TAB_SCHEMES = frozenset(
 open). It hands any other (mailto:, tel:, ftp: since Chromium 95, an app's own such as zoommtg:) to
 another program, and a tab the browser was told to load one of those in (not a link a page's user
 clicks) stops taking clicks and keys: measured, Chromium 156, until it loads a page of another site."""
+_NOT_HOSTS = TAB_SCHEMES | {"mailto", "tel", "sms", "ftp", "ws", "wss", "news", "irc", "magnet", "intent"}
+"""Schemes that `name:digits` is written with (`javascript:1`, `tel:110`): never a host and its port."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,11 @@ def normalize_url(url: str) -> str:
     Text that cannot name a web host (`not a url`) is refused (ValueError) rather than looked up,
     and so is a URL the browser does not open in a tab (`TAB_SCHEMES`)."""
     text = url.strip()
-    if not _HAS_SCHEME.match(text) or _HOST_PORT.match(text):
+    if not text:  # it was quoted back as '' "naming no host"
+        raise ValueError("The URL is empty (only spaces): pass a URL such as https://example.com/page.")
+    if not _HAS_SCHEME.match(text) or (
+        _HOST_PORT.match(text) and text.partition(":")[0].lower() not in _NOT_HOSTS
+    ):
         text = ("http://" if _LOCAL_HOST.match(text) else "https://") + text
     scheme = text.partition(":")[0].lower()
     if scheme not in TAB_SCHEMES:

@@ -63,6 +63,13 @@ def test_a_url_without_scheme_gets_the_one_a_user_means() -> None:
     assert normalize_url("about:blank") == "about:blank"
     assert normalize_url("http://a.test") == "http://a.test"
     assert normalize_url("https://a.test/a b") == "https://a.test/a b"  # the browser encodes the space
+    # A scheme followed by digits is no host and port: javascript:1 had become https://javascript:1.
+    assert normalize_url("javascript:1") == "javascript:1"
+    for other in ("mailto:1", "tel:110"):
+        with pytest.raises(ValueError, match="does not open in a tab"):
+            normalize_url(other)
+    with pytest.raises(ValueError, match=r"^The URL is empty \(only spaces\)"):
+        normalize_url("   ")  # it was quoted back as ''
 
 
 def test_text_that_names_no_web_host_is_refused_instead_of_looked_up() -> None:
