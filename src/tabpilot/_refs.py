@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-_TAB_REF = re.compile(r"^(\d+)((?:f\d+)?e\d+)$")
-_PAGE_REF = re.compile(r"^(?:f\d+)?e\d+$")
+# ASCII digits only: `１e4` (a full-width 1) is no ref of tab 1, as "２" is no tab id.
+_TAB_REF = re.compile(r"^([0-9]+)((?:f[0-9]+)?e[0-9]+)$")
+_PAGE_REF = re.compile(r"^(?:f[0-9]+)?e[0-9]+$")
 _SNAPSHOT_REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
 _POINTER = " [cursor=pointer]"
 _CLICKABLE_ROLE = re.compile(r"\s*- (?:link|button)\b")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 import re
 
-from tabpilot import scope_snapshot
+import pytest
+
+from tabpilot import parse_ref, scope_snapshot
 
 POINTER = " [cursor=pointer]"
 
@@ -61,3 +63,12 @@ def test_any_snapshot_text_follows_the_line_rule() -> None:
     for _ in range(5000):
         snapshot = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         assert scope_snapshot(7, snapshot)[0] == _by_lines(7, snapshot), repr(snapshot)
+
+
+def test_a_ref_is_read_with_the_digits_0_to_9_only() -> None:
+    # `１e4` (a full-width 1) was read as tab 1's e4, while tabId "２" is refused.
+    assert parse_ref(" 12f3e45 ") == (12, "f3e45")
+    assert parse_ref("e7") == (None, "e7")
+    for lookalike in ("１e4", "1e٤", "e¹"):
+        with pytest.raises(ValueError, match="is not an element ref"):
+            parse_ref(lookalike)
