@@ -749,13 +749,17 @@ async def evaluate(
         # A dialog holds the script up; once it is handled the script goes on, with no time limit
         # of this call's (the dialog may wait for a person): its result comes as an event.
         holder = next((t for t in tab.host.tabs if t.id == result.dialog_tab_id), tab)
-        holder.hold(asyncio.ensure_future(_held_result(tab, evaluation, what, holder.id)))
+        holder.hold(asyncio.ensure_future(_held_result(tab, evaluation, what, holder.id, function)))
         return result
     return _with(result, value=json_value(value))
 
 
-async def _held_result(tab: Tab, evaluation: asyncio.Future[Any], what: str, held_by: int) -> None:
+async def _held_result(
+    tab: Tab, evaluation: asyncio.Future[Any], what: str, held_by: int, function: str
+) -> None:
     """Emit the outcome of a script a dialog held up (`evaluate`) as a `script_result` event."""
+    # Which script it was: with several held up by one dialog, each result says whose it is.
+    script = function.strip() if len(function.strip()) <= 200 else function.strip()[:200] + "…"
     try:
         with map_playwright_errors(Doing(what, tab_id=tab.id)):
             value = json_value(await evaluation)
@@ -763,9 +767,9 @@ async def _held_result(tab: Tab, evaluation: asyncio.Future[Any], what: str, hel
         raise
     except Exception as exc:  # a script's own error, the tab closed or navigated
         error = exc.fact if isinstance(exc, TabpilotError) else f"{what} failed: {exc}"
-        tab.host.emit("script_result", tab.id, heldBy=held_by, error=error)
+        tab.host.emit("script_result", tab.id, heldBy=held_by, error=error, function=script)
         return
-    tab.host.emit("script_result", tab.id, heldBy=held_by, value=value)
+    tab.host.emit("script_result", tab.id, heldBy=held_by, value=value, function=script)
 
 
 async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
 from support import data, error, ok, png_size, poll, ref_of, result_of, section, tab_line, text
-from tabpilot import BrowserOptions
+from tabpilot import BrowserOptions, quoted
 from tabpilot.demo.site import LocalSite
 
 
@@ -608,7 +608,8 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
     async with connect() as mcp:
         tab = await open_tab(mcp, site.url("/page/a"))
 
-        result = ok(await mcp.call_tool("browser_evaluate", {"function": "() => alert('hey')", "tabId": tab}))
+        alerts = "() => alert('hey')"
+        result = ok(await mcp.call_tool("browser_evaluate", {"function": alerts, "tabId": tab}))
 
         assert "its result comes after the dialog" in section(result, "Result")
         assert f"It opened an alert dialog on tab {tab}: 'hey'" in section(result, "Result")
@@ -617,7 +618,7 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert section(handled, "Result") == (
             f"Accepted the alert dialog 'hey' on tab {tab}.\n"
-            f"The script it held up on tab {tab} returned:\n```json\nnull\n```"
+            f"The script {alerts!r} it held up on tab {tab} returned:\n```json\nnull\n```"
         )
         assert "### Events" not in text(handled)
         # structured: kept
@@ -638,7 +639,7 @@ async def test_a_script_held_up_by_a_dialog_answers_with_the_call_that_handles_i
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert section(handled, "Result") == (
             f"Accepted the confirm dialog 'proceed?' on tab {tab}.\n"
-            f'The script it held up on tab {tab} returned:\n```json\n"YES-RESULT"\n```'
+            f'The script {asks!r} it held up on tab {tab} returned:\n```json\n"YES-RESULT"\n```'
         )
         assert data(handled)["result"]["scriptResults"] == [{"tabId": tab, "value": "YES-RESULT"}]
         assert "script" not in section(handled, "Events"), "the result says it"
@@ -656,14 +657,16 @@ async def test_a_script_held_up_by_a_dialog_answers_with_the_call_that_handles_i
         throws = "() => { if (confirm('fail?')) throw new Error('kaboom') }"
         ok(await mcp.call_tool("browser_evaluate", {"function": throws, "tabId": tab}))
         failed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
-        assert f"The script it held up on tab {tab} ended with an error: " in section(failed, "Result")
+        assert f"The script {throws!r} it held up on tab {tab} ended with an error: " in section(
+            failed, "Result"
+        )
         assert "kaboom" in section(failed, "Result")
 
         # One that goes on longer than the answer waits for (the action timeout) comes in ### Events.
         slow = "async () => { confirm('wait?'); await new Promise(r => setTimeout(r, 1500)); return 'late' }"
         ok(await mcp.call_tool("browser_evaluate", {"function": slow, "tabId": tab}))
         answered = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
-        told = f'tab {tab}: the script that waited for its dialog returned "late"'
+        told = f'tab {tab}: the script ({quoted(slow, 80)}) that waited for its dialog returned "late"'
         if "still running" in section(answered, "Result"):
             answered = await poll(
                 lambda: mcp.call_tool("browser_tabs", {"action": "list"}),

@@ -583,7 +583,8 @@ def event_line(event: TabEvent) -> str:
         return f"tab {tab}: dialog closed"
     if event.type == "script_result":
         dialog = "its dialog" if d.get("heldBy") == tab else f"the dialog on tab {d.get('heldBy')}"
-        held = f"the script that waited for {dialog}"
+        script = f" ({quoted(str(d['function']), 80)})" if d.get("function") else ""
+        held = f"the script{script} that waited for {dialog}"
         if "error" in d:
             return f"tab {tab}: {held} ended with an error: {d['error']}"
         return f"tab {tab}: {held} returned {script_value(d.get('value'))[0]}"

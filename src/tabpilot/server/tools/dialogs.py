@@ -68,7 +68,9 @@ def _held_scripts(call: Call, tab: Tab, since: int) -> None:
     for event in call.manager.events.history(since=since):
         if event.type != "script_result" or event.data.get("heldBy") != tab.id or event.tab_id is None:
             continue
-        held = f"The script it held up on tab {event.tab_id}"
+        # Named by its text: two scripts held up by one dialog each get a result line.
+        script = f" {quoted(str(event.data['function']), 80)}" if event.data.get("function") else ""
+        held = f"The script{script} it held up on tab {event.tab_id}"
         if "error" in event.data:
             lines.append(f"{held} ended with an error: {event.data['error']}")
             outcomes.append({"tabId": event.tab_id, "error": event.data["error"]})
