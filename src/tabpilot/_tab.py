@@ -188,10 +188,10 @@ class Tab:
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
         self._input_turns: deque[asyncio.Future[None]] = deque()
+        """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
         self.turns_taken = 0
         """Input turns given so far (`input_turn`): a count that grew since an action's own turn
         means another action used the tab after it."""
-        """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
         self._document_due = False
         """A navigation asked for a document that has not arrived yet (`expecting_document`,
         `document_requested`)."""
