@@ -461,9 +461,7 @@ def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, d
             f"{quoted(path)} is the folder files may be {doing}, not a file in it: give a file's path."
         )
     if not any(root in resolved.parents for root in allowed):
-        raise PathNotAllowedError(
-            quoted(path)[1:-1] if len(path) > 200 else path, [str(r) for r in allowed], doing
-        )
+        raise PathNotAllowedError(path, [str(r) for r in allowed], doing)  # which cuts a long path
     return resolved
 
 

@@ -271,6 +271,11 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         long = str(inside / ("y" * 5000))
         too_long = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [long]}))
         assert "is not a readable file" in too_long and "OSError" not in too_long and len(too_long) < 1000
+        outside_long = str(tmp_path / ("z" * 5000))
+        far = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [outside_long]}))
+        assert f"… ({len(outside_long)} characters) is outside the folders" in far and len(far) < 1000, far[
+            :400
+        ]
         saved = error(await mcp.call_tool("browser_storage_state", {"path": "x" * 100_000}))
         assert "OSError" not in saved and len(saved) < 1000, saved[:300]
         assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
