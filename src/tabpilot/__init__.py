@@ -56,6 +56,7 @@ from ._errors import (
     TabNotFoundError,
     TabpilotError,
     TabSummary,
+    id_shown,
     quoted,
 )
 from ._events import EventBus
@@ -195,6 +196,7 @@ __all__ = [
     "fill_form",
     "find_browser",
     "hover",
+    "id_shown",
     "key_name",
     "navigate",
     "normalize_url",

@@ -68,6 +68,12 @@ def quoted(text: str | None, cap: int = 200) -> str:
     return shown if len(shown) <= cap else shown[:cap] + f"… ({len(text or '')} characters)"
 
 
+def id_shown(tab_id: object) -> str:
+    """A tab id as a caller gave it, for a message: a number as it is, text quoted and cut (an
+    empty or a 100k-character id is shown as such, not as nothing or whole)."""
+    return str(tab_id) if isinstance(tab_id, int) else quoted(str(tab_id), 40)
+
+
 def describe_tabs(tabs: Iterable[TabLike]) -> str:
     """One line per tab, as error messages list them."""
     lines = [f"  - tab {t.id}: {t.title or '(no title)'} ({t.url})" for t in tabs]
@@ -258,7 +264,7 @@ class TabNotFoundError(TabError):
         self.kept_by = kept_by
         why = f" {reason}" if reason else ""
         super().__init__(
-            f"Tab {tab_id if isinstance(tab_id, int) else quoted(tab_id, 40)} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
+            f"Tab {id_shown(tab_id)} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
             kept_by.advice
             if kept_by is not None
             else "Use one of these ids, or list tabs again."

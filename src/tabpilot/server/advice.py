@@ -58,12 +58,6 @@ def short(text: str, cap: int = URL_CHARS) -> str:
     return text if len(text) <= cap else text[:cap] + f"…[{len(text) - cap} more]"
 
 
-def id_shown(tab_id: object) -> str:
-    """A tab id as a caller gave it, for a message: a number as it is, text quoted and cut (an
-    empty or a 100k-character id is shown as such, not as nothing or whole)."""
-    return str(tab_id) if isinstance(tab_id, int) else quoted(str(tab_id), 40)
-
-
 def dialog_said(dialog_type: str, message: str | None) -> str:
     """What a dialog says, to follow its name in a line: `: 'Sure?'`, or what a dialog without
     words is about (a beforeunload dialog has none: the page asks before it is left)."""

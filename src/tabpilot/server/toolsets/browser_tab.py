@@ -28,9 +28,9 @@ from typing import Annotated, Any, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, TabpilotError
+from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, TabpilotError, id_shown
 
-from ..advice import ToolCalls, id_shown, short
+from ..advice import ToolCalls, short
 from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec, open_tab
 
 Action = Literal["list", "new", "close", "close_others", "activate"]

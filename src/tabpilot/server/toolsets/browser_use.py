@@ -56,12 +56,13 @@ from tabpilot import (
     TabpilotError,
     click,
     evaluate,
+    id_shown,
     normalize_url,
     screenshot,
     type_text,
 )
 
-from ..advice import ToolCalls, closed_as, error_text, id_shown, short, tab_limit_closed
+from ..advice import ToolCalls, closed_as, error_text, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,

@@ -29,9 +29,9 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field, StrictInt, StrictStr
 
-from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError
+from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_shown
 
-from ..advice import ToolCalls, error_text, id_shown, short
+from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, open_tab
 
 TabIdParam = Annotated[StrictInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
