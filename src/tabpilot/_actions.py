@@ -757,7 +757,8 @@ async def _held_result(
 ) -> None:
     """Emit the outcome of a script a dialog held up (`evaluate`) as a `script_result` event."""
     # Which script it was: with several held up by one dialog, each result says whose it is.
-    script = function.strip() if len(function.strip()) <= 200 else function.strip()[:200] + "…"
+    script = function.strip()
+    script = script if len(script) <= 200 else script[:200] + "…"
     try:
         with map_playwright_errors(Doing(what, tab_id=tab.id)):
             value = json_value(await evaluation)

@@ -43,7 +43,7 @@ def check_endpoint(endpoint: str, protocol: Protocol) -> None:
             reason="bad_url",
         )
     if scheme in _SCHEMES[protocol]:
-        if protocol == "playwright" and "/devtools/" in urlsplit(endpoint).path:
+        if protocol == "playwright" and "/devtools/" in parts.path:
             raise ConnectError(
                 f"{endpoint} is a Chrome DevTools (CDP) URL, not a Playwright browser server.",
                 "Connect it over CDP instead.",

@@ -119,17 +119,12 @@ class BrowserOptions:
                 raise ValueError(f"init script {script!r} is not a readable file")
         if self.viewport is not None:
             # A string ("800x600") or an odd pair reached the launch, which failed in Playwright's words.
-            pair = self.viewport
-            if not (
-                isinstance(pair, tuple | list)
-                and len(pair) == 2
-                and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
-            ):
+            pair = _viewport_pair(self.viewport)
+            if pair is None:
                 raise ValueError(
-                    f"viewport must be (width, height) in pixels, e.g. (1280, 720), not {pair!r}"
+                    f"viewport must be (width, height) in pixels, e.g. (1280, 720), not {self.viewport!r}"
                 )
-            parse_viewport(f"{pair[0]}x{pair[1]}")  # each side from 100 to 10000
-            object.__setattr__(self, "viewport", (pair[0], pair[1]))  # a list (from JSON) as a pair
+            object.__setattr__(self, "viewport", pair)  # a list (from JSON) as a pair
         for arg in self.browser_args:
             if arg.split("=", 1)[0] == "--user-data-dir":  # the launch failed in Playwright's words
                 raise ValueError(
@@ -177,17 +172,15 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "viewport":
         if isinstance(value, str):
             return parse_viewport(value)
-        pair = (value.get("width"), value.get("height")) if isinstance(value, Mapping) else value
-        if not (
-            isinstance(pair, list | tuple)
-            and len(pair) == 2
-            and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
-        ):
+        pair = _viewport_pair(
+            (value.get("width"), value.get("height")) if isinstance(value, Mapping) else value
+        )
+        if pair is None:
             raise ValueError(
                 'viewport must be \'WIDTHxHEIGHT\', [width, height] or {"width": ..., "height": ...} in '
                 f"pixels, e.g. '1280x720', not {_shown(value)}"
             )
-        return parse_viewport(f"{pair[0]}x{pair[1]}")
+        return pair
     if name in ("init_scripts", "browser_args"):
         items = [value] if isinstance(value, str) else value
         if not (isinstance(items, list | tuple) and all(isinstance(item, str) for item in items)):
@@ -220,6 +213,18 @@ def _coerce(name: str, value: Any) -> Any:
     if not isinstance(value, str):
         raise ValueError(f"{name} must be a string, got {_shown(value)}")
     return value
+
+
+def _viewport_pair(value: object) -> tuple[int, int] | None:
+    """`value` as (width, height) if it is a pair of whole numbers (a list too), each side checked
+    by `parse_viewport` (ValueError out of range); None for any other shape."""
+    if not (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+    ):
+        return None
+    return parse_viewport(f"{value[0]}x{value[1]}")
 
 
 def _shown(value: Any) -> str:
