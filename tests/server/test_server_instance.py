@@ -172,28 +172,43 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
 async def test_a_connected_browser_that_quits_is_reported_as_quit(
     shared_browser: Instance, browser_path: str, site: LocalSite
 ) -> None:
+    # A quit is told by each page's Target.targetDestroyed reaching tabpilot before the browser's
+    # disconnect. Playwright's driver runs a socket's messages on the next turn of its loop but its
+    # close at once, dropping what is left: when the last messages come in with the close (a loaded
+    # machine), they are lost and the loss can only read "disconnected". So up to three quits: a
+    # quit must be recognised in one, and none may be called anything but a quit or a disconnect.
     server = own_browser_server(browser_path)
+    said_each: list[str] = []
     async with Client(server) as client:
-        with remote_chromium(browser_path) as remote:
-            connected = result_of(
-                await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
-            )
-            remote.quit()  # as its user would
-            seen: list[str] = []
+        for _attempt in range(3):
+            with remote_chromium(browser_path) as remote:
+                connected = result_of(
+                    await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
+                )
+                remote.quit()  # as its user would
+                seen: list[str] = []
 
-            async def events() -> str:
-                seen.append(section(await call(client, "browser_tabs", action="list"), "Events"))
-                return "".join(seen)
+                async def events(seen: list[str] = seen) -> str:
+                    seen.append(section(await call(client, "browser_tabs", action="list"), "Events"))
+                    return "".join(seen)
 
-            said = await poll(events, lambda said: "was lost" in said)
-        assert (
-            f"instance {connected['instanceId']} was lost: the browser quit, closing its tabs first (its "
-            "last window was closed, or it was told to quit)" in said
-        ), said
-        (tab_id,) = connected["tabIds"]
-        assert f"tab {tab_id} closed (its browser was lost)" in said
-        failed = await client.call_tool("browser_snapshot", {"tabId": tab_id})
-        assert failed.is_error and "(the browser quit, closing its tabs first" in section(failed, "Error")
+                said = await poll(events, lambda said: "was lost" in said)
+            lost = f"instance {connected['instanceId']} was lost: "
+            assert (
+                f"{lost}the browser quit, closing its tabs first (its last window was closed, or it was told to quit)"
+                in said
+                or f"{lost}the browser disconnected" in said
+            ), said
+            (tab_id,) = connected["tabIds"]
+            assert f"tab {tab_id} closed (its browser was lost)" in said
+            said_each.append(said)
+            if "the browser quit" in said:
+                failed = await client.call_tool("browser_snapshot", {"tabId": tab_id})
+                assert failed.is_error and "(the browser quit, closing its tabs first" in section(
+                    failed, "Error"
+                )
+                break
+    assert "the browser quit" in said_each[-1], said_each
 
 
 async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relaunched(
