@@ -13,10 +13,11 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_ACTION_TIMEOUT = 5.0
 """Seconds an element action may take (actionability checks included). Short on purpose: an agent
@@ -42,6 +43,89 @@ def parse_header(text: str) -> tuple[str, str]:
     if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
         raise ValueError(f"{text!r} is not a header: give NAME:VALUE, e.g. 'Authorization: Bearer abc'")
     return name.strip(), value.strip()
+
+
+PROXY_SCHEMES = ("http", "https", "socks4", "socks5")
+
+
+def check_proxy_server(url: str) -> str:
+    """`url` as a proxy server Chromium takes (`[SCHEME://]HOST[:PORT]`, no scheme: http), or
+    ValueError: Chromium refused one it cannot read by not starting, and ignored a bad scheme."""
+    shown = _shown(url)
+    scheme, sep, _rest = url.partition("://")
+    try:
+        parts = urlsplit(url if sep else f"http://{url}")
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    host = parts.hostname if parts is not None else None
+    if (
+        parts is None
+        or not host
+        or not re.fullmatch(r"[\w.-]+|[0-9a-f:.]+", host)
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise ValueError(
+            f"proxy server {shown} is not [SCHEME://]HOST[:PORT], e.g. http://proxy:3128 or "
+            "socks5://127.0.0.1:1080"
+        )
+    if sep and scheme.lower() not in PROXY_SCHEMES:
+        raise ValueError(f"proxy server {shown}: the scheme must be one of {', '.join(PROXY_SCHEMES)}")
+    if parts.username is not None:
+        raise ValueError(  # not echoed: the password would be in the message
+            "proxy server: Chromium takes no user name or password in a proxy's URL, and "
+            "tabpilot has no option to pass them: use a proxy that needs none"
+        )
+    if port == 0:
+        raise ValueError(f"proxy server {shown}: port 0 is no port; give the proxy's port, or none")
+    return url
+
+
+def check_storage_state(path: str) -> str:
+    """`path` as a storage state to start with, or ValueError saying what is wrong: a JSON object of
+    `cookies` (each with a name, a value and a url or a domain and path) and `origins` (each with an
+    origin and its localStorage as name/value pairs), as `save_storage_state` writes it."""
+    try:
+        state = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"storage state {path!r} is not a readable JSON file ({exc})") from None
+    problem = _storage_state_problem(state)
+    if problem is not None:
+        raise ValueError(
+            f"storage state {path!r}: {problem}; a storage state is "
+            '{"cookies": [{"name", "value", "domain", "path", ...}], "origins": [{"origin", '
+            '"localStorage": [{"name", "value"}]}]}, as saving one writes it'
+        )
+    return path
+
+
+def _storage_state_problem(state: Any) -> str | None:
+    if not isinstance(state, dict):
+        return "it does not hold a JSON object"
+    for key in ("cookies", "origins"):
+        if not isinstance(state.get(key, []), list):
+            return f"{key} is not a list"
+    for i, cookie in enumerate(state.get("cookies", [])):
+        if not (isinstance(cookie, dict) and _strings(cookie, "name", "value")):
+            return f"cookies[{i}] has no name and value (strings)"
+        if not (_strings(cookie, "url") or _strings(cookie, "domain", "path")):
+            return f"cookies[{i}] ({_shown(cookie['name'])}) has neither a url nor a domain and path"
+    for i, origin in enumerate(state.get("origins", [])):
+        if not (isinstance(origin, dict) and _strings(origin, "origin")):
+            return f"origins[{i}] has no origin (a string)"
+        items = origin.get("localStorage")
+        if not (
+            isinstance(items, list)
+            and all(isinstance(item, dict) and _strings(item, "name", "value") for item in items)
+        ):
+            return f"origins[{i}].localStorage is not a list of name and value (strings)"
+    return None
+
+
+def _strings(record: dict[str, Any], *keys: str) -> bool:
+    return all(isinstance(record.get(key), str) for key in keys)
 
 
 MAX_SECONDS = 2_000_000
@@ -114,6 +198,10 @@ class BrowserOptions:
     def __post_init__(self) -> None:
         check_seconds(self.timeout_action, "timeout_action")
         check_seconds(self.timeout_navigation, "timeout_navigation")
+        if self.storage_state is not None:
+            check_storage_state(self.storage_state)
+        if self.proxy_server is not None:
+            check_proxy_server(self.proxy_server)
         for script in self.init_scripts:
             if not Path(script).expanduser().is_file():
                 raise ValueError(f"init script {script!r} is not a readable file")
@@ -143,10 +231,17 @@ class BrowserOptions:
         return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], *, base: BrowserOptions | None = None) -> BrowserOptions:
+    def from_mapping(
+        cls,
+        values: Mapping[str, Any],
+        *,
+        base: BrowserOptions | None = None,
+        check_files: Callable[[list[str]], object] | None = None,
+    ) -> BrowserOptions:
         """Options from a mapping (a JSON config file, tool arguments): keys in snake_case or
         camelCase, values as JSON gives them (`"viewport": "1280x720"` or `[1280, 720]`).
-        Unknown keys are an error that lists the known ones."""
+        Unknown keys are an error that lists the known ones. `check_files` is given the files the
+        values name that `base` does not (init scripts, storage state) before any of them is read."""
         known = {name: name for name in cls.field_names()}
         known.update({_camel(name): name for name in cls.field_names()})
         changes: dict[str, Any] = {}
@@ -157,7 +252,14 @@ class BrowserOptions:
                     f"unknown browser option {key!r}; known options: {', '.join(sorted(cls.field_names()))}"
                 )
             changes[name] = _coerce(name, value)
-        return dataclasses.replace(base or cls(), **changes)
+        base = base or cls()
+        if check_files is not None:
+            named = [*changes.get("init_scripts", ()), changes.get("storage_state")]
+            before = {*base.init_scripts, base.storage_state}
+            files = [f for f in named if f and f not in before]
+            if files:
+                check_files(files)
+        return dataclasses.replace(base, **changes)
 
 
 def _camel(name: str) -> str:

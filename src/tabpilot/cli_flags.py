@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tabpilot import check_profile_dir, parse_header, parse_viewport, seconds_problem
+from tabpilot import (
+    check_profile_dir,
+    check_proxy_server,
+    check_storage_state,
+    parse_header,
+    parse_viewport,
+    seconds_problem,
+)
 
 
 def host_port(text: str) -> tuple[str, int]:
@@ -161,16 +168,10 @@ def script_file(text: str) -> str:
     return path
 
 
-def json_object_file(text: str) -> str:
-    """A file holding a JSON object (a storage state)."""
-    path = file(text)
-    try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON file ({exc})") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r} does not hold a JSON object")
-    return path
+def storage_state_file(text: str) -> str:
+    """A storage state to start with, checked as the library checks one."""
+    checked: str = parsed(check_storage_state)(file(text))
+    return checked
 
 
 # Every BrowserOptions field: its flag and how argparse reads it.
@@ -195,7 +196,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         "--storage-state",
         {
             "metavar": "FILE",
-            "type": json_object_file,
+            "type": storage_state_file,
             "help": "start with the cookies and localStorage of this JSON file (as browser_storage_state saves it)",
         },
     ),
@@ -219,6 +220,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         "--proxy-server",
         {
             "metavar": "URL",
+            "type": parsed(check_proxy_server),
             "help": "send traffic through this proxy, e.g. http://proxy:3128 or socks5://127.0.0.1:1080",
         },
     ),

@@ -90,6 +90,43 @@ async def test_viewport_user_agent_and_an_init_script_in_a_popup(
         assert await evaluate(mcp, "() => [window.__initRan, window.__seenByPage]", popup) == [1, 1]
 
 
+@pytest.fixture
+def proxy() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP proxy on 127.0.0.1 that answers every request itself (nothing is forwarded): its URL,
+    and the request lines it was sent."""
+    seen: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.requestline)
+            body = f"<title>Via proxy</title><p>The proxy answered {self.path}</p>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
+    finally:
+        httpd.shutdown()
+
+
+async def test_pages_load_through_the_proxy_server(browser_path: str, proxy: tuple[str, list[str]]) -> None:
+    url, seen = proxy
+    # A name no resolver knows: only the proxy can answer it (nothing leaves this machine).
+    async with server(browser_path, proxy_server=url) as mcp:
+        went = text(ok(await mcp.call_tool("browser_navigate", {"url": "http://shop.invalid/cart"})))
+        assert "The proxy answered http://shop.invalid/cart" in went, went
+    assert "GET http://shop.invalid/cart HTTP/1.1" in seen, seen
+
+
 @pytest.fixture(scope="module")
 def https_site() -> Iterator[str]:
     """A page over HTTPS on 127.0.0.1 whose certificate no browser trusts (a throwaway CA)."""
@@ -255,7 +292,8 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
             ["--browser-path", __file__],
             f"--browser-path: The browser given by the browser path option ({__file__}) is not",
         ),
-        (["--storage-state", __file__], "argument --storage-state: "),
+        (["--storage-state", __file__], "argument --storage-state: storage state "),
+        (["--proxy-server", "proxy:3128/x"], 'argument --proxy-server: proxy server "proxy:3128/x" is not'),
         (["--init-script", sys.executable], "is not a UTF-8 text file"),
         # Every option in seconds is positive and finite, by one check.
         (
@@ -358,6 +396,50 @@ def test_the_registry_offers_exactly_the_names_the_config_checks() -> None:
     # ... and naming it gives the same tools as leaving it out (it had defined them twice).
     with_core = [t.name for t in registry.select_tools(["default"], ["core", "forms"])]
     assert with_core == [t.name for t in registry.select_tools(["default"], ["forms"])]
+
+
+def test_the_library_checks_a_proxy_and_a_storage_state_before_any_launch(tmp_path: Path) -> None:
+    # A proxy Chromium cannot read stopped it from starting ("check that the browser runs on this
+    # machine"); one with another scheme was ignored; a storage state of the wrong shape failed the
+    # launch in Playwright's words ("expected object, got object").
+    for good in ("proxy:3128", "http://proxy:3128", "socks5://127.0.0.1:1080", "http://[::1]:8080"):
+        assert BrowserOptions(proxy_server=good).proxy_server == good
+    for bad, message in (
+        ("not a url", 'proxy server "not a url" is not [SCHEME://]HOST[:PORT], e.g. http://proxy:3128'),
+        ("http://proxy:3128/path", "is not [SCHEME://]HOST[:PORT]"),
+        ("proxy:99999", "is not [SCHEME://]HOST[:PORT]"),
+        (
+            "ftp://proxy:21",
+            'proxy server "ftp://proxy:21": the scheme must be one of http, https, socks4, socks5',
+        ),
+        ("proxy:0", "port 0 is no port"),
+        ("http://ada:s3cret@proxy:3128", "proxy server: Chromium takes no user name or password"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            BrowserOptions(proxy_server=bad)
+        assert message in str(refused.value), refused.value
+        assert "s3cret" not in str(refused.value)
+    state = tmp_path / "state.json"
+    for content, problem in (
+        ("[]", "it does not hold a JSON object"),
+        ('{"cookies": {}}', "cookies is not a list"),
+        (
+            '{"cookies": [{"name": "a", "value": "b"}]}',
+            'cookies[0] ("a") has neither a url nor a domain and path',
+        ),
+        ('{"origins": [{"origin": "http://127.0.0.1:1"}]}', "origins[0].localStorage is not a list"),
+        ("{", "is not a readable JSON file"),
+    ):
+        state.write_text(content)
+        with pytest.raises(ValueError) as refused:
+            BrowserOptions(storage_state=str(state))
+        assert f"storage state {str(state)!r}" in str(refused.value) and problem in str(refused.value), (
+            refused.value
+        )
+    state.write_text(
+        '{"cookies": [{"name": "a", "value": "b", "url": "http://127.0.0.1:1/"}], "origins": []}'
+    )
+    assert BrowserOptions(storage_state=str(state)).storage_state == str(state)
 
 
 def test_the_library_checks_a_viewport_before_any_launch() -> None:

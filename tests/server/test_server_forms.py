@@ -462,9 +462,17 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
         assert await page_value(mcp, fresh, "() => innerWidth") == 800
         assert tab != fresh
 
+        (tmp_path / "listing.json").write_text("[]")
         for options, message in (
             ({"browserArgs": ["--no-sandbox"]}, "only be set when the server starts"),
             ({"initScripts": ["/etc/hostname"]}, "outside the folders files may be read from"),
+            # Checked before it is read: a file outside the folders is not opened, even to say what is wrong.
+            ({"storageState": "/etc/hostname"}, "outside the folders files may be read from"),
+            (
+                {"storageState": str(tmp_path / "listing.json")},
+                "it does not hold a JSON object; a storage state is",
+            ),
+            ({"proxyServer": "ftp://proxy:21"}, "the scheme must be one of http, https, socks4, socks5"),
             ({"viewport": "huge"}, "not a viewport size"),
             ({"colour": "red"}, "unknown browser option 'colour'"),
             # Wrong JSON types answered Python's TypeError ("cannot unpack non-iterable int object").

@@ -37,16 +37,14 @@ def launch_options(base: BrowserOptions, given: dict[str, Any] | None, roots: li
     """The server's browser options with a tool call's on top; files it names must lie in `roots`."""
     if not given:
         return base
-    options = BrowserOptions.from_mapping(given, base=base)
+    options = BrowserOptions.from_mapping(
+        given, base=base, check_files=lambda files: check_file_paths(files, roots, doing="read from")
+    )
     refused = [name for name in FLAG_ONLY_OPTIONS if getattr(options, name) != getattr(base, name)]
     if refused:
         raise ValueError(
             f"options {', '.join(refused)} can only be set when the server starts (its command line)."
         )
-    known = {*base.init_scripts, base.storage_state}
-    files = [f for f in (*options.init_scripts, options.storage_state) if f and f not in known]
-    if files:
-        check_file_paths(files, roots, doing="read from")
     return options
 
 
