@@ -282,6 +282,10 @@ async def type_text(
     return result
 
 
+MAX_KEY_CHARS = 100
+"""Longer than any key name or combination (`Control+Shift+Alt+Meta+AudioVolumeDown` is 38)."""
+
+
 def key_name(key: str) -> str:
     """Playwright's name of a key or combination: `ctrl+A` is `Control+A`, `cmd+shift+p`
     `Meta+Shift+p`, `esc` `Escape`. Names of more than one character are read in any case
@@ -310,6 +314,11 @@ async def press_key(
     `result.value` is the key as pressed."""
     if not key:
         raise ValueError("key must name a key, e.g. Enter, Tab, ArrowDown or Control+a.")
+    if len(key) > MAX_KEY_CHARS:  # no key's name is that long; it was echoed whole, twice
+        raise ValueError(
+            f"key {quoted(key, 60)} is not a key name: name one key or combination, e.g. Enter or "
+            "Control+a (text is typed, not pressed)."
+        )
     key = key_name(key)
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     async with tab.input_turn():

@@ -841,6 +841,10 @@ async def test_press_key_on_an_element_and_where_the_focus_is(
 
         unknown = error(await mcp.call_tool("browser_press_key", {"key": "Explode", "tabId": tab}))
         assert "Explode" in unknown and "Enter" in unknown
+        # No key has a name that long: it was echoed whole (twice), and cut, the message lost its end.
+        huge = error(await mcp.call_tool("browser_press_key", {"key": "x" * 100_000, "tabId": tab}))
+        assert "is not a key name: name one key or combination, e.g. Enter or Control+a" in huge, huge
+        assert len(huge) < 400, len(huge)
 
         # Key names as models write them: Ctrl, Esc, any case.
         ok(await mcp.call_tool("browser_type", {"ref": query, "text": "tabs"}))
