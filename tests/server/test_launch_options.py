@@ -6,12 +6,13 @@ gives the same options as flags."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import ssl
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -90,16 +91,16 @@ async def test_viewport_user_agent_and_an_init_script_in_a_popup(
         assert await evaluate(mcp, "() => [window.__initRan, window.__seenByPage]", popup) == [1, 1]
 
 
-@pytest.fixture
-def proxy() -> Iterator[tuple[str, list[str]]]:
-    """An HTTP proxy on 127.0.0.1 that answers every request itself (nothing is forwarded): its URL,
-    and the request lines it was sent."""
-    seen: list[str] = []
+@contextlib.contextmanager
+def page_server(
+    page: Callable[[BaseHTTPRequestHandler], str], tls: ssl.SSLContext | None = None
+) -> Iterator[int]:
+    """An HTTP server on 127.0.0.1 that answers every GET with the HTML `page` makes of the
+    request (over TLS with `tls`); yields its port."""
 
-    class Proxy(BaseHTTPRequestHandler):
+    class Page(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            seen.append(self.requestline)
-            body = f"<title>Via proxy</title><p>The proxy answered {self.path}</p>".encode()
+            body = page(self).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(body)))
@@ -109,13 +110,30 @@ def proxy() -> Iterator[tuple[str, list[str]]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
+        yield httpd.server_address[1]
     finally:
         httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def proxy() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP proxy on 127.0.0.1 that answers every request itself (nothing is forwarded): its URL,
+    and the request lines it was sent."""
+    seen: list[str] = []
+
+    def answer(request: BaseHTTPRequestHandler) -> str:
+        seen.append(request.requestline)
+        return f"<title>Via proxy</title><p>The proxy answered {request.path}</p>"
+
+    with page_server(answer) as port:
+        yield f"http://127.0.0.1:{port}", seen
 
 
 async def test_pages_load_through_the_proxy_server(browser_path: str, proxy: tuple[str, list[str]]) -> None:
@@ -134,28 +152,8 @@ def https_site() -> Iterator[str]:
     cert = ca.issue_cert("127.0.0.1")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(context)
-
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<title>Secure</title><h1>Self-signed</h1>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with page_server(lambda _request: "<title>Secure</title><h1>Self-signed</h1>", context) as port:
+        yield f"https://127.0.0.1:{port}/"
 
 
 async def test_a_self_signed_https_page_loads_only_with_ignore_https_errors(
