@@ -570,13 +570,15 @@ async def test_a_browser_launches_under_a_long_temp_dir_that_it_can_use_and_leav
 async def test_a_temp_dir_too_long_for_chromium_is_named_as_the_reason_it_failed_to_start(
     browser_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Chromium itself quits on a TMPDIR of 63 characters or more: the error says to use a shorter one."""
+    """Chromium itself quits on a TMPDIR of 63 characters or more: the error says to use a shorter
+    one, and the directory Chromium made there for its socket is not left behind."""
     with _long_temp_dir(70) as temp:
         monkeypatch.setenv("TMPDIR", str(temp))
         monkeypatch.setattr(tempfile, "tempdir", None)
         async with TabManager(browser_path=browser_path) as manager:
             with pytest.raises(ConnectError) as failed:
                 await manager.launch()
+        assert not list(temp.iterdir()), "the temp dir is left as it was"
     assert "Socket path too long" in failed.value.fact
     assert failed.value.advice.startswith("The path of its temp dir (TMPDIR) is too long"), (
         failed.value.advice

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -95,6 +96,17 @@ long")."""
 def socket_fits(temp_dir: str) -> bool:
     """Whether Chromium, given `temp_dir` as its TMPDIR, can make its singleton socket there."""
     return len(os.path.join(temp_dir, CHROMIUM_SOCKET)) <= SOCKET_PATH_LIMIT
+
+
+_SOCKET_TOO_LONG = re.compile(r"Socket path too long: (\S+)/SingletonSocket")
+
+
+def _remove_socket_dirs(said: str) -> None:
+    """Remove the directories a Chromium that quit over its socket's path made for that socket in
+    the user's TMPDIR (named in its last words); only while empty."""
+    for match in _SOCKET_TOO_LONG.finditer(said):
+        with contextlib.suppress(OSError):
+            os.rmdir(match.group(1))
 
 
 def _private_temp_dir() -> str | None:
@@ -261,6 +273,7 @@ class Driver:
             if temp is not None:
                 remove_profile(temp)
             if isinstance(exc, PlaywrightError):
+                _remove_socket_dirs(str(exc))
                 raise launch_error(exc, executable, profile if temp is None else None) from exc
             raise
         try:
