@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from ._errors import quoted
+from ._ids import decimal_id
+
 # ASCII digits only: `１e4` (a full-width 1) is no ref of tab 1, as "２" is no tab id.
 _TAB_REF = re.compile(r"^([0-9]+)((?:f[0-9]+)?e[0-9]+)$")
 _PAGE_REF = re.compile(r"^(?:f[0-9]+)?e[0-9]+$")
@@ -20,11 +23,17 @@ def parse_ref(ref: str) -> tuple[int | None, str]:
     text = ref.strip()
     match = _TAB_REF.match(text)
     if match:
-        return int(match.group(1)), match.group(2)
+        tab_id = decimal_id(match.group(1))
+        if tab_id is None:  # int() of 4,300 digits or more raises in Python's own words
+            raise ValueError(
+                f"{quoted(ref, 60)} names no open tab: no tab has an id that large. Refs come from a snapshot."
+            )
+        return tab_id, match.group(2)
     if _PAGE_REF.match(text):
         return None, text
     raise ValueError(
-        f"{ref!r} is not an element ref. Refs look like '3e5' (tab 3, element e5) and come from a snapshot."
+        f"{quoted(ref, 60)} is not an element ref. Refs look like '3e5' (tab 3, element e5) and come from "
+        "a snapshot."
     )
 
 

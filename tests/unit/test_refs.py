@@ -72,3 +72,16 @@ def test_a_ref_is_read_with_the_digits_0_to_9_only() -> None:
     for lookalike in ("１e4", "1e٤", "e¹"):
         with pytest.raises(ValueError, match="is not an element ref"):
             parse_ref(lookalike)
+
+
+def test_a_ref_of_a_tab_id_too_large_for_any_tab_says_so_and_is_not_echoed_whole() -> None:
+    # Python's int() of 4,300 digits or more raised its own words ("Exceeds the limit (4300 digits)
+    # for integer string conversion"), and a 100k non-ref was echoed whole.
+    with pytest.raises(ValueError) as refused:
+        parse_ref("9" * 5000 + "e1")
+    assert "names no open tab: no tab has an id that large" in str(refused.value)
+    assert len(str(refused.value)) < 200, len(str(refused.value))
+    with pytest.raises(ValueError) as refused:
+        parse_ref("x" * 100_000)
+    assert "(100000 characters) is not an element ref" in str(refused.value), str(refused.value)[:300]
+    assert parse_ref("123456789012345678e1") == (123456789012345678, "e1")
