@@ -61,7 +61,7 @@ from ._errors import (
 )
 from ._events import EventBus
 from ._grid import split_grid_url
-from ._ids import TabIds
+from ._ids import TabIds, port_number
 from ._instance import Instance
 from ._manager import CloseResult, TabManager
 from ._navigation import NavigateAction, NavigationResult, navigate, normalize_url
@@ -208,6 +208,7 @@ __all__ = [
     "parse_ref",
     "parse_viewport",
     "path_in_roots",
+    "port_number",
     "press_key",
     "query_tab_events",
     "quoted",

@@ -31,6 +31,12 @@ def decimal_id(text: str) -> int | None:
     return int(stripped) if _DECIMAL.fullmatch(stripped) else None
 
 
+def port_number(text: str) -> int | None:
+    """A TCP port written in ASCII digits (`"8080"` -> 8080), 1 to 65535, else None (`"²"` and
+    5,000 digits passed `str.isdigit` and made int() raise in its own words)."""
+    return int(text) if re.fullmatch(r"[0-9]{1,5}", text) and 0 < int(text) < 65536 else None
+
+
 def id_text_advice(text: str) -> str:
     """Why a short text with digits in it is no tab id: `"١"` and `"¹"` are not 1."""
     if _DIGITS.fullmatch(text.strip()):

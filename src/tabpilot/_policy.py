@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from ._errors import NavigationBlockedError
+from ._ids import port_number
 
 _ALWAYS_ALLOWED = ("about:blank", "about:srcdoc")
 _PRIVILEGED_SCHEMES = {
@@ -96,9 +97,9 @@ class _Pattern:
                 port = host_port[end + 2 :]
         elif ":" in host_port:
             self.host, port = host_port.rsplit(":", 1)
-        if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        if port is not None and port_number(port) is None:
             raise ValueError(f"{text!r} is not an origin: its port is not a number from 1 to 65535")
-        self.port = int(port) if port is not None else None
+        self.port = port_number(port) if port is not None else None
         if not self.host and (self.scheme is None or self.any_subdomain or port is not None):
             raise ValueError(
                 f"{text!r} is not an origin: it names no host (write scheme://host[:port], *.example.com, "

@@ -20,6 +20,7 @@ from tabpilot import (
     check_storage_state,
     parse_header,
     parse_viewport,
+    port_number,
     seconds_problem,
 )
 
@@ -45,7 +46,7 @@ def host_port(text: str) -> tuple[str, int]:
             )
         if not sep:
             host, port = "127.0.0.1", text
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if port_number(port) is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931, or [::1]:8931 for IPv6; a bare PORT binds 127.0.0.1)"
         )
@@ -87,9 +88,10 @@ def positive(text: str) -> int:
 
 
 def port(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    number = port_number(text)
+    if number is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
-    return int(text)
+    return number
 
 
 def extension_ids(text: str) -> tuple[str, ...]:

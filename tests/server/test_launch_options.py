@@ -322,6 +322,15 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
             "browser argument '--user-data-dir=/tmp/profile': give the profile as the user data dir option",
         ),
         (["--http", "999.1.1.1:80"], "argument --http: '999.1.1.1:80': '999.1.1.1' is no IPv4 address"),
+        # A port in digits str.isdigit() takes but int() does not: argparse said "invalid ... value",
+        # the origin check answered int()'s own words.
+        (["--http", "127.0.0.1:²"], "argument --http: '127.0.0.1:²' is not HOST:PORT"),
+        (["--extension", "--extension-port", "²"], "argument --extension-port: '²' is not a port number"),
+        (
+            ["--allowed-origins", "http://h:²"],
+            "'http://h:²' is not an origin: its port is not a number from 1",
+        ),
+        (["--blocked-origins", "h:" + "9" * 5000], "is not an origin: its port is not a number from 1"),
         # An option that would change nothing is refused.
         (
             ["--extension-port", "9999"],
