@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import signal
@@ -262,6 +263,10 @@ async def test_closing_the_last_two_tabs_at_the_same_time_leaves_one(
     assert len(instance.tabs) == 1
 
 
+def _more_tabs_than(instance: Instance, count: int) -> bool:
+    return len(instance.tabs) > count
+
+
 async def test_a_tab_closed_as_its_first_page_commits_is_closed_without_a_stall(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:
@@ -274,8 +279,7 @@ async def test_a_tab_closed_as_its_first_page_commits_is_closed_without_a_stall(
         opening = asyncio.ensure_future(
             manager.new_tab(site.url("/page/small"), background=True, instance_id=instance.id)
         )
-        count = len(before)
-        await wait_until(lambda count=count: len(instance.tabs) > count)  # its target is there
+        await wait_until(functools.partial(_more_tabs_than, instance, len(before)))  # its target is there
         await asyncio.sleep(0.02 + 0.02 * (i % 5))  # and its page starts to load
         (fresh,) = [t for t in instance.tabs if t.id not in before]
         try:
