@@ -21,12 +21,14 @@ from typing import Any, Protocol, TypeVar
 
 from ._cdp import TargetSessions
 from ._errors import (
+    ActionError,
     InstanceError,
     InstanceLostError,
     InstanceUnreachableError,
     LastTabError,
     NavigationBlockedError,
     Replacement,
+    TabError,
     TabLike,
     TabLimitError,
 )
@@ -841,13 +843,18 @@ class Instance:
         budget = self._services.rules.budget
         # One tool-opened tab at a time (under a total: one across the managers sharing it), from
         # the check of the cap until the tab is counted.
-        async with budget.opening if budget is not None else self._opening:
-            tab = await self._open_tab()
+        try:
+            async with budget.opening if budget is not None else self._opening:
+                tab = await self._open_tab()
+        except ActionError as exc:  # Playwright's new page closed before it was set up
+            if exc.reason != "tab_closed":
+                raise
+            tab = None
         if tab is None:
             self.ensure_usable()
-            raise InstanceLostError(
-                f"The new tab of instance {self.id} closed at once.", "Retry.", instance_id=self.id
-            )
+            # The instance is fine: another call closed the tab as it opened (close_others), or
+            # the browser or its user did.
+            raise TabError(f"The new tab of instance {self.id} was closed as it opened.", "Open another.")
         # new_page returns once its about:blank is ready, and no load event follows for it.
         tab.status = "complete"
         session = self._tracker.target_session(tab)

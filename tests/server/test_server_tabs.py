@@ -297,6 +297,44 @@ async def test_a_new_tab_that_another_call_made_inactive_meanwhile_says_so(
         )
 
 
+async def test_a_new_tab_another_call_closes_as_it_opens_is_answered_as_closed(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # close_others right after a `new`: the new call answered "Opened tab N and activated it." after
+    # close_others had said it closed N, or blamed the instance ("closed at once", with advice to
+    # launch another browser). Timing decides which moment the close meets: several rounds.
+    async with connect() as mcp:
+        home = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["activeTabId"]
+        for i in range(12):
+            answered: list[str] = []
+
+            async def call(
+                name: str, arguments: dict[str, object], delay: float = 0, answered: list[str] = answered
+            ) -> CallToolResult:
+                await asyncio.sleep(delay)
+                result = await mcp.call_tool(name, arguments)
+                answered.append(str(arguments["action"]))
+                return result
+
+            new, others = await asyncio.gather(
+                call("browser_tabs", {"action": "new", "url": site.url("/page/small")}),
+                call("browser_tabs", {"action": "close_others", "keepTabId": home}, 0.06 + 0.02 * (i % 5)),
+            )
+            if new.is_error:
+                said = error(new)
+                assert "closed" in said and "browser_instance" not in said and "at once" not in said, said
+            else:
+                tab = result_of(new)["tabId"]
+                closed_first = re.search(rf"Closed 1 tab \({tab}\)", section(others, "Result"))
+                if closed_first and answered[0] == "close_others":
+                    assert section(new, "Result") == (
+                        f"Opened tab {tab} and activated it, but it has closed (by another call): open "
+                        "another if you still need one."
+                    ), text(new)
+            ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": home}))
+            ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": home}))
+
+
 BLANK_POPUPS = """<title>Opener</title>
 <button onclick="window.open('about:blank')">blank popup</button>
 <button onclick="var w = window.open(''); w.document.write('<title>Written</title><h1>Report</h1>');
