@@ -664,9 +664,12 @@ class Tab:
             return
         if self.document_due:
             raise self.loading_error(exc) from exc
-        holder = self._held_by(same_site=False)
+        # Its own dialog (opened meanwhile by another call's script), or a popup relative's.
+        holder = self if self._dialog is not None else self._held_by(same_site=False)
         if holder is not None and (info := holder.dialog) is not None:
-            raise DialogOpenError(holder.id, info, waiting_tab_id=self.id) from exc
+            raise DialogOpenError(
+                holder.id, info, waiting_tab_id=None if holder is self else self.id
+            ) from exc
         try:
             await asyncio.wait_for(self._handle.evaluate("1"), RESPONSIVE_TIMEOUT)
             self._stuck = False
@@ -936,7 +939,10 @@ class Tab:
         # A page found stuck in a script before gets the time a trivial script has, not a ref's.
         limit = RESPONSIVE_TIMEOUT if self._stuck else REF_CHECK_TIMEOUT
         try:
-            found = await asyncio.wait_for(element.count(), timeout=limit)
+            # A dialog that opens meanwhile (another call's script) stops the page: said at once.
+            found = await self.unless_dialog(asyncio.wait_for(element.count(), timeout=limit))
+        except DialogOpenError:
+            raise
         except Exception as exc:
             if self.document_due:  # a navigation started meanwhile
                 raise self._leaving_error(page_ref, ref) from None

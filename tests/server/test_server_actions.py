@@ -1276,6 +1276,29 @@ async def test_actions_waiting_behind_one_that_raised_a_dialog_are_refused_and_w
         assert await hits(mcp, tab) == [1]
 
 
+async def test_a_click_whose_page_another_calls_script_stops_with_a_dialog_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A click checking its ref while another call's script opened an alert waited 5 s, then called
+    # the tab "not responding" and advised closing it: a healthy tab, stopped by a dialog.
+    site.set_content("/buttons", BUTTONS)
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/buttons"))
+        for _round in range(4):
+            snap = await snapshot(mcp, tab)
+            raised, clicked = await asyncio.gather(
+                mcp.call_tool(
+                    "browser_evaluate", {"function": "() => { alert('E'); return 1; }", "tabId": tab}
+                ),
+                mcp.call_tool("browser_click", {"ref": ref_of(snap, "B1")}),
+            )
+            assert "opened an alert dialog" in section(ok(raised), "Result")
+            if clicked.is_error:  # else it clicked before the alert: the two calls run at once
+                said = error(clicked)
+                assert said.startswith(f"Tab {tab} has an open alert dialog ('E'). Handle it first"), said
+            ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+
+
 async def test_actions_waiting_for_their_turn_on_a_tab_that_closes_fail_saying_it_closed(
     make_server: Callable[..., Any], site: LocalSite
 ) -> None:
