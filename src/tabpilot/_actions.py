@@ -80,6 +80,9 @@ class ActionResult:
     dialog_tab_id: int | None = None
     """The tab that shows `dialog`: the action's own, or the opener or popup of the same site whose
     dialog holds the action's tab up too (`Tab.blocked_by`)."""
+    dialog_shared: bool = False
+    """Another action (another call's) was at work on the tab when `dialog` opened: either may
+    have opened it (a page does not say which script did)."""
     value: Any = None
     """`evaluate`: the script's result. `select_option`: the values now selected. `press_key`: the
     key as pressed (its name as Playwright knows it)."""
@@ -176,6 +179,7 @@ async def _act(
         opened,
         watch.dialog,
         dialog_tab_id=watch.dialog_tab_id,
+        dialog_shared=watch.dialog_shared,
         followed_tab_id=active.id if active is not None and active.id in opened else None,
         accepted_dialogs=tuple(watch.accepted),
         closed_itself=closed_itself,

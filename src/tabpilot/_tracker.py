@@ -188,9 +188,9 @@ class TabTracker:
     def dialog_opened(self, tab: Tab) -> None:
         """`tab` shows a dialog: it ends the wait of actions on that tab, and on the tabs it holds
         up (popups of one site share a thread: `Tab.blocked_by`)."""
-        for watch in self._watches:
-            if watch.tab is tab or watch.tab.blocked_by() is tab:
-                watch.dialog_opened(tab)
+        stopped = [w for w in self._watches if w.tab is tab or w.tab.blocked_by() is tab]
+        for watch in stopped:
+            watch.dialog_opened(tab, others=len(stopped) - 1)
 
     @contextlib.contextmanager
     def creating(self) -> Iterator[None]:

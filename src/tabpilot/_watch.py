@@ -145,7 +145,10 @@ class ActionWatch:
         """A dialog the action raised and left open (policy "report")."""
         self.dialog_tab_id: int | None = None
         """The tab that shows `dialog`: the action's, or one whose dialog holds the action's tab up."""
+        self.dialog_shared = False
+        """Another action was at work on the tab when `dialog` opened: either may have opened it."""
         self._dialog_tab: Watched | None = None
+        self._dialog_others = 0
         self.accepted: list[DialogInfo] = []
         """Dialogs the action raised and accepted (policy "accept")."""
         self._dialog_opened = asyncio.Event()
@@ -164,8 +167,10 @@ class ActionWatch:
             self.loaded.pop(tab_id, None)
             self.loaded[tab_id] = url
 
-    def dialog_opened(self, tab: Watched) -> None:
+    def dialog_opened(self, tab: Watched, *, others: int = 0) -> None:
+        """`tab` shows a dialog; `others`: how many other actions it stopped too."""
         self._dialog_tab = tab
+        self._dialog_others = others
         self._dialog_opened.set()
 
     def file_picker_opened(self) -> None:
@@ -197,6 +202,7 @@ class ActionWatch:
                     self.accepted.append(await holder.handle_dialog(accept=True))
                     continue
                 self.dialog, self.dialog_tab_id = holder.dialog, holder.id
+                self.dialog_shared = self._dialog_others > 0
                 # The page is blocked until the dialog is handled; then the job ends by itself.
                 # Nobody awaits it any more: keep its outcome from being logged.
                 task.add_done_callback(lambda t: t.cancelled() or t.exception())

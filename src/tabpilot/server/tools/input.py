@@ -57,10 +57,17 @@ def report(
     if result.dialog is not None:
         shown = result.dialog_tab_id or tab.id
         held = "" if shown == tab.id else f", which tab {tab.id} waits for too"
+        how = (
+            # Another call's action ran on the tab too (its script, its click): either may be why.
+            f"While it ran, {dialog_noun(result.dialog.type)} opened on tab {shown}"
+            if result.dialog_shared
+            else f"It opened {dialog_noun(result.dialog.type)} on tab {shown}"
+        )
+        shared = " (another call was at work on the tab too: either may have opened it)"
         notes.append(
-            f"It opened {dialog_noun(result.dialog.type)} on tab {shown}"
-            f"{dialog_said(result.dialog.type, result.dialog.message)}{held}. The page "
-            f"waits until you handle it with browser_handle_dialog(tabId={shown}, accept=true|false)."
+            f"{how}{dialog_said(result.dialog.type, result.dialog.message)}{held}"
+            f"{shared if result.dialog_shared else ''}. The page waits until you handle it with "
+            f"browser_handle_dialog(tabId={shown}, accept=true|false)."
         )
         call.response.told("dialog_opened", shown)
     if result.file_picker:
