@@ -628,6 +628,29 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         assert data(after)["result"]["value"] == 4
 
 
+async def test_a_dialog_that_opens_while_two_scripts_run_is_claimed_by_neither(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Each call whose script was at work said "It opened an alert dialog": a page does not say
+    # which script opened it, so both answers say it opened while they ran.
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+        alerting = "() => new Promise(done => setTimeout(() => { alert('late'); done(1) }, 300))"
+        waiting = "() => new Promise(done => setTimeout(() => done(2), 1500))"
+        answers = await asyncio.gather(
+            mcp.call_tool("browser_evaluate", {"function": alerting, "tabId": tab}),
+            mcp.call_tool("browser_evaluate", {"function": waiting, "tabId": tab}),
+        )
+        for answer in answers:
+            said = section(ok(answer), "Result")
+            assert (
+                f"While it ran, an alert dialog opened on tab {tab}: 'late' (another call was at work on "
+                "the tab too: either may have opened it)."
+            ) in said, said
+            assert "It opened" not in said
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
+
+
 async def test_a_script_held_up_by_a_dialog_answers_with_the_call_that_handles_it(
     make_server: Callable[..., Any], site: LocalSite
 ) -> None:
