@@ -328,8 +328,8 @@ async def test_a_new_tab_another_call_closes_as_it_opens_is_answered_as_closed(
                 closed_first = re.search(rf"Closed 1 tab \({tab}\)", section(others, "Result"))
                 if closed_first and answered[0] == "close_others":
                     assert section(new, "Result") == (
-                        f"Opened tab {tab} and activated it, but it has closed (by another call): open "
-                        "another if you still need one."
+                        f"Opened tab {tab} and activated it, but it has closed since (by another call): "
+                        "open another if you still need one."
                     ), text(new)
             ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": home}))
             ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": home}))

@@ -68,17 +68,9 @@ async def browser_tabs(
                 since = f"; since then, {f'tab {active.id} became' if active else 'no tab is'} the active tab"
             if tab.is_gone and made.failed is None:
                 # Another call (close_others, a close of its id) or the page closed it meanwhile.
-                cause = (
-                    "by another call"
-                    if tab.closing_cause == "tool"
-                    else closed_as(tab.closing_cause)
-                    if tab.closing_cause
-                    else "since"
-                )
-                return (
-                    f"Opened tab {tab.id} {how}, but it has closed ({cause}): open another if you "
-                    "still need one."
-                )
+                cause = tab.closing_cause
+                why = f" ({'by another call' if cause == 'tool' else closed_as(cause)})" if cause else ""
+                return f"Opened tab {tab.id} {how}, but it has closed since{why}: open another if you still need one."
             return f"Opened tab {tab.id} {how}{since}." + (f" {note}" if note else "")
 
         response.result(opened, {"tabId": tab.id, "url": tab.url, "title": tab.title})
