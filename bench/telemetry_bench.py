@@ -50,6 +50,9 @@ class _Session:
     def send(self, method: str, params: dict[str, Any] | None = None) -> Any:
         return None
 
+    def enable(self, domain: str) -> Any:
+        return None
+
 
 class _Tab:
     def __init__(self, tab_id: int) -> None:
