@@ -58,7 +58,7 @@ from ._types import (
     OpenCause,
     TabInfo,
 )
-from ._watch import ActionWatch
+from ._watch import ActionWatch, retrieve_outcome
 
 logger = logging.getLogger("tabpilot")
 
@@ -118,12 +118,6 @@ CONTEXT_CLOSED = "its browser context was closed"
 QUIT = "the browser quit, closing its tabs first (its last window was closed, or it was told to quit)"
 
 
-def _retrieved(done: asyncio.Future[Any]) -> None:
-    """Take a finished future's outcome, so that an error nobody awaited is not logged as lost."""
-    if not done.cancelled():
-        done.exception()
-
-
 def _killed(pid: int) -> str:
     return f"the browser process (pid {pid}) ended: it was killed or crashed"
 
@@ -164,7 +158,7 @@ async def _unless(job: Awaitable[T], signal: asyncio.Future[Any]) -> asyncio.Fut
         raise
     if task.done():
         return task
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    task.add_done_callback(retrieve_outcome)
     return None
 
 
@@ -921,7 +915,7 @@ class Instance:
             if not tab.is_ready:
                 raise LookupError("no page yet")
             closing = asyncio.ensure_future(tab.handle.close())
-            closing.add_done_callback(_retrieved)
+            closing.add_done_callback(retrieve_outcome)
             done, _ = await asyncio.wait({closing}, timeout=CLOSE_AGAIN_AFTER)
             if not done:
                 # Chromium answers a close that meets the commit of the page's next document with

@@ -42,7 +42,7 @@ from ._pw import (
 )
 from ._refs import parse_ref, scope_snapshot, tab_ref
 from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, closed_reason
-from ._watch import ActionWatch
+from ._watch import ActionWatch, retrieve_outcome
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -1009,14 +1009,8 @@ async def _race(
     if task.done():
         return task
     task.cancel()
-    task.add_done_callback(_consume)
+    task.add_done_callback(retrieve_outcome)
     return None
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieve a dropped task's outcome so asyncio does not log it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
 
 
 def _site(url: str) -> str:

@@ -32,6 +32,14 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from ._types import DialogInfo
 
+
+def retrieve_outcome(done: asyncio.Future[Any]) -> None:
+    """A done callback for work nobody awaits any more: take its outcome, so that asyncio does not
+    log its error as never retrieved."""
+    if not done.cancelled():
+        done.exception()
+
+
 T = TypeVar("T")
 
 NEW_TAB_GRACE = 0.03
@@ -205,7 +213,7 @@ class ActionWatch:
                 self.dialog_shared = self._dialog_others > 0
                 # The page is blocked until the dialog is handled; then the job ends by itself.
                 # Nobody awaits it any more: keep its outcome from being logged.
-                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                task.add_done_callback(retrieve_outcome)
                 return None, False
         except asyncio.CancelledError:
             task.cancel()

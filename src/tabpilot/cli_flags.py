@@ -46,7 +46,8 @@ def host_port(text: str) -> tuple[str, int]:
             )
         if not sep:
             host, port = "127.0.0.1", text
-    if port_number(port) is None:
+    number = port_number(port)
+    if number is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931, or [::1]:8931 for IPv6; a bare PORT binds 127.0.0.1)"
         )
@@ -57,7 +58,7 @@ def host_port(text: str) -> tuple[str, int]:
             raise argparse.ArgumentTypeError(
                 f"{text!r}: {host!r} is no IPv4 address (four numbers 0-255, e.g. 127.0.0.1:8931)"
             ) from None
-    return host or "127.0.0.1", int(port)
+    return host or "127.0.0.1", number
 
 
 def _is_ipv6(text: str) -> bool:
