@@ -68,7 +68,20 @@ COMMA_LISTS = frozenset(
 """The options whose value is a comma-separated list: a config file may give a JSON list instead."""
 
 
+class _AddToList(argparse.Action):
+    """A comma-separated list option given again adds to its list: `--blocked-origins a
+    --blocked-origins b` blocks both (argparse would keep only b, and a would be let through)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            values = before + values if isinstance(values, tuple) else f"{before},{values}"
+        setattr(namespace, self.dest, values)
+
+
 def _option(group: Any, flag: str, **options: Any) -> None:
+    if flag.lstrip("-") in COMMA_LISTS:
+        options.setdefault("action", _AddToList)
     group.add_argument(flag, **options)
     SERVE_OPTIONS[flag.lstrip("-")] = options
 
@@ -95,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read options from this JSON file, keyed by flag name without dashes "
         '(e.g. {"viewport-size": "1280x720", "max-tabs": 10, "tools": ["default", "foxmcp"]}): true/false '
         "for a switch, a list for a repeatable option or one that takes a comma-separated list; the "
-        "command line wins",
+        "command line wins. A comma-separated option given twice adds to its list",
     )
     transport = serve.add_argument_group("transport")
     _option(

@@ -214,6 +214,24 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
     assert config.browser.browser_args == ("--lang=de", "--mute-audio")
 
 
+async def test_a_list_option_given_twice_keeps_both_lists(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # argparse keeps the last value of an option given twice: the site's origin, blocked first,
+    # had been let through.
+    site_origin = site.url("/").rstrip("/")
+    twice = ["--blocked-origins", site_origin, "--blocked-origins", "*.test", "--tools", "default"]
+    twice += ["--tools", "foxmcp", "--proxy-bypass", "a.test", "--proxy-bypass", "b.test"]
+    config = config_from_args(build_parser().parse_args(["serve", *twice]))
+    assert config.blocked_origins == (site_origin, "*.test") and config.tools == ("default", "foxmcp")
+    assert config.browser.proxy_bypass == "a.test,b.test"
+    async with connect(blocked_origins=config.blocked_origins, tools=config.tools) as mcp:
+        refused = error(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+        assert "blocked" in refused and site_origin in refused
+        names = {tool.name for tool in (await mcp.list_tools()).tools}
+        assert {"browser_navigate", "tabs_list"} <= names  # both sets are offered
+
+
 def test_a_secret_too_short_to_mask_is_refused_naming_it(tmp_path: Path) -> None:
     # Masked wherever it appears, a one-letter secret turned 'tab 12' into 'tab {{PIN}}2'.
     secrets = tmp_path / "secrets.env"
