@@ -734,7 +734,8 @@ async def evaluate(
     A promise is awaited, up to `timeout` (default: the action timeout).
 
     `result.value` is the script's result in JSON values only (`_values.json_value`: a Date as its
-    ISO string, a RegExp as `/x/i`, NaN as "NaN", a self-reference as "[Circular]"). If the script
+    ISO string, a RegExp as `/x/gi`, NaN as "NaN", a self-reference as "[Circular]"; a Map as its
+    [key, value] entries and a Set as its values, which Playwright would give as {}). If the script
     opens a dialog, `result.dialog` says so and `value` is None: the script goes on once the
     dialog is handled (`Tab.handle_dialog` waits briefly for it), and its result (or error) comes
     as a `script_result` event of its tab, `heldBy` the tab that showed the dialog.
@@ -744,11 +745,11 @@ async def evaluate(
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     if ref is not None:
         element = await tab.element(ref)
-        evaluation = asyncio.ensure_future(element.evaluate(function, timeout=timeout))
+        evaluation = asyncio.ensure_future(element.run_script(function, timeout=timeout))
         job: Awaitable[Any] = asyncio.shield(evaluation)
         what = f"Evaluating on {ref} on tab {tab.id}"
     else:
-        evaluation = asyncio.ensure_future((await tab.usable()).evaluate(function))
+        evaluation = asyncio.ensure_future((await tab.usable()).run_script(function))
         job = asyncio.wait_for(asyncio.shield(evaluation), timeout)
         what = f"Evaluating on tab {tab.id}"
     try:

@@ -1009,6 +1009,26 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
         assert data(odd)["result"]["value"] == [expected, "1970-01-01T00:00:00.000Z"]
         assert '"self": "[Circular]"' in section(odd, "Result") and "re.compile" not in section(odd, "Result")
 
+        # What Playwright's serializer would lose without a word: a Map and a Set (as {}), a Symbol
+        # (as null), an invalid Date (as the epoch) and a RegExp's g flag. Statements still work.
+        lost = "var s = new Set(['a']); s.add(s); "
+        lost += "() => ({m: new Map([['k', [1]]]), s, y: Symbol('y'), d: new Date('x'), r: /x/gy, n: 10n})"
+        kept = ok(await mcp.call_tool("browser_evaluate", {"function": lost, "tabId": tab}))
+        assert data(kept)["result"]["value"] == {
+            "m": [["k", [1]]],
+            "s": ["a", "[Circular]"],
+            "y": "Symbol(y)",
+            "d": "Invalid Date",
+            "r": "/x/gy",
+            "n": 10,
+        }
+        on_element = ok(
+            await mcp.call_tool(
+                "browser_evaluate", {"function": "(e) => new Set([e.tagName, 10n])", "ref": heading}
+            )
+        )
+        assert data(on_element)["result"]["value"] == ["H1", 10]
+
 
 async def test_a_javascript_error_in_evaluate_is_a_clear_error(
     connect: Callable[..., Client], site: LocalSite

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import contextlib
 import inspect
+import json
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -38,6 +39,48 @@ _LOADED = """() => document.readyState === 'complete'
   || new Promise((resolve) => addEventListener('load', () => resolve(true), { once: true }))"""
 """Resolves once the document is loaded: at once for a page that is (a page restored from the
 back/forward cache fires no load event), else at its load event."""
+_PLAIN_VALUE = """(value) => {
+  const inside = new Set();
+  const plain = (v) => {
+    if (typeof v === 'symbol') return String(v);
+    if (v === null || typeof v !== 'object') return v;
+    if (v instanceof RegExp) return String(v);
+    if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'Invalid Date' : v;
+    const listed = v instanceof Map || v instanceof Set;
+    const isArray = Array.isArray(v);
+    const proto = Object.getPrototypeOf(v);
+    if (!listed && !isArray && proto !== Object.prototype && proto !== null) return v;
+    if (inside.has(v)) return '[Circular]';
+    inside.add(v);
+    try {
+      if (listed) return Array.from(v, plain);
+      let copy = null;
+      for (const key of isArray ? v.keys() : Object.keys(v)) {
+        const item = v[key];
+        const done = plain(item);
+        if (done !== item) {
+          copy = copy || (isArray ? Array.from(v) : { ...v });
+          copy[key] = done;
+        }
+      }
+      return copy || v;
+    } finally {
+      inside.delete(v);
+    }
+  };
+  try {
+    return plain(value);
+  } catch {
+    return value;
+  }
+}"""
+"""A script's result with what Playwright's serializer would lose made plain (it gives a Map or a
+Set as `{}`, a Symbol as undefined, an invalid Date as the epoch, and a RegExp without its g, y
+or u flag): a Map as its [key, value] entries, a Set as its values, a Symbol and a RegExp as
+JavaScript prints them, an invalid Date as 'Invalid Date'; inside arrays and plain objects too, an
+ancestor met again as "[Circular]" (as `_values` writes the ones Playwright finds). Anything else
+is left as Playwright serializes it (elements, class instances, errors), and so is a value this
+cannot walk (a getter that throws, nesting too deep for the stack)."""
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
 FILE_PICKER_WAIT = 2.0
@@ -49,6 +92,25 @@ FILE_PICKER_WAIT = 2.0
 # session relaying 20 busy tabs' network events pays thousands of times a second. A listener
 # that states its signature (`__signature__`, PEP 362) is read at once.
 _ONE_ARGUMENT = inspect.Signature([inspect.Parameter("argument", inspect.Parameter.POSITIONAL_ONLY)])
+
+
+_FUNCTION_DECLARATION = re.compile(r"^(async)?\s*function(\s|\()")
+
+
+def _user_script(function: str, *, on_element: bool) -> str:
+    """A user's script (`function`: a function, or an expression) as a function whose result is
+    made plain (`_PLAIN_VALUE`). The script is read as Playwright reads it (an expression that
+    gives a function is called, with the element if there is one, and a promise is awaited), by
+    the same `eval` Playwright's own page script uses: statements, errors and page policies
+    (CSP) work as they did."""
+    code = function.strip()
+    if _FUNCTION_DECLARATION.match(code):  # as Playwright does: a declaration gives no value
+        code = f"({code})"
+    element = "element" if on_element else ""
+    return (
+        f"async ({element}) => {{ const made = globalThis.eval({json.dumps(code)}); "
+        f"return ({_PLAIN_VALUE})(await (typeof made === 'function' ? made({element}) : made)); }}"
+    )
 
 
 def _listen(emitter: Any, event: str, handler: Callable[[Any], Any]) -> Disposer:
@@ -269,6 +331,10 @@ class ElementHandle:
     async def evaluate(self, function: str, *, timeout: float) -> Any:
         return await self._locator.evaluate(function, timeout=_ms(timeout))
 
+    async def run_script(self, function: str, *, timeout: float) -> Any:
+        """A user's script on this element: its result with nothing lost in serializing (`_PLAIN_VALUE`)."""
+        return await self._locator.evaluate(_user_script(function, on_element=True), timeout=_ms(timeout))
+
     async def aria_snapshot(self, *, depth: int | None) -> str:
         return await self._locator.aria_snapshot(mode="ai", depth=depth)
 
@@ -395,6 +461,10 @@ class PageHandle:
 
     async def evaluate(self, function: str, arg: Any = None) -> Any:
         return await self.page.evaluate(function, arg)
+
+    async def run_script(self, function: str) -> Any:
+        """A user's script in the page: its result with nothing lost in serializing (`_PLAIN_VALUE`)."""
+        return await self.page.evaluate(_user_script(function, on_element=False))
 
     async def navigate(
         self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float
