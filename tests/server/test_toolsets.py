@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from support import ref_of, text, wait_until
+from support import poll, ref_of, text, wait_until
 from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -893,6 +893,33 @@ async def test_a_new_tab_with_a_url_that_cannot_load_opens_nothing_or_names_the_
             navigated
         )
         assert (await call(mcp, "tabs_list")).endswith(f"- ID 4: No title - {unsafe} (active)\n")
+
+
+async def test_a_new_tab_another_call_closes_as_it_loads_is_answered_as_closed_in_every_set(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The tab opens, another call closes it while its page loads: each set said loading failed
+    # (and, had the close come a moment later, that it was the active tab now).
+    slow = site.url("/api/slow?ms=3000")
+    async with connect(tools=("browser-tab", "foxmcp", "browser-use")) as mcp:
+        for tool, arguments, said in (
+            ("tabs_create", {"url": slow}, "Error creating tab: Created tab {tab} (active), but"),
+            ("browser_tab", {"action": "new", "url": slow}, "Opened tab {tab} in instance inst_1, but"),
+            ("browser_navigate", {"url": slow, "new_tab": True}, 'Error: Opened new tab tab_id "{tab}", but'),
+        ):
+            listed = await call(mcp, "tabs_list")
+            opening = asyncio.ensure_future(mcp.call_tool(tool, arguments))
+
+            def more(now: str, was: str = listed) -> bool:
+                return now.count("- ID") > was.count("- ID")
+
+            grown = await poll(lambda: call(mcp, "tabs_list"), more)
+            (tab,) = set(re.findall(r"- ID (\d+):", grown)) - set(re.findall(r"- ID (\d+):", listed))
+            await call(mcp, "tabs_close", {"tab_id": int(tab)})
+            answer = await opening
+            assert answer.is_error and text(answer) == said.format(tab=tab) + (
+                " it has closed since (by another call): open another if you still need one."
+            ), text(answer)
 
 
 async def test_browser_tab_with_two_instances_says_where_a_tab_is_and_advises_calls_that_work(

@@ -57,7 +57,7 @@ from tabpilot import (
 )
 
 from .. import logs
-from ..advice import DEFAULT_CALLS, ToolCalls, error_text
+from ..advice import DEFAULT_CALLS, ToolCalls, closed_as, error_text
 from ..config import ServerConfig
 from ..response import Response
 from ..state import ServerState, ServerStopping, SessionState
@@ -408,6 +408,17 @@ class OpenedTab:
     failed: str | None = None
     """Why its URL did not load, in the set's words: the tab is open all the same (on about:blank,
     or an error page), and the answer must name it, as browser_tabs new does."""
+
+    def closed_since(self) -> str | None:
+        """None while the tab is open; else, as the end of a sentence, that it closed after it
+        opened (another call, such as a close of all others, or its page closed it meanwhile; a
+        close another call has begun counts: the load it cut short says the tab closed)."""
+        tab = self.tab
+        if not tab.is_gone and tab.closing_cause is None:
+            return None
+        cause = tab.closing_cause
+        why = f" ({'by another call' if cause == 'tool' else closed_as(cause)})" if cause else ""
+        return f"it has closed since{why}: open another if you still need one"
 
 
 async def open_tab(

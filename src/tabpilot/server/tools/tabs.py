@@ -19,7 +19,7 @@ from pydantic import Field
 
 from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError, TabManager
 
-from ..advice import closed_as, error_text
+from ..advice import error_text
 from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec, open_tab
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
@@ -66,11 +66,9 @@ async def browser_tabs(
             since = ""
             if not background and not tab.is_gone and active is not tab:
                 since = f"; since then, {f'tab {active.id} became' if active else 'no tab is'} the active tab"
-            if tab.is_gone and made.failed is None:
-                # Another call (close_others, a close of its id) or the page closed it meanwhile.
-                cause = tab.closing_cause
-                why = f" ({'by another call' if cause == 'tool' else closed_as(cause)})" if cause else ""
-                return f"Opened tab {tab.id} {how}, but it has closed since{why}: open another if you still need one."
+            gone = made.closed_since()
+            if gone is not None and made.failed is None:
+                return f"Opened tab {tab.id} {how}, but {gone}."
             return f"Opened tab {tab.id} {how}{since}." + (f" {note}" if note else "")
 
         response.result(opened, {"tabId": tab.id, "url": tab.url, "title": tab.title})

@@ -178,6 +178,10 @@ async def _run(
         instance = first_instance(manager, instance_id)
         opened = await open_tab(call, url, CALLS, instance_id=instance.id)
         tab = opened.tab
+        gone = opened.closed_since()
+        if gone is not None:  # an error: the agent reads tabId and would go on with a closed tab
+            call.response.error(f"Opened tab {tab.id} in instance {instance.id}, but {gone}.")
+            return None
         if opened.failed is not None:
             call.response.error(
                 f"Opened tab {tab.id} (now active in instance {instance.id}), but loading failed: {opened.failed}"

@@ -347,6 +347,10 @@ async def browser_navigate(
         return
     if new_tab:
         opened = await open_tab(call, url, CALLS)
+        gone = opened.closed_since()
+        if gone is not None:  # an error: the agent reads tab_id and would go on with a closed tab
+            call.response.error(f'Opened new tab tab_id "{opened.tab.id}", but {gone}.')
+            return
         if opened.failed is not None:
             call.response.error(
                 f'Opened new tab tab_id "{opened.tab.id}" (now active), but loading failed: {opened.failed}'
@@ -409,6 +413,12 @@ async def browser_click(
                 )
                 return
             opened = await open_tab(call, full_url, CALLS)
+            gone = opened.closed_since()
+            if gone is not None:
+                call.response.error(
+                    f'Opened element {index} in new tab tab_id "{opened.tab.id}", but {gone}.'
+                )
+                return
             if opened.failed is not None:
                 call.response.error(
                     f'Opened element {index} in new tab tab_id "{opened.tab.id}" (now active), but loading '

@@ -130,10 +130,14 @@ async def tabs_create(
     manager = call.manager
     opened = await open_tab(call, url, CALLS, background=not active)
     tab = opened.tab
+    how = "active" if active else "in the background"
+    gone = opened.closed_since()
+    if gone is not None:  # an error: the agent reads the ID and would go on with a closed tab
+        call.response.error(f"Created tab {tab.id} ({how}), but {gone}.")
+        return
     if pinned:
         manager.pin(tab.id)
     if opened.failed is not None:
-        how = "active" if active else "in the background"
         call.response.error(f"Created tab {tab.id} ({how}), but loading failed: {opened.failed}")
         return
     await tab.refresh_title()
