@@ -1028,6 +1028,15 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
             )
         )
         assert data(on_element)["result"]["value"] == ["H1", 10]
+        # A result nested too deeply to send is an error that says so: from about 3000 levels it
+        # had come back as null (Playwright's serializer ran out of stack without a word).
+        for levels, why in ((200, "object reference chain is too long"), (5000, "over 1000 levels")):
+            deep = f"() => {{ const top = {{}}; let o = top; for (let i = 0; i < {levels}; i++) o = o.n = {{}}; return top }}"
+            refused = error(await mcp.call_tool("browser_evaluate", {"function": deep, "tabId": tab}))
+            assert refused == (
+                f"Evaluating on tab {tab} failed: its result is nested too deeply to send ({why}). Return a "
+                "part of it, nested less deeply."
+            ), refused
 
 
 async def test_a_javascript_error_in_evaluate_is_a_clear_error(

@@ -218,6 +218,13 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             f"{snap} to see the page as it is now.",
             tab_id=tab,
         )
+    if "Cannot serialize result" in message:  # CDP's limit, or `_PLAIN_VALUE`'s (a script's result)
+        return ActionError(
+            f"{what} failed: its result is nested too deeply to send ({message.split(': ', 2)[-1]}).",
+            "Return a part of it, nested less deeply.",
+            tab_id=tab,
+            ref=ref,
+        )
     if message.startswith("Unknown key"):
         return ActionError(
             f"{what} failed: {message}.",

@@ -41,7 +41,8 @@ _LOADED = """() => document.readyState === 'complete'
 back/forward cache fires no load event), else at its load event."""
 _PLAIN_VALUE = """(value) => {
   const inside = new Set();
-  const plain = (v) => {
+  const tooDeep = new Error('Cannot serialize result: over MAX_DEPTH levels');
+  const plain = (v, depth) => {
     if (typeof v === 'symbol') return String(v);
     if (v === null || typeof v !== 'object') return v;
     if (v instanceof RegExp) return String(v);
@@ -51,13 +52,14 @@ _PLAIN_VALUE = """(value) => {
     const proto = Object.getPrototypeOf(v);
     if (!listed && !isArray && proto !== Object.prototype && proto !== null) return v;
     if (inside.has(v)) return '[Circular]';
+    if (depth > MAX_DEPTH) throw tooDeep;
     inside.add(v);
     try {
-      if (listed) return Array.from(v, plain);
+      if (listed) return Array.from(v, (item) => plain(item, depth + 1));
       let copy = null;
       for (const key of isArray ? v.keys() : Object.keys(v)) {
         const item = v[key];
-        const done = plain(item);
+        const done = plain(item, depth + 1);
         if (done !== item) {
           copy = copy || (isArray ? Array.from(v) : { ...v });
           copy[key] = done;
@@ -69,18 +71,20 @@ _PLAIN_VALUE = """(value) => {
     }
   };
   try {
-    return plain(value);
-  } catch {
+    return plain(value, 0);
+  } catch (error) {
+    if (error === tooDeep) throw error;
     return value;
   }
-}"""
+}""".replace("MAX_DEPTH", "1000")
 """A script's result with what Playwright's serializer would lose made plain (it gives a Map or a
 Set as `{}`, a Symbol as undefined, an invalid Date as the epoch, and a RegExp without its g, y
 or u flag): a Map as its [key, value] entries, a Set as its values, a Symbol and a RegExp as
 JavaScript prints them, an invalid Date as 'Invalid Date'; inside arrays and plain objects too, an
 ancestor met again as "[Circular]" (as `_values` writes the ones Playwright finds). Anything else
 is left as Playwright serializes it (elements, class instances, errors), and so is a value this
-cannot walk (a getter that throws, nesting too deep for the stack)."""
+cannot walk (a getter that throws). A value nested over 1000 levels deep is an error: Playwright's
+serializer gave it as undefined, without a word, once its own stack ran out (at about 3000)."""
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
 FILE_PICKER_WAIT = 2.0
