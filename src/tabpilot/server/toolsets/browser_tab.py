@@ -172,6 +172,7 @@ async def _run(
 ) -> dict[str, Any] | None:
     manager = call.manager
     if action == "list":
+        await manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
         call.response.plain_later(functools.partial(_listing, manager, instance_id))
         return None
     if action == "new":

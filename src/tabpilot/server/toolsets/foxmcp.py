@@ -115,6 +115,7 @@ CALLS = ToolCalls(
 
 async def tabs_list(call: Call) -> None:
     manager = call.manager
+    await call.manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
     try:
         call.response.plain_later(lambda: (tabs_list_text(manager.tabs()), None))
     except TabpilotError as exc:
@@ -170,6 +171,8 @@ async def windows_list(
     populate: Annotated[bool, Field(description="Whether to include tab information for each window")] = True,
 ) -> None:
     manager = call.manager
+    if populate:
+        await manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
     call.response.plain_later(lambda: (windows_text(manager, populate=populate), None))
 
 
