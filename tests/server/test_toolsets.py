@@ -922,6 +922,31 @@ async def test_a_new_tab_another_call_closes_as_it_loads_is_answered_as_closed_i
             ), text(answer)
 
 
+async def test_a_tab_the_limit_closes_to_make_room_is_named_by_the_call_that_opened_one(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # With close-oldest, opening a tab closes the oldest one: no answer of these sets said so, and
+    # browser-use's next calls did not either (the answer had used up the close).
+    async with connect(
+        tools=("browser-tab", "foxmcp", "browser-use"), max_tabs=2, tab_limit_policy="close-oldest"
+    ) as mcp:
+        created = await call(mcp, "tabs_create", {"url": site.url("/page/a")})
+        assert created == f"Created tab: ID 2 - Page a - {site.url('/page/a')}"  # room for it
+        created = await call(mcp, "tabs_create", {"url": site.url("/page/b")})
+        assert (
+            created
+            == f"Created tab: ID 3 - Page b - {site.url('/page/b')}\nTab 1 closed (over the tab limit)"
+        )
+        opened = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/c")}))
+        assert opened["tabId"] == 4
+        assert opened["closedTabs"] == [{"tabId": 2, "how": "closed (over the tab limit)"}]
+        navigated = await call(mcp, "browser_navigate", {"url": site.url("/page/a"), "new_tab": True})
+        assert navigated.splitlines()[1:] == [
+            'New tab: tab_id "5", now active.',
+            "Tab # 3 closed (over the tab limit)",
+        ]
+
+
 async def test_browser_tab_with_two_instances_says_where_a_tab_is_and_advises_calls_that_work(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

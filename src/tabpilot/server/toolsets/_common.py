@@ -26,7 +26,7 @@ from tabpilot import (
     parse_ref,
 )
 
-from ..advice import LEFT_OPEN, dialog_said, short
+from ..advice import LEFT_OPEN, closed_as, dialog_said, short
 from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
@@ -225,3 +225,16 @@ def closed_untold(call: Call) -> list[TabEvent]:
     its own tab close, or the next call after a close no call made, says so itself."""
     events = call.manager.events.history(since=call.session.last_event_seq)
     return [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]
+
+
+async def closes_to_tell(call: Call, *, told: Iterable[int] = ()) -> list[tuple[TabEvent, str]]:
+    """`closed_untold` once every close under way is reported, each with how its tab left in words
+    (`closed (over the tab limit)`, or that it stays open where it is); `told`: tabs the answer
+    already says closed (a click's popups)."""
+    await call.manager.settle(grace=0)
+    said = set(told)
+    return [
+        (e, left_words(e.data.get("by"), f"closed ({closed_as(e.data.get('by'))})"))
+        for e in closed_untold(call)
+        if e.tab_id not in said
+    ]

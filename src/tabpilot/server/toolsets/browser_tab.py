@@ -32,6 +32,7 @@ from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, Tabpi
 
 from ..advice import ToolCalls, short
 from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec, open_tab
+from ._common import closes_to_tell
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
@@ -189,7 +190,10 @@ async def _run(
             )
             return None
         await tab.refresh_title()
-        return {"tabId": tab.id, "url": short(tab.url), "title": short(tab.title, 200)}
+        made: dict[str, Any] = {"tabId": tab.id, "url": short(tab.url), "title": short(tab.title, 200)}
+        # A tab the tab limit closed to make room (close-oldest), or one that closed by itself.
+        left = [{"tabId": e.tab_id, "how": how} for e, how in await closes_to_tell(call)]
+        return made | {"closedTabs": left} if left else made
     if action == "close_others":
         if keep_tab_id is None:
             raise ValueError("keepTabId is required for action=close_others (the tab to keep open).")

@@ -62,17 +62,16 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import ToolCalls, closed_as, error_text, short, tab_limit_closed
+from ..advice import ToolCalls, error_text, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, open_tab
 from ._common import (
     SnapshotElement,
     accept_dialog,
     capped,
-    closed_untold,
+    closes_to_tell,
     describe_elements,
     dialog_note,
     interactive_elements,
-    left_words,
     loading_note,
     navigate_accepting,
     note_lines,
@@ -194,15 +193,13 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     """A line per tab closed by no call since the previous answer (the action's own tab, closed by
     its page's window.close()), and the tab that is active now: later calls act on that one.
     `told`: tabs the answer already says closed again (a click's popups)."""
-    await call.manager.settle(grace=0)
-    closed = [e for e in closed_untold(call) if e.tab_id not in told]
+    closed = await closes_to_tell(call, told=told)
     if not closed:
         return ""  # the usual answer: no list of the tabs to build
     urls = {t.id: t.url for t in call.manager.tabs()}
     lines = []
-    for event in closed:
-        by = event.data.get("by")
-        line = f"Tab # {event.tab_id} {left_words(by, f'closed ({closed_as(by)})')}"
+    for event, left in closed:
+        line = f"Tab # {event.tab_id} {left}"
         now = event.data.get("activeTabId")
         if event.data.get("activeChanged") and now in urls:
             line += f', now on tab_id "{now}": {short(urls[now])}'
@@ -360,6 +357,7 @@ async def browser_navigate(
             return
         call.response.plain(
             f'Opened new tab with URL: {short(url.strip())}\nNew tab: tab_id "{opened.tab.id}", now active.'
+            + await _closed_lines(call)  # a tab the tab limit closed to make room
         )
         return
     tab, note = await _active(call)
@@ -430,6 +428,7 @@ async def browser_click(
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
                 + note_lines(f'New tab: tab_id "{opened.tab.id}", now active.', note)
+                + await _closed_lines(call)
             )
             return
         result = await click(tab, element.ref, dialogs="accept")

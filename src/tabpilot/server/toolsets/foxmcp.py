@@ -33,6 +33,7 @@ from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_sh
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, open_tab
+from ._common import closes_to_tell
 
 TabIdParam = Annotated[StrictInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
@@ -142,7 +143,10 @@ async def tabs_create(
         call.response.error(f"Created tab {tab.id} ({how}), but loading failed: {opened.failed}")
         return
     await tab.refresh_title()
-    call.response.plain(created_text(manager.info(tab)))
+    # A tab the tab limit closed to make room (--tab-limit-policy close-oldest), or one that closed
+    # by itself meanwhile: FoxMCP lists no events, and the next list would only leave it out.
+    closed = "".join(f"\nTab {event.tab_id} {left}" for event, left in await closes_to_tell(call))
+    call.response.plain(created_text(manager.info(tab)) + closed)
 
 
 async def tabs_close(call: Call, tab_id: TabIdParam) -> None:
