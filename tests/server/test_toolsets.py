@@ -922,6 +922,26 @@ async def test_a_new_tab_another_call_closes_as_it_loads_is_answered_as_closed_i
             ), text(answer)
 
 
+async def test_a_new_tab_whose_page_is_slow_to_come_is_opened_not_failed_in_every_set(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The tab is open and its page on its way: each set answered an error, "loading failed", and
+    # an agent that retried opened a second tab. (FoxMCP's advice also named a snapshot it lacks.)
+    slow = site.url("/api/slow?ms=1500")
+    loading = "Tab {tab} is loading " + slow + "; its server has not sent it yet."
+    options = BrowserOptions(timeout_navigation=0.5)
+    async with connect(tools=("default", "foxmcp", "browser-tab"), browser=options) as mcp:
+        created = await call(mcp, "tabs_create", {"url": slow})
+        assert created.splitlines()[1:] == [loading.format(tab=2)], created
+        opened = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": slow}))
+        assert opened["tabId"] == 3 and opened["note"] == loading.format(tab=3)
+        new = await mcp.call_tool("browser_tabs", {"action": "new", "url": slow})
+        assert not new.is_error and f"Opened tab 4 and activated it. {loading.format(tab=4)}" in text(new)
+    async with connect(tools=("browser-use",), browser=options) as mcp:
+        navigated = await call(mcp, "browser_navigate", {"url": slow, "new_tab": True})
+        assert navigated.splitlines()[1:] == ['New tab: tab_id "2", now active.', loading.format(tab=2)]
+
+
 async def test_a_tab_the_limit_closes_to_make_room_is_named_by_the_call_that_opened_one(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

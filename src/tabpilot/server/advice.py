@@ -526,6 +526,12 @@ the cause of the tabs of a lost instance, whatever took it: a kill, a quit, a gr
 session; the `instance_lost` event beside says which.)"""
 
 
+def loading_said(tab_id: int, page: str | None) -> str:
+    """That a tab is on its way to `page` (None: a page not named) whose server has not sent it
+    yet: the action that made it load is done, and the browser keeps waiting."""
+    return f"Tab {tab_id} is loading {page or 'a new page'}; its server has not sent it yet."
+
+
 def closed_as(cause: object) -> str:
     """A close cause in words, as `closed (...)` says it: `by page`, `over the tab limit`."""
     return _CLOSED_AS.get(str(cause), f"by {cause}")

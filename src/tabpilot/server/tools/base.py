@@ -44,6 +44,7 @@ from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from tabpilot import (
+    ActionError,
     BrowserNotFoundError,
     ConnectError,
     Secrets,
@@ -57,7 +58,7 @@ from tabpilot import (
 )
 
 from .. import logs
-from ..advice import DEFAULT_CALLS, ToolCalls, closed_as, error_text
+from ..advice import DEFAULT_CALLS, ToolCalls, closed_as, error_text, loading_said
 from ..config import ServerConfig
 from ..response import Response
 from ..state import ServerState, ServerStopping, SessionState
@@ -440,5 +441,9 @@ async def open_tab(
         return OpenedTab(tab)
     try:
         return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
+    except ActionError as exc:
+        if exc.reason == "loading":  # not a failure: the tab is open and its page on its way
+            return OpenedTab(tab, loading_said(tab.id, target))
+        return OpenedTab(tab, failed=error_text(exc, calls))
     except TabpilotError as exc:
         return OpenedTab(tab, failed=error_text(exc, calls))

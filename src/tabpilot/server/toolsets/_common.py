@@ -26,7 +26,7 @@ from tabpilot import (
     parse_ref,
 )
 
-from ..advice import LEFT_OPEN, closed_as, dialog_said, short
+from ..advice import LEFT_OPEN, closed_as, dialog_said, loading_said, short
 from ..tools.base import Call
 
 INTERACTIVE_ROLES = frozenset(
@@ -197,9 +197,7 @@ def note_lines(*notes: str) -> str:
 def loading_note(result: ActionResult) -> str:
     """What the compatible sets say of an action that made its tab load a page whose server had not
     sent it in time ('' when it did not): the action is done; the page is on its way."""
-    if result.loading is None:
-        return ""
-    return f"Tab {result.tab_id} is loading {result.loading or 'a new page'}; its server has not sent it yet."
+    return "" if result.loading is None else loading_said(result.tab_id, result.loading)
 
 
 def left_words(cause: object, closed: str) -> str:

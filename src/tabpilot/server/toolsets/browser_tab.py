@@ -191,6 +191,8 @@ async def _run(
             return None
         await tab.refresh_title()
         made: dict[str, Any] = {"tabId": tab.id, "url": short(tab.url), "title": short(tab.title, 200)}
+        if opened.note:  # its page still loading, or an HTTP error status
+            made["note"] = opened.note
         # A tab the tab limit closed to make room (close-oldest), or one that closed by itself.
         left = [{"tabId": e.tab_id, "how": how} for e, how in await closes_to_tell(call)]
         return made | {"closedTabs": left} if left else made

@@ -357,6 +357,7 @@ async def browser_navigate(
             return
         call.response.plain(
             f'Opened new tab with URL: {short(url.strip())}\nNew tab: tab_id "{opened.tab.id}", now active.'
+            + note_lines(opened.note)  # its page still loading, or an HTTP error status
             + await _closed_lines(call)  # a tab the tab limit closed to make room
         )
         return
@@ -427,7 +428,7 @@ async def browser_click(
                 return
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
-                + note_lines(f'New tab: tab_id "{opened.tab.id}", now active.', note)
+                + note_lines(f'New tab: tab_id "{opened.tab.id}", now active.', opened.note, note)
                 + await _closed_lines(call)
             )
             return

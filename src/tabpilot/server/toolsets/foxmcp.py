@@ -146,7 +146,8 @@ async def tabs_create(
     # A tab the tab limit closed to make room (--tab-limit-policy close-oldest), or one that closed
     # by itself meanwhile: FoxMCP lists no events, and the next list would only leave it out.
     closed = "".join(f"\nTab {event.tab_id} {left}" for event, left in await closes_to_tell(call))
-    call.response.plain(created_text(manager.info(tab)) + closed)
+    said = f"\n{opened.note}" if opened.note else ""  # its page still loading, or an HTTP error status
+    call.response.plain(created_text(manager.info(tab)) + said + closed)
 
 
 async def tabs_close(call: Call, tab_id: TabIdParam) -> None:
