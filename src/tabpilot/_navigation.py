@@ -139,7 +139,7 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
             tab.expecting_document(),
             map_playwright_errors(Doing(what, tab_id=tab.id, timeout=timeout)),
         ):
-            status, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
+            navigated, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
         if not tab.document_due:  # else `_navigation_error` says the page is on its way
             await tab.raise_what_the_page_says(exc, what)
@@ -169,6 +169,10 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
             dialog=True,
             stayed=True,
         )
+    status, frame_moved = navigated if navigated is not None else (None, None)
+    if frame_moved is not None:  # the history step was an iframe's own (joint session history)
+        note = f"The step {action} in tab {tab.id}'s history was an iframe's: it shows {frame_moved} now."
+        return NavigationResult(tab.id, tab.url, None, note)
     # Playwright answers None both when there is no history entry to go to and when the entry has
     # no response of its own (a pushState or #hash entry, about:blank): only the URL tells them apart.
     if status is None and action in ("back", "forward") and handle.url == was_at:

@@ -10,6 +10,7 @@ from mcp.types import CallToolResult
 from starlette.responses import RedirectResponse
 
 from support import data, free_port, ok, poll, ref_of, section, tab_line, text
+from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 
 
@@ -119,6 +120,43 @@ async def test_going_back_without_history_says_so(connect: Callable[..., Client]
         assert section(result, "Result") == (
             "There is no page to go back to in tab 1's history; it stays on about:blank."
         ), section(result, "Result")
+
+
+async def test_a_step_back_or_forward_of_an_iframe_goes_at_once_and_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Only the iframe had moved: it went back at once, but the call waited for the page until the
+    # navigation timeout (30 s), then said its server had not sent it. Same-origin and cross-origin
+    # (localhost is another origin than 127.0.0.1).
+    site.set_content("/f1", "<title>F1</title><h2>Frame page one</h2><a href='/f2'>Next in frame</a>")
+    site.set_content("/f2", "<title>F2</title><h2>Frame page two</h2>")
+
+    async def shows(mcp: Client, tab: int, words: str) -> None:
+        await poll(
+            lambda: mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}),
+            lambda snap: words in text(snap),
+        )
+
+    for origin in (site.url("/"), site.url("/").replace("127.0.0.1", "localhost")):
+        site.set_content("/top", f"<title>Top</title><h1>Top</h1><iframe src='{origin}f1'></iframe>")
+        async with connect(browser=BrowserOptions(timeout_navigation=5)) as mcp:
+            tab = await _open(mcp, site.url("/top"), background=False)
+            full = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})))
+            ok(
+                await mcp.call_tool(
+                    "browser_click", {"ref": ref_of(full["snapshot"], 'link "Next in frame"')}
+                )
+            )
+            await shows(mcp, tab, "Frame page two")
+            for action, at, words in (("back", "f1", "Frame page one"), ("forward", "f2", "Frame page two")):
+                stepped = ok(await mcp.call_tool("browser_navigate", {"action": action, "tabId": tab}))
+                assert section(stepped, "Result") == (
+                    f"Went {action} on tab {tab}. The step {action} in tab {tab}'s history was an iframe's: "
+                    f"it shows {origin}{at} now."
+                ), text(stepped)
+                await shows(mcp, tab, words)
+            listed = data(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["result"]
+            assert [t["url"] for t in listed["tabs"] if t["id"] == tab] == [site.url("/top")]
 
 
 async def test_going_back_over_entries_without_a_response_is_not_called_a_missing_history(

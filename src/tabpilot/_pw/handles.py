@@ -472,8 +472,9 @@ class PageHandle:
 
     async def navigate(
         self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float
-    ) -> int | None:
-        """Navigate and wait for the load; the HTTP status of the document (None: no response).
+    ) -> tuple[int | None, str | None]:
+        """Navigate and wait for the load; the HTTP status of the document (None: no response),
+        and for a step back or forward that was an iframe's own, the URL that iframe shows now.
 
         A navigation that fails on the network returns once the browser's error page has replaced
         the document and loaded (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the
@@ -491,7 +492,10 @@ class PageHandle:
             if action == "goto":
                 response = await self.page.goto(url, timeout=ms)
             elif action in ("back", "forward"):
-                response = await self._through_history(action, timeout)
+                stepped = await self._through_history(action, timeout)
+                if isinstance(stepped, str):
+                    return None, stepped
+                response = stepped
             else:
                 response = await self.page.reload(timeout=ms)
         except PlaywrightError as exc:
@@ -506,18 +510,69 @@ class PageHandle:
             raise
         finally:
             dispose()
-        return response.status if response is not None else None
+        return (response.status if response is not None else None), None
 
-    async def _through_history(self, action: Literal["back", "forward"], timeout: float) -> Response | None:
+    async def _through_history(
+        self, action: Literal["back", "forward"], timeout: float
+    ) -> Response | str | None:
         """Go back or forward, then wait for the document to be loaded. Playwright's own wait for
         the load event would last until the timeout for a page the browser restores from its
         back/forward cache: that page is whole at its commit and fires no load event. Browsers
         Playwright launches have that cache off; the user's Chrome, a browser reached over CDP
         and a grid's have it on. So Playwright waits for the commit only, and the page says when
-        it is loaded (at once when it is restored whole)."""
+        it is loaded (at once when it is restored whole). A step of an iframe's own gives the URL
+        that iframe shows now."""
         deadline = asyncio.get_running_loop().time() + timeout
         go = self.page.go_back if action == "back" else self.page.go_forward
-        response = await go(timeout=_ms(timeout), wait_until="commit")
+        if not await self._step_keeps_url(action):
+            response = await go(timeout=_ms(timeout), wait_until="commit")
+            return await self._loaded(response, deadline)
+        going = asyncio.ensure_future(go(timeout=_ms(timeout), wait_until="commit"))
+        # The step may be an iframe's own (joint session history): the iframe moves and the page
+        # does not, and Playwright waits for the page until the timeout. An iframe whose document
+        # changes before the page's does is that step (a page's new document brings new iframes
+        # only after its commit).
+        framed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        def navigated(frame: Frame) -> None:
+            if frame != self.page.main_frame and not framed.done():
+                framed.set_result(frame.url)
+
+        dispose = _listen(self.page, "framenavigated", navigated)
+        moved: set[asyncio.Future[Any]] = {going, framed}
+        try:
+            await asyncio.wait(moved, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            going.cancel()
+            raise
+        finally:
+            dispose()
+        if framed.done() and not going.done():
+            going.cancel()  # Playwright's wait for the page, which stays
+            return framed.result()
+        framed.cancel()
+        return await self._loaded(await going, deadline)  # its timeout comes with ours, if neither moved
+
+    async def _step_keeps_url(self, action: Literal["back", "forward"]) -> bool:
+        """Whether the history entry a step back or forward goes to has the URL of the current one:
+        an iframe's own step (or a pushState that kept the URL). False when the browser does not say."""
+        try:
+            session = await self.page.context.new_cdp_session(self.page)
+        except PlaywrightError:
+            return False
+        try:
+            history = await session.send("Page.getNavigationHistory")
+        except PlaywrightError:
+            return False
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await session.detach()
+        entries, now = history["entries"], history["currentIndex"]
+        to = now - 1 if action == "back" else now + 1
+        return 0 <= to < len(entries) and bool(entries[to]["url"] == entries[now]["url"])
+
+    async def _loaded(self, response: Response | None, deadline: float) -> Response | None:
+        """`response` (of a step that committed), once the page says it is loaded, by `deadline`."""
         left = max(deadline - asyncio.get_running_loop().time(), 0.001)
         try:
             await asyncio.wait_for(self.page.evaluate(_LOADED), left)
