@@ -573,9 +573,9 @@ async def wait_for(
         if time is not None:
             await asyncio.sleep(min(time, MAX_WAIT_TIME))
         if text_gone is not None:
-            await handle.text(text_gone).wait_for("hidden", timeout=timeout)
+            await handle.wait_for_text(text_gone, shown=False, timeout=timeout)
         if text is not None:
-            await handle.text(text).wait_for("visible", timeout=timeout)
+            await handle.wait_for_text(text, shown=True, timeout=timeout)
 
     what = describe_wait(text=text, text_gone=text_gone, time=time)
     try:

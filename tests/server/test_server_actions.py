@@ -955,6 +955,32 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
             assert f"{name} is empty: give the words to wait for" in empty, empty
 
 
+async def test_wait_for_sees_text_inside_iframes_of_any_origin(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # It looked in the top page only: text in an iframe "never appeared" (10 s, then an error),
+    # and text still in an iframe "disappeared" at once.
+    site.set_content(
+        "/pay",
+        """<title>Pay</title><p id="state">Processing payment</p>
+<script>setTimeout(() => { document.getElementById('state').textContent = 'Payment accepted' }, 400)</script>""",
+    )
+    for origin in (site.url("/"), site.url("/").replace("127.0.0.1", "localhost")):
+        site.set_content(
+            "/checkout", f"<title>Checkout</title><h1>Checkout</h1><iframe src='{origin}pay'></iframe>"
+        )
+        async with connect() as mcp:
+            tab = await start_on(mcp, site.url("/checkout"))
+            gone = ok(
+                await mcp.call_tool("browser_wait_for", {"textGone": "Processing payment", "tabId": tab})
+            )
+            assert "Waited for text 'Processing payment' to disappear" in section(gone, "Result")
+            shown = await snapshot(mcp, tab)
+            assert "Processing payment" not in shown and "Payment accepted" in shown, shown
+            came = ok(await mcp.call_tool("browser_wait_for", {"text": "Payment accepted", "tabId": tab}))
+            assert f"Waited for text 'Payment accepted' to appear on tab {tab}." in section(came, "Result")
+
+
 async def test_evaluate_returns_the_value_and_takes_a_ref(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

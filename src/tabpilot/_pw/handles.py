@@ -28,6 +28,7 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page as Page
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from .._options import BrowserOptions
 
@@ -85,6 +86,8 @@ ancestor met again as "[Circular]" (as `_values` writes the ones Playwright find
 is left as Playwright serializes it (elements, class instances, errors), and so is a value this
 cannot walk (a getter that throws). A value nested over 1000 levels deep is an error: Playwright's
 serializer gave it as undefined, without a word, once its own stack ran out (at about 3000)."""
+TEXT_POLL = 0.05
+"""Seconds between two looks for a text a wait is for."""
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
 FILE_PICKER_WAIT = 2.0
@@ -342,9 +345,6 @@ class ElementHandle:
     async def aria_snapshot(self, *, depth: int | None) -> str:
         return await self._locator.aria_snapshot(mode="ai", depth=depth)
 
-    async def wait_for(self, state: Literal["visible", "hidden"], *, timeout: float) -> None:
-        await self._locator.wait_for(state=state, timeout=_ms(timeout))
-
 
 _handles: weakref.WeakValueDictionary[int, PageHandle] = weakref.WeakValueDictionary()
 """Each page's handle while anything holds it, by the page's id (a handle holds its page, so that
@@ -423,8 +423,24 @@ class PageHandle:
     def element(self, page_ref: str) -> ElementHandle:
         return ElementHandle(self.page.locator(f"aria-ref={page_ref}"))
 
-    def text(self, text: str) -> ElementHandle:
-        return ElementHandle(self.page.get_by_text(text).first)
+    async def shows_text(self, text: str) -> bool:
+        """Whether `text` is visible in the page or in any of its iframes (Playwright's text
+        locators look in one frame only: an iframe's text had never appeared, nor gone)."""
+        for frame in self.page.frames:
+            with contextlib.suppress(PlaywrightError):  # a frame that went away meanwhile
+                if await frame.get_by_text(text).filter(visible=True).count():
+                    return True
+        return False
+
+    async def wait_for_text(self, text: str, *, shown: bool, timeout: float) -> None:
+        """Wait until `text` is visible (`shown`) or visible nowhere, in the page and its iframes;
+        Playwright's TimeoutError after `timeout` seconds, as its own waits raise."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while await self.shows_text(text) != shown:
+            if loop.time() >= deadline:
+                raise PlaywrightTimeoutError(f"Timeout {_ms(timeout):g}ms exceeded waiting for text {text!r}")
+            await asyncio.sleep(TEXT_POLL)
 
     # acting
     async def press_key(self, key: str) -> None:
