@@ -170,7 +170,7 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         await call(mcp, "browser_navigate", url=site.url("/download"), tabId=start["id"])
         got = await call(mcp, "browser_navigate", url=site.url("/api/file"), tabId=start["id"])
         assert section(got, "Result").startswith(f"{site.url('/api/file')} is a file, not a page")
-        line = f"tab {start['id']} downloaded 'tabpilot.txt' from {site.url('/api/file')}"
+        line = f"tab {start['id']} started downloading 'tabpilot.txt' from {site.url('/api/file')}"
         assert f"- {line}" in section(got, "Events")
 
         # A page that fails to load lists by the URL that failed, as the user's address bar shows it.

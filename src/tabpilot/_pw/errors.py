@@ -172,7 +172,7 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
     if message.startswith("Download is starting"):
         return ActionError(
             f"{what} started a download instead of loading a page.",
-            "The file is downloaded; the tab stays where it was.",
+            "The browser downloads the file; the tab stays where it was.",
             tab_id=tab,
             reason="download",
         )

@@ -602,7 +602,7 @@ def event_line(event: TabEvent) -> str:
             f"server's redirect led it there) and shows the browser's error page. {why}"
         )
     if event.type == "download":
-        return f"tab {tab} downloaded {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
+        return f"tab {tab} started downloading {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
     if event.type == "instance_relaunched":
