@@ -426,21 +426,28 @@ class PageHandle:
     async def shows_text(self, text: str) -> bool:
         """Whether `text` is visible in the page or in any of its iframes (Playwright's text
         locators look in one frame only: an iframe's text had never appeared, nor gone)."""
-        for frame in self.page.frames:
-            with contextlib.suppress(PlaywrightError):  # a frame that went away meanwhile
+        page = self.page
+        for frame in page.frames:
+            try:
                 if await frame.get_by_text(text).filter(visible=True).count():
                     return True
+            except PlaywrightError:
+                if frame is page.main_frame or page.is_closed():
+                    raise  # the tab closed, or its browser went away
+                # an iframe that went away meanwhile
         return False
 
     async def wait_for_text(self, text: str, *, shown: bool, timeout: float) -> None:
         """Wait until `text` is visible (`shown`) or visible nowhere, in the page and its iframes;
         Playwright's TimeoutError after `timeout` seconds, as its own waits raise."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while await self.shows_text(text) != shown:
-            if loop.time() >= deadline:
-                raise PlaywrightTimeoutError(f"Timeout {_ms(timeout):g}ms exceeded waiting for text {text!r}")
-            await asyncio.sleep(TEXT_POLL)
+        try:
+            async with asyncio.timeout(timeout):  # a look a stuck iframe holds up counts too
+                while await self.shows_text(text) != shown:
+                    await asyncio.sleep(TEXT_POLL)
+        except TimeoutError:
+            raise PlaywrightTimeoutError(
+                f"Timeout {_ms(timeout):g}ms exceeded waiting for text {text!r}"
+            ) from None
 
     # acting
     async def press_key(self, key: str) -> None:
