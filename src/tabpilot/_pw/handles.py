@@ -40,6 +40,8 @@ _LOADED = """() => document.readyState === 'complete'
   || new Promise((resolve) => addEventListener('load', () => resolve(true), { once: true }))"""
 """Resolves once the document is loaded: at once for a page that is (a page restored from the
 back/forward cache fires no load event), else at its load event."""
+PLAIN_MAX_DEPTH = 1000
+"""How deep a script's result may nest (`_PLAIN_VALUE`): deeper is an error, not a silent null."""
 _PLAIN_VALUE = """(value) => {
   const inside = new Set();
   const tooDeep = new Error('Cannot serialize result: over MAX_DEPTH levels');
@@ -77,14 +79,14 @@ _PLAIN_VALUE = """(value) => {
     if (error === tooDeep) throw error;
     return value;
   }
-}""".replace("MAX_DEPTH", "1000")
+}""".replace("MAX_DEPTH", str(PLAIN_MAX_DEPTH))
 """A script's result with what Playwright's serializer would lose made plain (it gives a Map or a
 Set as `{}`, a Symbol as undefined, an invalid Date as the epoch, and a RegExp without its g, y
 or u flag): a Map as its [key, value] entries, a Set as its values, a Symbol and a RegExp as
 JavaScript prints them, an invalid Date as 'Invalid Date'; inside arrays and plain objects too, an
 ancestor met again as "[Circular]" (as `_values` writes the ones Playwright finds). Anything else
 is left as Playwright serializes it (elements, class instances, errors), and so is a value this
-cannot walk (a getter that throws). A value nested over 1000 levels deep is an error: Playwright's
+cannot walk (a getter that throws). A value nested over PLAIN_MAX_DEPTH levels is an error: Playwright's
 serializer gave it as undefined, without a word, once its own stack ran out (at about 3000)."""
 TEXT_POLL = 0.05
 """Seconds between two looks for a text a wait is for."""

@@ -405,7 +405,7 @@ def _record_action(call: Call, arguments: dict[str, Any]) -> None:
 class OpenedTab:
     tab: Tab
     note: str = ""
-    """What the load said besides (an HTTP error status)."""
+    """What the load said besides: an HTTP error status, or that the page is still on its way."""
     failed: str | None = None
     """Why its URL did not load, in the set's words: the tab is open all the same (on about:blank,
     or an error page), and the answer must name it, as browser_tabs new does."""
@@ -441,9 +441,7 @@ async def open_tab(
         return OpenedTab(tab)
     try:
         return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
-    except ActionError as exc:
-        if exc.reason == "loading":  # not a failure: the tab is open and its page on its way
-            return OpenedTab(tab, loading_said(tab.id, target))
-        return OpenedTab(tab, failed=error_text(exc, calls))
     except TabpilotError as exc:
+        if isinstance(exc, ActionError) and exc.reason == "loading":  # the tab is open, its page on its way
+            return OpenedTab(tab, loading_said(tab.id, target))
         return OpenedTab(tab, failed=error_text(exc, calls))

@@ -258,7 +258,7 @@ async def browser_get_state(
 ) -> None:
     manager = call.manager
     tab, snap, elements, details = await _read_state(call)
-    await call.manager.refresh()  # the other tabs' titles, as browser_list_tabs gives them
+    await manager.refresh()  # the other tabs' titles, as browser_list_tabs gives them
     state = call.session.state_for(BrowserUseState)
     state.tab_id, state.elements = tab.id, dict(enumerate(elements, start=1))
     listed = []
@@ -301,7 +301,7 @@ async def _read_state(call: Call) -> tuple[Tab, Snapshot, list[SnapshotElement],
 
 async def browser_list_tabs(call: Call) -> None:
     manager = call.manager
-    await call.manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
+    await manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
 
     def listing() -> tuple[str, dict[str, Any]]:
         listed = list_tabs_json(manager.tabs())

@@ -116,7 +116,7 @@ CALLS = ToolCalls(
 
 async def tabs_list(call: Call) -> None:
     manager = call.manager
-    await call.manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
+    await manager.refresh()  # titles a page set since its load, as browser_tabs list reads them
     try:
         call.response.plain_later(lambda: (tabs_list_text(manager.tabs()), None))
     except TabpilotError as exc:
