@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.types import CallToolResult
 
 from support import data, error, ok, poll, ref_of, result_of, section, tab_line, text
-from tabpilot import cli
+from tabpilot import BrowserOptions, cli
 from tabpilot.demo.site import LocalSite
 
 
@@ -170,6 +170,28 @@ async def test_a_new_tab_whose_page_fails_to_load_is_still_reported_with_its_id(
         error = section(result, "Error")
         assert f"Opened tab {tab_id}" in error and "loading failed" in error
         assert tab_line(result, tab_id)
+
+
+async def test_a_new_tab_whose_page_is_slow_answers_at_once_and_its_snapshot_comes_later(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The answer tried a snapshot of the page still on its way: it waited the action timeout (5 s)
+    # on top of the navigation's, then said it had no snapshot, which the agent had to take anyway.
+    slow = site.url("/api/slow?ms=2500")
+    async with connect(browser=BrowserOptions(timeout_navigation=0.5)) as mcp:
+        opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": slow})
+        said = section(ok(opened), "Result")
+        assert said == (
+            f"Opened tab 2 and activated it. Tab 2 is loading {slow}; its server has not sent it yet. "
+            "Take a snapshot of tab 2 in a while."
+        )
+        assert section(opened, "Snapshot") == "" and "loading" in tab_line(opened, 2)
+        # Once the page has come, the snapshot the answer advised shows it.
+        shown = await poll(
+            lambda: mcp.call_tool("browser_snapshot", {"tabId": 2}),
+            lambda r: "slow 2500" in section(r, "Snapshot"),
+        )
+        assert "slow 2500" in section(shown, "Snapshot"), text(shown)
 
 
 async def test_close_oldest_spares_the_tab_whose_page_opened_the_new_one(

@@ -406,6 +406,8 @@ class OpenedTab:
     tab: Tab
     note: str = ""
     """What the load said besides: an HTTP error status, or that the page is still on its way."""
+    loading: bool = False
+    """Its page is still on its way (the note says so): a snapshot would wait for it as long again."""
     failed: str | None = None
     """Why its URL did not load, in the set's words: the tab is open all the same (on about:blank,
     or an error page), and the answer must name it, as browser_tabs new does."""
@@ -443,5 +445,5 @@ async def open_tab(
         return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
     except TabpilotError as exc:
         if isinstance(exc, ActionError) and exc.reason == "loading":  # the tab is open, its page on its way
-            return OpenedTab(tab, loading_said(tab.id, target))
+            return OpenedTab(tab, loading_said(tab.id, target), loading=True)
         return OpenedTab(tab, failed=error_text(exc, calls))

@@ -56,9 +56,14 @@ async def browser_tabs(
         if made.failed is not None:
             # The tab exists; the agent needs its id as much as the reason.
             response.error(f"Opened tab {tab.id} {how}, but loading failed: {made.failed}")
-        with_snapshot = target and call.session.config.navigate_returns == "snapshot"
-        if target and not with_snapshot and not tab.is_gone and tab.dialog is None:
+        # A page still on its way: a snapshot (or its title) would wait for it as long again, and
+        # the answer would come seconds later with nothing to show; the note says to look later.
+        loaded = target and not made.loading
+        with_snapshot = loaded and call.session.config.navigate_returns == "snapshot"
+        if loaded and not with_snapshot and not tab.is_gone and tab.dialog is None:
             await tab.refresh_title()  # the result promises the loaded page's title
+        if made.loading:
+            note += f" Take a snapshot of tab {tab.id} in a while."
 
         def opened() -> str:
             # Written when the response is built: another call may have activated a tab since.
