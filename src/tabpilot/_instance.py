@@ -41,6 +41,7 @@ from ._pw import (
     ContextHandle,
     Disposer,
     Doing,
+    DownloadHandle,
     PageHandle,
     is_closed_error,
     map_playwright_errors,
@@ -317,6 +318,10 @@ class Instance:
 
     def open_tabs(self) -> Sequence[TabLike]:
         return self._services.all_open_tabs()
+
+    def download_began(self, tab: Tab, download: DownloadHandle) -> None:
+        # The user's Chrome saves downloads where the user set it to (the relay leaves that be).
+        self._services.downloads.began(download, tab.id, self.emit, in_browser=self.kind == "extension")
 
     def dialog_opened(self, tab: Tab, dialog: DialogInfo) -> None:
         self.emit(

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from ._bridge import ExtensionBridge
+from ._downloads import Downloads
 from ._endpoints import (
     cdp_browser_id,
     check_endpoint,
@@ -85,6 +86,8 @@ class TabManager:
         self.rules = TabRules(max_tabs, tab_limit_policy, follow_new_tabs, budget)
         self._leave_budget = budget.join(self._staying_tabs) if budget else None
         self.events = EventBus(history_size=event_history)
+        self.downloads = Downloads(options.downloads_dir)
+        """Where the files pages download are saved (`BrowserOptions.downloads_dir`)."""
         self._tab_ids = tab_ids or TabIds()
         self._given: set[int] = set()
         self._instance_ids = itertools.count(1)
@@ -187,6 +190,7 @@ class TabManager:
             for instance, outcome in zip(closing, outcomes, strict=True):
                 if isinstance(outcome, Exception):
                     logger.warning("closing instance %s failed: %s", instance.id, outcome)
+        await self.downloads.close()
         if self._owns_driver:
             await self._driver.stop()
 
@@ -271,6 +275,7 @@ class TabManager:
             timeouts=Timeouts(self.options.timeout_action, self.options.timeout_navigation),
             policy=self.policy,
             target_hooks=self._target_hooks,
+            downloads=self.downloads,
         )
 
     def _claim_id(self, instance_id: str | None) -> str:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ._cdp import TargetSession
+from ._downloads import Downloads
 from ._errors import TabLike
 from ._policy import UrlPolicy
 from ._pw import Disposer
@@ -129,3 +130,4 @@ class InstanceServices:
     timeouts: Timeouts
     policy: UrlPolicy
     target_hooks: Sequence[TargetHook]
+    downloads: Downloads

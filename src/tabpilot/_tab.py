@@ -34,6 +34,7 @@ from ._pw import (
     DialogHandle,
     Disposer,
     Doing,
+    DownloadHandle,
     ElementHandle,
     Page,
     PageHandle,
@@ -95,6 +96,10 @@ class TabHost(Protocol):
     def emit(self, type: EventType, tab_id: int, **data: Any) -> None: ...
 
     def dialog_opened(self, tab: Tab, dialog: DialogInfo) -> None: ...
+
+    def download_began(self, tab: Tab, download: DownloadHandle) -> None:
+        """A page of `tab` began a download (told already): keep its file, tell when it is done."""
+        ...
 
     def page_closed(self, tab: Tab) -> None: ...
 
@@ -427,9 +432,10 @@ class Tab:
         """The URL policy refused a navigation of the tab's page (the instance aborted it)."""
         self._blocked = blocked
 
-    def _on_download(self, url: str, filename: str) -> None:
+    def _on_download(self, download: DownloadHandle) -> None:
         self.document_settled()  # the download took the document's place
-        self.host.emit("download", self.id, url=url, suggestedFilename=filename)
+        self.host.emit("download", self.id, url=download.url, suggestedFilename=download.filename)
+        self.host.download_began(self, download)
 
     def _on_load(self) -> None:
         if self.status != "crashed":

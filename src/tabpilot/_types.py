@@ -46,6 +46,7 @@ EventType = Literal[
     "dialog_opened",
     "dialog_closed",
     "download",
+    "download_finished",
     "navigation_blocked",
     "script_result",
     "instance_lost",

@@ -266,4 +266,12 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         "--timeout-navigation",
         {"metavar": "SECONDS", "type": seconds, "help": "how long a page may take to load (default 30)"},
     ),
+    "downloads_dir": (
+        "--downloads-dir",
+        {
+            "metavar": "DIR",
+            "help": "save each file a page downloads here, under the name its server suggested; the "
+            "events give its path (default: tabpilot-downloads in the system's temp folder)",
+        },
+    ),
 }

@@ -10,6 +10,7 @@ import os
 import signal
 import weakref
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from starlette.responses import StreamingResponse
 import tabpilot._tracker
 from support import remote_chromium, wait_until
 from tabpilot import (
+    BrowserOptions,
     Driver,
     Instance,
     LastTabError,
@@ -640,15 +642,50 @@ async def test_a_crashed_tab_is_reported(manager: TabManager, instance: Instance
     assert [e.tab_id for e in events_of(manager, instance, since, "tab_crashed")] == [tab.id]
 
 
-async def test_a_download_is_reported_with_its_tab(
-    manager: TabManager, instance: Instance, site: LocalSite
+async def test_a_download_is_reported_with_its_tab_and_saved_under_a_name_of_its_own(
+    browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:
-    tab = await manager.new_tab(site.url("/download"), instance_id=instance.id)
-    since = manager.events.last_seq
-    await tab.page.get_by_text("Get file").click()
-    await wait_until(lambda: bool(events_of(manager, instance, since, "download")))
-    (event,) = events_of(manager, instance, since, "download")
-    assert event.tab_id == tab.id and event.data["suggestedFilename"] == "tabpilot.txt"
+    # The file stayed in Playwright's temporary folder, deleted with the browser: the agent heard
+    # that a download started, never where the file was, nor that a cut-off one had failed.
+    async def cut_off(request: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield b"x" * 1000
+            await asyncio.sleep(0.2)
+            raise ConnectionResetError("the server went away")  # uvicorn drops the connection
+
+        headers = {"Content-Disposition": 'attachment; filename="cut.bin"', "Content-Length": "100000"}
+        return StreamingResponse(body(), headers=headers)
+
+    site.set_route("/cut", cut_off)
+    folder = tmp_path / "made by tabpilot"
+    options = BrowserOptions(browser_path=browser_path, downloads_dir=str(folder))
+    async with TabManager(options=options) as manager:
+        instance = await manager.launch()
+        tab = await manager.new_tab(site.url("/download"), instance_id=instance.id)
+        since = manager.events.last_seq
+        for _ in range(2):  # the second is named as a browser names it: the first keeps its file
+            await tab.page.get_by_text("Get file").click()
+        # A link that opens a tab of its own for the file (the tab closes again).
+        await tab.page.evaluate(
+            "u => { const a = Object.assign(document.createElement('a'), {href: u, target: '_blank'}); "
+            "document.body.append(a); a.click(); }",
+            site.url("/api/file"),
+        )
+        await tab.page.evaluate("u => { location.href = u; }", site.url("/cut"))
+        await wait_until(lambda: len(events_of(manager, instance, since, "download_finished")) == 4)
+        started = events_of(manager, instance, since, "download")
+        finished = events_of(manager, instance, since, "download_finished")
+    assert [e.data["suggestedFilename"] for e in started] == ["tabpilot.txt"] * 3 + ["cut.bin"]
+    by_name = {Path(e.data["path"]).name: e for e in finished if "path" in e.data}
+    assert sorted(by_name) == ["tabpilot (1).txt", "tabpilot (2).txt", "tabpilot.txt"]
+    for name, event in by_name.items():
+        assert (folder / name).read_text() == "Hello from tabpilot's local site.\n"
+        assert event.data["bytes"] == 34 and event.data["url"] == site.url("/api/file")
+    assert {e.tab_id for e in finished} - {tab.id} <= {e.tab_id for e in started}
+    (cut,) = [e for e in finished if "path" not in e.data]
+    assert cut.tab_id == tab.id and cut.data["suggestedFilename"] == "cut.bin"
+    assert cut.data["failure"] == "it was canceled, or its server stopped sending it before the end"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(by_name)  # no part of the cut one
 
 
 async def test_closing_an_instance_leaves_no_process_of_its_browser_nor_its_profile(

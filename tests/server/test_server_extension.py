@@ -172,6 +172,15 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
         assert section(got, "Result").startswith(f"{site.url('/api/file')} is a file, not a page")
         line = f"tab {start['id']} started downloading 'tabpilot.txt' from {site.url('/api/file')}"
         assert f"- {line}" in section(got, "Events")
+        # Chrome keeps the file where it saves downloads; the agent hears when it is whole.
+        whole = f"- tab {start['id']} finished downloading 'tabpilot.txt'; the user's browser saved it in its downloads folder"
+        told = section(got, "Events")
+        for _ in range(100):  # 5 s at most
+            if whole in told:
+                break
+            await asyncio.sleep(0.05)
+            told += section(await call(mcp, "browser_tabs", action="list"), "Events")
+        assert whole in told.splitlines(), told
 
         # A page that fails to load lists by the URL that failed, as the user's address bar shows it.
         down = f"http://127.0.0.1:{free_port()}/down"

@@ -465,6 +465,8 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
         (tmp_path / "listing.json").write_text("[]")
         for options, message in (
             ({"browserArgs": ["--no-sandbox"]}, "only be set when the server starts"),
+            # A tool call must not choose where files are written.
+            ({"downloadsDir": str(tmp_path)}, "options downloads_dir can only be set when the server starts"),
             ({"initScripts": ["/etc/hostname"]}, "outside the folders files may be read from"),
             # Checked before it is read: a file outside the folders is not opened, even to say what is wrong.
             ({"storageState": "/etc/hostname"}, "outside the folders files may be read from"),

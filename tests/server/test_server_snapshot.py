@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 from mcp import Client
 from mcp.types import CallToolResult
@@ -182,9 +183,9 @@ async def test_going_back_over_entries_without_a_response_is_not_called_a_missin
 
 
 async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is_no_failure(
-    connect: Callable[..., Client], site: LocalSite
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:
-    async with connect() as mcp:
+    async with connect(browser=BrowserOptions(downloads_dir=str(tmp_path))) as mcp:
         # Twice: the second failure starts on the error page of the first.
         for _ in range(2):
             failed = await mcp.call_tool("browser_navigate", {"url": "http://127.0.0.1:1/"})
@@ -207,6 +208,16 @@ async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is
         assert f"started downloading 'binary' from {binary}" in section(fetched, "Events"), text(fetched)
         after = await mcp.call_tool("browser_navigate", {"url": site.url("/page/c")})
         assert 'heading "Page c"' in section(after, "Snapshot"), text(after)
+        # When the file is whole, a response says where it is (this one or one soon after).
+        saved = f"- tab 1 finished downloading 'binary': saved as {tmp_path / 'binary'} (1,024 bytes)"
+        told = section(fetched, "Events") + section(after, "Events")
+        for _ in range(100):  # 5 s at most
+            if saved in told:
+                break
+            await asyncio.sleep(0.05)
+            told += section(await mcp.call_tool("browser_tabs", {"action": "list"}), "Events")
+        assert saved in told.splitlines(), told
+        assert (tmp_path / "binary").read_bytes() == bytes(range(256)) * 4
 
 
 async def test_a_url_the_browser_hands_to_another_program_is_refused_and_the_tab_still_takes_clicks(

@@ -198,6 +198,55 @@ class DialogHandle:
         await (self._dialog.accept() if self._dialog.type == "beforeunload" else self._dialog.dismiss())
 
 
+class DownloadHandle:
+    """A download a page began: its URL and the file name the server suggested; its file once
+    the browser has all of it."""
+
+    __slots__ = ("_download",)
+
+    def __init__(self, download: Download) -> None:
+        self._download = download
+
+    @property
+    def url(self) -> str:
+        return self._download.url
+
+    @property
+    def filename(self) -> str:
+        return self._download.suggested_filename
+
+    async def save_as(self, path: str) -> str | None:
+        """Copy the file to `path` once the browser has all of it (from a remote browser too);
+        None when done, else why not (the download failed or was canceled, or the browser went)."""
+        try:
+            await self._download.save_as(path)
+        except PlaywrightError as exc:
+            return _download_failure(exc.message)
+        return None
+
+    async def finished(self) -> str | None:
+        """Wait until the browser has the whole file where it saves downloads; None when it has,
+        else why not."""
+        try:
+            failure = await self._download.failure()
+        except PlaywrightError as exc:
+            return _download_failure(exc.message)
+        return None if failure is None else _download_failure(failure)
+
+
+def _download_failure(said: str) -> str:
+    """Why a download has no file, in words: Playwright says `Download.save_as: canceled` for one
+    the server cut off or the user called off (Chromium tells them apart to nobody)."""
+    message = said.strip().splitlines()[0] if said.strip() else ""
+    if message.startswith("Download."):
+        message = message.partition(": ")[2]
+    if "has been closed" in message:  # the browser went before the file was whole
+        return "the browser closed before it had the whole file"
+    if message == "canceled":
+        return "it was canceled, or its server stopped sending it before the end"
+    return message or "it failed"
+
+
 class FilePicker:
     """A file picker a page opened, held back from the screen until it is given files."""
 
@@ -389,11 +438,9 @@ class PageHandle:
     def on_crash(self, handler: Callable[[], None]) -> Disposer:
         return _listen(self.page, "crash", lambda _page: handler())
 
-    def on_download(self, handler: Callable[[str, str], None]) -> Disposer:
+    def on_download(self, handler: Callable[[DownloadHandle], None]) -> Disposer:
         return _listen(
-            self.page,
-            "download",
-            lambda d: handler(d.url, d.suggested_filename) if isinstance(d, Download) else None,
+            self.page, "download", lambda d: handler(DownloadHandle(d)) if isinstance(d, Download) else None
         )
 
     def on_load(self, handler: Callable[[], None]) -> Disposer:

@@ -603,6 +603,16 @@ def event_line(event: TabEvent) -> str:
         )
     if event.type == "download":
         return f"tab {tab} started downloading {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
+    if event.type == "download_finished":
+        name = repr(d.get("suggestedFilename"))
+        if d.get("failure") is not None:
+            return f"tab {tab}: the download of {name} failed: {d['failure']}"
+        if d.get("path") is None:  # the user's own browser saved it where it saves downloads
+            return (
+                f"tab {tab} finished downloading {name}; the user's browser saved it in its downloads folder"
+            )
+        size = d.get("bytes")
+        return f"tab {tab} finished downloading {name}: saved as {d['path']} ({size:,} byte{'s' if size != 1 else ''})"
     if event.type == "instance_lost":
         return f"instance {event.instance_id} was lost: {d.get('reason')}"
     if event.type == "instance_relaunched":

@@ -29,8 +29,9 @@ from .base import Call, InstanceIdValue, ToolSpec
 InstanceAction = Literal["list", "launch", "connect", "close"]
 
 
-FLAG_ONLY_OPTIONS = ("browser_path", "browser_args", "cdp_headers")
-"""Options only the operator sets (command line): a tool call could run programs through them."""
+FLAG_ONLY_OPTIONS = ("browser_path", "browser_args", "cdp_headers", "downloads_dir")
+"""Options only the operator sets (command line): a tool call could run programs through them, or
+write files where it likes."""
 
 
 def launch_options(base: BrowserOptions, given: dict[str, Any] | None, roots: list[str]) -> BrowserOptions:
