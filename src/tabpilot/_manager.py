@@ -263,7 +263,8 @@ class TabManager:
         self._given.add(tab_id)
         return tab_id, None
 
-    def _services(self) -> InstanceServices:
+    def _services(self, options: BrowserOptions) -> InstanceServices:
+        """What an instance started with `options` gets (its tabs' timeouts are those options')."""
         return InstanceServices(
             next_tab_id=self._give_tab_id,
             emit=self.events.emit,
@@ -272,7 +273,7 @@ class TabManager:
             successor=self._successor,
             all_open_tabs=self._open_tabs,
             rules=self.rules,
-            timeouts=Timeouts(self.options.timeout_action, self.options.timeout_navigation),
+            timeouts=Timeouts(options.timeout_action, options.timeout_navigation),
             policy=self.policy,
             target_hooks=self._target_hooks,
             downloads=self.downloads,
@@ -315,11 +316,13 @@ class TabManager:
         headless: bool = True,
         cleanup: Sequence[Cleanup] = (),
         link: BrowserLink | None = None,
+        options: BrowserOptions | None = None,
     ) -> Instance:
+        """`options`: those the browser was launched with, when not the manager's."""
         iid = self._claim_id(instance_id)
         instance = Instance(
             iid,
-            self._services(),
+            self._services(options or self.options),
             kind=kind,
             endpoint=endpoint,
             browser=browser,
@@ -416,6 +419,7 @@ class TabManager:
             initial_cause="tool",
             instance_id=instance_id,
             headless=options.headless,
+            options=options,
         )
 
     async def connect_cdp(

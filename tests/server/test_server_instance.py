@@ -434,3 +434,19 @@ async def test_a_page_back_from_the_back_forward_cache_is_loaded_with_its_own_ti
             "Page a",
             "complete",
         )
+
+
+async def test_the_timeouts_a_launch_is_given_are_its_tabs_timeouts(
+    make_server: Any, site: LocalSite
+) -> None:
+    # browser_instance launch took {"timeoutNavigation": ...} and said nothing, and its tabs went
+    # on with the server's timeouts (30 s to load a page).
+    slow = site.url("/api/slow?ms=3000")
+    async with Client(make_server()) as client:
+        launched = await call(client, "browser_instance", action="launch", options={"timeoutNavigation": 0.5})
+        fresh = result_of(launched)["activeTabId"]
+        went = await client.call_tool("browser_navigate", {"url": slow, "tabId": fresh})
+        assert went.is_error and "did not finish loading within 0.5 s" in section(went, "Error"), text(went)
+        # The server's own browser keeps the server's.
+        kept = await client.call_tool("browser_navigate", {"url": slow, "tabId": 1})
+        assert not kept.is_error, text(kept)

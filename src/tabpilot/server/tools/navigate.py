@@ -30,7 +30,7 @@ async def browser_navigate(
     try:
         result = await call.with_progress(
             navigate(tab, action, url),
-            total=call.manager.options.timeout_navigation,
+            total=tab.host.timeouts.navigation,
             message=f"{going} on tab {tab.id}",
         )
     except NavigationBlockedError:
