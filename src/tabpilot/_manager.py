@@ -92,6 +92,9 @@ class TabManager:
         self._given: set[int] = set()
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
+        self._launched_with: dict[str, BrowserOptions] = {}
+        """The options each launched instance was started with (by instance id): a relaunch in
+        place of a lost one gets them too (a tool may have launched it with options of its own)."""
         self._grid_sessions: dict[str, GridSession] = {}
         """The grid session each grid instance drives (by instance id): the one whose close ends it."""
         self._claims = browser_claims or BrowserClaims()
@@ -408,7 +411,7 @@ class TabManager:
         if options.user_data_dir is not None:
             options = options.replace(user_data_dir=check_profile_dir(options.user_data_dir))
         launched = await self._driver.launch(options, timeout=timeout)
-        return await self._adopt(
+        instance = await self._adopt(
             kind="launched",
             endpoint=None,
             browser=launched.browser,
@@ -421,6 +424,8 @@ class TabManager:
             headless=options.headless,
             options=options,
         )
+        self._launched_with[instance.id] = options  # a relaunch in its place starts the same
+        return instance
 
     async def connect_cdp(
         self, endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0
@@ -763,7 +768,9 @@ class TabManager:
         """The instance in place of `lost` (None: it cannot be replaced); whether it connected to
         the browser again (else launched or opened one), and whether that browser kept its tabs."""
         if lost.kind == "launched":
-            return await self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir), False, False
+            started_as = self._launched_with.pop(lost.id, None)
+            again = self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir, options=started_as)
+            return await again, False, False
         if lost.kind == "context" and isolate_in is not None:
             replacement = await self.attach_isolated(await isolate_in())
             await replacement.new_tab()

@@ -450,3 +450,24 @@ async def test_the_timeouts_a_launch_is_given_are_its_tabs_timeouts(
         # The server's own browser keeps the server's.
         kept = await client.call_tool("browser_navigate", {"url": slow, "tabId": 1})
         assert not kept.is_error, text(kept)
+
+
+async def test_a_browser_launched_with_options_is_relaunched_with_them(
+    browser_path: str, site: LocalSite
+) -> None:
+    # The relaunch in place of a lost default took the server's options: the viewport, user agent
+    # and timeouts the agent had launched it with were gone, unsaid.
+    async with Client(own_browser_server(browser_path)) as client:
+        options = {"viewport": "800x500", "userAgent": "tabpilot-test-agent"}
+        launched = result_of(await call(client, "browser_instance", action="launch", options=options))
+        await call(
+            client, "browser_tabs", action="activate", tabId=launched["activeTabId"]
+        )  # the default now
+        listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        pid = next(i["pid"] for i in listed if i["id"] == launched["instanceId"])
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        after = await call(client, "browser_navigate", url=site.url("/page/a"))
+        assert f"launched in place of lost instance {launched['instanceId']}" in section(after, "Events")
+        seen = await call(client, "browser_evaluate", function="() => [innerWidth, navigator.userAgent]")
+        assert result_of(seen)["value"] == [800, "tabpilot-test-agent"], text(seen)
