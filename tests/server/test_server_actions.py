@@ -1225,6 +1225,16 @@ async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
         tab = await start_on(mcp, site.url("/page/a"))
         refused = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": True}))
         assert "argument 'tabId': Input should be a valid integer or a valid string (got true)" in refused
+        # A whole number sent as 2.0 is an integer to JSON Schema (and some clients send every
+        # number so): it names the tab, in every set; 2.5 names none.
+        assert f"Snapshot of tab {tab}." in section(
+            ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": float(tab)})), "Result"
+        )
+        refused = error(await mcp.call_tool("browser_snapshot", {"tabId": tab + 0.5}))
+        assert (
+            f"argument 'tabId': Input should be a valid integer or a valid string (got {tab + 0.5})"
+            in refused
+        )
         for lookalike in ("١", "¹"):
             failed = error(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": lookalike}))
             assert "Tab ids are written with the digits 0-9" in failed and f"tab {tab}:" in failed

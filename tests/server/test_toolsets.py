@@ -1218,3 +1218,21 @@ async def test_true_or_false_is_refused_where_a_number_is_due(connect: Callable[
         async with connect(tools=(tools,)) as mcp:
             refused = await fail(mcp, tool, arguments)
             assert f"- argument {name!r}: Input should be a number (got " in refused, refused
+
+
+async def test_a_tab_id_sent_as_a_whole_float_names_the_tab_in_every_compatible_set(
+    connect: Callable[..., Client],
+) -> None:
+    # JSON Schema counts 1.0 as an integer, and some clients send every number so: each set
+    # answered "Input should be a valid integer or a valid string (got 1.0)".
+    async with connect(tools=("foxmcp", "browser-tab")) as mcp:
+        assert await call(mcp, "tabs_switch", {"tab_id": 1.0}) == "Successfully switched to tab 1"
+        activated = json.loads(await call(mcp, "browser_tab", {"action": "activate", "tabId": 1.0}))
+        assert activated == {"success": True, "activeTabId": 1}
+    async with connect(tools=("browser-use",)) as mcp:
+        assert (await call(mcp, "browser_switch_tab", {"tab_id": 1.0})).startswith("Switched to tab 1:")
+    async with connect(tools=("pilo",)) as mcp:
+        switched = await mcp.call_tool("switch_tab", {"tabId": 1.0})
+        assert not switched.is_error, text(switched)
+        refused = await mcp.call_tool("switch_tab", {"tabId": 1.5})
+        assert refused.is_error and "(got 1.5)" in text(refused), text(refused)

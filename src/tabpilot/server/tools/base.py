@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import anyio
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import LOG_LEVEL_META_KEY, CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, Field, Strict, StrictStr
 
 from tabpilot import (
     ActionError,
@@ -68,9 +68,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("tabpilot.server")
 
-TabIdValue = StrictInt | StrictStr
-"""A tab id argument: strict, so `true` is refused instead of becoming tab 1."""
-InstanceIdValue = StrictInt | StrictStr
+
+def _whole(value: object) -> object:
+    """A number with no fraction as an int: JSON Schema counts `2.0` as an integer, and some
+    clients send every number that way."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WholeInt = Annotated[int, Strict(), BeforeValidator(_whole)]
+"""An id number: `2` or `2.0`; strict otherwise, so `true` is refused instead of becoming 1, and
+`2.5` is no id."""
+TabIdValue = WholeInt | StrictStr
+"""A tab id argument: its number (`WholeInt`), or the number as a string."""
+InstanceIdValue = WholeInt | StrictStr
 """An instance id argument: `"inst_2"`, or its number alone (`2` or `"2"`)."""
 TabIdArg = Annotated[
     TabIdValue | None,

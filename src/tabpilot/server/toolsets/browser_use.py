@@ -44,7 +44,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
 
 from mcp.types import ToolAnnotations
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictStr
 
 from tabpilot import (
     ActionError,
@@ -63,7 +63,7 @@ from tabpilot import (
 )
 
 from ..advice import ToolCalls, error_text, short, tab_limit_closed
-from ..tools.base import Call, ToolSpec, open_tab
+from ..tools.base import Call, ToolSpec, WholeInt, open_tab
 from ._common import (
     SnapshotElement,
     accept_dialog,
@@ -101,7 +101,7 @@ class BrowserUseState:
 
 
 TabIdParam = Annotated[
-    StrictStr | StrictInt,
+    StrictStr | WholeInt,
     Field(description="Tab ID (tab_id from browser_get_state or browser_list_tabs) of the tab"),
 ]
 

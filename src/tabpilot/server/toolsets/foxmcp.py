@@ -27,15 +27,15 @@ from collections.abc import Sequence
 from typing import Annotated
 
 from mcp.types import ToolAnnotations
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictStr
 
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_shown
 
 from ..advice import ToolCalls, error_text, short
-from ..tools.base import Call, ToolSpec, open_tab
+from ..tools.base import Call, ToolSpec, WholeInt, open_tab
 from ._common import closes_to_tell
 
-TabIdParam = Annotated[StrictInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
+TabIdParam = Annotated[WholeInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
 
 def tab_line(info: TabInfo) -> str:

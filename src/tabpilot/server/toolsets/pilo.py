@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.types import ToolAnnotations
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictStr
 
 from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, parse_ref, type_text
 from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short, tab_limit_closed
-from ..tools.base import Call, ToolSpec
+from ..tools.base import Call, ToolSpec, WholeInt
 from ._common import (
     accept_dialog,
     capped,
@@ -62,7 +62,7 @@ class PiloState:
     snapshot_cursor: int | None = None
 
 
-TabIdParam = Annotated[StrictStr | StrictInt, Field(description="The tab ID from the available tabs list")]
+TabIdParam = Annotated[StrictStr | WholeInt, Field(description="The tab ID from the available tabs list")]
 
 
 def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
