@@ -635,6 +635,7 @@ class TabManager:
         instance = self.instance(instance_id)
         # Gone from the list at once: a call at the same time finds no such instance, as one after.
         del self._instances[instance.id]
+        self._launched_with.pop(instance.id, None)  # nothing relaunches a closed instance
         if self._default_id == instance.id:
             # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
             usable = [i.id for i in self._instances.values() if i.state == "open"]
