@@ -321,7 +321,21 @@ class Instance:
 
     def download_began(self, tab: Tab, download: DownloadHandle) -> None:
         # The user's Chrome saves downloads where the user set it to (the relay leaves that be).
-        self._services.downloads.began(download, tab.id, self.emit, in_browser=self.kind == "extension")
+        self._services.downloads.began(
+            download, tab.id, self.emit, in_browser=self.kind == "extension", stopped=self._why_downloads_stop
+        )
+
+    def _why_downloads_stop(self) -> str | None:
+        """Why the downloads of this instance stop unfinished when tabpilot is the reason: it is
+        closing the instance (or letting a browser it did not start go)."""
+        if self.state not in ("closing", "closed"):
+            return None  # the download's own reason (canceled, cut off, the browser went)
+        if self.kind in ("extension", "cdp") and not self._owns_context:
+            return (
+                f"tabpilot let go of the browser (instance {self.id} was closed) before the file was whole; "
+                "the browser itself may still finish it"
+            )
+        return f"instance {self.id} was closed before the file was whole"
 
     def dialog_opened(self, tab: Tab, dialog: DialogInfo) -> None:
         self.emit(

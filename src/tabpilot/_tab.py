@@ -433,7 +433,11 @@ class Tab:
         self._blocked = blocked
 
     def _on_download(self, download: DownloadHandle) -> None:
-        self.document_settled()  # the download took the document's place
+        if not self._due_url or download.url == self._due_url:
+            # The download took the place of the document the tab waited for. One the page being
+            # left began (a script's blob, a link with `download`) leaves that document due; a
+            # navigation that a redirect turned into a download is settled when loading stops.
+            self.document_settled()
         self.host.emit("download", self.id, url=download.url, suggestedFilename=download.filename)
         self.host.download_began(self, download)
 

@@ -688,6 +688,63 @@ async def test_a_download_is_reported_with_its_tab_and_saved_under_a_name_of_its
     assert sorted(p.name for p in folder.iterdir()) == sorted(by_name)  # no part of the cut one
 
 
+async def test_a_download_gets_a_name_the_disk_takes_and_a_closed_instance_says_why_it_stopped(
+    browser_path: str, site: LocalSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A name over 255 bytes failed ("File name too long") and the file was lost; a second x.tar.gz
+    # became "x.tar (1).gz"; while a file came, an empty file had its final name (left so after a
+    # crash); a relative folder gave relative paths; and an instance tabpilot closed mid-download
+    # read "canceled, or its server stopped sending it", blaming the site.
+    started = asyncio.Event()
+
+    async def slow(request: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            for _ in range(20):  # Chromium starts the download once some of the file has come
+                yield b"x" * 10_000
+                await asyncio.sleep(0.02)
+            started.set()
+            await asyncio.sleep(30)
+            yield b"never"
+
+        headers = {"Content-Disposition": 'attachment; filename="big.bin"', "Content-Length": "1000000"}
+        return StreamingResponse(body(), headers=headers)
+
+    site.set_route("/slow-file", slow)
+    long_name = "名" * 90 + ".txt"  # 274 bytes of UTF-8
+    monkeypatch.chdir(tmp_path)
+    options = BrowserOptions(browser_path=browser_path, downloads_dir="saved")
+    async with TabManager(options=options) as manager:
+        instance = await manager.launch()
+        tab = await manager.new_tab(site.url("/download"), instance_id=instance.id)
+        since = manager.events.last_seq
+        for name in (long_name, long_name, "x.tar.gz", "x.tar.gz"):
+            await tab.page.evaluate(
+                "n => { const a = Object.assign(document.createElement('a'), "
+                "{download: n, href: URL.createObjectURL(new Blob(['data']))}); document.body.append(a); a.click(); }",
+                name,
+            )
+        await wait_until(lambda: len(events_of(manager, instance, since, "download_finished")) == 4)
+        saved = [Path(e.data["path"]) for e in events_of(manager, instance, since, "download_finished")]
+        other = await manager.launch()
+        slow_tab = await manager.new_tab(site.url("/download"), instance_id=other.id)
+        await slow_tab.page.evaluate("u => { location.href = u; }", site.url("/slow-file"))
+        await asyncio.wait_for(started.wait(), 10)
+        await wait_until(lambda: bool(list((tmp_path / "saved").glob("big.bin*"))))
+        coming = sorted(p.name for p in (tmp_path / "saved").glob("big.bin*"))
+        since = manager.events.last_seq
+        await manager.close_instance(other.id)
+        await wait_until(lambda: bool(events_of(manager, other, since, "download_finished")))
+        (stopped,) = events_of(manager, other, since, "download_finished")
+    assert all(p.is_absolute() and p.parent == tmp_path / "saved" for p in saved), saved
+    names = sorted(p.name for p in saved)
+    assert [len(n.encode()) <= 255 for n in names] == [True] * 4 and names[:2] == ["x (1).tar.gz", "x.tar.gz"]
+    assert names[2].endswith(" (1).txt") and names[3].endswith("名.txt") and names[2][:80] == names[3][:80]
+    assert all(p.read_text() == "data" for p in saved)
+    assert coming == ["big.bin.part"]  # a file still coming is never under its final name
+    assert stopped.data["failure"] == f"instance {other.id} was closed before the file was whole"
+    assert not list((tmp_path / "saved").glob("big.bin*"))
+
+
 async def test_closing_an_instance_leaves_no_process_of_its_browser_nor_its_profile(
     browser_path: str, site: LocalSite
 ) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent
 
-from support import data, error, ok, png_size, poll, ref_of, result_of, section, tab_line, text
+from support import data, error, ok, png_size, poll, ref_of, result_of, section, tab_line, text, wait_until
 from tabpilot import BrowserOptions, quoted
 from tabpilot.demo.site import LocalSite
 
@@ -1478,6 +1479,36 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
         other = await open_tab(mcp, site.url("/page/a"))
         assert "Page a" in await snapshot(mcp, other)
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
+
+
+async def test_a_download_the_page_being_left_starts_leaves_the_tab_loading_not_stuck(
+    make_server: Callable[..., Any], site: LocalSite, tmp_path: Path
+) -> None:
+    # The page makes a file (a blob) while the next page is on its way: the download was taken
+    # for that navigation's end, and the next call read "tab 1 is not responding (a script on it
+    # keeps it busy, e.g. an endless loop). Close it", the wrong advice.
+    slow = site.url("/api/slow?ms=8000")
+    site.set_content(
+        "/leaving",
+        f"""<title>Leaving</title><button onclick="go()">Go</button><button>Other</button>
+        <script>function go() {{
+          location.href = {slow!r};
+          setTimeout(() => {{
+            const a = Object.assign(document.createElement('a'),
+              {{download: 'made.txt', href: URL.createObjectURL(new Blob(['made']))}});
+            document.body.append(a); a.click();
+          }}, 300);
+        }}</script>""",
+    )
+    options = BrowserOptions(timeout_action=1, downloads_dir=str(tmp_path))
+    async with Client(make_server(browser=options)) as mcp:
+        tab = await start_on(mcp, site.url("/leaving"))
+        snap = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})))["snapshot"]
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Go")}))
+        await wait_until(lambda: (tmp_path / "made.txt").exists())
+        clicked = error(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Other")}))
+        assert f"Tab {tab} is loading {slow}, whose server has not sent it yet" in clicked, clicked
+        assert "not responding" not in clicked
 
 
 async def test_a_page_whose_server_has_not_answered_yet_is_loading_not_stuck(

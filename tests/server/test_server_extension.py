@@ -179,7 +179,7 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
             if whole in told:
                 break
             await asyncio.sleep(0.05)
-            told += section(await call(mcp, "browser_tabs", action="list"), "Events")
+            told += "\n" + section(await call(mcp, "browser_tabs", action="list"), "Events")
         assert whole in told.splitlines(), told
 
         # A page that fails to load lists by the URL that failed, as the user's address bar shows it.

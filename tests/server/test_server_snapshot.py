@@ -210,12 +210,12 @@ async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is
         assert 'heading "Page c"' in section(after, "Snapshot"), text(after)
         # When the file is whole, a response says where it is (this one or one soon after).
         saved = f"- tab 1 finished downloading 'binary': saved as {tmp_path / 'binary'} (1,024 bytes)"
-        told = section(fetched, "Events") + section(after, "Events")
+        told = section(fetched, "Events") + "\n" + section(after, "Events")
         for _ in range(100):  # 5 s at most
             if saved in told:
                 break
             await asyncio.sleep(0.05)
-            told += section(await mcp.call_tool("browser_tabs", {"action": "list"}), "Events")
+            told += "\n" + section(await mcp.call_tool("browser_tabs", {"action": "list"}), "Events")
         assert saved in told.splitlines(), told
         assert (tmp_path / "binary").read_bytes() == bytes(range(256)) * 4
 

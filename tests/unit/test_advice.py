@@ -46,6 +46,21 @@ def test_a_tab_closed_as_its_session_ended_says_so_instead_of_naming_a_tool() ->
     assert event_line(closed) == "tab 3 closed (its session ended)"
 
 
+def test_a_download_of_a_data_url_or_a_long_name_is_told_in_a_line_not_a_page() -> None:
+    # A data: URL's file came whole into the line (3,000 characters of base64 and more), and a
+    # 250-character name twice (started, then saved).
+    url = "data:text/csv;base64," + "QUJD" * 1000
+    name = "report-" + "x" * 250 + ".csv"
+    began = TabEvent(1, 0.0, "download", 2, "inst_1", {"url": url, "suggestedFilename": name})
+    line = event_line(began)
+    assert line.startswith("tab 2 started downloading 'report-xxx") and len(line) < 250, line
+    assert line.endswith("from a data: URL (text/csv, 4,021 characters)")
+    done = {"url": url, "suggestedFilename": "r.csv", "path": "/tmp/d/r.csv", "bytes": 1}
+    assert event_line(TabEvent(2, 0.0, "download_finished", 2, "inst_1", done)) == (
+        "tab 2 finished downloading 'r.csv': saved as /tmp/d/r.csv (1 byte)"
+    )
+
+
 def test_the_total_tab_limit_says_whose_tabs_are_open_and_what_the_caller_can_do() -> None:
     def refused(count: int, own: int) -> str:
         return error_text(TabLimitError("inst_1", count, 3, "reject", total=True, own=own))

@@ -602,9 +602,9 @@ def event_line(event: TabEvent) -> str:
             f"server's redirect led it there) and shows the browser's error page. {why}"
         )
     if event.type == "download":
-        return f"tab {tab} started downloading {d.get('suggestedFilename')!r} from {short(str(d.get('url')))}"
+        return f"tab {tab} started downloading {_file_name(d)} from {_download_source(str(d.get('url')))}"
     if event.type == "download_finished":
-        name = repr(d.get("suggestedFilename"))
+        name = _file_name(d)
         if d.get("failure") is not None:
             return f"tab {tab}: the download of {name} failed: {d['failure']}"
         if d.get("path") is None:  # the user's own browser saved it where it saves downloads
@@ -629,6 +629,20 @@ def event_line(event: TabEvent) -> str:
         )
         return f"instance {event.instance_id} was {how} in place of lost instance {d.get('replaces')} ({d.get('reason')}); {tabs}"
     return f"{event.type} on tab {tab}"
+
+
+def _file_name(data: dict[str, Any]) -> str:
+    """A download's suggested file name as the events quote it (a page can make it 250 characters)."""
+    return repr(short(str(data.get("suggestedFilename")), 100))
+
+
+def _download_source(url: str) -> str:
+    """Where a download came from: its URL, or for a data: URL its type and size (the rest is the
+    file itself)."""
+    if url.startswith("data:"):
+        kind = url[5:].split(",", 1)[0].split(";", 1)[0] or "text/plain"
+        return f"a data: URL ({kind}, {len(url):,} characters)"
+    return short(url)
 
 
 def instance_line(info: InstanceInfo) -> str:
