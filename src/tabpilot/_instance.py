@@ -325,6 +325,13 @@ class Instance:
             download, tab.id, self.emit, in_browser=self.kind == "extension", stopped=self._why_downloads_stop
         )
 
+    async def load_blank(self, tab: Tab) -> None:
+        # Through tabpilot's own session to the target: Playwright has no page for it yet.
+        session = self._tracker.target_session(tab)
+        if session is not None:
+            with contextlib.suppress(Exception):  # gone meanwhile: the wait for the page says so
+                await session.send("Page.navigate", {"url": "about:blank"})
+
     def _why_downloads_stop(self) -> str | None:
         """Why the downloads of this instance stop unfinished when tabpilot is the reason: it is
         closing the instance (or letting a browser it did not start go)."""

@@ -57,6 +57,81 @@ def scope_snapshot(tab_id: int, snapshot: str) -> tuple[str, set[str]]:
     return _SNAPSHOT_REF.sub(rf"[ref={tab_id}\1]", snapshot), set(found)
 
 
+_FRAME_PREFIX = re.compile(r"\[ref=(f\d+)e")
+_ANY_REF = re.compile(r"\[ref=((?:f\d+)?)(e\d+)\]")
+
+
+class FrameRefs:
+    """One tab's names for the frames of Playwright's refs.
+
+    Playwright names an iframe's elements `f1e1`, `f1e2`, ... and keeps `f1` when the iframe
+    loads another document, whose elements start again at `f1e1`: a ref the agent was given for
+    one button would name another on the iframe's next page. So once an iframe has loaded a
+    document (`frames_moved`), the next snapshot shows the refs of every iframe under a frame
+    number this tab has not shown before, and the old ones name nothing (`playwright_ref` gives
+    None). The page's own refs (`e5`, or `f2e5` after a navigation) keep their names, and nothing
+    is renamed while no iframe moves, which is nearly always."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, str] = {"": ""}
+        """Playwright's frame prefix -> the one shown ('' for the first document's own refs)."""
+        self._playwright: dict[str, str] = {"": ""}
+        """The reverse, for the prefixes still in use."""
+        self._used: set[str] = {""}
+        """Every prefix shown so far on the tab: never shown again for another frame."""
+        self._main = ""
+        """Playwright's prefix of the page's own refs in the latest snapshot."""
+
+    def frames_moved(self) -> None:
+        """An iframe loaded a document: every iframe's prefix is shown anew from the next snapshot."""
+        self._retire(keep={"", self._main})
+
+    def document_changed(self) -> None:
+        """The page loaded a new document: Playwright names its own refs and its iframes' anew."""
+        self._retire(keep={""})
+
+    def _retire(self, keep: set[str]) -> None:
+        for playwright in [p for p in self._shown if p not in keep]:
+            del self._playwright[self._shown.pop(playwright)]
+
+    def shown(self, snapshot: str, *, whole: bool = True) -> str:
+        """`snapshot` (Playwright's; `whole`: of the whole page, not of one element's subtree)
+        with its refs under the prefixes this tab shows."""
+        if whole and (first := _ANY_REF.search(snapshot)) is not None:
+            self._main = first.group(1)  # the root line is the page's own
+        if "[ref=f" not in snapshot:  # the page's first document and no iframe: nothing to rename
+            return snapshot
+        prefixes = set(_FRAME_PREFIX.findall(snapshot))
+        for playwright in prefixes - self._shown.keys():
+            alias = playwright if playwright not in self._used else self._fresh()
+            self._shown[playwright] = alias
+            self._playwright[alias] = playwright
+            self._used.add(alias)
+        if all(self._shown[p] == p for p in prefixes):
+            return snapshot
+        return _ANY_REF.sub(lambda m: f"[ref={self._shown[m.group(1)]}{m.group(2)}]", snapshot)
+
+    def playwright_ref(self, shown_ref: str) -> str | None:
+        """The Playwright ref of a per-page ref as shown (`f4e2` -> `f1e2`); None when its frame
+        has moved on since it was shown."""
+        match = _ANY_REF.fullmatch(f"[ref={shown_ref}]")
+        if match is None:
+            return None
+        playwright = self._playwright.get(match.group(1))
+        return None if playwright is None else playwright + match.group(2)
+
+    def moved_on(self, shown_ref: str) -> bool:
+        """Whether `shown_ref` was shown for a frame that has loaded another document since."""
+        match = _ANY_REF.fullmatch(f"[ref={shown_ref}]")
+        return match is not None and match.group(1) in self._used and match.group(1) not in self._playwright
+
+    def _fresh(self) -> str:
+        n = 1
+        while f"f{n}" in self._used:
+            n += 1
+        return f"f{n}"
+
+
 def _drop_role_pointers(snapshot: str) -> str:
     """The snapshot without the first ` [cursor=pointer]` of each link's and button's line. Only
     the lines with the marker are looked at (a regex tried at every line start took three times

@@ -10,6 +10,7 @@ A tab knows nothing of the instance that holds it beyond `TabHost`, what the ins
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
@@ -41,7 +42,7 @@ from ._pw import (
     is_closed_error,
     map_playwright_errors,
 )
-from ._refs import parse_ref, scope_snapshot, tab_ref
+from ._refs import FrameRefs, parse_ref, scope_snapshot, tab_ref
 from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, closed_reason
 from ._watch import ActionWatch, retrieve_outcome
 
@@ -99,6 +100,10 @@ class TabHost(Protocol):
 
     def download_began(self, tab: Tab, download: DownloadHandle) -> None:
         """A page of `tab` began a download (told already): keep its file, tell when it is done."""
+        ...
+
+    async def load_blank(self, tab: Tab) -> None:
+        """Have `tab`'s page (not reported by Playwright yet) load about:blank."""
         ...
 
     def page_closed(self, tab: Tab) -> None: ...
@@ -186,6 +191,9 @@ class Tab:
         self._held: set[asyncio.Future[Any]] = set()
         """Work this tab's dialog holds up (a script that opened it), until it is done (`hold`)."""
         self._refs: set[str] = set()
+        self._frame_refs = FrameRefs()
+        """How the refs of the page's iframes are named on this tab (an iframe's next document gets
+        names of its own)."""
         self._refs_reset: tuple[frozenset[str], str] | None = None
         """The refs the page lost without changing, and why (`refs_reset`), until the next snapshot
         or document."""
@@ -205,6 +213,10 @@ class Tab:
         self._stuck = False
         """The page did not answer a trivial script the last time it was asked (`raise_what_the_page_says`),
         and no new document came since."""
+        self._nothing_came = False
+        """Its first page's navigation ended before Playwright reported the page, with no document
+        (an HTTP 204 answer to the URL a page opened it with): Playwright reports such a page only
+        once a document arrives (`ready` has one load)."""
         self._blocked: NavigationBlockedError | None = None
         """The last navigation of the tab's page that the URL policy refused (`navigation_blocked`)."""
 
@@ -318,22 +330,41 @@ class Tab:
         return self.handle.page
 
     async def ready(self, timeout: float = READY_TIMEOUT) -> None:
-        """Wait until Playwright reports this tab's page (at once for every tab but a brand-new one)."""
+        """Wait until Playwright reports this tab's page (at once for every tab but a brand-new one).
+
+        Playwright reports a page a page opened once its first document arrives: while that
+        document's server has not sent it, the wait ends after the action timeout with the error
+        that says so (`loading_error`), as work on a loaded tab's page would; when its navigation
+        ended with no document (HTTP 204), the tab is given an empty one (about:blank, what it
+        shows) so that Playwright reports it and it takes work."""
         self.ensure_open()
         if self._handle is not None:
             return
         if self._bound is None:
             self._bound = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._bound.wait(), timeout)
-        except TimeoutError:
-            raise ActionError(
-                f"Tab {self.id} did not finish opening within {timeout:g} s.",
-                "Retry, or close the tab.",
-                tab_id=self.id,
-                reason="busy",
-            ) from None
-        self.ensure_open()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while self._handle is None:
+            waited = loop.time() - started
+            if self._nothing_came:
+                self._nothing_came = False
+                await self.host.load_blank(self)
+            elif self.document_due and waited >= min(timeout, self.host.timeouts.action):
+                raise self.loading_error(
+                    ActionError(
+                        f"Tab {self.id} did not finish opening within {waited:.0f} s.", "", tab_id=self.id
+                    )
+                )
+            if waited >= timeout:
+                raise ActionError(
+                    f"Tab {self.id} did not finish opening within {timeout:g} s.",
+                    "Retry, or close the tab.",
+                    tab_id=self.id,
+                    reason="busy",
+                )
+            with contextlib.suppress(TimeoutError):  # a look every 0.1 s at what the browser said meanwhile
+                await asyncio.wait_for(self._bound.wait(), min(0.1, timeout - waited))
+            self.ensure_open()
 
     async def usable(self) -> PageHandle:
         """The page, for page work: once ready, and refused while a dialog blocks it, after its
@@ -362,6 +393,7 @@ class Tab:
             handle.on_load(self._on_load),
             handle.on_new_document(self._on_new_document),
             handle.on_navigated(self._on_navigated),
+            handle.on_frame_navigated(self._frame_refs.frames_moved),
         ]
         if self._bound is not None:
             self._bound.set()
@@ -449,6 +481,7 @@ class Tab:
     def _on_new_document(self) -> None:
         # A new document has new elements: every ref of the old one is stale.
         self._refs.clear()
+        self._frame_refs.document_changed()
         self._refs_reset = None
         self._stuck = False
         self._fetch_title_soon()
@@ -620,6 +653,13 @@ class Tab:
     def loading_stopped(self) -> None:
         """The browser stopped loading the tab's page: its document came and loaded, or the
         navigation ended without one (a download, an empty answer such as HTTP 204, called off)."""
+        if (
+            self._handle is None
+            and self._document_due
+            and self._due_url
+            and not self._due_url.startswith("about:")
+        ):
+            self._nothing_came = True
         self.document_settled()
         if self.status == "loading":
             self.status = "complete"
@@ -855,7 +895,7 @@ class Tab:
             await self.raise_what_the_page_says(exc, what)
             raise
         self._title = title = title or self.url
-        text, refs = scope_snapshot(self.id, raw)
+        text, refs = scope_snapshot(self.id, self._frame_refs.shown(raw, whole=ref is None))
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
         if ref is None:
             # A depth-limited read still maps every element of the page (Playwright's refs beyond
@@ -927,6 +967,8 @@ class Tab:
             raise ForeignRefError(ref, ref_tab_id=ref_tab, tab_id=self.id)
         if page_ref not in self._refs:
             self._raise_if_reset(page_ref, ref)
+            if self._frame_refs.moved_on(page_ref):
+                raise self._moved_on_error(page_ref)
             raise StaleRefError(
                 f"Ref {tab_ref(self.id, page_ref)} is not in the latest snapshot of tab {self.id} (the page "
                 "changed, or the ref was never issued).",
@@ -935,6 +977,24 @@ class Tab:
                 tab_id=self.id,
             )
         return page_ref
+
+    def element_unchecked(self, page_ref: str) -> ElementHandle:
+        """The element a per-page ref of this tab names (`resolve_ref` gives one), not checked to
+        exist; a ref of an iframe's earlier page names none."""
+        playwright = self._frame_refs.playwright_ref(page_ref)
+        if playwright is None:
+            self._refs.discard(page_ref)
+            raise self._moved_on_error(page_ref)
+        return self.handle.element(playwright)
+
+    def _moved_on_error(self, page_ref: str) -> StaleRefError:
+        return StaleRefError(
+            f"Ref {tab_ref(self.id, page_ref)} was of an earlier page of its iframe on tab {self.id}: the "
+            "iframe has loaded another page since, whose elements have refs of their own.",
+            f"Take a new snapshot of tab {self.id} and use a ref from it.",
+            ref=tab_ref(self.id, page_ref),
+            tab_id=self.id,
+        )
 
     async def element(self, ref: str) -> ElementHandle:
         """The element a ref names, checked to exist now, so a stale ref fails at once. While the
@@ -945,7 +1005,7 @@ class Tab:
         await self.ready()
         if self.document_due:
             raise self._leaving_error(page_ref, ref)
-        element = self.handle.element(page_ref)
+        element = self.element_unchecked(page_ref)
         # A page found stuck in a script before gets the time a trivial script has, not a ref's.
         limit = RESPONSIVE_TIMEOUT if self._stuck else REF_CHECK_TIMEOUT
         try:

@@ -123,6 +123,52 @@ async def test_going_back_without_history_says_so(connect: Callable[..., Client]
         ), section(result, "Result")
 
 
+async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_next_page(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Playwright names an iframe's elements f1e1, f1e2... on each of its pages: once any response
+    # had read the iframe's next page, the ref given for "Delete" clicked "Confirm purchase".
+    # Same-origin and cross-origin (localhost is another origin than 127.0.0.1).
+    log = "parent.postMessage(this.textContent, '*')"
+    site.set_content("/fa", f'<button onclick="{log}">Keep</button><button onclick="{log}">Delete</button>')
+    site.set_content(
+        "/fb", f'<button onclick="{log}">Buy</button><button onclick="{log}">Confirm purchase</button>'
+    )
+    for origin in ("127.0.0.1", "localhost"):
+        frame = site.url("/fa").replace("127.0.0.1", origin)
+        site.set_content(
+            "/top",
+            f"""<iframe src="{frame}"></iframe><p id="log" role="status">nothing</p>
+            <button onclick="document.querySelector('iframe').src = '{frame.replace("/fa", "/fb")}'">Next</button>
+            <script>addEventListener('message', (e) => {{ log.textContent = e.data + ' pressed'; }});</script>""",
+        )
+        async with connect() as mcp:
+            went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/top")}))
+            snap = section(went, "Snapshot")
+            delete = ref_of(snap, '"Delete"')
+            # The iframe moves on; the click's answer reads the page, its new buttons with it.
+            moved = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, '"Next"')}))
+            after = section(moved, "Snapshot")
+            for _ in range(40):
+                if "Confirm purchase" in after:
+                    break
+                await asyncio.sleep(0.05)
+                after = section(ok(await mcp.call_tool("browser_snapshot", {"full": True})), "Snapshot")
+            assert "Confirm purchase" in after, after
+            assert delete not in after  # the new page's buttons are not named as the old page's were
+            refused = await mcp.call_tool("browser_click", {"ref": delete})
+            assert refused.is_error and (
+                f"Ref {delete} was of an earlier page of its iframe on tab 1: the iframe has loaded another "
+                "page since" in text(refused)
+            ), text(refused)
+            ok(await mcp.call_tool("browser_click", {"ref": ref_of(after, '"Confirm purchase"')}))
+            shown = await poll(
+                lambda: mcp.call_tool("browser_snapshot", {"full": True}),
+                lambda r: "Confirm purchase pressed" in section(r, "Snapshot"),
+            )
+            assert "- status [ref=1e3]: Confirm purchase pressed" in section(shown, "Snapshot"), text(shown)
+
+
 async def test_a_step_back_or_forward_of_an_iframe_goes_at_once_and_says_so(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

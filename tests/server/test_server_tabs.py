@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from mcp import Client
 from mcp.types import CallToolResult
+from starlette.requests import Request
+from starlette.responses import Response
 
 from support import data, error, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions, cli
@@ -192,6 +194,43 @@ async def test_a_new_tab_whose_page_is_slow_answers_at_once_and_its_snapshot_com
             lambda r: "slow 2500" in section(r, "Snapshot"),
         )
         assert "slow 2500" in section(shown, "Snapshot"), text(shown)
+
+
+async def test_a_tab_a_page_opens_takes_work_before_its_first_page_has_come_and_after_none_did(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Playwright reports a page a page opened only once its first document arrives: every call on
+    # such a tab waited 10 s and said "did not finish opening ... retry", the same each time, and a
+    # popup whose server answered 204 (no document at all) stayed so until closed.
+    async def nothing(request: Request) -> Response:
+        # A moment late, as over a network: tabpilot's session to the new tab is in place (on a
+        # loaded machine, an answer in the same millisecond can end the load before it is).
+        await asyncio.sleep(0.3)
+        return Response(status_code=204)
+
+    site.set_route("/nothing", nothing)
+    slow = site.url("/api/slow?ms=8000")
+    site.set_content(
+        "/opens",
+        f"""<button onclick="window.open('/nothing')">empty</button>
+        <button onclick="window.open({slow!r})">slow</button>""",
+    )
+    async with connect(browser=BrowserOptions(timeout_action=1)) as mcp:
+        opened = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/opens")}))
+        snap = section(opened, "Snapshot")
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "empty")}))
+        empty = ok(await mcp.call_tool("browser_snapshot", {"tabId": 2}))
+        assert section(empty, "Page") == "tab 2: about:blank", text(empty)
+        went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": 2}))
+        assert 'heading "Page a"' in section(went, "Snapshot")
+
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "slow")}))
+        waiting = error(await mcp.call_tool("browser_snapshot", {"tabId": 3}))
+        assert waiting == (
+            f"Tab 3 did not finish opening within 1 s: tab 3 is loading {slow}, whose server has not sent "
+            "it yet (the page answers nothing until it comes). The browser keeps waiting for it: take a "
+            "snapshot of tab 3 in a while, or load another page."
+        ), waiting
 
 
 async def test_close_oldest_spares_the_tab_whose_page_opened_the_new_one(

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tabpilot import parse_ref, scope_snapshot
+from tabpilot._refs import FrameRefs
 
 POINTER = " [cursor=pointer]"
 
@@ -85,3 +86,24 @@ def test_a_ref_of_a_tab_id_too_large_for_any_tab_says_so_and_is_not_echoed_whole
         parse_ref("x" * 100_000)
     assert "(100000 characters) is not an element ref" in str(refused.value), str(refused.value)[:300]
     assert parse_ref("123456789012345678e1") == (123456789012345678, "e1")
+
+
+def test_an_iframes_next_page_gets_frame_names_the_tab_has_not_shown_before() -> None:
+    # Playwright's f1e3 is "Delete" on the iframe's first page and "Confirm purchase" on its next.
+    names = FrameRefs()
+    first = '- generic [ref=e1]:\n  - iframe [ref=e2]:\n    - button "Delete" [ref=f1e3]'
+    assert names.shown(first) == first  # nothing moved: Playwright's names as they are
+    assert names.playwright_ref("f1e3") == "f1e3" and names.playwright_ref("e2") == "e2"
+    names.frames_moved()
+    assert names.playwright_ref("f1e3") is None and names.moved_on("f1e3")
+    assert names.playwright_ref("e2") == "e2" and not names.moved_on("e2")  # the page's own stay
+    second = first.replace("Delete", "Confirm purchase")
+    shown = names.shown(second)
+    assert shown == second.replace("f1e3", "f2e3") and names.playwright_ref("f2e3") == "f1e3"
+    # Playwright's own f2 (the page's next document, say) is then shown under another name.
+    names.document_changed()
+    third = '- generic [ref=f2e1]:\n  - iframe [ref=f2e2]:\n    - button "Keep" [ref=f3e2]'
+    assert (
+        names.shown(third) == '- generic [ref=f4e1]:\n  - iframe [ref=f4e2]:\n    - button "Keep" [ref=f3e2]'
+    )
+    assert names.playwright_ref("f4e1") == "f2e1" and names.playwright_ref("f2e3") is None

@@ -449,6 +449,15 @@ class PageHandle:
     def on_new_document(self, handler: Callable[[], None]) -> Disposer:
         return _listen(self.page, "domcontentloaded", lambda _page: handler())
 
+    def on_frame_navigated(self, handler: Callable[[], None]) -> Disposer:
+        """An iframe of the page (at any depth) navigated: to a new document, or within its own."""
+
+        def navigated(frame: Frame) -> None:
+            if frame != self.page.main_frame:
+                handler()
+
+        return _listen(self.page, "framenavigated", navigated)
+
     def on_navigated(self, handler: Callable[[], None]) -> Disposer:
         """The main frame navigated (a new document is on its way)."""
 

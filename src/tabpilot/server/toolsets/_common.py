@@ -139,7 +139,7 @@ async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[d
     async def one(element: SnapshotElement) -> dict[str, Any]:
         _, page_ref = parse_ref(element.ref)
         try:
-            found: dict[str, Any] = await tab.handle.element(page_ref).evaluate(_DESCRIBE_JS, timeout=2)
+            found: dict[str, Any] = await tab.element_unchecked(page_ref).evaluate(_DESCRIBE_JS, timeout=2)
         except Exception:
             found = {"tag": element.role, "text": "", "placeholder": None, "href": element.href}
         if not found.get("text"):
