@@ -951,6 +951,20 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
 
         nothing = error(await mcp.call_tool("browser_wait_for", {"tabId": form}))
         assert "'text', 'textGone' or 'time'" in nothing
+
+        # A dialog the page opens on its timer stops the page and the wait: the answer said
+        # "Waited for text 'Never here' to appear" (and "It opened" the dialog) after 0.3 s.
+        site.set_content("/later", "<script>setTimeout(() => alert('mid-wait'), 300)</script>")
+        for wait, until in (({"text": "Never here"}, "it came"), ({"time": 5}, "its time was up")):
+            later = await open_tab(mcp, site.url("/later"))
+            cut = ok(await mcp.call_tool("browser_wait_for", {**wait, "tabId": later}))
+            what = "text 'Never here' to appear" if "text" in wait else "5 s"
+            assert section(cut, "Result") == (
+                f"The wait for {what} on tab {later} ended before {until}: a dialog stopped the page. While "
+                f"it waited, an alert dialog opened on tab {later}: 'mid-wait'. The page waits until you "
+                f"handle it with browser_handle_dialog(tabId={later}, accept=true|false)."
+            ), section(cut, "Result")
+            assert data(cut)["result"]["met"] is False
         for name in ("text", "textGone"):
             empty = error(await mcp.call_tool("browser_wait_for", {name: "", "tabId": form}))
             assert f"{name} is empty: give the words to wait for" in empty, empty

@@ -46,10 +46,18 @@ def _modifier_names(value: object) -> object:
 
 
 def report(
-    call: Call, tab: Tab, done: str, result: ActionResult, *, follow: bool = False, **facts: object
+    call: Call,
+    tab: Tab,
+    done: str,
+    result: ActionResult,
+    *,
+    follow: bool = False,
+    waited: bool = False,
+    **facts: object,
 ) -> None:
     """Fill the response of a page action: what it did, tabs it opened, a dialog it raised.
-    `follow`: the call asked to make a tab it opens the active one (the server may do so anyway)."""
+    `follow`: the call asked to make a tab it opens the active one (the server may do so anyway);
+    `waited`: it only waited (a dialog then came from the page, not from it)."""
     opened = list(result.opened_tab_ids)
     followed = result.followed_tab_id
     follow = follow or call.session.config.follow_new_tabs
@@ -59,8 +67,8 @@ def report(
         held = "" if shown == tab.id else f", which tab {tab.id} waits for too"
         how = (
             # Another call's action ran on the tab too (its script, its click): either may be why.
-            f"While it ran, {dialog_noun(result.dialog.type)} opened on tab {shown}"
-            if result.dialog_shared
+            f"While it {'waited' if waited else 'ran'}, {dialog_noun(result.dialog.type)} opened on tab {shown}"
+            if result.dialog_shared or waited
             else f"It opened {dialog_noun(result.dialog.type)} on tab {shown}"
         )
         shared = " (another call was at work on the tab too: either may have opened it)"
@@ -264,7 +272,19 @@ async def browser_wait_for(
         total=time if text is None and textGone is None else None,
         message=f"waiting for {waited} on tab {tab.id}",
     )
-    report(call, tab, f"Waited for {waited} on tab {tab.id}.", result)
+    if result.dialog is None:
+        report(call, tab, f"Waited for {waited} on tab {tab.id}.", result, waited=True)
+        return
+    # The dialog stopped the page, and the wait with it: what it waited for has not come to pass.
+    report(
+        call,
+        tab,
+        f"The wait for {waited} on tab {tab.id} ended before {'its time was up' if text is None and textGone is None else 'it came'}: "
+        "a dialog stopped the page.",
+        result,
+        waited=True,
+        met=False,
+    )
 
 
 _ACTS = ToolAnnotations(destructive_hint=True, open_world_hint=True)
