@@ -292,6 +292,7 @@ class Tab:
 
     @property
     def last_snapshot(self) -> Snapshot | None:
+        """The latest snapshot of the whole page (not of a subtree, nor cut at a depth)."""
         return self._last_snapshot
 
     @property
@@ -902,7 +903,8 @@ class Tab:
             # the depth keep working): the refs the tab gave before stay valid with it.
             self._refs = set(refs) if depth is None else self._refs | refs
             self._refs_reset = None
-            self._last_snapshot = snap
+            if depth is None:  # the whole tree: what the next action's changes are counted from
+                self._last_snapshot = snap
             return snap
         # Playwright finds a ref only among the elements of the page's latest snapshot, and a
         # subtree's replaces the whole page's: read the whole page again (its text unused) so the

@@ -69,6 +69,11 @@ async def test_a_snapshot_can_be_limited_to_a_subtree_or_a_depth(
         unchecked = await mcp.call_tool("browser_click", {"ref": subscribe.split("[ref=")[1].split("]")[0]})
         assert not unchecked.is_error, text(unchecked)
         assert 'checkbox "Subscribe" [checked]' not in section(unchecked, "Snapshot")
+        # Its changes are counted from the whole tree the client has, not from the cut one: the
+        # answer listed every line below the depth as new.
+        changed = section(unchecked, "Snapshot")
+        assert changed.startswith(f"Changes since the previous snapshot of tab {tab}:"), changed
+        assert len(changed.splitlines()) < 8 and "combobox" not in changed, changed
 
 
 async def test_a_ref_of_another_tab_or_a_stale_ref_fails_at_once_saying_what_to_do(
