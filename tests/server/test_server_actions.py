@@ -139,6 +139,12 @@ async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
         assert "active" in tab_line(followed, second)
         assert await active_tab(mcp) == second
 
+        # A click that opens no tab: followNewTab was dropped without a word.
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": home}))
+        plain = ref_of(await snapshot(mcp, home), 'button "Sign in"')
+        stayed = ok(await mcp.call_tool("browser_click", {"ref": plain, "tabId": home, "followNewTab": True}))
+        assert "It opened no new tab, so followNewTab made none active." in section(stayed, "Result")
+
 
 async def test_with_follow_new_tabs_a_click_that_opens_two_tabs_names_the_one_now_active(
     connect: Callable[..., Client], site: LocalSite

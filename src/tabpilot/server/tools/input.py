@@ -60,8 +60,10 @@ def report(
     `waited`: it only waited (a dialog then came from the page, not from it)."""
     opened = list(result.opened_tab_ids)
     followed = result.followed_tab_id
-    follow = follow or call.session.config.follow_new_tabs
     notes: list[str] = []
+    if follow and not opened:  # asked for, and nothing to follow: said, not dropped
+        notes.append("It opened no new tab, so followNewTab made none active.")
+    follow = follow or call.session.config.follow_new_tabs
     if result.dialog is not None:
         shown = result.dialog_tab_id or tab.id
         held = "" if shown == tab.id else f", which tab {tab.id} waits for too"
