@@ -138,6 +138,9 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
         assert result_of(kept)["closedCount"] == 1 and extra not in result_of(kept)["remainingTabIds"]
         assert sorted(result_of(kept)["remainingTabIds"]) == sorted([*users, tab_of[first["id"]]])
         assert f"Left the user's own tabs {', '.join(map(str, users))} open" in section(kept, "Result")
+        # It closes the kept tab's instance's tabs, and says so with other instances' tabs open.
+        assert section(kept, "Result").startswith(f"Closed 1 tab of instance {first['id']} ({extra})")
+        assert "The tabs of other instances (" in section(kept, "Result")
         assert target_id in [t["id"] for t in remote.targets()]
 
         listed = result_of(await call(client, "browser_instance", action="list"))

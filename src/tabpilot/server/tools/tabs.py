@@ -114,10 +114,19 @@ async def browser_tabs(
             if users
             else ""
         )
+        # Per instance: with several, the answer says whose tabs these were and that the others stay.
+        others = [i for i in manager.instances if i.id != keep.instance_id and i.tabs]
+        where = f" of instance {keep.instance_id}" if others else ""
+        stay = (
+            f" The tabs of other instances ({', '.join(i.id for i in others)}) stay open: close_others closes "
+            "the tabs of the kept tab's instance."
+            if others
+            else ""
+        )
         response.result(
-            f"Closed {len(closed_ids)} tab{'s' if len(closed_ids) != 1 else ''}"
+            f"Closed {len(closed_ids)} tab{'s' if len(closed_ids) != 1 else ''}{where}"
             f"{' (' + ', '.join(map(str, closed_ids)) + ')' if closed_ids else ''}; kept {remaining}. "
-            f"Active tab: {keep.id}.{left}",
+            f"Active tab: {keep.id}.{left}{stay}",
             {
                 "success": True,
                 "closedCount": len(closed_ids),
