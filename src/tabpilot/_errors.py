@@ -434,12 +434,16 @@ class ActionError(TabpilotError):
         ref: str | None = None,
         reason: ActionReason = "failed",
         field: FieldKind | None = None,
+        close_first: tuple[int, ...] = (),
     ) -> None:
         super().__init__(fact, advice)
         self.tab_id = tab_id
         self.ref = ref
         self.reason: ActionReason = reason
         self.field = field
+        self.close_first = close_first
+        """"unresponsive": tabs to close before `tab_id` (their pages run on its page's thread, and
+        one of their scripts may be what keeps it busy)."""
 
     @classmethod
     def tab_gone(cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:

@@ -568,9 +568,15 @@ class Tab:
         context group) on one thread, and a dialog stops them all; a tab a link opened (noopener)
         or another site's popup runs on its own. `same_site` False: any popup relative (a
         subdomain may share the thread; the host alone cannot tell)."""
-        tabs = self.host.tabs
-        if not any(t._dialog is not None and t is not self for t in tabs):
+        if not any(t._dialog is not None and t is not self for t in self.host.tabs):
             return None
+        return next((tab for tab in self._thread_mates(same_site=same_site) if tab._dialog is not None), None)
+
+    def _thread_mates(self, *, same_site: bool) -> list[Tab]:
+        """The other tabs whose pages may run on this tab's page's thread: its popup relatives
+        (the pages of one site that opened one another as popups; `same_site` False: of any
+        site, as a subdomain may share the thread and the host alone cannot tell)."""
+        tabs = self.host.tabs
         by_id = {t.id: t for t in tabs}
         parent = {t.id: t.opener_id for t in tabs if t.cause == "popup" and t.opener_id in by_id}
 
@@ -582,12 +588,13 @@ class Tab:
             return tab_id
 
         mine, site = root(self.id), _site(self.url)
-        for tab in tabs:
-            if tab is self or tab._dialog is None or root(tab.id) != mine:
-                continue
-            if not same_site or (site and _site(tab.url) == site):
-                return tab
-        return None
+        return [
+            tab
+            for tab in tabs
+            if tab is not self
+            and root(tab.id) == mine
+            and (not same_site or (site and _site(tab.url) == site))
+        ]
 
     # -- input: one action at a time -------------------------------------------------------------
 
@@ -735,13 +742,39 @@ class Tab:
         if answered:
             return
         self._stuck = True
+        mates = self._thread_mates(same_site=True)
+        culprit = next((tab for tab in mates if tab._stuck), None)
+        if culprit is not None:
+            # Its popup relative of the same site is known stuck: one thread runs both pages.
+            raise ActionError(
+                f"{exc.fact.rstrip('.')}: tab {self.id} is not responding: tab {culprit.id}, whose page "
+                f"runs on the same thread (a page and the popups of its site it opened or was opened by "
+                f"share one), is stuck in a script (e.g. an endless loop).",
+                f"Close tab {culprit.id}, then tab {self.id} if it still does not answer (the thread may "
+                "stay busy); other tabs keep working.",
+                tab_id=self.id,
+                ref=exc.ref,
+                reason="unresponsive",
+                close_first=(culprit.id,),
+            ) from exc
+        shared = (
+            f" (its own, or one of tab{'s' if len(mates) > 1 else ''} {', '.join(str(t.id) for t in mates)}, "
+            "whose pages run on the same thread: a page and the popups of its site it opened or was "
+            "opened by share one)"
+            if mates
+            else ""
+        )
         raise ActionError(
             f"{exc.fact.rstrip('.')}: tab {self.id} is not responding (a script on it keeps it busy, "
-            "e.g. an endless loop).",
-            "Close the tab; other tabs keep working. Reloading it may not help while the script runs.",
+            f"e.g. an endless loop{shared}).",
+            "Close the tab; other tabs keep working. Reloading it may not help while the script runs."
+            if not mates
+            else f"Close {'tabs' if len(mates) > 1 else 'tab'} {', '.join(str(t.id) for t in mates)} first, then "
+            f"tab {self.id} if it still does not answer; other tabs keep working.",
             tab_id=self.id,
             ref=exc.ref,
             reason="unresponsive",
+            close_first=tuple(t.id for t in mates),
         ) from exc
 
     async def _raise_if_closing(self, exc: ActionError, what: str) -> None:

@@ -152,10 +152,7 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         "no_option": "Options match by value or label; use one of them.",
         "timeout": f"The page may be busy or still loading: {f'take a new {snap} and ' if snap else ''}retry.",
         "busy": f"The page may be busy: {f'take a new {snap} and ' if snap else ''}retry.",
-        "unresponsive": (
-            f"Close it with {calls.close_tab(exc.tab_id)}; other tabs keep working. "
-            "Reloading it may not help while the script runs."
-        ),
+        "unresponsive": _unresponsive_advice(exc, calls),
         "tab_closed": f"List tabs with {calls.list_tabs} to see what is open.",
         "navigated": f"Take a new {snap} and retry." if snap else "Retry.",
         "dialog": (
@@ -172,6 +169,21 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
             "that holds it first)."
         )
     return advice.get(exc.reason, exc.advice)
+
+
+def _unresponsive_advice(exc: ActionError, calls: ToolCalls) -> str:
+    """What to close when a page does not answer: the tab, or first the tabs whose pages run on
+    its thread (`exc.close_first`), one of whose scripts may be what keeps it busy."""
+    if not exc.close_first:
+        return (
+            f"Close it with {calls.close_tab(exc.tab_id)}; other tabs keep working. "
+            "Reloading it may not help while the script runs."
+        )
+    first = " and ".join(calls.close_tab(t) for t in exc.close_first)
+    return (
+        f"Close {first} first, then {calls.close_tab(exc.tab_id)} if tab {exc.tab_id} still does not "
+        "answer; other tabs keep working."
+    )
 
 
 def _wrong_field_advice(field: str, snap: str | None, calls: ToolCalls) -> str:
