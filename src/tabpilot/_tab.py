@@ -591,10 +591,15 @@ class Tab:
         return [
             tab
             for tab in tabs
-            if tab is not self
-            and root(tab.id) == mine
-            and (not same_site or (site and _site(tab.url) == site))
+            if tab is not self and root(tab.id) == mine and (not same_site or (site and site in tab._sites()))
         ]
+
+    def _sites(self) -> set[str]:
+        """The sites of the tab's page and of its iframes: one of them may be where a dialog or a
+        stuck script is (an iframe of another site opens its own popups and dialogs)."""
+        handle = self._handle
+        frames = handle.frame_urls() if handle is not None and not handle.is_closed() else []
+        return {_site(self.url), *map(_site, frames)}
 
     # -- input: one action at a time -------------------------------------------------------------
 

@@ -778,6 +778,35 @@ async def test_a_dialog_on_an_opener_holds_up_its_same_site_popup_and_says_which
         assert 'button "Poke opener"' in await snapshot(mcp, popup)
 
 
+async def test_a_dialog_in_an_iframe_of_another_site_holds_up_the_popup_that_iframe_opened(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The iframe (localhost) and the popup it opened (localhost) run on one thread: the iframe's
+    # alert, told as the page's, stopped the popup too, but the tab list showed it free and work on
+    # it waited the action timeout before it said so.
+    inner = site.url("/inner").replace("127.0.0.1", "localhost")
+    site.set_content(
+        "/inner",
+        "<button onclick=\"window.open('/page/framepop')\">frame pop</button>"
+        "<button onclick=\"alert('from frame')\">frame alert</button>",
+    )
+    site.set_content("/outer", f'<iframe src="{inner}"></iframe>')
+    async with connect(browser=BrowserOptions(timeout_action=3)) as mcp:
+        tab = await start_on(mcp, site.url("/outer"))
+        snap = await snapshot(mcp, tab)
+        popup = data(ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "frame pop")})))["result"][
+            "openedTabIds"
+        ][0]
+        alerted = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "frame alert")}))
+        assert tab_line(alerted, popup).endswith(f"waits for the dialog on tab {tab}]"), text(alerted)
+        held = error(await mcp.call_tool("browser_snapshot", {"tabId": popup}))
+        assert held.startswith(f"Tab {popup} waits for the alert dialog open on tab {tab} ('from frame')"), (
+            held
+        )
+        ok(await mcp.call_tool("browser_handle_dialog", {"tabId": tab, "accept": True}))
+        assert "Page framepop" in await snapshot(mcp, popup)
+
+
 async def test_a_screenshot_cut_short_by_a_dialog_on_its_opener_names_the_tab_to_handle(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -423,6 +423,10 @@ class PageHandle:
     def url(self) -> str:
         return self.page.url
 
+    def frame_urls(self) -> list[str]:
+        """The URLs of the page's iframes, at any depth (as Playwright last heard: no round trip)."""
+        return [frame.url for frame in self.page.frames[1:]]
+
     def is_closed(self) -> bool:
         return self.page.is_closed()
 
