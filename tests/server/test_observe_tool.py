@@ -336,6 +336,34 @@ async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(
         assert f"[tab {tab}] pending GET {site.url('/api/slow?ms=1500')}" in section(result, "Result")
 
 
+async def test_a_request_cut_short_by_its_popup_closing_is_never_out_of_the_log(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # After the popup closed, its request was neither in flight nor failed for a while (until the
+    # popup's session closed): a look then found no trace of it.
+    slow = site.url("/api/slow?ms=6000")
+    site.set_content("/asks", f"<script>fetch({slow!r})</script>")
+    async with connect() as mcp:
+        opener = await new_tab(mcp, site.url("/page/a"))
+        opened = result_of(
+            await mcp.call_tool(
+                "browser_evaluate", {"function": "() => { window.open('/asks'); }", "tabId": opener}
+            )
+        )
+        (popup,) = opened["openedTabIds"]
+        await observe_until(
+            mcp, {"what": "network_waterfall", "tabId": popup}, lambda r: bool(r["pending_requests"])
+        )
+        await mcp.call_tool("browser_tabs", {"action": "close", "tabId": popup})
+        seen = result_of(
+            await mcp.call_tool("browser_observe", {"what": "network_waterfall", "tabId": popup})
+        )
+        rows = [e["url"] for e in seen["entries"] if e.get("failure")] + [
+            p["url"] for p in seen["pending_requests"]
+        ]
+        assert slow in rows, seen
+
+
 async def logs_accounted_for(
     mcp: Client, tab: int, total: int, what: str = "logs"
 ) -> tuple[list[dict[str, Any]], int]:

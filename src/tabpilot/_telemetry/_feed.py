@@ -256,6 +256,8 @@ class TabFeed:
         self._sockets = TabSockets(sink, tab_id)
         self._console_seen = 0
         self._finished = False
+        self._then: Callable[[], object] = lambda: None
+        """Run once the feed has finished (`stop`)."""
         self._limited = False
         self._saw_document = False
         self._recovering: asyncio.Future[None] | None = None
@@ -341,10 +343,12 @@ class TabFeed:
         if script is not None:
             self._record(script, None, None)
 
-    def stop(self) -> None:
+    def stop(self, then: Callable[[], object] = lambda: None) -> None:
         """The tab is gone. Its session still delivers what the target sent before it went (the
         close can be heard first); once the session closes, requests the tab cut short are
-        recorded as such, never forgotten. A session that does not close soon is finished anyway."""
+        recorded as such, never forgotten, and `then()` runs. A session that does not close soon
+        is finished anyway."""
+        self._then = then
         self._session.on_close(self._finish)
         asyncio.get_running_loop().call_later(FINISH_GRACE, self._finish)
 
@@ -359,6 +363,7 @@ class TabFeed:
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, f"{gone} before the request finished")
         self._sockets.end_all(gone)
+        self._then()
 
     # -- dispatch ----------------------------------------------------------------------------
 

@@ -161,13 +161,17 @@ class Telemetry:
         self._feeds.setdefault(tab.id, []).append(feed)
         feed.start()
 
-        def dispose() -> None:
+        def forget() -> None:
             feeds = self._feeds.get(tab.id, [])
             if feed in feeds:
                 feeds.remove(feed)
                 if not feeds:
                     del self._feeds[tab.id]
-            feed.stop()
+
+        def dispose() -> None:
+            # Its requests under way stay listed as pending until they are recorded as cut short:
+            # a look in between found them in neither place.
+            feed.stop(then=forget)
 
         return dispose
 
