@@ -101,8 +101,10 @@ class FrameRefs:
             self._main = first.group(1)  # the root line is the page's own
         if "[ref=f" not in snapshot:  # the page's first document and no iframe: nothing to rename
             return snapshot
-        prefixes = set(_FRAME_PREFIX.findall(snapshot))
-        for playwright in prefixes - self._shown.keys():
+        prefixes = dict.fromkeys(_FRAME_PREFIX.findall(snapshot))  # in the order they appear
+        new = [p for p in prefixes if p not in self._shown]
+        # Playwright's own name where this tab has not shown it yet, then new names for the rest.
+        for playwright in sorted(new, key=lambda p: p in self._used):
             alias = playwright if playwright not in self._used else self._fresh()
             self._shown[playwright] = alias
             self._playwright[alias] = playwright

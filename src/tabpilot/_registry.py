@@ -133,4 +133,5 @@ class TabRegistry:
             error_page=error_page,
             blocked=error_page and tab.blocked,
             users_own=tab.users_own,
+            loading_url=tab.due_url,
         )

@@ -521,7 +521,9 @@ class TabTracker:
         # A tab whose browser is connected again is back under its id: not new, nobody opened it.
         back = {"back": True} if tab.id in self._back else {}
         self._back.discard(tab.id)
-        self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=tab.url, cause=tab.cause, **back)
+        # A page still on its way (a slow server): the URL it loads, not the about:blank it shows.
+        url = tab.due_url if tab.due_url and tab.url in ("", "about:blank") else tab.url
+        self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=url, cause=tab.cause, **back)
         if tab.id in self._follow:
             self._follow.discard(tab.id)
             self._activate(tab)

@@ -97,6 +97,9 @@ class TabInfo:
     users_own: bool = False
     """A tab of the user's own browser that the agent shares (`Tab.users_own`): `close_others`
     and the tab cap leave it open."""
+    loading_url: str = ""
+    """The page the tab is loading whose server has not sent it yet, where the browser said which
+    ('' when none): a popup still shows about:blank then."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +120,7 @@ class TabInfo:
             "errorPage": self.error_page,
             "blocked": self.blocked,
             "usersOwn": self.users_own,
+            "loadingUrl": self.loading_url,
         }
 
 

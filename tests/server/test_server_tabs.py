@@ -224,7 +224,10 @@ async def test_a_tab_a_page_opens_takes_work_before_its_first_page_has_come_and_
         went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": 2}))
         assert 'heading "Page a"' in section(went, "Snapshot")
 
-        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "slow")}))
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "slow")}))
+        # Named by the page it loads, not the about:blank it shows meanwhile.
+        assert f"- tab 3 opened (popup) by tab 1: {slow}" in section(clicked, "Events"), text(clicked)
+        assert tab_line(clicked, 3) == f"- tab 3: about:blank [opened by tab 1, loading {slow}]"
         waiting = error(await mcp.call_tool("browser_snapshot", {"tabId": 3}))
         assert waiting == (
             f"Tab 3 did not finish opening within 1 s: tab 3 is loading {slow}, whose server has not sent "

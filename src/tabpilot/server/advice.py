@@ -508,7 +508,9 @@ def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
         marks.append("pinned")
     if info.users_own:
         marks.append("the user's")
-    if info.status != "complete":
+    if info.loading_url and info.loading_url != info.url:  # a popup shows about:blank till its page comes
+        marks.append(f"loading {short(info.loading_url)}")
+    elif info.status != "complete":
         marks.append(info.status)
     if info.error_page:
         marks.append(error_page_mark(info.blocked))
