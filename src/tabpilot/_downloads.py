@@ -23,8 +23,11 @@ from ._pw import DownloadHandle
 
 logger = logging.getLogger("tabpilot")
 
-DEFAULT_DOWNLOADS_DIR = Path(tempfile.gettempdir()) / "tabpilot-downloads"
-"""Where downloads are saved unless told otherwise."""
+DEFAULT_DOWNLOADS_DIR = Path(tempfile.gettempdir()) / (
+    f"tabpilot-downloads-{os.getuid()}" if hasattr(os, "getuid") else "tabpilot-downloads"
+)
+"""Where downloads are saved unless told otherwise: the user's own folder in the system's temp
+folder (made readable by the user alone; a folder there that is not is refused)."""
 PART = ".part"
 """The ending of a file still coming."""
 NAME_MAX = 255
@@ -114,7 +117,10 @@ class Downloads:
     def _claim(self, name: str, ending: str) -> Path:
         """A new, empty `NAME.part` in the folder for a file to be called `name`: one whose final
         name no file has yet, nor another part file."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.directory == DEFAULT_DOWNLOADS_DIR:
+            _private_folder(self.directory)
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
         for part in self._candidates(name, ending):
             if part.with_name(part.name.removesuffix(ending)).exists():
                 continue
@@ -149,6 +155,21 @@ class Downloads:
         for task in saving:
             task.cancel()
         await asyncio.gather(*saving, return_exceptions=True)
+
+
+def _private_folder(folder: Path) -> None:
+    """Make `folder` (in the temp folder every user writes to) for this user alone, or refuse one
+    that someone else made or can write to: the files the agent downloads would be theirs to read,
+    or to swap."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if not hasattr(os, "getuid"):  # Windows: the temp folder is the user's own
+        return
+    st = os.lstat(folder)
+    if folder.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise PermissionError(
+            "it is not this user's own folder (another user made it, or can write to it); choose a "
+            "folder of yours for downloads (downloads_dir)"
+        )
 
 
 def _split(name: str) -> tuple[str, str]:

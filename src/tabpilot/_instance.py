@@ -330,7 +330,7 @@ class Instance:
         session = self._tracker.target_session(tab)
         if session is not None:
             with contextlib.suppress(Exception):  # gone meanwhile: the wait for the page says so
-                await session.send("Page.navigate", {"url": "about:blank"})
+                await asyncio.wait_for(session.send("Page.navigate", {"url": "about:blank"}), 2)
 
     def _why_downloads_stop(self) -> str | None:
         """Why the downloads of this instance stop unfinished when tabpilot is the reason: it is

@@ -769,9 +769,11 @@ class TabManager:
         """The instance in place of `lost` (None: it cannot be replaced); whether it connected to
         the browser again (else launched or opened one), and whether that browser kept its tabs."""
         if lost.kind == "launched":
-            started_as = self._launched_with.pop(lost.id, None)
+            started_as = self._launched_with.get(lost.id)  # kept for a retry, should this launch fail
             again = self.launch(headless=lost.headless, user_data_dir=lost.user_data_dir, options=started_as)
-            return await again, False, False
+            replacement = await again
+            self._launched_with.pop(lost.id, None)
+            return replacement, False, False
         if lost.kind == "context" and isolate_in is not None:
             replacement = await self.attach_isolated(await isolate_in())
             await replacement.new_tab()

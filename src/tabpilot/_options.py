@@ -194,7 +194,7 @@ class BrowserOptions:
     timeout_navigation: float = DEFAULT_NAVIGATION_TIMEOUT
     downloads_dir: str | None = None
     """Where each file a page downloads is saved, under the name the server suggested (made when
-    the first comes). None: `tabpilot-downloads` in the system's temporary folder."""
+    the first comes). None: `tabpilot-downloads-UID` in the system's temporary folder, the user's alone."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Unused by the library: room for a front end's own settings in the same file."""
 

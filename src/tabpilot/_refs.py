@@ -81,22 +81,41 @@ class FrameRefs:
         """Every prefix shown so far on the tab: never shown again for another frame."""
         self._main = ""
         """Playwright's prefix of the page's own refs in the latest snapshot."""
+        self._moved_on: set[str] = set()
+        """Prefixes shown for iframes that have loaded another document since."""
+        self.moves = 0
+        """How many times an iframe has loaded another document (`frames_moved`)."""
 
     def frames_moved(self) -> None:
-        """An iframe loaded a document: every iframe's prefix is shown anew from the next snapshot."""
-        self._retire(keep={"", self._main})
+        """An iframe loaded another document: every iframe's prefix is shown anew from the next
+        snapshot (which prefix is that iframe's, Playwright does not say)."""
+        self.moves += 1
+        self._moved_on |= self._retire(keep={"", self._main})
 
     def document_changed(self) -> None:
         """The page loaded a new document: Playwright names its own refs and its iframes' anew."""
         self._retire(keep={""})
 
-    def _retire(self, keep: set[str]) -> None:
+    def _retire(self, keep: set[str]) -> set[str]:
+        retired = set()
         for playwright in [p for p in self._shown if p not in keep]:
-            del self._playwright[self._shown.pop(playwright)]
+            alias = self._shown.pop(playwright)
+            del self._playwright[alias]
+            retired.add(alias)
+        return retired
 
-    def shown(self, snapshot: str, *, whole: bool = True) -> str:
+    def shown(self, snapshot: str, *, whole: bool = True, moves: int | None = None) -> str:
         """`snapshot` (Playwright's; `whole`: of the whole page, not of one element's subtree)
-        with its refs under the prefixes this tab shows."""
+        with its refs under the prefixes this tab shows. `moves`: `self.moves` before the page
+        was read: an iframe that loaded another document meanwhile may be read as it was, so the
+        names given now are retired at once (its refs then ask for a new snapshot)."""
+        try:
+            return self._shown_now(snapshot, whole)
+        finally:
+            if moves is not None and moves != self.moves:
+                self.frames_moved()
+
+    def _shown_now(self, snapshot: str, whole: bool) -> str:
         if whole and (first := _ANY_REF.search(snapshot)) is not None:
             self._main = first.group(1)  # the root line is the page's own
         if "[ref=f" not in snapshot:  # the page's first document and no iframe: nothing to rename
@@ -123,9 +142,9 @@ class FrameRefs:
         return None if playwright is None else playwright + match.group(2)
 
     def moved_on(self, shown_ref: str) -> bool:
-        """Whether `shown_ref` was shown for a frame that has loaded another document since."""
+        """Whether `shown_ref` was shown for an iframe that has loaded another document since."""
         match = _ANY_REF.fullmatch(f"[ref={shown_ref}]")
-        return match is not None and match.group(1) in self._used and match.group(1) not in self._playwright
+        return match is not None and match.group(1) in self._moved_on
 
     def _fresh(self) -> str:
         n = 1

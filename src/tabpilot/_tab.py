@@ -351,10 +351,12 @@ class Tab:
                 self._nothing_came = False
                 await self.host.load_blank(self)
             elif self.document_due and waited >= min(timeout, self.host.timeouts.action):
+                # Until its first page comes, the tab takes no other either: wait, or close it.
                 raise self.loading_error(
                     ActionError(
                         f"Tab {self.id} did not finish opening within {waited:.0f} s.", "", tab_id=self.id
-                    )
+                    ),
+                    or_else="close the tab",
                 )
             if waited >= timeout:
                 raise ActionError(
@@ -568,14 +570,15 @@ class Tab:
         context group) on one thread, and a dialog stops them all; a tab a link opened (noopener)
         or another site's popup runs on its own. `same_site` False: any popup relative (a
         subdomain may share the thread; the host alone cannot tell)."""
-        if not any(t._dialog is not None and t is not self for t in self.host.tabs):
+        holders = [t for t in self.host.tabs if t._dialog is not None and t is not self]
+        if not holders:
             return None
-        return next((tab for tab in self._thread_mates(same_site=same_site) if tab._dialog is not None), None)
+        return next((tab for tab in self._thread_mates(same_site=same_site, among=holders)), None)
 
-    def _thread_mates(self, *, same_site: bool) -> list[Tab]:
-        """The other tabs whose pages may run on this tab's page's thread: its popup relatives
-        (the pages of one site that opened one another as popups; `same_site` False: of any
-        site, as a subdomain may share the thread and the host alone cannot tell)."""
+    def _thread_mates(self, *, same_site: bool, among: Sequence[Tab] | None = None) -> list[Tab]:
+        """The other tabs (of `among`, when given) whose pages may run on this tab's page's thread:
+        its popup relatives (the pages of one site that opened one another as popups; `same_site`
+        False: of any site, as a subdomain may share the thread and the host alone cannot tell)."""
         tabs = self.host.tabs
         by_id = {t.id: t for t in tabs}
         parent = {t.id: t.opener_id for t in tabs if t.cause == "popup" and t.opener_id in by_id}
@@ -590,7 +593,7 @@ class Tab:
         mine, site = root(self.id), _site(self.url)
         return [
             tab
-            for tab in tabs
+            for tab in (tabs if among is None else among)
             if tab is not self and root(tab.id) == mine and (not same_site or (site and site in tab._sites()))
         ]
 
@@ -660,6 +663,7 @@ class Tab:
         the page answers nothing, as under `expecting_document`."""
         self._document_due = True
         self._due_url = url
+        self._nothing_came = False  # a page on its way after all (an opener sent it elsewhere)
         if self.status == "complete":
             self.status = "loading"
 
@@ -694,14 +698,13 @@ class Tab:
         """The URL of the document the tab waits for while `document_due` ('' if not known)."""
         return self._due_url if self.document_due else ""
 
-    def loading_error(self, exc: ActionError) -> ActionError:
+    def loading_error(self, exc: ActionError, *, or_else: str = "load another page") -> ActionError:
         """`exc` (page work that timed out while `document_due`) told as what it is: the page is
-        waiting for its server, not broken."""
+        waiting for its server, not broken. `or_else`: what the agent can do instead of waiting."""
         return ActionError(
             f"{exc.fact.rstrip('.')}: tab {self.id} is {self._loading_what()}, whose server has not sent it yet "
             "(the page answers nothing until it comes).",
-            f"The browser keeps waiting for it: take a snapshot of tab {self.id} in a while, or load "
-            "another page.",
+            f"The browser keeps waiting for it: take a snapshot of tab {self.id} in a while, or {or_else}.",
             tab_id=self.id,
             ref=exc.ref,
             reason="loading",
@@ -748,20 +751,6 @@ class Tab:
             return
         self._stuck = True
         mates = self._thread_mates(same_site=True)
-        culprit = next((tab for tab in mates if tab._stuck), None)
-        if culprit is not None:
-            # Its popup relative of the same site is known stuck: one thread runs both pages.
-            raise ActionError(
-                f"{exc.fact.rstrip('.')}: tab {self.id} is not responding: tab {culprit.id}, whose page "
-                f"runs on the same thread (a page and the popups of its site it opened or was opened by "
-                f"share one), is stuck in a script (e.g. an endless loop).",
-                f"Close tab {culprit.id}, then tab {self.id} if it still does not answer (the thread may "
-                "stay busy); other tabs keep working.",
-                tab_id=self.id,
-                ref=exc.ref,
-                reason="unresponsive",
-                close_first=(culprit.id,),
-            ) from exc
         shared = (
             f" (its own, or one of tab{'s' if len(mates) > 1 else ''} {', '.join(str(t.id) for t in mates)}, "
             "whose pages run on the same thread: a page and the popups of its site it opened or was "
@@ -928,13 +917,19 @@ class Tab:
         page = await self.usable()
         what = f"Taking a snapshot of tab {self.id}"
         timeout = self.host.timeouts.action
-        try:
-            raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
-        except ActionError as exc:
-            await self.raise_what_the_page_says(exc, what)
-            raise
+        for _ in range(3):
+            # An iframe that loads another page while the tree is read may be read as it was: then
+            # read again (its names would be the next page's too; `FrameRefs.shown`).
+            moves = self._frame_refs.moves
+            try:
+                raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
+            except ActionError as exc:
+                await self.raise_what_the_page_says(exc, what)
+                raise
+            if moves == self._frame_refs.moves:
+                break
         self._title = title = title or self.url
-        text, refs = scope_snapshot(self.id, self._frame_refs.shown(raw, whole=ref is None))
+        text, refs = scope_snapshot(self.id, self._frame_refs.shown(raw, whole=ref is None, moves=moves))
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))
         if ref is None:
             # A depth-limited read still maps every element of the page (Playwright's refs beyond

@@ -271,7 +271,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "metavar": "DIR",
             "help": "save each file a page downloads here, under the name its server suggested; the "
-            "events give its path (default: tabpilot-downloads in the system's temp folder)",
+            "events give its path (default: tabpilot-downloads-UID in the system's temp folder, the user's alone)",
         },
     ),
 }

@@ -145,12 +145,17 @@ async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_ne
             "/top",
             f"""<iframe src="{frame}"></iframe><p id="log" role="status">nothing</p>
             <button onclick="document.querySelector('iframe').src = '{frame.replace("/fa", "/fb")}'">Next</button>
+            <button onclick="document.body.append(document.createElement('iframe'))">Add</button>
             <script>addEventListener('message', (e) => {{ log.textContent = e.data + ' pressed'; }});</script>""",
         )
         async with connect() as mcp:
             went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/top")}))
             snap = section(went, "Snapshot")
             delete = ref_of(snap, '"Delete"')
+            # An iframe the page adds (an ad, a widget) leaves the refs of the others as they were.
+            added = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, '"Add"')}))
+            assert "Changes since" in section(added, "Snapshot")
+            assert delete in section(ok(await mcp.call_tool("browser_snapshot", {"full": True})), "Snapshot")
             # The iframe moves on; the click's answer reads the page, its new buttons with it.
             moved = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, '"Next"')}))
             after = section(moved, "Snapshot")

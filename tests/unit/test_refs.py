@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 
 from tabpilot import parse_ref, scope_snapshot
+from tabpilot._downloads import _private_folder
 from tabpilot._refs import FrameRefs
 
 POINTER = " [cursor=pointer]"
@@ -107,3 +109,32 @@ def test_an_iframes_next_page_gets_frame_names_the_tab_has_not_shown_before() ->
         names.shown(third) == '- generic [ref=f4e1]:\n  - iframe [ref=f4e2]:\n    - button "Keep" [ref=f3e2]'
     )
     assert names.playwright_ref("f4e1") == "f2e1" and names.playwright_ref("f2e3") is None
+    # Only an iframe's refs are told as of its earlier page; the page's own after it navigated are not.
+    assert names.moved_on("f1e3") and not names.moved_on("e2")
+    names.document_changed()
+    assert not names.moved_on("f4e1")
+
+
+def test_an_iframe_that_moves_while_the_page_is_read_leaves_no_name_that_could_be_given_again() -> None:
+    # The iframe commits its next page after Playwright read the old one: the names that read gets
+    # would also be the next page's, so they are retired at once.
+    names = FrameRefs()
+    before = names.moves
+    names.frames_moved()  # heard while the snapshot was on its way
+    read = '- generic [ref=e1]:\n  - iframe [ref=e2]:\n    - button "Delete" [ref=f1e3]'
+    assert names.shown(read, moves=before) == read
+    assert names.playwright_ref("f1e3") is None and names.moved_on("f1e3")
+    assert names.shown(read.replace("Delete", "Buy")) == read.replace("Delete", "Buy").replace("f1e3", "f2e3")
+
+
+def test_the_default_downloads_folder_is_the_users_alone(tmp_path: Path) -> None:
+    # In the temp folder every user writes to: one another user made, or can write to, would let
+    # them read the agent's downloads or swap a file being saved.
+    mine = tmp_path / "mine"
+    _private_folder(mine)
+    assert mine.stat().st_mode & 0o777 == 0o700
+    open_to_all = tmp_path / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    with pytest.raises(PermissionError, match="not this user's own folder"):
+        _private_folder(open_to_all)

@@ -138,6 +138,10 @@ def _listen(emitter: Any, event: str, handler: Callable[[Any], Any]) -> Disposer
     return dispose
 
 
+def _unfragmented(url: str) -> str:
+    return url.partition("#")[0]
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
@@ -454,11 +458,21 @@ class PageHandle:
         return _listen(self.page, "domcontentloaded", lambda _page: handler())
 
     def on_frame_navigated(self, handler: Callable[[], None]) -> Disposer:
-        """An iframe of the page (at any depth) navigated: to a new document, or within its own."""
+        """An iframe of the page (at any depth) that had a document loaded another, or reloaded.
+        Not told: an iframe's first document (a new iframe's elements are new to everyone) and a
+        move to another #fragment of the same page (Playwright says nothing of which navigations
+        stay in their document: a pushState in an iframe is told as a new document)."""
+        seen: weakref.WeakKeyDictionary[Frame, str] = weakref.WeakKeyDictionary(
+            {frame: frame.url for frame in self.page.frames[1:]}  # loaded before it was listened to
+        )
 
         def navigated(frame: Frame) -> None:
-            if frame != self.page.main_frame:
-                handler()
+            if frame == self.page.main_frame:
+                return
+            before, seen[frame] = seen.get(frame), frame.url
+            if before is None or (before != frame.url and _unfragmented(before) == _unfragmented(frame.url)):
+                return
+            handler()
 
         return _listen(self.page, "framenavigated", navigated)
 
