@@ -330,14 +330,14 @@ async def test_a_load_the_browser_stops_says_why_and_one_cut_short_by_the_tabs_c
 
 
 async def test_a_tab_on_the_error_page_is_listed_by_the_url_that_failed_to_load(
-    connect: Callable[..., Client], site: LocalSite
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:
     down = f"http://127.0.0.1:{free_port()}/app"  # a local server that is not running
     site.set_content(
         "/down-link",
         f'<title>Links</title><a href="{down}/popup" target="_blank">Open app</a> <a href="{down}/gone">Go to app</a>',
     )
-    async with connect() as mcp:
+    async with connect(browser=BrowserOptions(downloads_dir=str(tmp_path))) as mcp:
         failed = await mcp.call_tool("browser_navigate", {"url": down})
         assert failed.is_error and "net::ERR_CONNECTION_REFUSED" in text(failed), text(failed)
         tab = data(failed)["activeTabId"]
