@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +107,14 @@ class Downloads:
             _remove(part)
         return {"path": str(path), "bytes": size}
 
-    def _candidates(self, name: str, ending: str = "") -> list[Path]:
+    def _candidates(self, name: str, ending: str = "") -> Iterator[Path]:
+        """The paths a file called `name` may take, in the order a browser tries them (made as
+        they are asked for: nearly always the first is free)."""
         stem, suffix = _split(name)
-        return [
-            self.directory
-            / (_fitting(name if n == 0 else f"{stem} ({n}){suffix}", stem, suffix, ending) + ending)
-            for n in range(1000)
-        ]
+        for n in range(1000):
+            yield self.directory / (
+                _fitting(name if n == 0 else f"{stem} ({n}){suffix}", stem, suffix, ending) + ending
+            )
 
     def _claim(self, name: str, ending: str) -> Path:
         """A new, empty `NAME.part` in the folder for a file to be called `name`: one whose final
@@ -135,7 +137,7 @@ class Downloads:
         """Give the whole file its name (the first free one like `name`, as a browser does): a
         hard link never replaces a file another download or the user put there meanwhile."""
         wanted = part.with_name(part.name.removesuffix(PART))
-        for path in [wanted, *self._candidates(name)]:
+        for path in itertools.chain([wanted], self._candidates(name)):
             try:
                 os.link(part, path)
                 return path
