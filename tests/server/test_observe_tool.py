@@ -351,8 +351,11 @@ async def test_a_request_cut_short_by_its_popup_closing_is_never_out_of_the_log(
             )
         )
         (popup,) = opened["openedTabIds"]
+        # Its own document may be the one in flight at first: wait for the fetch itself.
         await observe_until(
-            mcp, {"what": "network_waterfall", "tabId": popup}, lambda r: bool(r["pending_requests"])
+            mcp,
+            {"what": "network_waterfall", "tabId": popup},
+            lambda r: slow in [p["url"] for p in r["pending_requests"]],
         )
         await mcp.call_tool("browser_tabs", {"action": "close", "tabId": popup})
         seen = result_of(
