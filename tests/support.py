@@ -643,6 +643,7 @@ class ExtensionChromium:
 
     proc: subprocess.Popen[bytes]
     port: int
+    downloads: str  # where it saves downloads: its profile's own folder, never the user's
 
     def _json(self, path: str, method: str = "GET") -> Any:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method)
@@ -727,6 +728,23 @@ class ExtensionChromium:
         self.proc.wait(5)
 
 
+def keep_downloads_in(profile: str) -> str:
+    """Have the Chrome of `profile` save its downloads in the profile's own `Downloads` folder (its
+    default is the user's `~/Downloads`), set as a user sets it in Chrome's settings. Returns it."""
+    folder = os.path.join(profile, "Downloads")
+    preferences = os.path.join(profile, "Default", "Preferences")
+    os.makedirs(os.path.dirname(preferences), exist_ok=True)
+    try:
+        with open(preferences, encoding="utf-8") as f:
+            prefs = json.load(f)
+    except FileNotFoundError:
+        prefs = {}
+    prefs.setdefault("download", {}).update(default_directory=folder, prompt_for_download=False)
+    with open(preferences, "w", encoding="utf-8") as f:
+        json.dump(prefs, f)
+    return folder
+
+
 @contextlib.contextmanager
 def extension_chromium(
     browser_path: str, user_page: str, *, profile: str | None = None
@@ -741,6 +759,7 @@ def extension_chromium(
     profile = profile or tempfile.mkdtemp(prefix="tabpilot-test-extension-")
     with contextlib.suppress(FileNotFoundError):  # the port file of the profile's previous run
         os.remove(os.path.join(profile, "DevToolsActivePort"))
+    downloads = keep_downloads_in(profile)
     proc = subprocess.Popen(
         [
             browser_path,
@@ -762,7 +781,7 @@ def extension_chromium(
     try:
         port = devtools_port(proc, profile, "the Chromium with the extension")
         deadline = time.monotonic() + 20
-        chromium = ExtensionChromium(proc, port)
+        chromium = ExtensionChromium(proc, port, downloads)
         while not any(t["type"] == "service_worker" for t in chromium._json("/json/list")):
             if time.monotonic() > deadline:
                 raise RuntimeError("the extension's service worker did not start")

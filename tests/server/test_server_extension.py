@@ -181,6 +181,7 @@ async def test_an_agent_works_in_its_own_tabs_of_the_users_browser_through_every
             await asyncio.sleep(0.05)
             told += "\n" + section(await call(mcp, "browser_tabs", action="list"), "Events")
         assert whole in told.splitlines(), told
+        assert os.listdir(chromium.downloads) == ["tabpilot.txt"]
 
         # A page that fails to load lists by the URL that failed, as the user's address bar shows it.
         down = f"http://127.0.0.1:{free_port()}/down"
