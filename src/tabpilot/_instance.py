@@ -31,6 +31,7 @@ from ._errors import (
     TabError,
     TabLike,
     TabLimitError,
+    TabNotFoundError,
 )
 from ._navigation import navigate, normalize_url
 from ._policy import UrlPolicy
@@ -58,6 +59,7 @@ from ._types import (
     InstanceState,
     OpenCause,
     TabInfo,
+    closed_reason,
 )
 from ._watch import ActionWatch, retrieve_outcome
 
@@ -928,6 +930,11 @@ class Instance:
 
     async def close_tab(self, tab: Tab, *, cause: CloseCause = "tool", force: bool = False) -> None:
         tab.ensure_open()
+        if tab.closing_cause is not None:
+            # Another call (or the tab cap) closes it already: this one finds it gone, as a call
+            # a moment later would, not a second success for one close.
+            staying = [t for t in self.open_tabs() if t.id != tab.id]
+            raise TabNotFoundError(tab.id, staying, reason=closed_reason(tab.closing_cause))
         # The last tab that stays: a tab whose close is under way (another call's) is gone already.
         if not force and not any(t is not tab and t.closing_cause is None for t in self._registry.tabs):
             rules = self._services.rules

@@ -917,7 +917,12 @@ class TabManager:
         keep = self.tab(keep_tab_id)
         instance = self.instance_of(keep)
         instance.activate(keep)
-        doomed = [tab for tab in instance.tabs if not (tab is keep or tab.pinned or tab.users_own)]
+        # A tab another call closes already is left to that call.
+        doomed = [
+            tab
+            for tab in instance.tabs
+            if not (tab is keep or tab.pinned or tab.users_own or tab.closing_cause is not None)
+        ]
         outcomes = await asyncio.gather(*(instance.close_tab(tab) for tab in doomed), return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):

@@ -521,3 +521,19 @@ async def test_a_closed_tab_id_says_why_the_tab_is_gone_and_close_others_takes_o
         assert ref.startswith("Tab 3 not found. It was closed by a tool call. Ref 3e1 came from it;")
         never = error(await mcp.call_tool("browser_snapshot", {"tabId": 9}))
         assert never.startswith("Tab 9 not found. Open tabs:")
+
+
+async def test_two_calls_closing_one_tab_at_once_close_it_once(connect: Callable[..., Client]) -> None:
+    # Both said "Closed tab N" before: the second call closed nothing.
+    async with connect() as mcp:
+        await mcp.call_tool("browser_tabs", {"action": "new"})
+        doomed = result_of(await mcp.call_tool("browser_tabs", {"action": "new"}))["tabId"]
+        closes = await asyncio.gather(
+            *(mcp.call_tool("browser_tabs", {"action": "close", "tabId": doomed}) for _ in range(2))
+        )
+        assert [r.is_error for r in closes] == [False, True]
+        refused = section(closes[1], "Error")
+        assert refused.startswith(f"Tab {doomed} not found. It was closed by a tool call."), refused
+        assert f"tab {doomed}:" not in refused.split("Open tabs:")[1]
+        listed = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert doomed not in [t["id"] for t in listed["tabs"]]
