@@ -1104,6 +1104,13 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
             )
         )
         assert data(on_element)["result"]["value"] == ["H1", 10]
+        # A class instance is sent as its fields, and a Map or Set in it is not lost (it was {}).
+        instance = "() => { class Cart { constructor() { this.items = new Map([['pen', 2]]); "
+        instance += (
+            "this.tags = new Set(['new']); this.me = this; } total() { return 2 } } return new Cart() }"
+        )
+        fields = ok(await mcp.call_tool("browser_evaluate", {"function": instance, "tabId": tab}))
+        assert data(fields)["result"]["value"] == {"items": [["pen", 2]], "tags": ["new"], "me": "[Circular]"}
         # A result nested too deeply to send is an error that says so: from about 3000 levels it
         # had come back as null (Playwright's serializer ran out of stack without a word).
         for levels, why in ((200, "object reference chain is too long"), (5000, "over 1000 levels")):

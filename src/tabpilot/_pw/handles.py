@@ -45,6 +45,11 @@ PLAIN_MAX_DEPTH = 1000
 _PLAIN_VALUE = """(value) => {
   const inside = new Set();
   const tooDeep = new Error('Cannot serialize result: over MAX_DEPTH levels');
+  // A class instance is sent as its own fields, as Playwright sends it: walked here too, so that
+  // a Map or Set in it is not lost. What Playwright sends otherwise is left to it.
+  const ownFields = (v) => !(v instanceof Error || v instanceof Promise || v instanceof ArrayBuffer
+    || ArrayBuffer.isView(v) || (typeof URL === 'function' && v instanceof URL)
+    || (typeof Node === 'function' && v instanceof Node) || v.window === v);
   const plain = (v, depth) => {
     if (typeof v === 'symbol') return String(v);
     if (v === null || typeof v !== 'object') return v;
@@ -53,7 +58,7 @@ _PLAIN_VALUE = """(value) => {
     const listed = v instanceof Map || v instanceof Set;
     const isArray = Array.isArray(v);
     const proto = Object.getPrototypeOf(v);
-    if (!listed && !isArray && proto !== Object.prototype && proto !== null) return v;
+    if (!listed && !isArray && proto !== Object.prototype && proto !== null && !ownFields(v)) return v;
     if (inside.has(v)) return '[Circular]';
     if (depth > MAX_DEPTH) throw tooDeep;
     inside.add(v);
@@ -83,10 +88,11 @@ _PLAIN_VALUE = """(value) => {
 """A script's result with what Playwright's serializer would lose made plain (it gives a Map or a
 Set as `{}`, a Symbol as undefined, an invalid Date as the epoch, and a RegExp without its g, y
 or u flag): a Map as its [key, value] entries, a Set as its values, a Symbol and a RegExp as
-JavaScript prints them, an invalid Date as 'Invalid Date'; inside arrays and plain objects too, an
-ancestor met again as "[Circular]" (as `_values` writes the ones Playwright finds). Anything else
-is left as Playwright serializes it (elements, class instances, errors), and so is a value this
-cannot walk (a getter that throws). A value nested over PLAIN_MAX_DEPTH levels is an error: Playwright's
+JavaScript prints them, an invalid Date as 'Invalid Date'; inside arrays, plain objects and class
+instances (sent as their own fields, as Playwright sends them) too, an ancestor met again as
+"[Circular]" (as `_values` writes the ones Playwright finds). Anything else is left as Playwright
+serializes it (elements, errors, URLs, typed arrays, the window), and so is a value this cannot
+walk (a getter that throws). A value nested over PLAIN_MAX_DEPTH levels is an error: Playwright's
 serializer gave it as undefined, without a word, once its own stack ran out (at about 3000)."""
 TEXT_POLL = 0.05
 """Seconds between two looks for a text a wait is for."""
