@@ -87,6 +87,10 @@ class TabTracker:
         self._follow: set[int] = set()
         self._watches: list[ActionWatch] = []
         self._target_sessions: dict[int, TargetSession] = {}
+        self._frame_sessions: dict[int, set[TargetSession]] = {}
+        """The sessions of each tab's cross-site iframes (targets of their own)."""
+        self._intercepting: dict[int, set[TargetSession]] = {}
+        """The sessions of a tab that hold back file pickers for the actions under way on it."""
         self._asks = WindowAsks(time.monotonic)
         self._checking: dict[int, tuple[Tab, bool, bool]] = {}
         """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active,
@@ -165,25 +169,36 @@ class TabTracker:
             window_opens=lambda: self._asks.count(tab.target_id) if tab.target_id else None,
             window_wait=lambda: self._asks.left(tab.target_id) if tab.target_id else 0.0,
         )
-        # File pickers the action opens are held back on the tab's own session (no native dialog
-        # nobody could answer) and counted: its Page.fileChooserOpened arrives before the action's
-        # click returns, where Playwright's `filechooser` event can come many ms after it.
-        session = self._target_sessions.get(tab.id)
-        first = not any(w.tab is tab for w in self._watches)
-        stop = None
-        if session is not None and not session.closed:
-            stop = session.on_events(("Page.fileChooserOpened",), lambda _m, _raw: watch.file_picker_opened())
-            if first:
+        # File pickers the action opens are held back (no native dialog nobody could answer) and
+        # counted, on the tab's own session and its cross-site iframes' (an embedded upload
+        # widget): Page.fileChooserOpened arrives before the action's click returns, where
+        # Playwright's `filechooser` event can come many ms after it.
+        main = self._target_sessions.get(tab.id)
+        sessions = [
+            s for s in (main, *self._frame_sessions.get(tab.id, ())) if s is not None and not s.closed
+        ]
+        stops = [
+            s.on_events(("Page.fileChooserOpened",), lambda _m, _raw: watch.file_picker_opened())
+            for s in sessions
+        ]
+        intercepting = self._intercepting.setdefault(tab.id, set())
+        for session in sessions:
+            if session not in intercepting:
+                intercepting.add(session)
+                if session is not main:
+                    session.enable("Page")  # an iframe's session tells of its pickers once enabled
                 session.send("Page.setInterceptFileChooserDialog", {"enabled": True})
         self._watches.append(watch)
         try:
             yield watch
         finally:
             self._watches.remove(watch)
-            if stop is not None:
+            for stop in stops:
                 stop()
-            if session is not None and not session.closed and not any(w.tab is tab for w in self._watches):
-                session.send("Page.setInterceptFileChooserDialog", {"enabled": False})
+            if not any(w.tab is tab for w in self._watches):
+                for session in self._intercepting.pop(tab.id, ()):
+                    if not session.closed:
+                        session.send("Page.setInterceptFileChooserDialog", {"enabled": False})
 
     def dialog_opened(self, tab: Tab) -> None:
         """`tab` shows a dialog: it ends the wait of actions on that tab, and on the tabs it holds
@@ -353,8 +368,13 @@ class TabTracker:
             tab.add_disposer(hook(session, tab))
 
         def on_child(child: TargetSession) -> None:
-            # A cross-site iframe runs in a target of its own: the hooks see it as part of the tab.
+            # A cross-site iframe runs in a target of its own: the hooks see it as part of the tab,
+            # and an action's file pickers are held back in it too.
             disposers = [hook(child, tab) for hook in list(self._services.target_hooks)]
+            if child.kind == "iframe":
+                frames = self._frame_sessions.setdefault(tab.id, set())
+                frames.add(child)
+                disposers.append(lambda: frames.discard(child))
 
             def release() -> None:
                 for dispose in disposers:
@@ -362,8 +382,7 @@ class TabTracker:
 
             child.on_close(release)
 
-        if self._services.target_hooks:
-            session.attach_children(on_child)
+        session.attach_children(on_child)
         tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
@@ -377,6 +396,8 @@ class TabTracker:
 
         def forget() -> None:
             self._target_sessions.pop(tab.id, None)
+            self._frame_sessions.pop(tab.id, None)
+            self._intercepting.pop(tab.id, None)
             self._asks.forget(target_id)
 
         tab.add_disposer(forget)

@@ -332,6 +332,41 @@ async def test_file_upload_through_a_button_that_opens_the_file_picker(
         )
 
 
+async def test_a_file_picker_an_iframe_of_another_site_opens_is_said_and_answered(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    # An upload widget embedded from another site (a cross-site iframe runs in a target of its
+    # own): its picker went unsaid, and the agent heard only that the click was done.
+    site.set_content(
+        "/widget",
+        "<button onclick=\"document.getElementById('hidden').click()\">Attach</button>"
+        '<input type="file" id="hidden" style="display:none" '
+        "onchange=\"parent.postMessage([...this.files].map(f => f.name).join(','), '*')\">",
+    )
+    widget = site.url("/widget").replace("127.0.0.1", "localhost")
+    site.set_content(
+        "/embeds",
+        f'<iframe src="{widget}"></iframe><script>addEventListener("message", (e) => {{ document.title = e.data }})</script>',
+    )
+    (tmp_path / "a.txt").write_text("hello")
+    async with connect(allowed_file_roots=(str(tmp_path),)) as mcp:
+        tab = await background_tab(mcp, site.url("/embeds"))
+        button = ref_of(await snapshot(mcp, tab), 'button "Attach"')
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": button}))
+        assert (
+            f'It opened a file picker, which tabpilot held back: choose files with browser_file_upload(ref="{button}"'
+            in section(clicked, "Result")
+        )
+        uploaded = ok(
+            await mcp.call_tool("browser_file_upload", {"ref": button, "paths": [str(tmp_path / "a.txt")]})
+        )
+        assert f"Put a.txt into {button} on tab {tab}." in section(uploaded, "Result")
+        assert (
+            await poll(lambda: page_value(mcp, tab, "() => document.title"), lambda t: t == "a.txt")
+            == "a.txt"
+        )
+
+
 async def test_drag_moves_an_element_onto_another_on_a_background_tab(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
