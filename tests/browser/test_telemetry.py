@@ -298,7 +298,13 @@ async def test_a_refused_websocket_handshake_is_a_failed_row_with_the_servers_st
     await tab.page.evaluate(
         "urls => urls.forEach(url => new WebSocket(url))", [site.ws_url("/no-socket"), closed]
     )
-    await wait_until(lambda: len(_rows(telemetry, tab_id=tab.id)) == 3)
+    # The row is done when the handshake fails; the socket's error and close events come after it.
+    await wait_until(
+        lambda: (
+            len(_rows(telemetry, tab_id=tab.id)) == 3
+            and len([e for e in _ws(telemetry, tab_id=tab.id) if e.url == closed]) >= 3
+        )
+    )
 
     rows = {row.url: row for row in _rows(telemetry, tab_id=tab.id)}
     forbidden, refused = rows[site.ws_url("/no-socket")], rows[closed]
@@ -666,7 +672,9 @@ async def test_a_request_still_in_flight_is_listed_as_pending_until_it_finishes(
     telemetry, instance = await record()
     tab = await open_tab(manager, instance, site.url("/page/a"))
     await tab.page.evaluate("window.slow = fetch('/api/slow?ms=1000')")
-    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
+    await wait_until(
+        lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow")).pending
+    )
     waiting = telemetry.query(Query("network_waterfall", tab_id=tab.id)).to_dict()
     assert [(p["tabId"], p["method"], p["url"]) for p in waiting["pending_requests"]] == [
         (tab.id, "GET", site.url("/api/slow?ms=1000"))
@@ -687,7 +695,9 @@ async def test_a_request_cut_short_by_its_tab_closing_is_recorded_with_why(
     await open_tab(manager, instance, site.url("/page/a"))
     tab = await open_tab(manager, instance, site.url("/page/b"))
     await tab.page.evaluate("() => { fetch('/api/slow?ms=3000'); }")  # not awaiting the response
-    await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending)
+    await wait_until(
+        lambda: telemetry.query(Query("network_waterfall", tab_id=tab.id, url="/api/slow")).pending
+    )
     await manager.close_tab(tab.id)
 
     await wait_until(
@@ -798,7 +808,9 @@ async def test_a_web_workers_console_errors_and_requests_are_its_tabs(
     # A worker that stops takes its requests with it: recorded as cut short, and why.
     await tab.page.evaluate("w.postMessage('slow')")
     slow = site.url("/api/slow?ms=5000")
-    await wait_until(lambda: [p for p in telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending])
+    await wait_until(
+        lambda: slow in [p.url for p in telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending]
+    )
     await tab.page.evaluate("w.terminate()")
     await wait_until(lambda: slow in requests())
     cut = requests()[slow]

@@ -159,7 +159,7 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
         took, stderr = served.stop(how)
-        assert took < 2, f"stopping by {how} took {took:.1f} s"
+        assert took < 5, f"stopping by {how} took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
 
 
@@ -220,7 +220,7 @@ def test_a_killed_browser_leaves_nothing_in_the_temp_dir_once_the_server_stops(b
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         took, stderr = served.stop("stdin")
-        assert took < 2, f"stopping took {took:.1f} s"
+        assert took < 5, f"stopping took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
 
 
@@ -231,10 +231,15 @@ def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(brows
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
         kill_driver(served.children)
-        time.sleep(0.5)
-        result = served.list_tabs()
-        said = result["content"][0]["text"]
-        assert not result.get("isError"), said
+        # The server learns of the death when the driver's pipe closes: list until a call is told.
+        deadline = time.monotonic() + 15
+        while True:
+            result = served.list_tabs()
+            said = result["content"][0]["text"]
+            assert not result.get("isError"), said
+            if "was launched in place of lost instance inst_1" in said or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert "was launched in place of lost instance inst_1" in said, said
         assert (
             "- tab 2: about:blank [active]" in said and "instance inst_2" not in said.split("### Tabs")[1]
@@ -242,7 +247,7 @@ def test_a_killed_driver_is_replaced_and_its_browser_leaves_nothing_behind(brows
         children = served.children + descendants(served.proc.pid)
         assert any("chrom" in comm(pid) for pid in descendants(served.proc.pid)), "a new browser runs"
         took, stderr = served.stop("stdin")
-        assert took < 3, f"stopping took {took:.1f} s"
+        assert took < 5, f"stopping took {took:.1f} s"
         _assert_left_nothing(children, tmp, stderr)
 
 
@@ -253,7 +258,7 @@ def test_a_stop_right_after_the_driver_died_waits_for_its_browser_to_end(browser
         served = Served(browser_path, tmp)
         kill_driver(served.children)
         took, stderr = served.stop("stdin")
-        assert took < 3, f"stopping took {took:.1f} s"
+        assert took < 5, f"stopping took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
         time.sleep(1)  # a browser still stopping would write its profile again by now
         assert not list(Path(tmp).glob("tabpilot-profile-*")), "the temporary profile stays removed"
@@ -569,7 +574,7 @@ async def test_over_stdio_a_call_under_way_when_the_server_stops_is_answered(
             "### Error\nThe server is stopping: this call was cut short, and may have been done in part. "
             "Start the server again to go on."
         )
-        assert took < 3, f"stopping by {how} took {took:.1f} s"
+        assert took < 5, f"stopping by {how} took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
 
 

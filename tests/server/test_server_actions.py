@@ -1515,13 +1515,18 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
 ) -> None:
     site.set_content(
         "/stuck",
-        "<button onclick='setTimeout(() => { for (;;) {} }, 50)'>Hang</button><button>Other</button>",
+        "<button onclick='setTimeout(() => { for (;;) {} }, 500)'>Hang</button><button>Other</button>",
     )
     async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
         tab = await start_on(mcp, site.url("/stuck"))
         snap = await snapshot(mcp, tab)
+        # The loop starts after the click has been answered: the click itself is not held up.
         ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Hang")}))
-        await asyncio.sleep(0.2)
+        await poll(
+            lambda: mcp.call_tool("browser_evaluate", {"function": "() => 1", "tabId": tab}),
+            lambda result: result.is_error,
+            timeout=10,
+        )
         for tool, args in (
             ("browser_snapshot", {}),
             ("browser_evaluate", {"function": "() => 1"}),
@@ -1551,7 +1556,11 @@ async def test_a_popup_stuck_in_a_script_is_named_when_its_opener_stops_answerin
         popup = data(
             ok(await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, tab), "Open")}))
         )["result"]["openedTabIds"][0]
-        await asyncio.sleep(0.5)
+        await poll(
+            lambda: mcp.call_tool("browser_evaluate", {"function": "() => 1", "tabId": popup}),
+            lambda result: result.is_error,
+            timeout=10,
+        )
         for held, mate in ((tab, popup), (popup, tab)):
             said = error(await mcp.call_tool("browser_snapshot", {"tabId": held}))
             assert (
