@@ -531,7 +531,9 @@ class Instance:
                     self.pid = next(p["id"] for p in processes if p["type"] == "browser")
         if self.policy.restricts:
             # Pages start navigations too (links, scripts, popups): hold them to the same policy.
-            undo = await context.route_navigations(self._refuses, self.policy.page_routes)
+            undo = await context.route_navigations(
+                self._refuses, self.policy.page_routes, self.policy.refuses_request
+            )
 
             def unroute() -> None:
                 self._tracker.spawn(undo(), settle=False)

@@ -16,7 +16,10 @@ Rules, in order:
   opens `about:version` as `chrome://version`) are refused unless allowed the same way.
 - The DevTools endpoints of a browser on this machine (`http://127.0.0.1:PORT/json/list`,
   `/json/version`, `/devtools/...` on a loopback host) are always refused: a page that shows them
-  reveals the tabs of a browser and how to take control of it.
+  reveals the tabs of a browser and how to take control of it. Where pages are guarded, a page's
+  own requests there (`refuses_request`) are refused too.
+- Hosts are compared as the browser reads them (`canonical_host`): `localhost.`, `0x7f000001` and
+  `[::ffff:127.0.0.1]` are the hosts they reach, `0.0.0.0` and `[::]` are loopback.
 
 An origin is written `scheme://host[:port]`; `*.example.com` (any scheme) and `https://*.example.com`
 match subdomains; a bare `example.com` matches that host on any scheme and port.
@@ -24,7 +27,9 @@ match subdomains; a bare `example.com` matches that host on any scheme and port.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -46,21 +51,50 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 
 
-_LOOPBACK_NAMES = ("localhost", "[::1]")
+def canonical_host(host: str) -> str:
+    """`host` as the browser connects to it: lower case, no trailing dot (`localhost.`), an IPv4
+    address in dotted form whatever its spelling (`0x7f000001`, `2130706433`, `0177.0.0.1`,
+    `127.1`), an IPv6 one compressed in brackets, and one mapping an IPv4 address as that address
+    (`[::ffff:127.0.0.1]`). So no spelling of a host gets past a rule written for another."""
+    host = host.lower().rstrip(".")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if ":" in bare:
+        try:
+            v6 = ipaddress.IPv6Address(bare)
+        except ValueError:
+            return host
+        return str(v6.ipv4_mapped) if v6.ipv4_mapped is not None else f"[{v6.compressed}]"
+    if host and all(part and part.replace("x", "").isalnum() for part in host.split(".")):
+        try:  # the forms WHATWG URLs (and so Chromium) read as IPv4, as inet_aton reads them
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return host
+    return host
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether `host` (canonical) reaches this machine: a loopback name or address, or the
+    unspecified address (connecting to 0.0.0.0 or [::] reaches the local host)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
 _DEVTOOLS_PATHS = ("/json", "/json/", "/json/list", "/json/version", "/json/protocol")
 _DEVTOOLS_PREFIXES = ("/json/new", "/json/activate/", "/json/close/", "/devtools/")
 
 
-_DEVTOOLS_URL = re.compile(
-    r"^(https?|wss?)://(localhost|127\.[0-9.]+|\[::1\]|[^/?#]+\.localhost)(:[0-9]+)?/(json|devtools)([/?#].*)?$",
-    re.IGNORECASE,
-)
-"""A superset of the URLs `_is_devtools_endpoint` refuses, for routing only those requests."""
+_DEVTOOLS_URL = re.compile(r"^(https?|wss?)://[^/?#]+/(json|devtools)([/?#].*)?$", re.IGNORECASE)
+"""A superset of the URLs `_is_devtools_endpoint` refuses (any host: a loopback one can be spelt
+many ways), for routing only those requests."""
 
 
 def _is_devtools_endpoint(scheme: str, host: str, path: str) -> bool:
-    loopback = host in _LOOPBACK_NAMES or host.startswith("127.") or host.endswith(".localhost")
-    if not loopback or scheme not in ("http", "https", "ws", "wss"):
+    if not _is_loopback(host) or scheme not in ("http", "https", "ws", "wss"):
         return False
     path = path.rstrip("/") or "/"
     return path in _DEVTOOLS_PATHS or path.startswith(_DEVTOOLS_PREFIXES) or path == "/devtools"
@@ -80,7 +114,7 @@ class _Pattern:
         self.any_subdomain = rest.startswith("*.")
         host_port = rest[2:] if self.any_subdomain else rest
         self.port: int | None = None
-        self.host = host_port
+        self.host = canonical_host(host_port)
         if self.scheme is not None and not _SCHEME.fullmatch(self.scheme):
             raise ValueError(
                 f"{text!r} is not an origin: {self.scheme!r} is no URL scheme (write https://host, file:)"
@@ -92,11 +126,12 @@ class _Pattern:
             end = host_port.find("]")
             if end < 0 or host_port[end + 1 : end + 2] not in ("", ":"):
                 raise ValueError(f"{text!r} is not an origin: an IPv6 host is written [::1] or [::1]:PORT")
-            self.host = host_port[: end + 1]
+            self.host = canonical_host(host_port[: end + 1])
             if host_port[end + 1 :]:
                 port = host_port[end + 2 :]
         elif ":" in host_port:
-            self.host, port = host_port.rsplit(":", 1)
+            host, port = host_port.rsplit(":", 1)
+            self.host = canonical_host(host)
         if port is not None and port_number(port) is None:
             raise ValueError(f"{text!r} is not an origin: its port is not a number from 1 to 65535")
         self.port = port_number(port) if port is not None else None
@@ -155,6 +190,18 @@ class UrlPolicy:
         """The URLs worth checking when pages navigate: all with origin lists, else the DevTools ones."""
         return "**/*" if self._allowed or self._blocked else _DEVTOOLS_URL
 
+    def refuses_request(self, url: str) -> bool:
+        """Whether a page's own request (a fetch, an image, a script: not a navigation) to `url` is
+        refused: those to a DevTools endpoint on this machine, which would read or close the tabs
+        of any browser there (no-cors requests reach it too)."""
+        try:
+            parts = urlsplit(url.strip())
+            host = parts.hostname or ""
+        except ValueError:
+            return False
+        host = canonical_host(f"[{host}]" if ":" in host else host)
+        return _is_devtools_endpoint(parts.scheme.lower(), host, parts.path)
+
     def allows(self, url: str) -> bool:
         try:
             self.check(url)
@@ -174,9 +221,8 @@ class UrlPolicy:
         except ValueError as exc:  # e.g. an unclosed IPv6 bracket: 'http://[::1'
             raise ValueError(f"{url!r} is not a valid URL ({exc}). Check it and call again.") from exc
         scheme = parts.scheme.lower()
-        host = (parts.hostname or "").lower()
-        if ":" in host:
-            host = f"[{host}]"
+        host = parts.hostname or ""
+        host = canonical_host(f"[{host}]" if ":" in host else host)
         try:
             port = parts.port or _DEFAULT_PORTS.get(scheme)
         except ValueError:

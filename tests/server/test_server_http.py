@@ -246,12 +246,28 @@ async def test_a_session_cannot_reach_other_browsers(shared_browser: Instance, s
         async with Client(url) as client:
             typed = await client.call_tool("browser_navigate", {"url": site.url("/json/list")})
             assert "DevTools endpoint" in error(typed)
+            for host in ("localhost.", "0x7f000001", "[::ffff:127.0.0.1]"):  # this machine, spelt otherwise
+                spelt = site.url("/json/list").replace("127.0.0.1", host)
+                assert "DevTools endpoint" in error(
+                    await client.call_tool("browser_navigate", {"url": spelt})
+                )
 
             ok(await client.call_tool("browser_navigate", {"url": site.url("/lure")}))
             shot = ok(await client.call_tool("browser_snapshot", {"full": True}))
             await client.call_tool("browser_click", {"ref": ref_of(text(shot), "targets")})
             after = ok(await client.call_tool("browser_snapshot", {"full": True}))
             assert "SECRET-TARGET" not in text(after)
+            # Nor may a page's own script read it (or close a tab through /json/close).
+            ok(await client.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+            fetched = ok(
+                await client.call_tool(
+                    "browser_evaluate",
+                    {
+                        "function": "() => fetch('/json/list').then(r => r.text(), e => 'refused: ' + e.message)"
+                    },
+                )
+            )
+            assert "refused: Failed to fetch" in text(fetched) and "SECRET-TARGET" not in text(fetched)
 
             connect = await client.call_tool(
                 "browser_instance", {"action": "connect", "cdpEndpoint": "http://127.0.0.1:9222"}

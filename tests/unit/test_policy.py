@@ -112,8 +112,23 @@ def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
         "http://localhost:9222/json/version/",
         "http://127.0.0.1:9222/devtools/inspector.html",
         "ws://127.0.0.1:9222/devtools/browser/abc",
+        # Other spellings of this machine, which the browser reads as loopback.
+        "http://localhost.:9222/json/list",
+        "http://0.0.0.0:9222/json/list",
+        "http://[::ffff:127.0.0.1]:9222/json/list",
+        "http://[0:0:0:0:0:0:0:1]:9222/json/list",
+        "http://[::]:9222/json/list",
+        "http://2130706433:9222/json/list",
+        "http://0x7f000001:9222/json/list",
+        "http://0177.0.0.1:9222/json/list",
+        "http://127.1:9222/json/close/ABC",
     ):
         assert not policy.allows(url), url
+        assert policy.refuses_request(url), url
+        assert UrlPolicy(guard_pages=True).page_routes.match(url), url  # type: ignore[union-attr]
+    assert not policy.refuses_request("http://127.0.0.1:9222/page") and not policy.refuses_request(
+        "http://[::1"
+    )
     with pytest.raises(NavigationBlockedError) as refused:
         policy.check("http://[::1]:9222/json/list")
     assert refused.value.reason == "devtools"
@@ -126,6 +141,19 @@ def test_devtools_endpoints_on_this_machine_are_always_refused() -> None:
     assert guarded.page_routes.match("http://localhost:9222/json/list")
     assert not guarded.page_routes.match("http://127.0.0.1:8000/page/a")
     assert not UrlPolicy().restricts
+
+
+def test_a_blocked_origin_is_blocked_however_its_host_is_spelt() -> None:
+    policy = UrlPolicy(blocked_origins=["http://localhost:8000", "https://evil.test", "http://[::1]:80"])
+    for url in (
+        "http://LOCALHOST.:8000/secret",
+        "https://evil.test./",
+        "http://[0:0:0:0:0:0:0:1]/",
+    ):
+        assert not policy.allows(url), url
+    only = UrlPolicy(allowed_origins=["http://127.0.0.1:8000"])
+    assert only.allows("http://0x7f000001:8000/a") and only.allows("http://[::ffff:127.0.0.1]:8000/a")
+    assert not only.allows("http://127.0.0.2:8000/a")
 
 
 @pytest.mark.parametrize(

@@ -744,15 +744,21 @@ class ContextHandle:
         self,
         refuses: Callable[[PageHandle | None, str, bool], bool],
         urls: str | re.Pattern[str] = "**/*",
+        refuses_request: Callable[[str], bool] = lambda _url: False,
     ) -> Callable[[], Awaitable[None]]:
         """Abort top-level and frame navigations that `refuses(page, url, in_frame)` refuses
         (`page` None: the first navigation of a new tab, whose page does not exist yet;
-        `in_frame`: a frame inside the page navigates, not the page itself), checking requests
-        to `urls` only (the others never leave the driver); returns the undo."""
+        `in_frame`: a frame inside the page navigates, not the page itself), and the pages' other
+        requests that `refuses_request(url)` refuses, checking requests to `urls` only (the others
+        never leave the driver); returns the undo."""
 
         async def handle(route: Any) -> None:
             request = route.request
-            if request.is_navigation_request():
+            if not request.is_navigation_request():
+                if refuses_request(request.url):
+                    await route.abort("blockedbyclient")
+                    return
+            else:
                 try:
                     frame: Frame | None = request.frame
                 except PlaywrightError:  # a popup's first request comes before its frame
