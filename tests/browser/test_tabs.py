@@ -8,11 +8,13 @@ import functools
 import gc
 import os
 import signal
+import tempfile
 import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from playwright.async_api import Error as PlaywrightError
 from starlette.requests import Request
@@ -768,6 +770,22 @@ async def test_closing_an_instance_leaves_no_process_of_its_browser_nor_its_prof
         assert not os.path.exists(profile)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_launch_cut_short_by_a_cancel_scope_leaves_no_profile(
+    browser_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's stop cuts its calls short with an anyio cancel scope, which cancels every later
+    # await in it too: the launch's clean-up (wait for the browser, close it) was cut short with it,
+    # its profile removed while the browser started, and the browser wrote it again, for good.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()  # the driver is up: the next launch is cut short while its browser starts
+        with anyio.CancelScope() as scope:
+            asyncio.get_running_loop().call_later(0.1, scope.cancel)
+            await m.launch()
+        assert scope.cancelled_caught
+    assert not list(tmp_path.glob("tabpilot-profile-*"))
 
 
 def _cmdline(pid: int) -> list[str]:

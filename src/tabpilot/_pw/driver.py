@@ -198,6 +198,8 @@ class Driver:
     async def stop(self) -> None:
         """Stop the driver (Playwright waits for it to exit), then remove the temp dirs of this
         one and of any it replaced. Stop the browsers first: they put files there."""
+        if self._closing:  # browsers of launches cut short, being closed
+            await asyncio.wait(set(self._closing), timeout=CANCELLED_LAUNCH_WAIT + DRIVER_CHECK_WAIT)
         playwright, self._playwright = self._playwright, None
         if playwright is not None:
             with contextlib.suppress(Exception):
@@ -263,11 +265,17 @@ class Driver:
             context: BrowserContext = await self._launched(launching, profile, executable)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
-                # The driver goes on launching: let it, and close that browser, so that it does
-                # not write into its profile after the profile is removed.
+                # The driver goes on launching: let it, close that browser, then remove its
+                # profile (else the browser writes it again). In a task of its own, which a
+                # cancellation that strikes every await of this one (anyio's) cannot cut short;
+                # `stop` waits for it.
+                closing = asyncio.ensure_future(self._close_cancelled(launching, temp))
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
                 with contextlib.suppress(BaseException):
-                    await (await asyncio.wait_for(launching, CANCELLED_LAUNCH_WAIT)).close()
-            elif not launching.done():
+                    await asyncio.shield(closing)
+                raise
+            if not launching.done():
                 # The browser ended: Playwright gives up at its timeout. Nothing to wait for.
                 launching.add_done_callback(self._close_late)
             if temp is not None:
@@ -287,6 +295,15 @@ class Driver:
         assert context.browser is not None and self._playwright is not None
         browser = BrowserHandle(context.browser, self._playwright)
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
+
+    @staticmethod
+    async def _close_cancelled(launching: asyncio.Future[BrowserContext], temp: str | None) -> None:
+        """Close the browser of a launch cut short once it is up (bounded), then remove its
+        temporary profile."""
+        with contextlib.suppress(BaseException):
+            await (await asyncio.wait_for(launching, CANCELLED_LAUNCH_WAIT)).close()
+        if temp is not None:
+            remove_profile(temp)
 
     def _close_late(self, launching: asyncio.Future[BrowserContext]) -> None:
         """A launch given up on (its browser ended) that gives a context after all: close it."""
