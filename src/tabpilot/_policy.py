@@ -31,7 +31,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from ._errors import NavigationBlockedError
 from ._ids import port_number
@@ -70,6 +70,12 @@ def canonical_host(host: str) -> str:
         except OSError:
             return host
     return host
+
+
+def _url_host(parts: SplitResult) -> str:
+    """The canonical host of a parsed URL (`urlsplit` gives an IPv6 one without its brackets)."""
+    host = parts.hostname or ""
+    return canonical_host(f"[{host}]" if ":" in host else host)
 
 
 def _is_loopback(host: str) -> bool:
@@ -114,7 +120,7 @@ class _Pattern:
         self.any_subdomain = rest.startswith("*.")
         host_port = rest[2:] if self.any_subdomain else rest
         self.port: int | None = None
-        self.host = canonical_host(host_port)
+        self.host = host_port
         if self.scheme is not None and not _SCHEME.fullmatch(self.scheme):
             raise ValueError(
                 f"{text!r} is not an origin: {self.scheme!r} is no URL scheme (write https://host, file:)"
@@ -126,12 +132,12 @@ class _Pattern:
             end = host_port.find("]")
             if end < 0 or host_port[end + 1 : end + 2] not in ("", ":"):
                 raise ValueError(f"{text!r} is not an origin: an IPv6 host is written [::1] or [::1]:PORT")
-            self.host = canonical_host(host_port[: end + 1])
+            self.host = host_port[: end + 1]
             if host_port[end + 1 :]:
                 port = host_port[end + 2 :]
         elif ":" in host_port:
-            host, port = host_port.rsplit(":", 1)
-            self.host = canonical_host(host)
+            self.host, port = host_port.rsplit(":", 1)
+        self.host = canonical_host(self.host)
         if port is not None and port_number(port) is None:
             raise ValueError(f"{text!r} is not an origin: its port is not a number from 1 to 65535")
         self.port = port_number(port) if port is not None else None
@@ -196,10 +202,9 @@ class UrlPolicy:
         of any browser there (no-cors requests reach it too)."""
         try:
             parts = urlsplit(url.strip())
-            host = parts.hostname or ""
+            host = _url_host(parts)
         except ValueError:
             return False
-        host = canonical_host(f"[{host}]" if ":" in host else host)
         return _is_devtools_endpoint(parts.scheme.lower(), host, parts.path)
 
     def allows(self, url: str) -> bool:
@@ -221,8 +226,7 @@ class UrlPolicy:
         except ValueError as exc:  # e.g. an unclosed IPv6 bracket: 'http://[::1'
             raise ValueError(f"{url!r} is not a valid URL ({exc}). Check it and call again.") from exc
         scheme = parts.scheme.lower()
-        host = parts.hostname or ""
-        host = canonical_host(f"[{host}]" if ":" in host else host)
+        host = _url_host(parts)
         try:
             port = parts.port or _DEFAULT_PORTS.get(scheme)
         except ValueError:
