@@ -34,7 +34,6 @@ from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
 from ._types import DialogInfo, dialog_noun
-from ._values import json_value
 from ._watch import DialogPolicy
 
 KeyModifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
@@ -733,9 +732,10 @@ async def evaluate(
     """Run JavaScript in the tab: `() => document.title`, or with `ref` `(element) => element.value`.
     A promise is awaited, up to `timeout` (default: the action timeout).
 
-    `result.value` is the script's result in JSON values only (`_values.json_value`: a Date as its
-    ISO string, a RegExp as `/x/gi`, NaN as "NaN", a self-reference as "[Circular]"; a Map as its
-    [key, value] entries and a Set as its values, which Playwright would give as {}). If the script
+    `result.value` is the script's result in JSON values only, written in the page as JavaScript
+    would print it (a Date as its ISO string, a RegExp as `/x/gi`, NaN as "NaN", a self-reference as
+    "[Circular]", a Map as its [key, value] entries, a Set as its values; `_pw.handles._AS_JSON`);
+    a result over 10,000,000 characters as JSON is an error that says so. If the script
     opens a dialog, `result.dialog` says so and `value` is None: the script goes on once the
     dialog is handled (`Tab.handle_dialog` waits briefly for it), and its result (or error) comes
     as a `script_result` event of its tab, `heldBy` the tab that showed the dialog.
@@ -763,7 +763,7 @@ async def evaluate(
         holder = next((t for t in tab.host.tabs if t.id == result.dialog_tab_id), tab)
         holder.hold(asyncio.ensure_future(_held_result(tab, evaluation, what, holder.id, function)))
         return result
-    return _with(result, value=json_value(value))
+    return _with(result, value=value)
 
 
 async def _held_result(
@@ -775,7 +775,7 @@ async def _held_result(
     script = script if len(script) <= 200 else script[:200] + "…"
     try:
         with map_playwright_errors(Doing(what, tab_id=tab.id)):
-            value = json_value(await evaluation)
+            value = await evaluation
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a script's own error, the tab closed or navigated

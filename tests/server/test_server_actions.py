@@ -5,6 +5,7 @@ tab and on tabs behind it, with the new tabs, dialogs and page changes they caus
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -1112,14 +1113,66 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
         fields = ok(await mcp.call_tool("browser_evaluate", {"function": instance, "tabId": tab}))
         assert data(fields)["result"]["value"] == {"items": [["pen", 2]], "tags": ["new"], "me": "[Circular]"}
         # A result nested too deeply to send is an error that says so: from about 3000 levels it
-        # had come back as null (Playwright's serializer ran out of stack without a word).
-        for levels, why in ((200, "object reference chain is too long"), (5000, "over 1000 levels")):
-            deep = f"() => {{ const top = {{}}; let o = top; for (let i = 0; i < {levels}; i++) o = o.n = {{}}; return top }}"
-            refused = error(await mcp.call_tool("browser_evaluate", {"function": deep, "tabId": tab}))
-            assert refused == (
-                f"Evaluating on tab {tab} failed: its result is nested too deeply to send ({why}). Return a "
-                "part of it, nested less deeply."
-            ), refused
+        # had come back as null (Playwright's serializer ran out of stack without a word); from
+        # 200 levels CDP had refused it ("object reference chain is too long").
+        deep = (
+            "() => { const top = {}; let o = top; for (let i = 0; i < LEVELS; i++) o = o.n = {}; return top }"
+        )
+        nested = ok(
+            await mcp.call_tool("browser_evaluate", {"function": deep.replace("LEVELS", "200"), "tabId": tab})
+        )
+        assert json.dumps(data(nested)["result"]["value"]) == '{"n": ' * 200 + "{}" + "}" * 200
+        refused = error(
+            await mcp.call_tool(
+                "browser_evaluate", {"function": deep.replace("LEVELS", "5000"), "tabId": tab}
+            )
+        )
+        assert refused == (
+            f"Evaluating on tab {tab} failed: its result is nested too deeply to send (nested over 1000 "
+            "levels). Return a part of it, nested less deeply."
+        ), refused
+        # Errors keep their kind; nodes, the window and wrapped primitives say what they are.
+        kinds = "() => [new TypeError('bad'), document.body, window, new Number(2), document.querySelectorAll('h1')]"
+        named = ok(await mcp.call_tool("browser_evaluate", {"function": kinds, "tabId": tab}))
+        assert data(named)["result"]["value"] == [
+            "TypeError: bad",
+            "[object HTMLBodyElement]",
+            "[object Window]",
+            2,
+            ["[object HTMLHeadingElement]"],
+        ]
+
+
+async def test_a_large_script_result_is_answered_and_a_too_large_one_refused(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """200,000 small objects (about 5 MB as JSON) came back as "tab 1 is not responding" after 14 s,
+    the server's every other call held up meanwhile: Playwright's client checked the result item by
+    item. Now the page writes it as JSON text; over 10,000,000 characters is refused, saying so."""
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/page/a"))
+        rows = "() => Array.from({length: COUNT}, (_, i) => ({i, s: 'x' + i}))"
+        large = ok(
+            await mcp.call_tool(
+                "browser_evaluate", {"function": rows.replace("COUNT", "200000"), "tabId": tab}
+            )
+        )
+        result = data(large)["result"]
+        assert result["truncated"] is True and result["valueChars"] > 5_000_000, result
+        assert result["valueJson"].startswith('[{"i": 0, "s": "x0"}, {"i": 1, "s": "x1"}')
+        refused = error(
+            await mcp.call_tool(
+                "browser_evaluate", {"function": rows.replace("COUNT", "600000"), "tabId": tab}
+            )
+        )
+        assert refused == (
+            f"Evaluating on tab {tab} failed: its result is too large to send (over 10,000,000 characters "
+            "as JSON). Return a part of it (e.g. `.slice(0, 100)`) or a summary of it (e.g. its length)."
+        ), refused
+        after = ok(
+            await mcp.call_tool("browser_evaluate", {"function": "() => document.title", "tabId": tab})
+        )
+        assert data(after)["result"]["value"] == "Page a"
 
 
 async def test_a_javascript_error_in_evaluate_is_a_clear_error(

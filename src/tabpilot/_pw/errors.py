@@ -218,9 +218,17 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
             f"{snap} to see the page as it is now.",
             tab_id=tab,
         )
-    if "Cannot serialize result" in message:  # CDP's limit, or `_PLAIN_VALUE`'s (a script's result)
+    if "Cannot serialize result" in message:  # CDP's limit, or `_AS_JSON`'s (a script's result)
+        why = message.split("Cannot serialize result: ", 1)[-1].split("\n", 1)[0]
+        if "characters" in why:
+            return ActionError(
+                f"{what} failed: its result is too large to send ({why}).",
+                "Return a part of it (e.g. `.slice(0, 100)`) or a summary of it (e.g. its length).",
+                tab_id=tab,
+                ref=ref,
+            )
         return ActionError(
-            f"{what} failed: its result is nested too deeply to send ({message.split(': ', 2)[-1]}).",
+            f"{what} failed: its result is nested too deeply to send ({why}).",
             "Return a part of it, nested less deeply.",
             tab_id=tab,
             ref=ref,

@@ -41,59 +41,87 @@ _LOADED = """() => document.readyState === 'complete'
 """Resolves once the document is loaded: at once for a page that is (a page restored from the
 back/forward cache fires no load event), else at its load event."""
 PLAIN_MAX_DEPTH = 1000
-"""How deep a script's result may nest (`_PLAIN_VALUE`): deeper is an error, not a silent null."""
-_PLAIN_VALUE = """(value) => {
+"""How deep a script's result may nest (`_AS_JSON`): deeper is an error, not a silent null."""
+SCRIPT_RESULT_MAX_CHARS = 10_000_000
+"""How long a script's result may be as JSON text (`_AS_JSON`): longer is an error that says so."""
+_AS_JSON = (
+    """(value) => {
+  const out = [];
+  let size = 0;
   const inside = new Set();
-  const tooDeep = new Error('Cannot serialize result: over MAX_DEPTH levels');
-  // A class instance is sent as its own fields, as Playwright sends it: walked here too, so that
-  // a Map or Set in it is not lost. What Playwright sends otherwise is left to it.
-  const ownFields = (v) => !(v instanceof Error || v instanceof Promise || v instanceof ArrayBuffer
-    || ArrayBuffer.isView(v) || (typeof URL === 'function' && v instanceof URL)
-    || (typeof Node === 'function' && v instanceof Node) || v.window === v);
-  const plain = (v, depth) => {
-    if (typeof v === 'symbol') return String(v);
-    if (v === null || typeof v !== 'object') return v;
-    if (v instanceof RegExp) return String(v);
-    if (v instanceof Date) return Number.isNaN(v.getTime()) ? 'Invalid Date' : v;
-    const listed = v instanceof Map || v instanceof Set;
-    const isArray = Array.isArray(v);
-    const proto = Object.getPrototypeOf(v);
-    if (!listed && !isArray && proto !== Object.prototype && proto !== null && !ownFields(v)) return v;
-    if (inside.has(v)) return '[Circular]';
-    if (depth > MAX_DEPTH) throw tooDeep;
+  const tooBig = () => new Error('Cannot serialize result: over MAX_TEXT characters as JSON');
+  const tooDeep = () => new Error('Cannot serialize result: nested over MAX_DEPTH levels');
+  const put = (text) => {
+    size += text.length;
+    if (size > MAX_CHARS) throw tooBig();
+    out.push(text);
+  };
+  const quote = (text) => put(JSON.stringify(String(text)));
+  const isA = (v, name) => typeof globalThis[name] === 'function' && v instanceof globalThis[name];
+  const write = (v, depth) => {
+    switch (typeof v) {
+      case 'string': return quote(v);
+      case 'number': return Number.isFinite(v) ? put(String(v)) : quote(v);
+      case 'bigint': return put(String(v));
+      case 'boolean': return put(v ? 'true' : 'false');
+      case 'symbol': return quote(String(v));
+      case 'undefined': case 'function': return put('null');
+    }
+    if (v === null) return put('null');
+    if (v instanceof Date) return quote(Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString());
+    if (v instanceof RegExp) return quote(String(v));
+    if (v instanceof Error) return quote(Error.prototype.toString.call(v));
+    if (isA(v, 'URL')) return quote(v.href);
+    if (v instanceof Boolean || v instanceof Number || v instanceof String) return write(v.valueOf(), depth);
+    if (v.window === v || isA(v, 'Node')) return quote(Object.prototype.toString.call(v));
+    if (inside.has(v)) return quote('[Circular]');
+    if (depth >= MAX_DEPTH) throw tooDeep();
     inside.add(v);
     try {
-      if (listed) return Array.from(v, (item) => plain(item, depth + 1));
-      let copy = null;
-      for (const key of isArray ? v.keys() : Object.keys(v)) {
-        const item = v[key];
-        const done = plain(item, depth + 1);
-        if (done !== item) {
-          copy = copy || (isArray ? Array.from(v) : { ...v });
-          copy[key] = done;
+      const listed = v instanceof Map || v instanceof Set || (ArrayBuffer.isView(v) && !(v instanceof DataView))
+        || isA(v, 'NodeList') || isA(v, 'HTMLCollection');
+      if (Array.isArray(v) || listed) {
+        const items = listed ? Array.from(v) : v;
+        put('[');
+        for (let i = 0; i < items.length; i++) {
+          if (i) put(',');
+          write(items[i], depth + 1);
         }
+        return put(']');
       }
-      return copy || v;
+      put('{');
+      let first = true;
+      for (const key of Object.keys(v)) {
+        let item;
+        try { item = v[key]; } catch { continue; }  // a getter that throws: left out
+        if (!first) put(',');
+        first = false;
+        quote(key);
+        put(':');
+        write(item, depth + 1);
+      }
+      return put('}');
     } finally {
       inside.delete(v);
     }
   };
-  try {
-    return plain(value, 0);
-  } catch (error) {
-    if (error === tooDeep) throw error;
-    return value;
-  }
+  write(value, 0);
+  return out.join('');
 }""".replace("MAX_DEPTH", str(PLAIN_MAX_DEPTH))
-"""A script's result with what Playwright's serializer would lose made plain (it gives a Map or a
-Set as `{}`, a Symbol as undefined, an invalid Date as the epoch, and a RegExp without its g, y
-or u flag): a Map as its [key, value] entries, a Set as its values, a Symbol and a RegExp as
-JavaScript prints them, an invalid Date as 'Invalid Date'; inside arrays, plain objects and class
-instances (sent as their own fields, as Playwright sends them) too, an ancestor met again as
-"[Circular]" (as `_values` writes the ones Playwright finds). Anything else is left as Playwright
-serializes it (elements, errors, URLs, typed arrays, the window), and so is a value this cannot
-walk (a getter that throws). A value nested over PLAIN_MAX_DEPTH levels is an error: Playwright's
-serializer gave it as undefined, without a word, once its own stack ran out (at about 3000)."""
+    .replace("MAX_CHARS", str(SCRIPT_RESULT_MAX_CHARS))
+    .replace("MAX_TEXT", f"{SCRIPT_RESULT_MAX_CHARS:,}")
+)
+"""A script's result as JSON text, made in the page: Playwright's own serializer sends a value as a
+tree its Python client checks item by item, which took 1.3 s of the server's event loop for 20,000
+small objects (every tab's calls waited), and it loses what JSON has no words for. Here each value
+is written as JavaScript would print it: NaN, Infinity, a Symbol, a RegExp, an Error
+(`TypeError: bad`) and an invalid Date as strings; a Date as its ISO time, a URL as its address;
+undefined and functions as null; a BigInt as its digits; a Map as its [key, value] entries, a Set,
+a typed array, a NodeList as their items; Boolean, Number and String objects as their values; a
+node or a window as its kind (`[object HTMLDivElement]`); any other object (a class instance) as
+its own fields, leaving out a getter that throws; an ancestor met again as "[Circular]" (an object
+met twice side by side is written twice). Over PLAIN_MAX_DEPTH levels, or longer than
+SCRIPT_RESULT_MAX_CHARS characters, is an error that says so (the page stops writing there)."""
 TEXT_POLL = 0.05
 """Seconds between two looks for a text a wait is for."""
 ERROR_PAGE_TIMEOUT = 2.0
@@ -114,7 +142,7 @@ _FUNCTION_DECLARATION = re.compile(r"^(async)?\s*function(\s|\()")
 
 def _user_script(function: str, *, on_element: bool) -> str:
     """A user's script (`function`: a function, or an expression) as a function whose result is
-    made plain (`_PLAIN_VALUE`). The script is read as Playwright reads it (an expression that
+    written as JSON text (`_AS_JSON`). The script is read as Playwright reads it (an expression that
     gives a function is called, with the element if there is one, and a promise is awaited), by
     the same `eval` Playwright's own page script uses: statements, errors and page policies
     (CSP) work as they did."""
@@ -124,7 +152,7 @@ def _user_script(function: str, *, on_element: bool) -> str:
     element = "element" if on_element else ""
     return (
         f"async ({element}) => {{ const made = globalThis.eval({json.dumps(code)}); "
-        f"return ({_PLAIN_VALUE})(await (typeof made === 'function' ? made({element}) : made)); }}"
+        f"return ({_AS_JSON})(await (typeof made === 'function' ? made({element}) : made)); }}"
     )
 
 
@@ -400,8 +428,9 @@ class ElementHandle:
         return await self._locator.evaluate(function, timeout=_ms(timeout))
 
     async def run_script(self, function: str, *, timeout: float) -> Any:
-        """A user's script on this element: its result with nothing lost in serializing (`_PLAIN_VALUE`)."""
-        return await self._locator.evaluate(_user_script(function, on_element=True), timeout=_ms(timeout))
+        """A user's script on this element: its result in JSON values only (`_AS_JSON`)."""
+        text = await self._locator.evaluate(_user_script(function, on_element=True), timeout=_ms(timeout))
+        return json.loads(text)
 
     async def aria_snapshot(self, *, depth: int | None) -> str:
         return await self._locator.aria_snapshot(mode="ai", depth=depth)
@@ -572,8 +601,8 @@ class PageHandle:
         return await self.page.evaluate(function, arg)
 
     async def run_script(self, function: str) -> Any:
-        """A user's script in the page: its result with nothing lost in serializing (`_PLAIN_VALUE`)."""
-        return await self.page.evaluate(_user_script(function, on_element=False))
+        """A user's script in the page: its result in JSON values only (`_AS_JSON`)."""
+        return json.loads(await self.page.evaluate(_user_script(function, on_element=False)))
 
     async def navigate(
         self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float
