@@ -13,7 +13,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ._errors import ConnectError
-from ._http import request_json
+from ._http import in_daemon_thread, request_json
 
 Protocol = Literal["cdp", "playwright"]
 
@@ -78,7 +78,11 @@ async def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], time
         version = endpoint.rstrip("/") + "/json/version"
         try:
             status, reply = await asyncio.wait_for(
-                asyncio.to_thread(request_json, "GET", version, headers, timeout, env_proxy=False), timeout
+                in_daemon_thread(
+                    lambda: request_json("GET", version, headers, timeout, env_proxy=False),
+                    name="tabpilot-cdp-version",
+                ),
+                timeout,
             )
         except (TimeoutError, OSError, ValueError):
             return None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import threading
 import urllib.error
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ._errors import ConnectError
-from ._http import request_json
+from ._http import in_daemon_thread, request_json
 from ._options import BrowserOptions
 
 
@@ -103,19 +102,12 @@ async def create_session(
     grid, auth = split_grid_url(url)
     options = options.replace(cdp_headers=(*auth, *options.cdp_headers))
     body = session_request(capabilities, headless=options.headless, browser_args=options.browser_args)
-    creating = asyncio.ensure_future(asyncio.to_thread(_create, grid, body, options, timeout))
-    try:
-        return await asyncio.shield(creating)
-    except asyncio.CancelledError:
-        # Whoever asked is gone (a server stopping): end the session the grid may still start.
-        creating.add_done_callback(_delete_orphan)
-        raise
-
-
-def _delete_orphan(creating: asyncio.Future[GridSession]) -> None:
-    if not creating.cancelled() and creating.exception() is None:
-        # A thread of its own: the loop may be closing; the process waits for it before exiting.
-        threading.Thread(target=_delete, args=(creating.result(),), name="tabpilot-grid-delete").start()
+    # Whoever asked may go (a server stopping) while the grid holds the request in its queue: a
+    # session it starts later is ended then (`unclaimed`), and a process that exits meanwhile
+    # closes the connection, which takes the request off the queue.
+    return await in_daemon_thread(
+        lambda: _create(grid, body, options, timeout), name="tabpilot-grid-create", unclaimed=_delete
+    )
 
 
 # -- the WebDriver calls (blocking; run in a worker thread) ------------------------------------------

@@ -1,14 +1,19 @@
 """One small blocking HTTP request with a JSON answer, for the few endpoints tabpilot asks outside
 a browser (a Selenium Grid's WebDriver API, a CDP endpoint's /json/version). The standard library
-makes it; callers run it in a worker thread."""
+makes it; callers run it in a thread (`in_daemon_thread`)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import threading
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _JSON = "application/json; charset=utf-8"  # a Selenium Grid refuses a bare application/json
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -43,3 +48,41 @@ def request_json(
         return status, json.loads(raw)
     except ValueError:
         return status, None
+
+
+def in_daemon_thread(
+    work: Callable[[], T], *, name: str, unclaimed: Callable[[T], None] | None = None
+) -> asyncio.Future[T]:
+    """`work()` in a daemon thread, as a future of this loop. The process does not wait for the
+    thread at exit (a host that never answers does not hold a stop up for its timeout; the socket
+    closes with the process). Cancelling the future gives up on the result: `unclaimed(result)` is
+    then called with it once it comes, in a thread the process waits for (to end what the request
+    started)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def hand_over(value: T) -> None:  # on the loop
+        if not future.cancelled():
+            future.set_result(value)
+        elif unclaimed is not None:
+            threading.Thread(target=unclaimed, args=(value,), name=f"{name}-unclaimed").start()
+
+    def fail(exc: BaseException) -> None:  # on the loop
+        if not future.cancelled():
+            future.set_exception(exc)
+
+    def run() -> None:
+        try:
+            value = work()
+        except BaseException as exc:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(fail, exc)
+            return
+        try:
+            loop.call_soon_threadsafe(hand_over, value)
+        except RuntimeError:  # the loop closed: nobody takes it
+            if unclaimed is not None:
+                unclaimed(value)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future

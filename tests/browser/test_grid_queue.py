@@ -43,3 +43,34 @@ async def test_a_session_request_given_up_on_leaves_the_grid_and_starts_no_sessi
         for session in held:
             await session.delete()
     assert not grid.sessions_end(keep=before)
+
+
+async def test_a_session_request_cancelled_in_the_queue_ends_the_session_the_grid_starts_later(
+    grid: SeleniumGrid,
+) -> None:
+    """Whoever asked went (a call cut short) while the request waited in the queue: the process
+    goes on, the request stays queued, and the session the grid starts in the next free slot is
+    ended at once."""
+    before = set(grid.session_ids())
+    slots = sum(len(node.get("slots", [])) for node in grid.status()["nodes"])
+    held: list[GridSession] = []
+    try:
+        for _ in range(slots - len(before)):
+            held.append(await create_session(grid.url))
+        asking = asyncio.ensure_future(create_session(grid.url, timeout=30))
+        await wait_until(lambda: len(grid.queued()) == 1, timeout=5)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+
+        freed = held.pop()
+        await freed.delete()  # the queued request starts in this slot, and is ended
+        kept = before | {s.session_id for s in held}
+        await wait_until(lambda: not grid.queued(), timeout=10)
+        await wait_until(lambda: set(grid.session_ids()) == kept, timeout=15)
+        await asyncio.sleep(2)
+        assert set(grid.session_ids()) == kept, "the session started for the cancelled request was ended"
+    finally:
+        for session in held:
+            await session.delete()
+    assert not grid.sessions_end(keep=before)

@@ -650,3 +650,95 @@ async def test_a_call_that_comes_as_the_server_stops_is_answered_without_a_trace
             == "### Error\nThe server is stopping: this call was not run. Start the server again to go on."
         )
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+
+
+@contextlib.contextmanager
+def _silent_endpoint() -> Iterator[tuple[str, threading.Event]]:
+    """An address that accepts connections and never answers (a hung CDP endpoint, a grid that
+    queues), and an event set once something connected to it."""
+    connected = threading.Event()
+    held: list[socket.socket] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.2)
+
+        def accept() -> None:
+            while listener.fileno() != -1:
+                try:
+                    held.append(listener.accept()[0])
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+                connected.set()
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}", connected
+        finally:
+            listener.close()
+            thread.join(2)
+            for sock in held:
+                sock.close()
+
+
+@pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
+def test_a_call_waiting_for_its_browser_is_answered_at_once_when_the_server_stops(
+    browser_path: str, how: str
+) -> None:
+    """A CDP endpoint that accepts and never answers: a call waits for the browser; a stop answers
+    it at once (it was left waiting, unanswered, until the browser's start was given up on), and
+    the process exits at once (it waited 10 s for the request's worker thread)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp,
+        _silent_endpoint() as (url, connected),
+    ):
+        proc = _serve(browser_path, tmp, "--cdp-endpoint", url)
+        try:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            _send(
+                proc.stdin,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "0"},
+                    },
+                },
+            )
+            _read_reply(proc.stdout, 1)
+            _send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "browser_tabs", "arguments": {"action": "list"}}
+            _send(proc.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+            # Messages are read in order: once a later ping is answered, the call is under way.
+            _send(proc.stdin, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+            _read_reply(proc.stdout, 3)
+            assert connected.wait(30), "the server asked the endpoint"
+            started = time.monotonic()
+            if how == "stdin":
+                proc.stdin.close()
+            else:
+                proc.send_signal(signal.SIGTERM)
+            reply = _read_reply(proc.stdout, 2, timeout=5)
+            proc.wait(10)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert took < 5, f"stopping by {how} took {took:.1f} s"
+        if how == "stdin":  # the client is gone: the SDK answers what is under way as closed
+            assert reply.get("error", {}).get("message") == "Connection closed", reply
+        else:
+            assert reply["result"]["isError"], reply
+            assert reply["result"]["content"][0]["text"] == (
+                "### Error\nThe server is stopping: this call was not run (its browser was still being "
+                "started or connected). Start the server again to go on."
+            )
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert "Traceback" not in stderr, stderr

@@ -199,3 +199,52 @@ def test_serve_with_selenium_grid_ends_its_session_on_sigterm(grid: SeleniumGrid
     assert server.returncode == 0, stderr
     assert "Traceback" not in stderr, stderr
     assert not grid.sessions_end(keep=before), "SIGTERM left the grid session running"
+
+
+async def test_a_server_stopped_while_the_grid_queues_its_session_leaves_no_session_behind(
+    grid: SeleniumGrid,
+) -> None:
+    """Every slot of the grid is in use: the server's session request waits in the grid's queue.
+    A stop (the client closes stdin) exits at once and the request leaves the queue with the
+    connection, so no session starts in the next free slot. The process waited for the request
+    (up to its 60 s timeout) and then left the session the grid started running."""
+    from tabpilot._grid import GridSession, create_session
+
+    before = set(grid.session_ids())
+    slots = sum(len(node.get("slots", [])) for node in grid.status()["nodes"])
+    held: list[GridSession] = []
+    server = None
+    try:
+        for _ in range(slots - len(before)):
+            held.append(await create_session(grid.url))
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tabpilot", "serve", "--selenium-grid", grid.url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        await wait_until(lambda: len(grid.queued()) == 1, timeout=30)  # its start waits in the queue
+        assert server.stdin is not None
+        started = time.monotonic()
+        server.stdin.close()
+        await asyncio.to_thread(server.wait, 20)
+        took = time.monotonic() - started
+        assert server.stderr is not None
+        stderr = server.stderr.read()
+        assert took < 5, f"the stop took {took:.1f} s"
+        assert "Traceback" not in stderr, stderr
+        await wait_until(lambda: not grid.queued(), timeout=5)
+
+        await held.pop().delete()  # a free slot: a request still queued would start in it now
+        kept = before | {s.session_id for s in held}
+        await wait_until(lambda: set(grid.session_ids()) == kept, timeout=10)
+        await asyncio.sleep(3)
+        assert set(grid.session_ids()) == kept, "no session started for the stopped server"
+    finally:
+        if server is not None and server.poll() is None:
+            server.kill()
+            server.wait()
+        for session in held:
+            await session.delete()
+    assert not grid.sessions_end(keep=before)

@@ -268,31 +268,14 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
         if misplaced is not None:  # refused before any browser work, as the SDK refuses a bad type
             response.error(misplaced)
             return await response.build(None)
-        try:
-            session = await state.session(ctx)
-        except TabpilotError as exc:
-            response.fail(exc)
-            from_options = isinstance(exc, BrowserNotFoundError) or (
-                isinstance(exc, ConnectError) and exc.reason != "driver"
-            )
-            if from_options and state.config.browser_start_options():
-                response.error(_check_start_options(state.config))
-            return await response.build(None)
-        except ServerStopping:  # a stop signal came first: an answer, no traceback
-            logger.info("%s came as the server stops: not run", spec.name)
-            response.error("The server is stopping: this call was not run. Start the server again to go on.")
-            return await response.build(None)
-        except Exception as exc:
-            logger.exception("could not start the browser session")  # the whole story goes to the log
-            said = str(exc).strip().splitlines()
-            response.error(
-                f"Could not start the browser: {said[0].rstrip('.') if said else type(exc).__name__}. "
-                + _check_start_options(state.config)
-            )
-            return await response.build(None)
-        call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
+        # A call waiting for its browser session (a launch, a CDP endpoint, a grid slot, the
+        # extension) is cut short by a stop as a call that runs is.
+        call: Call | None = None
         with anyio.CancelScope() as stop, state.running_call(stop.cancel):
-            await _run(spec, state, call, kwargs)
+            session = await _session(state, ctx, response, spec.name)
+            if session is not None:
+                call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
+                await _run(spec, state, call, kwargs)
         if stop.cancel_called:  # the server stops (`ServerState.stop_calls`): whatever the call got to
             logger.info("%s was cut short: the server is stopping", spec.name)
             stopped = Response(
@@ -301,14 +284,46 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
             stopped.error(
                 "The server is stopping: this call was cut short, and may have been done in part. "
                 "Start the server again to go on."
+                if call is not None
+                else "The server is stopping: this call was not run (its browser was still being started "
+                "or connected). Start the server again to go on."
             )
             return await stopped.build(None)
-        result = await response.build(session)
+        if call is None:  # no session: the response says why
+            return await response.build(None)
+        result = await response.build(call.session)
         if spec.recorded:  # after the build: its summary is the result line of the moment it tells
             _record_action(call, kwargs)
         return result
 
     return run
+
+
+async def _session(
+    state: ServerState, ctx: RequestContext, response: Response, name: str
+) -> SessionState | None:
+    """The call's browser session, started on the first call; None when it could not be had, the
+    response then saying why."""
+    try:
+        return await state.session(ctx)
+    except TabpilotError as exc:
+        response.fail(exc)
+        from_options = isinstance(exc, BrowserNotFoundError) or (
+            isinstance(exc, ConnectError) and exc.reason != "driver"
+        )
+        if from_options and state.config.browser_start_options():
+            response.error(_check_start_options(state.config))
+    except ServerStopping:  # a stop signal came first: an answer, no traceback
+        logger.info("%s came as the server stops: not run", name)
+        response.error("The server is stopping: this call was not run. Start the server again to go on.")
+    except Exception as exc:
+        logger.exception("could not start the browser session")  # the whole story goes to the log
+        said = str(exc).strip().splitlines()
+        response.error(
+            f"Could not start the browser: {said[0].rstrip('.') if said else type(exc).__name__}. "
+            + _check_start_options(state.config)
+        )
+    return None
 
 
 async def _run(spec: ToolSpec, state: ServerState, call: Call, kwargs: dict[str, Any]) -> None:
