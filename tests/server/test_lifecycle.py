@@ -742,3 +742,28 @@ def test_a_call_waiting_for_its_browser_is_answered_at_once_when_the_server_stop
             )
         stderr = proc.stderr.read().decode(errors="replace")
         assert "Traceback" not in stderr, stderr
+
+
+def test_over_http_a_stop_in_the_first_moments_ends_as_stopped_without_a_traceback(browser_path: str) -> None:
+    """SIGTERM just after the port listens (a supervisor that changed its mind): the start-up
+    message read the port of the socket uvicorn had already closed, and the process exited 1 with
+    an OSError traceback (9 of 12 tries)."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        for delay in (0.0, 0.005, 0.01, 0.02, 0.03, 0.04):
+            port = free_port()
+            proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
+            try:
+                deadline = time.monotonic() + 30
+                while not _listening(port):
+                    assert time.monotonic() < deadline and proc.poll() is None, "the server listens"
+                    time.sleep(0.002)
+                time.sleep(delay)
+                proc.send_signal(signal.SIGTERM)
+                _, stderr = proc.communicate(timeout=20)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            said = stderr.decode(errors="replace")
+            assert "Traceback" not in said, said
+            assert proc.returncode == -signal.SIGTERM, (delay, proc.returncode, said)

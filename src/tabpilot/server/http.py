@@ -334,6 +334,7 @@ def run_http(server: TabpilotServer, config: ServerConfig) -> int:
     once it has stopped, so the process ends as stopped by SIGTERM (status 143), as a supervisor
     that sent it expects. Raises ValueError when the address cannot be listened on."""
     sock = listen(config)
+    port = sock.getsockname()[1]  # read now: a stop signal in the first moments closes the socket
     app = http_app(server, config)
     uv = _Server(uvicorn_config(app, config), server, app)
     if hasattr(signal, "SIGHUP"):  # not one of uvicorn's: the process then ends with status 0
@@ -346,8 +347,8 @@ def run_http(server: TabpilotServer, config: ServerConfig) -> int:
             group.start_soon(uv.serve, [sock])
             while not uv.started and not uv.should_exit:
                 await anyio.sleep(0.05)
-            if uv.started:
-                print(start_banner(config, sock.getsockname()[1]), file=sys.stderr, flush=True)
+            if uv.started and not uv.should_exit:
+                print(start_banner(config, port), file=sys.stderr, flush=True)
 
     try:
         anyio.run(serve)
