@@ -140,16 +140,19 @@ async def _act(
     watch_tabs: bool = True,
     dialogs: DialogPolicy = "report",
     pickers: bool = False,
+    follow: bool | None = None,
     gives_input: bool = True,
 ) -> tuple[Any, ActionResult]:
     """Run an action's `job` under a watch; `pickers`: report a file picker it opened (a click;
-    an upload answers the picker its own click opens). `gives_input`: the job is input (a click,
+    an upload answers the picker its own click opens). `follow`: False keeps the tabs it opens in
+    the background even where the manager follows new tabs (`ActionWatch.follow`). `gives_input`: the job is input (a click,
     keys), done once given even when Playwright then waits for the document it made the tab load:
     if that document is slow, the result says so (`ActionResult.loading`) instead of failing."""
     closed_itself = False
     loading: str | None = None
     due_before = tab.document_due
     with tab.host.watch(tab) as watch:
+        watch.follow = follow
         try:
             with map_playwright_errors(Doing(what, tab_id=tab.id, ref=ref, timeout=timeout)):
                 value, _ = await watch.run(job, dialogs=dialogs)
@@ -215,12 +218,13 @@ async def click(
     button: MouseButton = "left",
     modifiers: Sequence[KeyModifier] = (),
     double_click: bool = False,
-    follow_new_tab: bool = False,
+    follow_new_tab: bool | None = None,
     timeout: float | None = None,
     dialogs: DialogPolicy = "report",
 ) -> ActionResult:
     """Click an element. Tabs the click opens are in `opened_tab_ids`; with `follow_new_tab`
-    the (last) one becomes the active tab, otherwise they stay in the background. `modifiers`
+    the (last) one becomes the active tab; with False they stay in the background even where the
+    manager follows new tabs (`follow_new_tabs`); None: as the manager's rule says. `modifiers`
     are read as `key_name` reads keys (`ctrl`, `cmd`)."""
     if button not in get_args(MouseButton):
         raise ValueError(f"button must be 'left', 'middle' or 'right', not {button!r}.")
@@ -234,7 +238,9 @@ async def click(
         element = await _element_in_front(tab, ref)
         what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
         job = element.click(button=button, modifiers=held, double=double_click, timeout=timeout)
-        _, result = await _act(tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True)
+        _, result = await _act(
+            tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True, follow=follow_new_tab
+        )
     if follow_new_tab:
         for tab_id in reversed(result.opened_tab_ids):
             if tab.host.activate_tab(tab_id):  # not if it closed at once (tab cap, closed itself)

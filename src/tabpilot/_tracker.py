@@ -343,7 +343,7 @@ class TabTracker:
         if cause != "tool" and not preexisting:
             if self._enforce_cap(tab):
                 return None
-            if self._services.rules.follow_new_tabs:
+            if self._services.rules.follow_new_tabs and all(w.follow is not False for w in watches):
                 self._follow.add(tab.id)
         asyncio.get_running_loop().call_later(ANNOUNCE_TIMEOUT, self._announce, tab)
         return tab

@@ -136,6 +136,9 @@ class ActionWatch:
         window_wait: Callable[[], float] | None = None,
     ) -> None:
         self.tab = tab
+        self.follow: bool | None = None
+        """Whether a tab the action opens becomes the active one: None as the manager's rule says
+        (`follow_new_tabs`); False keeps it in the background whatever the rule."""
         self._guard = guard
         """Wraps the job so that it fails at once when the browser becomes unreachable."""
         self._window_opens = window_opens

@@ -166,6 +166,20 @@ async def test_with_follow_new_tabs_a_click_that_opens_two_tabs_names_the_one_no
         )
         assert "in the background" not in section(clicked, "Result")
 
+        # followNewTab=false keeps what this click opens in the background: it was ignored.
+        closed = ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "tabId": home}))
+        assert data(closed)["result"]["activeTabId"] == home, text(closed)
+        kept = ok(
+            await mcp.call_tool(
+                "browser_click", {"ref": ref_of(await snapshot(mcp, home), "Two"), "followNewTab": False}
+            )
+        )
+        first, second = sorted(e["tabId"] for e in opened_events(kept))
+        assert section(kept, "Result").endswith(
+            f"It opened tabs {first}, {second} in the background (use tabId={first})."
+        ), section(kept, "Result")
+        assert await active_tab(mcp) == home
+
 
 async def test_signing_in_through_a_background_popup_reports_it_closing_itself(
     connect: Callable[..., Client], site: LocalSite

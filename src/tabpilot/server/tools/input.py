@@ -51,19 +51,20 @@ def report(
     done: str,
     result: ActionResult,
     *,
-    follow: bool = False,
+    follow: bool | None = None,
     waited: bool = False,
     **facts: object,
 ) -> None:
     """Fill the response of a page action: what it did, tabs it opened, a dialog it raised.
-    `follow`: the call asked to make a tab it opens the active one (the server may do so anyway);
-    `waited`: it only waited (a dialog then came from the page, not from it)."""
+    `follow`: the call asked to make a tab it opens the active one (True), or to keep it in the
+    background (False); None: as the server's --follow-new-tabs says. `waited`: it only waited
+    (a dialog then came from the page, not from it)."""
     opened = list(result.opened_tab_ids)
     followed = result.followed_tab_id
     notes: list[str] = []
     if follow and not opened:  # asked for, and nothing to follow: said, not dropped
         notes.append("It opened no new tab, so followNewTab made none active.")
-    follow = follow or call.session.config.follow_new_tabs
+    follow = call.session.config.follow_new_tabs if follow is None else follow
     if result.dialog is not None:
         shown = result.dialog_tab_id or tab.id
         held = "" if shown == tab.id else f", which tab {tab.id} waits for too"
@@ -186,9 +187,9 @@ async def browser_click(
     ] = None,
     doubleClick: Annotated[bool, Field()] = False,
     followNewTab: Annotated[
-        bool,
-        Field(description="Activate a tab the click opens."),
-    ] = False,
+        bool | None,
+        Field(description="Activate a tab the click opens (default: the server's --follow-new-tabs)."),
+    ] = None,
 ) -> None:
     result = await click(
         tab,
