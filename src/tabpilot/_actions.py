@@ -633,11 +633,14 @@ async def screenshot(
     image_type: ImageType = "png",
     quality: int | None = None,
     max_width: int | None = None,
+    max_height: int | None = None,
     timeout: float | None = None,
 ) -> bytes:
     """An image of the tab's viewport (`full_page`: the whole page; `ref`: one element), PNG or
-    JPEG (`quality` 0-100, JPEG only), scaled down to `max_width` pixels if wider. Works on a
-    background tab without activating it."""
+    JPEG (`quality` 0-100, JPEG only), scaled down to `max_width` pixels if wider; an image that
+    would be taller than `max_height` pixels shows the top of the area, that many pixels of it
+    (a 30,000-pixel page is a picture models refuse). Works on a background tab without
+    activating it."""
     if full_page and ref is not None:
         raise ValueError(
             "fullPage and ref exclude each other: a screenshot is of the page or of one element."
@@ -646,22 +649,30 @@ async def screenshot(
         raise ValueError("quality applies to JPEG only, from 0 to 100.")
     if max_width is not None and max_width < 16:
         raise ValueError("maxWidth must be at least 16 pixels.")
+    if max_height is not None and max_height < 16:
+        raise ValueError("max_height must be at least 16 pixels.")
     timeout = call_timeout(timeout, tab.host.timeouts.action * 2)
     page = await tab.usable()
     element = await tab.element(ref) if ref is not None else None
     what = f"Screenshot of {ref} on tab {tab.id}" if ref is not None else f"Screenshot of tab {tab.id}"
 
     async def shoot() -> bytes:
-        if max_width is not None:
-            # The area in CSS pixels of the document; scaled by the browser when wider than wanted.
+        if max_width is not None or max_height is not None:
+            # The area in CSS pixels of the document, and the device pixels per CSS pixel: scaled
+            # by the browser when wider than wanted, cut when taller.
             area = _FULL_PAGE if full_page else _VIEWPORT
             clip = await (
                 element.evaluate(_ELEMENT_AREA, timeout=timeout) if element else page.evaluate(area)
             )
-            x, y, width, height = (float(v) for v in clip)
-            if width > max_width and width > 0 and height > 0:
+            x, y, width, height, ratio = (float(v) for v in clip)
+            pixels = width * ratio
+            scale = max_width / pixels if max_width is not None and pixels > max_width else 1.0
+            tall = max_height is not None and height * ratio * scale > max_height
+            if (scale < 1 or tall) and width > 0 and height > 0:
+                if tall and max_height is not None:
+                    height = max_height / (ratio * scale)
                 return await page.capture(
-                    (x, y, width, height), scale=max_width / width, image_type=image_type, quality=quality
+                    (x, y, width, height), scale=scale, image_type=image_type, quality=quality
                 )
         if element is not None:
             return await element.screenshot(image_type=image_type, quality=quality, timeout=timeout)
@@ -721,14 +732,14 @@ async def screenshot(
 
 _SHOTS_AFTER_NAVIGATION = 5
 """Tries of a screenshot that failed after the tab navigated under an earlier try (0.1 s apart)."""
-_VIEWPORT = "() => [scrollX, scrollY, innerWidth, innerHeight]"
+_VIEWPORT = "() => [scrollX, scrollY, innerWidth, innerHeight, devicePixelRatio]"
 _FULL_PAGE = (
     "() => [0, 0, Math.max(document.documentElement.scrollWidth, innerWidth), "
-    "Math.max(document.documentElement.scrollHeight, innerHeight)]"
+    "Math.max(document.documentElement.scrollHeight, innerHeight), devicePixelRatio]"
 )
 _ELEMENT_AREA = (
     "(e) => { e.scrollIntoView({block: 'nearest'}); const r = e.getBoundingClientRect(); "
-    "return [r.x + scrollX, r.y + scrollY, r.width, r.height]; }"
+    "return [r.x + scrollX, r.y + scrollY, r.width, r.height, devicePixelRatio]; }"
 )
 
 

@@ -1234,7 +1234,24 @@ async def test_screenshot_of_viewport_element_and_full_page(
 
         whole = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall, "fullPage": True}))
         assert png_size(image_of(whole))[1] > height
-        assert "the full page" in section(whole, "Result")
+        assert "the full page" in section(whole, "Result") and "cut" not in section(whole, "Result")
+
+        # A page taller than a model takes a picture (8000 px a side) is cut there, saying so: a
+        # 30,000 px page came whole (models refuse it).
+        await mcp.call_tool(
+            "browser_evaluate",
+            {"function": "() => { document.body.style.height = '30000px' }", "tabId": tall},
+        )
+        cut = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall, "fullPage": True}))
+        assert png_size(image_of(cut)) == (width, 8000)
+        assert (data(cut)["result"]["width"], data(cut)["result"]["height"]) == (width, 8000)
+        assert "It is cut at 8000 px tall, the most a model takes" in section(cut, "Result")
+        wide = ok(
+            await mcp.call_tool(
+                "browser_screenshot", {"tabId": tall, "fullPage": True, "maxWidth": width // 2}
+            )
+        )
+        assert png_size(image_of(wide)) == (width // 2, 8000), "scaled to half, then cut"
 
         heading = ref_of(await snapshot(mcp, tall), 'heading "Tall"')
         element = ok(await mcp.call_tool("browser_screenshot", {"ref": heading}))

@@ -13,6 +13,9 @@ from tabpilot import Tab, resize, screenshot
 
 from .base import Call, TabIdArg, ToolSpec
 
+MAX_SIDE = 8000
+"""The most pixels a full-page or element screenshot has a side: models refuse larger pictures."""
+
 
 def image_size(data: bytes) -> tuple[int, int]:
     """Width and height of a PNG (its IHDR chunk) or a JPEG (its start-of-frame segment)."""
@@ -39,15 +42,29 @@ async def browser_screenshot(
     quality: Annotated[int | None, Field(ge=0, le=100, description="jpeg only.")] = None,
     maxWidth: Annotated[int | None, Field(ge=16, description="Scale down to this width.")] = None,
 ) -> None:
+    # A page or an element can be far taller than a model takes a picture (8000 px a side).
+    capped = fullPage or ref is not None
     image = await screenshot(
-        tab, full_page=fullPage, ref=ref, image_type=type, quality=quality, max_width=maxWidth
+        tab,
+        full_page=fullPage,
+        ref=ref,
+        image_type=type,
+        quality=quality,
+        max_width=min(maxWidth, MAX_SIDE) if maxWidth is not None else MAX_SIDE if capped else None,
+        max_height=MAX_SIDE if capped else None,
     )
     width, height = image_size(image)
     mime = f"image/{type}"
     what = f"element {ref}" if ref else "the full page" if fullPage else "the viewport"
+    cut = (
+        f" It is cut at {MAX_SIDE} px tall, the most a model takes: to see further down, scroll "
+        "(browser_evaluate with window.scrollTo) and take the viewport, or take an element by ref."
+        if capped and height >= MAX_SIDE
+        else ""
+    )
     call.response.result(
-        f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, {type.upper()}). For element refs use "
-        "browser_snapshot.",
+        f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, {type.upper()}).{cut} For element refs "
+        "use browser_snapshot.",
         {
             "tabId": tab.id,
             "width": width,
