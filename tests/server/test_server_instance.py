@@ -102,8 +102,15 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
             tab_of[instance_id] = result_of(opened)["tabId"]
         listing = await call(client, "browser_tabs", action="list")
         everything = result_of(listing)
-        # The tab list says which browser each tab is in.
-        assert f"instance {over_pw['instanceId']}:" in section(listing, "Tabs").splitlines()
+        # The tab list says which browser each tab is in. One tab is the active one (calls
+        # without tabId use it); each other browser's own is marked as only its (two were [active]).
+        tabs_text = section(listing, "Tabs")
+        assert f"instance {over_pw['instanceId']}:" in tabs_text.splitlines()
+        assert tabs_text.count("[active]") + tabs_text.count("[active,") == 1, tabs_text
+        assert f"- tab {everything['activeTabId']}: " in next(
+            line for line in tabs_text.splitlines() if "[active]" in line or "[active," in line
+        )
+        assert tabs_text.count("active in its instance") == 2, tabs_text
         ids = [t["id"] for t in everything["tabs"]]
         assert len(ids) == len(set(ids)) and set(tab_of.values()) <= set(ids)
         for instance_id, tab_id in tab_of.items():
@@ -114,6 +121,9 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
             only = result_of(filtered)
             count = len(only["tabs"])
             assert section(filtered, "Result").startswith(f"{count} open tabs in instance {instance_id}; ")
+            # That instance's tabs are listed in the result, not every instance's in ### Tabs.
+            assert f"- tab {tab_id}: " in section(filtered, "Result"), text(filtered)
+            assert "### Tabs" not in text(filtered), text(filtered)
             assert tab_id in [t["id"] for t in only["tabs"]]
             assert {t["instanceId"] for t in only["tabs"]} == {instance_id}
             assert next(t for t in only["tabs"] if t["id"] == tab_id)["url"] == site.url(path)

@@ -497,11 +497,12 @@ def error_page_mark(blocked: bool) -> str:
     return BLOCKED_PAGE_MARK if blocked else ERROR_PAGE_MARK
 
 
-def tab_line(info: TabInfo, *, new_errors: int = 0) -> str:
-    """One line of a `### Tabs` section."""
+def tab_line(info: TabInfo, *, new_errors: int = 0, default_active: int | None = None) -> str:
+    """One line of a `### Tabs` section. `default_active`: the active tab of the default instance,
+    the one calls without tabId use; each other instance's own active tab is marked as only its."""
     marks: list[str] = []
     if info.active:
-        marks.append("active")
+        marks.append("active" if default_active in (None, info.id) else "active in its instance")
     if info.opener_id is not None:
         marks.append(f"opened by tab {info.opener_id}")
     if info.pinned:

@@ -316,7 +316,8 @@ class Response:
         same_tabs = shown is not None and not errors and _set_of(shape) == _set_of(shown)
         if same_tabs and infos and (self._brief_tabs or not self._force_tabs):
             data["activeTabId"] = active.id if active is not None else None
-            ids = ", ".join(f"{i.id}{' (active)' if i.active else ''}" for i in infos)
+            active_id = active.id if active is not None else None
+            ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
             return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
         self._tabs_listed = True
         session.seen_pages = {i.id: (i.url, i.title) for i in infos}
@@ -333,7 +334,13 @@ class Response:
                 heading = info.instance_id
                 is_default = default is not None and default.id == heading
                 lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
-            lines.append(tab_line(info, new_errors=errors.get(info.id, 0)))
+            lines.append(
+                tab_line(
+                    info,
+                    new_errors=errors.get(info.id, 0),
+                    default_active=active.id if active is not None else -1,
+                )
+            )
         if errors and session.config.shows_network:  # browser_observe is offered
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError, TabManager
 
-from ..advice import error_text
+from ..advice import error_text, tab_line
 from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec, open_tab
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
@@ -48,7 +48,8 @@ async def browser_tabs(
         # Read once, when the text asks (the facts are asked right before it, at the same moment).
         listing = functools.cache(lambda: _tab_list(manager, instanceId))
         response.result(lambda: listing()[0], lambda: listing()[1])
-        response.show_tabs()
+        if instanceId is None:  # one instance's tabs are listed in the result itself
+            response.show_tabs()
     elif action == "new":
         made = await open_tab(call, url, background=background, instance_id=instanceId)
         tab, note, target = made.tab, made.note, bool(url)
@@ -180,6 +181,11 @@ def _tab_list(manager: TabManager, instance_id: str | int | None) -> tuple[str, 
         + (f"{whose}: {active}." if active is not None else "no tab is active.")
         + waiting
     )
+    if instance_id is not None:
+        default = manager.default_instance
+        front = default.active_tab if default is not None and default.state == "open" else None
+        default_active = front.id if front is not None else -1
+        text += "".join(f"\n{tab_line(info, default_active=default_active)}" for info in infos)
     return text, {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)}
 
 
