@@ -573,12 +573,15 @@ async def wait_for(
                 f"{name} is empty: give the words to wait for, or wait a time in seconds instead."
             )
     handle = await tab.usable()
+    gone = False  # text_gone has disappeared: the wait for `text` is the one that timed out
 
     async def job() -> None:
+        nonlocal gone
         if time is not None:
             await asyncio.sleep(min(time, MAX_WAIT_TIME))
         if text_gone is not None:
             await handle.wait_for_text(text_gone, shown=False, timeout=timeout)
+            gone = True
         if text is not None:
             await handle.wait_for_text(text, shown=True, timeout=timeout)
 
@@ -596,10 +599,19 @@ async def wait_for(
     except ActionError as exc:
         if exc.reason == "timeout":
             pause = describe_wait(time=time) if time else ""
+            if gone:  # say which one did not happen
+                pause = ", then ".join(p for p in (pause, f"until text {quoted(text_gone)} disappeared") if p)
             waited = f"{pause}, then {timeout:g} s" if pause else f"{timeout:g} s"
+            failed = (
+                describe_wait(text=text) if gone or text_gone is None else describe_wait(text_gone=text_gone)
+            )
+            later = (
+                f" (the wait for text {quoted(text)} to appear comes after it)"
+                if text is not None and text_gone is not None and not gone
+                else ""
+            )
             raise ActionError(
-                f"Waited {waited} for {describe_wait(text=text, text_gone=text_gone)} on tab {tab.id}; "
-                "it did not happen.",
+                f"Waited {waited} for {failed} on tab {tab.id}{later}; it did not happen.",
                 f"Take a snapshot of tab {tab.id} to see the page as it is.",
                 tab_id=tab.id,
                 reason="timeout",

@@ -58,6 +58,19 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
     assert str(waited.value).startswith(
         f"Waited 0.2 s, then 0.3 s for text 'Never there' to appear on tab {form.id}; it did not happen."
     )
+    # Of two conditions, the error names the one that did not happen: it named both.
+    with pytest.raises(ActionError) as half:
+        await wait_for(form, text_gone="Not on the page", text="Never there", timeout=0.3)
+    assert str(half.value).startswith(
+        f"Waited until text 'Not on the page' disappeared, then 0.3 s for text 'Never there' to appear on tab "
+        f"{form.id}; it did not happen."
+    ), str(half.value)
+    with pytest.raises(ActionError) as first:
+        await wait_for(form, text_gone="Name=Ada", text="Never there", timeout=0.3)
+    assert str(first.value).startswith(
+        f"Waited 0.3 s for text 'Name=Ada' to disappear on tab {form.id} (the wait for text 'Never there' "
+        "to appear comes after it); it did not happen."
+    ), str(first.value)
 
 
 async def test_a_screenshot_of_a_tab_behind_another_is_that_tab_and_activates_nothing(
