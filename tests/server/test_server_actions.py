@@ -472,6 +472,31 @@ async def test_a_ref_used_with_the_tab_id_of_another_tab_fails_naming_the_refs_t
         assert "Hi from page" not in page_b
 
 
+async def test_a_ref_without_its_tab_is_refused_while_several_tabs_are_open(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """`e5` says no tab: with several open it acted on the active tab, whose e5 may be another
+    element than the one the model read in another tab's snapshot (SPEC: a ref never hits an
+    element of another tab). With tabId, or with one tab open, it is that tab's."""
+    async with connect() as mcp:
+        a = await start_on(mcp, site.url("/page/a"))
+        (only,) = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["tabs"]
+        assert only["id"] == a
+        bare = ref_of(await snapshot(mcp, a), "Say hi").removeprefix(str(a))
+        one = ok(await mcp.call_tool("browser_hover", {"ref": bare}))
+        assert f"on tab {a}" in section(one, "Result")
+
+        b = await open_tab(mcp, site.url("/page/b"))
+        await snapshot(mcp, b)
+        refused = error(await mcp.call_tool("browser_click", {"ref": bare}))
+        assert refused == (
+            f"Ref {bare} does not say which tab it is of, and 2 tabs are open ({a}, {b}). Use the ref as the "
+            f"snapshot gave it ('{a}{bare}' is {bare} of tab {a}, the active tab), or pass tabId."
+        ), refused
+        given = ok(await mcp.call_tool("browser_click", {"ref": bare, "tabId": a}))
+        assert f"Clicked {bare} on tab {a}" in section(given, "Result"), section(given, "Result")
+
+
 async def test_a_stale_ref_fails_at_once_saying_to_take_a_snapshot(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -47,6 +47,7 @@ from tabpilot import (
     ActionError,
     BrowserNotFoundError,
     ConnectError,
+    RefError,
     Secrets,
     Tab,
     TabManager,
@@ -193,10 +194,23 @@ class Call:
         """The tab a page tool acts on.
 
         A tab-scoped ref (`3e5`) names its own tab, so `tabId` may be left out; a `tabId` that
-        disagrees with the ref's tab is an error (ForeignRefError). A tab with an open dialog is
-        refused (DialogOpenError: handle it first) unless `allow_dialog`.
+        disagrees with the ref's tab is an error (ForeignRefError). A bare ref (`e5`) without
+        `tabId` is taken as the active tab's only while one tab is open: with more, it could be
+        any of theirs (RefError). A tab with an open dialog is refused (DialogOpenError: handle
+        it first) unless `allow_dialog`.
         """
         ref_tab = parse_ref(ref)[0] if ref is not None else None
+        if ref is not None and ref_tab is None and tab_id is None:
+            open_ids = [info.id for info in self.manager.tabs()]
+            if len(open_ids) > 1:
+                active = self.manager.resolve(None)
+                raise RefError(
+                    f"Ref {ref.strip()} does not say which tab it is of, and {len(open_ids)} tabs are open "
+                    f"({', '.join(map(str, open_ids))}).",
+                    f"Use the ref as the snapshot gave it ('{active.id}{ref.strip()}' is {ref.strip()} of "
+                    f"tab {active.id}, the active tab), or pass tabId.",
+                    ref=ref,
+                )
         if ref is not None and ref_tab is not None and tab_id is None:
             tab = self._tab_of_ref(ref_tab, ref)
         else:
