@@ -614,7 +614,7 @@ async def wait_for(
                 f"Waited {waited} for {failed} on tab {tab.id}{later}; it did not happen.",
                 f"Take a snapshot of tab {tab.id} to see the page as it is.",
                 tab_id=tab.id,
-                reason="timeout",
+                reason="not_happened",  # not the page that is slow: what was waited for did not come
             ) from exc.__cause__
         raise
     return result

@@ -414,6 +414,7 @@ ActionReason = Literal[
     "bad_value",
     "wrong_field",
     "crashed",
+    "not_happened",
     "failed",
 ]
 FieldKind = Literal["text", "toggle", "options", "file", "button", "not_text"]

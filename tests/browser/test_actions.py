@@ -29,6 +29,7 @@ from tabpilot import (
     wait_for,
 )
 from tabpilot.demo.site import LocalSite
+from tabpilot.server.advice import error_text
 
 
 async def open_tabs(manager: TabManager, instance: Instance, *urls: str) -> list[Tab]:
@@ -65,6 +66,11 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
         f"Waited until text 'Not on the page' disappeared, then 0.3 s for text 'Never there' to appear on tab "
         f"{form.id}; it did not happen."
     ), str(half.value)
+    # The server's advice: look at the page, not "the page may be busy or still loading" (a guess
+    # that did not fit: the page had answered all along).
+    assert error_text(half.value).endswith(
+        f"Take a new browser_snapshot(tabId={form.id}) to see the page as it is."
+    )
     with pytest.raises(ActionError) as first:
         await wait_for(form, text_gone="Name=Ada", text="Never there", timeout=0.3)
     assert str(first.value).startswith(

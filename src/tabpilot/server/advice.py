@@ -152,6 +152,7 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         "no_option": "Options match by value or label; use one of them.",
         "timeout": f"The page may be busy or still loading: {f'take a new {snap} and ' if snap else ''}retry.",
         "busy": f"The page may be busy: {f'take a new {snap} and ' if snap else ''}retry.",
+        "not_happened": f"Take a new {snap} to see the page as it is." if snap else exc.advice,
         "unresponsive": _unresponsive_advice(exc, calls),
         "tab_closed": f"List tabs with {calls.list_tabs} to see what is open.",
         "navigated": f"Take a new {snap} and retry." if snap else "Retry.",
