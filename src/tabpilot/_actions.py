@@ -783,6 +783,21 @@ async def evaluate(
         what = f"Evaluating on tab {tab.id}"
     try:
         value, result = await _act(tab, what, job, ref=ref, timeout=timeout, gives_input=False)
+    except ActionError as exc:
+        evaluation.cancel()  # still running after a timeout: nobody waits for it any more
+        if exc.reason in ("timeout", "busy") and ref is None and not tab.closed:
+            # The page answered after the timeout (`_act` asked it): not stuck, not loading; the
+            # script's promise did not settle. Retrying the same script would wait the same way.
+            raise ActionError(
+                f"{what} did not finish within {timeout:g} s: the page answers, but the script's "
+                "promise had not settled.",
+                "Return without awaiting what may never come (or race it against a timer of your own), "
+                "then retry.",
+                tab_id=tab.id,
+                ref=ref,
+                reason="script_pending",
+            ) from exc
+        raise
     except BaseException:
         evaluation.cancel()  # still running after a timeout: nobody waits for it any more
         raise

@@ -415,6 +415,7 @@ ActionReason = Literal[
     "wrong_field",
     "crashed",
     "not_happened",
+    "script_pending",
     "failed",
 ]
 FieldKind = Literal["text", "toggle", "options", "file", "button", "not_text"]

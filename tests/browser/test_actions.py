@@ -66,6 +66,16 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
         f"Waited until text 'Not on the page' disappeared, then 0.3 s for text 'Never there' to appear on tab "
         f"{form.id}; it did not happen."
     ), str(half.value)
+    # A script whose promise never settles: the page answers, so it is said as the script's doing
+    # ("the page may be busy ... retry", and a retry waited the same way).
+    with pytest.raises(ActionError) as pending:
+        await evaluate(form, "() => new Promise(() => {})", timeout=0.3)
+    assert pending.value.reason == "script_pending"
+    assert error_text(pending.value) == (
+        f"Evaluating on tab {form.id} did not finish within 0.3 s: the page answers, but the script's "
+        "promise had not settled. Return without awaiting what may never come (or race it against a "
+        "timer of your own), then retry."
+    )
     # The server's advice: look at the page, not "the page may be busy or still loading" (a guess
     # that did not fit: the page had answered all along).
     assert error_text(half.value).endswith(
