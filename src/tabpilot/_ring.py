@@ -52,11 +52,13 @@ class Ring(Generic[E]):
         "_dropped_by_tab",
         "_emptied",
         "_entries",
+        "_evicted_by_tab",
         "_max_bytes",
         "_max_entries",
         "_size_of",
         "bytes",
         "dropped",
+        "evicted_seq",
     )
 
     def __init__(
@@ -82,6 +84,9 @@ class Ring(Generic[E]):
         """Bytes held, as `size_of` counts them (0 for a ring without a byte bound)."""
         self.dropped = 0
         """Entries evicted so far, by count or by bytes."""
+        self.evicted_seq = 0
+        """The `seq` of the newest entry evicted (0: none yet); per tab in `_evicted_by_tab`."""
+        self._evicted_by_tab: dict[TabKey, int] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -115,6 +120,7 @@ class Ring(Generic[E]):
             self.bytes -= self._size_of(entry)
         self.dropped += 1
         self._dropped_by_tab[key] = self._dropped_by_tab.get(key, 0) + 1
+        self.evicted_seq = self._evicted_by_tab[key] = entry.seq
         if not tab_entries:
             del self._by_tab[key]
             self._emptied_now(key)
@@ -133,6 +139,7 @@ class Ring(Generic[E]):
         while len(self._emptied) > self._max_entries:
             forgotten, _ = self._emptied.popitem(last=False)
             del self._dropped_by_tab[forgotten]
+            self._evicted_by_tab.pop(forgotten, None)
 
     def count_for(self, tab: TabKey | AllTabs) -> int:
         if tab is ALL_TABS:
@@ -144,6 +151,12 @@ class Ring(Generic[E]):
         if tab is ALL_TABS:
             return self.dropped
         return self._dropped_by_tab.get(tab, 0)
+
+    def missed_after(self, tab: TabKey | AllTabs, since: int) -> bool:
+        """Whether entries (of `tab`) newer than `since` were evicted: a reader that kept that
+        cursor did not see them."""
+        newest = self.evicted_seq if tab is ALL_TABS else self._evicted_by_tab.get(tab, 0)
+        return newest > since
 
     def tab_ids(self) -> list[TabKey]:
         """Tabs that have entries in the ring."""

@@ -217,6 +217,35 @@ async def test_a_cursor_from_one_kind_serves_every_other_and_tab_events_too(
         assert result_of(later)["entries"] == [], text(later)
 
 
+async def test_a_cursor_whose_next_entries_were_dropped_is_told_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """An agent that polls with a cursor while a page logs more than the buffer keeps got the
+    survivors as if they followed on from its cursor (only a global `dropped` count moved)."""
+    site.set_content("/twenty", "<script>for (let i = 0; i < 20; i++) console.log('line ' + i)</script>")
+    async with connect(buffer_size=5) as mcp:
+        tab = await new_tab(mcp, site.url("/console?msg=first"))
+        first = await observe_until(mcp, {"what": "logs", "tabId": tab}, lambda r: r["returned_entries"] == 1)
+        cursor = result_of(first)["next_cursor"]
+        assert result_of(first)["missed"] is False
+        await mcp.call_tool("browser_navigate", {"url": site.url("/twenty"), "tabId": tab})
+        later = await observe_until(
+            mcp,
+            {"what": "logs", "tabId": tab, "since": cursor},
+            lambda r: [e["text"] for e in r["entries"]][-1:] == ["line 19"],
+        )
+        assert [e["text"] for e in result_of(later)["entries"]] == [f"line {i}" for i in range(15, 20)]
+        assert result_of(later)["missed"] is True
+        assert (
+            f"Entries newer than since={cursor} were dropped before this read (the buffer keeps the newest "
+            "only): what is shown does not follow on from your cursor."
+        ) in section(later, "Result")
+        caught_up = await mcp.call_tool(
+            "browser_observe", {"what": "logs", "tabId": tab, "since": result_of(later)["next_cursor"]}
+        )
+        assert result_of(caught_up)["missed"] is False, text(caught_up)
+
+
 async def test_a_cursor_ahead_of_every_entry_says_so_and_where_to_read_from(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -125,3 +125,15 @@ def test_drop_counts_of_tabs_with_no_entry_left_are_kept_for_the_newest_ones_onl
     fill(ring, [7, 8, 9], start=102)  # evicts 98-100 and 96's new entry
     assert ring.dropped_for(96) == 2 and ring.dropped == 103
     assert sum(ring.dropped_for(tab) > 0 for tab in range(1, 600)) == 3
+
+
+def test_a_cursor_older_than_what_was_evicted_is_told_it_missed_entries_of_its_tab() -> None:
+    """A reader polling with `since` learns that entries after its cursor were dropped before it
+    read them (it got the survivors as if they followed on)."""
+    ring: Ring[Item] = Ring(3)
+    fill(ring, [1, 2, 1, 2, 2])  # evicts 1 (tab 1) and 2 (tab 2)
+    assert ring.missed_after(ALL_TABS, 1) and not ring.missed_after(ALL_TABS, 2)
+    assert not ring.missed_after(1, 1), "tab 1 lost only entry 1, which the cursor had read"
+    assert ring.missed_after(1, 0)
+    assert ring.missed_after(2, 1) and not ring.missed_after(2, 2)
+    assert not ring.missed_after(3, 0), "a tab that lost nothing"

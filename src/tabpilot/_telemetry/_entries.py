@@ -307,6 +307,10 @@ class ObserveResult:
     `since=0`)."""
     pending: tuple[PendingRequest, ...] = ()
     """network_waterfall: requests still in flight that match the tab and url/method filters."""
+    missed: bool = False
+    """With `since`: entries newer than it were dropped before this read (the buffer keeps the
+    newest), so the entries do not follow on from the cursor; they may not have matched the
+    filters. `dropped` counts every one dropped."""
 
     def to_dict(self) -> dict[str, Any]:
         extra = (
@@ -325,5 +329,6 @@ class ObserveResult:
             "next_cursor": self.next_cursor,
             "has_more": self.has_more,
             "older": self.older,
+            "missed": self.missed,
             **extra,
         }

@@ -263,6 +263,7 @@ class Telemetry:
             has_more=more,
             older=matched_more and query.since is None,
             pending=pending,
+            missed=query.since is not None and ring.missed_after(query.tab, query.since),
         )
 
     def _pending(self, tab: int | AllTabs, match: Callable[[Any], bool] | None) -> tuple[PendingRequest, ...]:

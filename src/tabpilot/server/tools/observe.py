@@ -88,6 +88,11 @@ async def browser_observe(
     )
     if tab_id is not None and not _is_open(call, tab_id):
         head += f" Tab {tab_id} is closed; these are its recorded entries."
+    if result.missed:
+        head += (
+            f" Entries newer than since={since} were dropped before this read (the buffer keeps the newest "
+            "only): what is shown does not follow on from your cursor."
+        )
     if since is not None and since > result.next_cursor:
         # Cursors only grow: a larger one than the newest entry's came from another run of the
         # server (numbering starts again at a restart) or was made up. Nothing after it exists yet.
