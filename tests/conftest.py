@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -26,6 +28,24 @@ from support import (
 from tabpilot import Instance, TabManager, find_browser
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, TabpilotServer, create_server
+
+_RUN_TMP: str | None = None
+"""The temporary directory of this run (`TMPDIR` for every process the tests start)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Everything the run's processes put in the temporary directory goes into one of its own,
+    removed at the end: a browser a test kills leaves its `org.chromium.Chromium.*` socket
+    directory behind (nobody is left to remove it), which the system's /tmp kept."""
+    global _RUN_TMP
+    _RUN_TMP = tempfile.mkdtemp(prefix="tabpilot-tests-")
+    os.environ["TMPDIR"] = _RUN_TMP
+    tempfile.tempdir = None  # read TMPDIR again
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _RUN_TMP is not None:
+        shutil.rmtree(_RUN_TMP, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
