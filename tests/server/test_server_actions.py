@@ -1171,7 +1171,9 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
             "levels). Return a part of it, nested less deeply."
         ), refused
         # Errors keep their kind; nodes, the window and wrapped primitives say what they are.
-        kinds = "() => [new TypeError('bad'), document.body, window, new Number(2), document.querySelectorAll('h1')]"
+        kinds = "() => [new TypeError('bad'), document.body, window, new Number(2), document.querySelectorAll('h1'), "
+        # An object that throws as it is read is said in its place; the rest of the result stays.
+        kinds += "new Proxy({}, {ownKeys() { throw new Error('keys') }}), {get window() { throw 1 }, a: 1}]"
         named = ok(await mcp.call_tool("browser_evaluate", {"function": kinds, "tabId": tab}))
         assert data(named)["result"]["value"] == [
             "TypeError: bad",
@@ -1179,6 +1181,8 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
             "[object Window]",
             2,
             ["[object HTMLHeadingElement]"],
+            "[unreadable: Error: keys]",
+            {"a": 1},
         ]
 
 

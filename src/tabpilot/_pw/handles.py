@@ -49,12 +49,18 @@ _AS_JSON = (
   const out = [];
   let size = 0;
   const inside = new Set();
-  const tooBig = () => new Error('Cannot serialize result: over MAX_TEXT characters as JSON');
-  const tooDeep = () => new Error('Cannot serialize result: nested over MAX_DEPTH levels');
+  const tooBig = new Error('Cannot serialize result: over MAX_TEXT characters as JSON');
+  const tooDeep = new Error('Cannot serialize result: nested over MAX_DEPTH levels');
   const put = (text) => {
     size += text.length;
-    if (size > MAX_CHARS) throw tooBig();
+    if (size > MAX_CHARS) throw tooBig;
     out.push(text);
+  };
+  const said = (error) => {
+    try { return String(error); } catch { return 'an error'; }
+  };
+  const isWindow = (v) => {
+    try { return v.window === v; } catch { return false; }  // a getter named window that throws
   };
   const quote = (text) => put(JSON.stringify(String(text)));
   const isA = (v, name) => typeof globalThis[name] === 'function' && v instanceof globalThis[name];
@@ -68,14 +74,28 @@ _AS_JSON = (
       case 'undefined': case 'function': return put('null');
     }
     if (v === null) return put('null');
+    // An object that throws as it is read (a Proxy's trap, a getter, a revoked Proxy) is written
+    // as what it threw, in its place: the rest of the result is not lost to it.
+    const [parts, length] = [out.length, size];
+    try {
+      return writeObject(v, depth);
+    } catch (error) {
+      if (error === tooBig || error === tooDeep) throw error;
+      out.length = parts;
+      size = length;
+      return quote(`[unreadable: ${said(error)}]`);
+    }
+  };
+  const writeObject = (v, depth) => {
     if (v instanceof Date) return quote(Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString());
     if (v instanceof RegExp) return quote(String(v));
     if (v instanceof Error) return quote(Error.prototype.toString.call(v));
     if (isA(v, 'URL')) return quote(v.href);
     if (v instanceof Boolean || v instanceof Number || v instanceof String) return write(v.valueOf(), depth);
-    if (v.window === v || isA(v, 'Node')) return quote(Object.prototype.toString.call(v));
+    if (isWindow(v)) return quote('[object Window]');  // another origin's too
+    if (isA(v, 'Node')) return quote(Object.prototype.toString.call(v));
     if (inside.has(v)) return quote('[Circular]');
-    if (depth >= MAX_DEPTH) throw tooDeep();
+    if (depth >= MAX_DEPTH) throw tooDeep;
     inside.add(v);
     try {
       const listed = v instanceof Map || v instanceof Set || (ArrayBuffer.isView(v) && !(v instanceof DataView))
@@ -119,7 +139,8 @@ is written as JavaScript would print it: NaN, Infinity, a Symbol, a RegExp, an E
 undefined and functions as null; a BigInt as its digits; a Map as its [key, value] entries, a Set,
 a typed array, a NodeList as their items; Boolean, Number and String objects as their values; a
 node or a window as its kind (`[object HTMLDivElement]`); any other object (a class instance) as
-its own fields, leaving out a getter that throws; an ancestor met again as "[Circular]" (an object
+its own fields, leaving out a getter that throws; an object that throws as it is read (a Proxy's
+trap) as "[unreadable: Error: ...]"; an ancestor met again as "[Circular]" (an object
 met twice side by side is written twice). Over PLAIN_MAX_DEPTH levels, or longer than
 SCRIPT_RESULT_MAX_CHARS characters, is an error that says so (the page stops writing there)."""
 TEXT_POLL = 0.05
