@@ -38,7 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
     removed at the end: a browser a test kills leaves its `org.chromium.Chromium.*` socket
     directory behind (nobody is left to remove it), which the system's /tmp kept."""
     global _RUN_TMP
-    _RUN_TMP = tempfile.mkdtemp(prefix="tabpilot-tests-")
+    # Short: tests make temp dirs in it for servers whose driver makes its own in those, and
+    # Chromium's socket path under all of them must stay within 107 bytes (`socket_fits`).
+    _RUN_TMP = tempfile.mkdtemp(prefix="tpt-")
     os.environ["TMPDIR"] = _RUN_TMP
     tempfile.tempdir = None  # read TMPDIR again
 

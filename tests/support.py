@@ -32,6 +32,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from websockets.sync.client import connect as ws_sync_connect
 
 from tabpilot import NetworkEntry, Snapshot
+from tabpilot._grid import GridSession, create_session
 from tabpilot._profile import remove_profile
 from tabpilot._telemetry._entries import TelemetryKind
 from tabpilot.server.response import parse_response
@@ -99,6 +100,22 @@ def png_size(image: bytes | ImageContent) -> tuple[int, int]:
 
 
 # -- waiting -------------------------------------------------------------------------------------------
+
+
+STDIO_HANDSHAKE = (
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+)
+"""The MCP handshake a test writes to a server over stdio by hand (request id 1, then the notice)."""
 
 
 async def wait_until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
@@ -472,6 +489,23 @@ class SeleniumGrid:
             if not left or time.monotonic() > deadline:
                 return left
             time.sleep(0.1)
+
+    async def take_every_slot(self) -> list[GridSession]:
+        """Sessions of the test's own in every free slot (a new request then waits in the queue);
+        the caller deletes them."""
+        slots = sum(len(node.get("slots", [])) for node in self.status()["nodes"])
+        held = [await create_session(self.url) for _ in range(slots - len(self.session_ids()))]
+        assert len(self.session_ids()) == slots, "every slot is in use"
+        return held
+
+    async def assert_no_late_session(self, held: list[GridSession], keep: Collection[str], why: str) -> None:
+        """Free one of `held`'s slots, where a request still queued would start now, and check
+        that no session starts there (or that one which does is ended at once)."""
+        await held.pop().delete()
+        kept = set(keep) | {s.session_id for s in held}
+        await wait_until(lambda: set(self.session_ids()) == kept, timeout=15)
+        await asyncio.sleep(2)
+        assert set(self.session_ids()) == kept, why
 
     def delete_session(self, session_id: str) -> None:
         """End a session from outside, as the grid does when it times one out."""

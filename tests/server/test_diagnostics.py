@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.types import LoggingMessageNotificationParams
 
-from support import cmdline, descendants, free_port, ok
+from support import STDIO_HANDSHAKE, cmdline, descendants, free_port, ok
 from tabpilot.demo.site import LocalSite
 
 
@@ -77,17 +77,7 @@ def _broken_browser(tmp_path: Path) -> Iterator[str]:
 def _initialize(proc: subprocess.Popen[bytes]) -> None:
     assert proc.stdin is not None
     for message in (
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *STDIO_HANDSHAKE,
         {
             "jsonrpc": "2.0",
             "id": 2,

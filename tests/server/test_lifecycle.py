@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from support import (
+    STDIO_HANDSHAKE,
     PlaywrightServer,
     RemoteChromium,
     SeleniumGrid,
@@ -88,27 +89,22 @@ def _assert_left_nothing(browsers: list[int], tmp: str, stderr: str) -> None:
     assert "Traceback" not in stderr, stderr
 
 
+def _initialize(proc: subprocess.Popen[bytes]) -> None:
+    """The MCP handshake with a server started by `_serve` (request id 1)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    request, initialized = STDIO_HANDSHAKE
+    _send(proc.stdin, request)
+    _read_reply(proc.stdout, 1)
+    _send(proc.stdin, initialized)
+
+
 class Served:
     """`python -m tabpilot serve` with a browser running (a tool call started it)."""
 
     def __init__(self, browser_path: str, tmp: str) -> None:
         self.proc = _serve(browser_path, tmp)
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        _send(
-            self.proc.stdin,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "0"},
-                },
-            },
-        )
-        _read_reply(self.proc.stdout, 1)
-        _send(self.proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _initialize(self.proc)
         self._next_id = 2
         result = self.list_tabs()
         assert not result.get("isError"), result
@@ -698,21 +694,7 @@ def test_a_call_waiting_for_its_browser_is_answered_at_once_when_the_server_stop
         proc = _serve(browser_path, tmp, "--cdp-endpoint", url)
         try:
             assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-            _send(
-                proc.stdin,
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "test", "version": "0"},
-                    },
-                },
-            )
-            _read_reply(proc.stdout, 1)
-            _send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _initialize(proc)
             call = {"name": "browser_tabs", "arguments": {"action": "list"}}
             _send(proc.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
             # Messages are read in order: once a later ping is answered, the call is under way.

@@ -208,15 +208,10 @@ async def test_a_server_stopped_while_the_grid_queues_its_session_leaves_no_sess
     A stop (the client closes stdin) exits at once and the request leaves the queue with the
     connection, so no session starts in the next free slot. The process waited for the request
     (up to its 60 s timeout) and then left the session the grid started running."""
-    from tabpilot._grid import GridSession, create_session
-
     before = set(grid.session_ids())
-    slots = sum(len(node.get("slots", [])) for node in grid.status()["nodes"])
-    held: list[GridSession] = []
+    held = await grid.take_every_slot()
     server = None
     try:
-        for _ in range(slots - len(before)):
-            held.append(await create_session(grid.url))
         server = subprocess.Popen(
             [sys.executable, "-m", "tabpilot", "serve", "--selenium-grid", grid.url],
             stdin=subprocess.PIPE,
@@ -235,12 +230,7 @@ async def test_a_server_stopped_while_the_grid_queues_its_session_leaves_no_sess
         assert took < 5, f"the stop took {took:.1f} s"
         assert "Traceback" not in stderr, stderr
         await wait_until(lambda: not grid.queued(), timeout=5)
-
-        await held.pop().delete()  # a free slot: a request still queued would start in it now
-        kept = before | {s.session_id for s in held}
-        await wait_until(lambda: set(grid.session_ids()) == kept, timeout=10)
-        await asyncio.sleep(3)
-        assert set(grid.session_ids()) == kept, "no session started for the stopped server"
+        await grid.assert_no_late_session(held, before, "no session started for the stopped server")
     finally:
         if server is not None and server.poll() is None:
             server.kill()
