@@ -73,6 +73,30 @@ async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
         assert 'heading "Page a"' in section(snapshot, "Snapshot")
 
 
+async def test_a_page_string_that_is_not_valid_unicode_is_answered_and_the_server_goes_on(
+    browser_path: str, site: LocalSite
+) -> None:
+    """Half an emoji (a lone UTF-16 surrogate) in a page's title or a script's result: the answer
+    could not be written as UTF-8 and the server process died, every later call "Connection
+    closed". It goes out with U+FFFD in its place, in the text and the structured content."""
+    site.set_content("/half", "<title>T</title><script>document.title = 'cut \\ud83d here'</script>")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tabpilot", "serve", "--browser-path", browser_path, "--structured-content"],
+        env=dict(os.environ),  # the checkout's code, as the test's (the SDK passes a few variables only)
+    )
+    async with Client(params) as client:
+        opened = await client.call_tool("browser_tabs", {"action": "new", "url": site.url("/half")})
+        assert not opened.is_error, text(opened)
+        listed = await client.call_tool("browser_tabs", {"action": "list"})
+        assert "- tab 2: cut \ufffd here (" in text(listed), text(listed)
+        assert {"cut \ufffd here"} <= {t["title"] for t in listed.structured_content["result"]["tabs"]}
+        said = await client.call_tool("browser_evaluate", {"function": "() => ({'k\\udc00': 'a\\ud800b'})"})
+        assert said.structured_content["result"]["value"] == {"k\ufffd": "a\ufffdb"}, text(said)
+        after = await client.call_tool("browser_evaluate", {"function": "() => 1 + 1"})
+        assert after.structured_content["result"]["value"] == 2
+
+
 def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str) -> None:
     """Nested too deeply or holding a lone surrogate: the SDK's stdio transport would drop these
     without a reply; arguments that are a list it refuses with a bare "Invalid request
@@ -332,3 +356,20 @@ def test_handshake_log_names_a_mismatch(caplog: pytest.LogCaptureFixture) -> Non
     with caplog.at_level(logging.WARNING, logger="tabpilot.server"):
         transport._check_early(1, {"jsonrpc": "2.0", "id": 1, "result": {"a": 2}})
     assert "differs from the SDK's own" in caplog.text
+
+
+def test_a_message_that_cannot_be_written_is_answered_as_an_internal_error() -> None:
+    """The last guard: an answer no JSON line can carry is an error answer to its request (a
+    notification is dropped), never an exception that ends the server."""
+    from mcp.types import JSONRPCNotification, JSONRPCResponse
+
+    from tabpilot.server.stdio import _encoded
+
+    broken = JSONRPCResponse(jsonrpc="2.0", id=7, result={"text": "a\ud800b"})
+    answer = json.loads(_encoded(broken))
+    assert answer["id"] == 7 and answer["error"]["code"] == -32603, answer
+    assert answer["error"]["message"].startswith("tabpilot could not write its answer: ")
+    notice = JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"data": "\udc00"})
+    assert _encoded(notice) == b""
+    fine = JSONRPCResponse(jsonrpc="2.0", id=8, result={"text": "ok"})
+    assert json.loads(_encoded(fine))["result"] == {"text": "ok"}

@@ -24,6 +24,7 @@ import asyncio
 import base64
 import contextlib
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -291,9 +292,9 @@ class Response:
         if self._secrets:  # no secret value leaves the server: its placeholder shows instead
             texts = self._secrets.mask_all(texts)
             data = self._secrets.mask_all(data) if self._structured else data
-        content: list[ContentBlock] = [TextContent(type="text", text=t) for t in texts]
+        content: list[ContentBlock] = [TextContent(type="text", text=well_formed(t)) for t in texts]
         content.extend(self._images)
-        structured = _cut_urls(data) if self._structured else None
+        structured = _outgoing(data) if self._structured else None
         return CallToolResult(content=content, structured_content=structured, is_error=self.is_error)
 
     def _tabs_section(self, session: SessionState, data: dict[str, Any]) -> Section | None:
@@ -428,14 +429,26 @@ STRUCTURED_URL_CHARS = 4096
 _CUT_KEYS = ("url", "title")
 
 
-def _cut_urls(value: Any, key: str = "") -> Any:
-    """`value` with every string under a key ending in "url" or "title" cut to STRUCTURED_URL_CHARS."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate (half of an emoji a page's title cut, a script's
+    '\\ud800') as U+FFFD: an answer must encode as UTF-8, and one that did not ended the server."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+
+
+def _outgoing(value: Any, key: str = "") -> Any:
+    """Structured content as it goes out: every string `well_formed` (keys too), and every string
+    under a key ending in "url" or "title" cut to STRUCTURED_URL_CHARS."""
     if isinstance(value, dict):
-        return {k: _cut_urls(v, k) for k, v in value.items()}
+        return {well_formed(k): _outgoing(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_cut_urls(v, key) for v in value]
-    if isinstance(value, str) and len(value) > STRUCTURED_URL_CHARS and key.lower().endswith(_CUT_KEYS):
-        return short(value, STRUCTURED_URL_CHARS)
+        return [_outgoing(v, key) for v in value]
+    if isinstance(value, str):
+        value = well_formed(value)
+        if len(value) > STRUCTURED_URL_CHARS and key.lower().endswith(_CUT_KEYS):
+            return short(value, STRUCTURED_URL_CHARS)
     return value
 
 

@@ -59,6 +59,26 @@ _LINE_LIMIT = 1 << 30
 """Bytes one request may take (as good as none: the client is the process that started us)."""
 
 
+def _encoded(message: Any) -> bytes:
+    """An outgoing message as its JSON line. One that cannot be written (a string that is not
+    valid Unicode, which no tool answer carries: `Response` makes them well-formed) is answered as
+    an internal error, or dropped if it is a notification, and logged: it never ends the server."""
+    try:
+        line: bytes = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        return line
+    except (ValueError, UnicodeError) as exc:  # pydantic's serialization error is a ValueError
+        logger.error("could not write a message to the client: %s", exc)
+        request_id = getattr(message, "id", None)
+        if request_id is None:
+            return b""
+        failed = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "error": {"code": -32603, "message": f"tabpilot could not write its answer: {exc}"[:500]},
+        }
+        return json.dumps(failed).encode()
+
+
 class StdioTransport:
     """The process's stdin and stdout as an MCP wire (see the module docstring)."""
 
@@ -178,7 +198,9 @@ class StdioTransport:
                                 message.id, message.model_dump(by_alias=True, exclude_unset=True)
                             )
                             continue
-                    await self._send(message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+                    line = _encoded(message)
+                    if line:
+                        await self._send(line)
 
         async with anyio.create_task_group() as group:
             group.start_soon(feed)
