@@ -1152,28 +1152,33 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
         fields = ok(await mcp.call_tool("browser_evaluate", {"function": instance, "tabId": tab}))
         assert data(fields)["result"]["value"] == {"items": [["pen", 2]], "tags": ["new"], "me": "[Circular]"}
         # A result nested too deeply to send is an error that says so: from about 3000 levels it
-        # had come back as null (Playwright's serializer ran out of stack without a word); from
-        # 200 levels CDP had refused it ("object reference chain is too long").
+        # had come back as null (Playwright's serializer ran out of stack without a word), and
+        # at 200 levels CDP refused it ("object reference chain is too long").
         deep = (
             "() => { const top = {}; let o = top; for (let i = 0; i < LEVELS; i++) o = o.n = {}; return top }"
         )
         nested = ok(
-            await mcp.call_tool("browser_evaluate", {"function": deep.replace("LEVELS", "200"), "tabId": tab})
+            await mcp.call_tool("browser_evaluate", {"function": deep.replace("LEVELS", "199"), "tabId": tab})
         )
-        assert json.dumps(data(nested)["result"]["value"]) == '{"n": ' * 200 + "{}" + "}" * 200
+        assert json.dumps(data(nested)["result"]["value"]) == '{"n": ' * 199 + "{}" + "}" * 199
         refused = error(
             await mcp.call_tool(
                 "browser_evaluate", {"function": deep.replace("LEVELS", "5000"), "tabId": tab}
             )
         )
         assert refused == (
-            f"Evaluating on tab {tab} failed: its result is nested too deeply to send (nested over 1000 "
+            f"Evaluating on tab {tab} failed: its result is nested too deeply to send (nested over 200 "
             "levels). Return a part of it, nested less deeply."
         ), refused
         # Errors keep their kind; nodes, the window and wrapped primitives say what they are.
         kinds = "() => [new TypeError('bad'), document.body, window, new Number(2), document.querySelectorAll('h1'), "
         # An object that throws as it is read is said in its place; the rest of the result stays.
-        kinds += "new Proxy({}, {ownKeys() { throw new Error('keys') }}), {get window() { throw 1 }, a: 1}]"
+        kinds += "new Proxy({}, {ownKeys() { throw new Error('keys') }}), {get window() { throw 1 }, a: 1}, "
+        # An iframe's values are told apart as the page's are (they were {}); toJSON is honoured
+        # (a DOMRect was {}); a BigInt Python cannot read as a number comes as its digits.
+        kinds += "(() => { const f = document.createElement('iframe'); document.body.append(f); "
+        kinds += "const w = f.contentWindow; return [new w.Date(0), w.document.body] })(), "
+        kinds += "new DOMRect(1, 2, 3, 4), String(7n ** 5000n).length, 7n ** 5000n]"
         named = ok(await mcp.call_tool("browser_evaluate", {"function": kinds, "tabId": tab}))
         assert data(named)["result"]["value"] == [
             "TypeError: bad",
@@ -1183,7 +1188,15 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
             ["[object HTMLHeadingElement]"],
             "[unreadable: Error: keys]",
             {"a": 1},
+            ["1970-01-01T00:00:00.000Z", "[object HTMLBodyElement]"],
+            {"x": 1, "y": 2, "width": 3, "height": 4, "top": 2, "right": 4, "bottom": 6, "left": 1},
+            4226,
+            str(7**5000),
         ]
+        # A page that replaced JSON.stringify (its own or a library's) still gets its results.
+        replaced = r"""() => { JSON.stringify = () => 'hacked'; return ['x"y', '\n'] }"""
+        kept_apart = ok(await mcp.call_tool("browser_evaluate", {"function": replaced, "tabId": tab}))
+        assert data(kept_apart)["result"]["value"] == ['x"y', "\n"], text(kept_apart)
 
 
 async def test_a_large_script_result_is_answered_and_a_too_large_one_refused(

@@ -40,12 +40,14 @@ _LOADED = """() => document.readyState === 'complete'
   || new Promise((resolve) => addEventListener('load', () => resolve(true), { once: true }))"""
 """Resolves once the document is loaded: at once for a page that is (a page restored from the
 back/forward cache fires no load event), else at its load event."""
-PLAIN_MAX_DEPTH = 1000
-"""How deep a script's result may nest (`_AS_JSON`): deeper is an error, not a silent null."""
+PLAIN_MAX_DEPTH = 200
+"""How deep a script's result may nest (`_AS_JSON`): deeper is an error, not a silent null. What
+reads it after (Python's JSON parser, the server's walks of an answer) recurses once or twice a
+level, within Python's 1000 frames; CDP refused results from about 200 levels too."""
 SCRIPT_RESULT_MAX_CHARS = 10_000_000
 """How long a script's result may be as JSON text (`_AS_JSON`): longer is an error that says so."""
 _AS_JSON = (
-    """(value) => {
+    r"""(value) => {
   const out = [];
   let size = 0;
   const inside = new Set();
@@ -62,13 +64,23 @@ _AS_JSON = (
   const isWindow = (v) => {
     try { return v.window === v; } catch { return false; }  // a getter named window that throws
   };
-  const quote = (text) => put(JSON.stringify(String(text)));
-  const isA = (v, name) => typeof globalThis[name] === 'function' && v instanceof globalThis[name];
+  // Written here, not by JSON.stringify, which a page may have replaced; a lone surrogate is
+  // escaped, as JSON.stringify does.
+  const escapes = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
+  const special = /["\\\u0000-\u001f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+  const escaped = (c) => escapes[c] || '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
+  const quote = (text) => put('"' + String(text).replace(special, escaped) + '"');
+  // Kinds are told by their tag, not instanceof: a value from an iframe's window has that
+  // window's Date, Map and Node.
+  const tag = (v) => Object.prototype.toString.call(v).slice(8, -1);
   const write = (v, depth) => {
     switch (typeof v) {
       case 'string': return quote(v);
       case 'number': return Number.isFinite(v) ? put(String(v)) : quote(v);
-      case 'bigint': return put(String(v));
+      case 'bigint': {  // as its digits; as text past what Python reads as a number (4300 digits)
+        const digits = String(v);
+        return digits.length > 4000 ? quote(digits) : put(digits);
+      }
       case 'boolean': return put(v ? 'true' : 'false');
       case 'symbol': return quote(String(v));
       case 'undefined': case 'function': return put('null');
@@ -87,19 +99,23 @@ _AS_JSON = (
     }
   };
   const writeObject = (v, depth) => {
-    if (v instanceof Date) return quote(Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString());
-    if (v instanceof RegExp) return quote(String(v));
-    if (v instanceof Error) return quote(Error.prototype.toString.call(v));
-    if (isA(v, 'URL')) return quote(v.href);
-    if (v instanceof Boolean || v instanceof Number || v instanceof String) return write(v.valueOf(), depth);
+    const kind = tag(v);
+    if (kind === 'Date') {
+      const time = Date.prototype.getTime.call(v);
+      return quote(Number.isNaN(time) ? 'Invalid Date' : Date.prototype.toISOString.call(v));
+    }
+    if (kind === 'RegExp') return quote(String(v));
+    if (kind === 'Error' || v instanceof Error) return quote(Error.prototype.toString.call(v));
+    if (kind === 'URL') return quote(v.href);
+    if (kind === 'Boolean' || kind === 'Number' || kind === 'String') return write(v.valueOf(), depth);
     if (isWindow(v)) return quote('[object Window]');  // another origin's too
-    if (isA(v, 'Node')) return quote(Object.prototype.toString.call(v));
+    if (typeof v.nodeType === 'number' && typeof v.nodeName === 'string') return quote(`[object ${kind}]`);
     if (inside.has(v)) return quote('[Circular]');
     if (depth >= MAX_DEPTH) throw tooDeep;
     inside.add(v);
     try {
-      const listed = v instanceof Map || v instanceof Set || (ArrayBuffer.isView(v) && !(v instanceof DataView))
-        || isA(v, 'NodeList') || isA(v, 'HTMLCollection');
+      const listed = kind === 'Map' || kind === 'Set' || kind === 'NodeList' || kind === 'HTMLCollection'
+        || (ArrayBuffer.isView(v) && kind !== 'DataView');
       if (Array.isArray(v) || listed) {
         const items = listed ? Array.from(v) : v;
         put('[');
@@ -109,6 +125,9 @@ _AS_JSON = (
         }
         return put(']');
       }
+      // An object that says how it is written as JSON (a DOMRect, a class with toJSON), as
+      // JSON.stringify writes it.
+      if (typeof v.toJSON === 'function') return write(v.toJSON(), depth + 1);
       put('{');
       let first = true;
       for (const key of Object.keys(v)) {
@@ -136,13 +155,16 @@ tree its Python client checks item by item, which took 1.3 s of the server's eve
 small objects (every tab's calls waited), and it loses what JSON has no words for. Here each value
 is written as JavaScript would print it: NaN, Infinity, a Symbol, a RegExp, an Error
 (`TypeError: bad`) and an invalid Date as strings; a Date as its ISO time, a URL as its address;
-undefined and functions as null; a BigInt as its digits; a Map as its [key, value] entries, a Set,
-a typed array, a NodeList as their items; Boolean, Number and String objects as their values; a
-node or a window as its kind (`[object HTMLDivElement]`); any other object (a class instance) as
-its own fields, leaving out a getter that throws; an object that throws as it is read (a Proxy's
-trap) as "[unreadable: Error: ...]"; an ancestor met again as "[Circular]" (an object
-met twice side by side is written twice). Over PLAIN_MAX_DEPTH levels, or longer than
-SCRIPT_RESULT_MAX_CHARS characters, is an error that says so (the page stops writing there)."""
+undefined and functions as null; a BigInt as its digits (as text past 4000 of them); a Map as its
+[key, value] entries, a Set, a typed array, a NodeList as their items; Boolean, Number and String
+objects as their values; a node or a window as its kind (`[object HTMLDivElement]`); an object with
+a toJSON method (a DOMRect) as that gives it, as JSON.stringify does; any other object (a class
+instance) as its own fields, leaving out a getter that throws; an object that throws as it is read
+(a Proxy's trap) as "[unreadable: Error: ...]"; an ancestor met again as "[Circular]" (an object
+met twice side by side is written twice). Kinds are told apart as an iframe's values need (their
+Date is another window's), and the text is escaped here, not by the page's JSON.stringify, which a
+page may replace. Over PLAIN_MAX_DEPTH levels, or longer than SCRIPT_RESULT_MAX_CHARS characters,
+is an error that says so (the page stops writing there)."""
 TEXT_POLL = 0.05
 """Seconds between two looks for a text a wait is for."""
 ERROR_PAGE_TIMEOUT = 2.0
