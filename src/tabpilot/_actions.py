@@ -600,7 +600,7 @@ async def wait_for(
         if exc.reason == "timeout":
             pause = describe_wait(time=time) if time else ""
             if gone:  # say which one did not happen
-                pause = ", then ".join(p for p in (pause, f"until text {quoted(text_gone)} disappeared") if p)
+                pause = ", then ".join(p for p in (pause, f"until text {quoted(text_gone)} was gone") if p)
             waited = f"{pause}, then {timeout:g} s" if pause else f"{timeout:g} s"
             failed = (
                 describe_wait(text=text) if gone or text_gone is None else describe_wait(text_gone=text_gone)
@@ -672,10 +672,15 @@ async def screenshot(
         if max_width is not None or max_height is not None:
             # The area in CSS pixels of the document, and the device pixels per CSS pixel: scaled
             # by the browser when wider than wanted, cut when taller.
-            area = _FULL_PAGE if full_page else _VIEWPORT
-            clip = await (
-                element.evaluate(_ELEMENT_AREA, timeout=timeout) if element else page.evaluate(area)
-            )
+            if element is not None:
+                # In the top page's document: an iframe's element is measured in its own.
+                box = await element.area(timeout=timeout)
+                scroll = await page.evaluate(_SCROLL)
+                clip = (box[0] + scroll[0], box[1] + scroll[1], box[2], box[3], scroll[2]) if box else None
+            else:
+                clip = await page.evaluate(_FULL_PAGE if full_page else _VIEWPORT)
+            if clip is None:  # no box: Playwright's screenshot says why
+                return await _plain_shot()
             x, y, width, height, ratio = (float(v) for v in clip)
             pixels = width * ratio
             scale = max_width / pixels if max_width is not None and pixels > max_width else 1.0
@@ -686,6 +691,9 @@ async def screenshot(
                 return await page.capture(
                     (x, y, width, height), scale=scale, image_type=image_type, quality=quality
                 )
+        return await _plain_shot()
+
+    async def _plain_shot() -> bytes:
         if element is not None:
             return await element.screenshot(image_type=image_type, quality=quality, timeout=timeout)
         return await page.screenshot(
@@ -749,10 +757,7 @@ _FULL_PAGE = (
     "() => [0, 0, Math.max(document.documentElement.scrollWidth, innerWidth), "
     "Math.max(document.documentElement.scrollHeight, innerHeight), devicePixelRatio]"
 )
-_ELEMENT_AREA = (
-    "(e) => { e.scrollIntoView({block: 'nearest'}); const r = e.getBoundingClientRect(); "
-    "return [r.x + scrollX, r.y + scrollY, r.width, r.height, devicePixelRatio]; }"
-)
+_SCROLL = "() => [scrollX, scrollY, devicePixelRatio]"
 
 
 async def evaluate(

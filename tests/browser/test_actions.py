@@ -63,7 +63,7 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
     with pytest.raises(ActionError) as half:
         await wait_for(form, text_gone="Not on the page", text="Never there", timeout=0.3)
     assert str(half.value).startswith(
-        f"Waited until text 'Not on the page' disappeared, then 0.3 s for text 'Never there' to appear on tab "
+        f"Waited until text 'Not on the page' was gone, then 0.3 s for text 'Never there' to appear on tab "
         f"{form.id}; it did not happen."
     ), str(half.value)
     # A script whose promise never settles: the page answers, so it is said as the script's doing

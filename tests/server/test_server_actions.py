@@ -1254,6 +1254,44 @@ def image_of(result: CallToolResult) -> ImageContent:
     return image
 
 
+async def color_at(mcp: Client, tab: int, image: ImageContent, x: int, y: int) -> list[int]:
+    """The colour (r, g, b) of a PNG at (x, y), as the browser decodes it."""
+    decode = (
+        f"async () => {{ const img = new Image(); img.src = 'data:image/png;base64,{image.data}'; "
+        "await img.decode(); const c = document.createElement('canvas'); c.width = img.width; "
+        "c.height = img.height; const g = c.getContext('2d'); g.drawImage(img, 0, 0); "
+        f"return Array.from(g.getImageData({x}, {y}, 1, 1).data).slice(0, 3) }}"
+    )
+    color: list[int] = data(ok(await mcp.call_tool("browser_evaluate", {"function": decode, "tabId": tab})))[
+        "result"
+    ]["value"]
+    return color
+
+
+async def test_a_screenshot_of_a_wide_element_in_an_iframe_shows_that_element(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """Wider than a model takes (8000 px), it is scaled: it was measured in its iframe's document
+    and captured in the page's, which gave the top of the page instead (yellow, not green)."""
+    site.set_content(
+        "/framed",
+        "<title>Framed</title><style>body{margin:0}</style><div style='height:300px;background:yellow'>top</div>"
+        "<iframe style='width:600px;height:400px;border:0' srcdoc=\"<body style=margin:0><div style='height:100px'>"
+        "pad</div><div role=img aria-label=wide style='width:9000px;height:90px;background:rgb(0,128,0)'>"
+        '</div></body>"></iframe>',
+    )
+    async with connect(structured_content=True) as mcp:
+        tab = await start_on(mcp, site.url("/framed"))
+        wide = await poll(
+            lambda: mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}),
+            lambda r: 'img "wide"' in text(r),
+        )
+        shot = ok(await mcp.call_tool("browser_screenshot", {"ref": ref_of(text(wide), 'img "wide"')}))
+        assert png_size(image_of(shot)) == (8000, 80)
+        # Its left part, inside the iframe's box (the page shows no more of it).
+        assert await color_at(mcp, tab, image_of(shot), 100, 40) == [0, 128, 0]
+
+
 async def test_screenshot_of_viewport_element_and_full_page(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -1287,7 +1325,9 @@ async def test_screenshot_of_viewport_element_and_full_page(
         cut = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall, "fullPage": True}))
         assert png_size(image_of(cut)) == (width, 8000)
         assert (data(cut)["result"]["width"], data(cut)["result"]["height"]) == (width, 8000)
-        assert "It is cut at 8000 px tall, the most a model takes" in section(cut, "Result")
+        assert "It stops at 8000 px, the most a model takes (a taller one is cut there)" in section(
+            cut, "Result"
+        )
         wide = ok(
             await mcp.call_tool(
                 "browser_screenshot", {"tabId": tall, "fullPage": True, "maxWidth": width // 2}

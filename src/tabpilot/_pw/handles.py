@@ -470,6 +470,14 @@ class ElementHandle:
     async def evaluate(self, function: str, *, timeout: float) -> Any:
         return await self._locator.evaluate(function, timeout=_ms(timeout))
 
+    async def area(self, *, timeout: float) -> tuple[float, float, float, float] | None:
+        """The element's box (x, y, width, height) in CSS pixels of the top page's viewport,
+        wherever the element is (in an iframe too), scrolled into view first; None when it has
+        no box (not displayed)."""
+        await self._locator.scroll_into_view_if_needed(timeout=_ms(timeout))
+        box = await self._locator.bounding_box(timeout=_ms(timeout))
+        return None if box is None else (box["x"], box["y"], box["width"], box["height"])
+
     async def run_script(self, function: str, *, timeout: float) -> Any:
         """A user's script on this element: its result in JSON values only (`_AS_JSON`)."""
         text = await self._locator.evaluate(_user_script(function, on_element=True), timeout=_ms(timeout))

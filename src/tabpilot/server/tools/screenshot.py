@@ -57,8 +57,8 @@ async def browser_screenshot(
     mime = f"image/{type}"
     what = f"element {ref}" if ref else "the full page" if fullPage else "the viewport"
     cut = (
-        f" It is cut at {MAX_SIDE} px tall, the most a model takes: to see further down, scroll "
-        "(browser_evaluate with window.scrollTo) and take the viewport, or take an element by ref."
+        f" It stops at {MAX_SIDE} px, the most a model takes (a taller one is cut there): to see further "
+        "down, scroll (browser_evaluate with window.scrollTo) and take the viewport, or take an element by ref."
         if capped and height >= MAX_SIDE
         else ""
     )
