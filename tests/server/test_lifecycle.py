@@ -749,3 +749,39 @@ def test_over_http_a_stop_in_the_first_moments_ends_as_stopped_without_a_traceba
             said = stderr.decode(errors="replace")
             assert "Traceback" not in said, said
             assert proc.returncode == -signal.SIGTERM, (delay, proc.returncode, said)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_requests_the_server_had_not_started_when_it_stops_are_answered(browser_path: str, how: str) -> None:
+    """A stop signal right after the handshake, while the server still loads: the call sent with
+    the handshake was never answered (8 of 8 tries), the client left waiting."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        proc = _serve(browser_path, tmp)
+        try:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            request, initialized = STDIO_HANDSHAKE
+            call = {"name": "browser_tabs", "arguments": {"action": "list"}}
+            for message in (
+                request,
+                initialized,
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+                {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+            ):
+                _send(proc.stdin, message)
+            _read_reply(proc.stdout, 1)  # answered at once, before the server has loaded
+            proc.send_signal(getattr(signal, how))
+            called = _read_reply(proc.stdout, 2, timeout=10)
+            listed = _read_reply(proc.stdout, 3, timeout=10)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        said = called["result"]["content"][0]["text"]
+        assert called["result"]["isError"] and said.startswith(
+            "### Error\nThe server is stopping: this call "
+        ), said
+        # Any other request is answered as well: the tool list, or the error that the server stops.
+        assert "result" in listed or listed["error"]["message"].startswith("The server is stopping"), listed
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert "Traceback" not in stderr, stderr

@@ -155,6 +155,10 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
         with anyio.move_on_after(ANSWER_GRACE):
             while wire.unanswered:
                 await anyio.sleep(0.01)
+        # What the server had not started (it was loading, or the stop came first) is answered too.
+        await wire.refuse_unanswered(
+            "The server is stopping: this call was not run. Start the server again to go on."
+        )
         for state in states:
             await state.close()
 

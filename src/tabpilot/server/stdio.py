@@ -87,8 +87,11 @@ class StdioTransport:
         self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._answered: dict[Any, dict[str, Any]] = {}
         """Requests answered before the SDK was loaded, by id: the answer that was sent."""
-        self.unanswered: set[Any] = set()
-        """The ids of the requests handed to the server and not answered yet."""
+        self.unanswered: dict[Any, str] = {}
+        """The requests handed to the server and not answered yet: their methods, by id."""
+        self._refused: set[Any] = set()
+        """Requests answered that the server stops (`refuse_unanswered`): the server's own answer
+        to one, if it comes after, is not sent."""
         self._write: Callable[[bytes], Any] | None = None
         self._drain: Callable[[], Any] | None = None
         self._close: Callable[[], Awaitable[None]] | None = None
@@ -178,7 +181,7 @@ class StdioTransport:
                         if isinstance(message, SessionMessage) and isinstance(
                             message.message, JSONRPCRequest
                         ):
-                            unanswered.add(message.message.id)
+                            unanswered[message.message.id] = message.message.method
                         await to_server.send(message)
                     # The end of stdin: the SDK stops, cancelling what it has not answered yet. A
                     # client that wrote its last requests and closed stdin at once (a file of
@@ -192,7 +195,9 @@ class StdioTransport:
                 async for sent in from_server:
                     message = sent.message
                     if isinstance(message, JSONRPCResponse | JSONRPCError):
-                        unanswered.discard(message.id)
+                        unanswered.pop(message.id, None)
+                        if message.id in self._refused:  # answered already: the server stops
+                            continue
                         if message.id in self._answered:  # the handshake, answered early: not again
                             self._check_early(
                                 message.id, message.model_dump(by_alias=True, exclude_unset=True)
@@ -211,6 +216,38 @@ class StdioTransport:
         # Every answer is written: let the pipe take the last of them before the process ends.
         if self._close is not None:
             await self._close()
+
+    async def refuse_unanswered(self, said: str) -> None:
+        """The server stops: answer every request read and not answered yet (still waiting to be
+        handed to the server, which is still loading, or under way in it) with `said`, so that no
+        client waits for an answer that never comes. A tool call gets it as a tool's error, any
+        other request as a JSON-RPC error; the server's own answer after this is not sent."""
+        waiting: dict[Any, str] = {}
+        lines: list[bytes | None] = []
+        while not self._lines.empty():
+            lines.append(self._lines.get_nowait())
+        for line in lines:
+            if line is None:
+                self._lines.put_nowait(None)  # the end of stdin stays told
+                continue
+            with contextlib.suppress(ValueError):
+                message = json.loads(line)
+                if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
+                    waiting[message["id"]] = message["method"]
+        waiting.update(self.unanswered)
+        for request_id, method in waiting.items():
+            if request_id in self._answered or request_id in self._refused:
+                continue
+            self._refused.add(request_id)
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+            if method == "tools/call":
+                reply["result"] = {
+                    "content": [{"type": "text", "text": f"### Error\n{said}"}],
+                    "isError": True,
+                }
+            else:
+                reply["error"] = {"code": -32000, "message": said}
+            await self._send(json.dumps(reply, ensure_ascii=False).encode())
 
     def _check_early(self, request_id: Any, sdk_answer: dict[str, Any]) -> None:
         sent = self._answered.pop(request_id)
