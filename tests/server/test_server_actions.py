@@ -1178,7 +1178,7 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
         # (a DOMRect was {}); a BigInt Python cannot read as a number comes as its digits.
         kinds += "(() => { const f = document.createElement('iframe'); document.body.append(f); "
         kinds += "const w = f.contentWindow; return [new w.Date(0), w.document.body] })(), "
-        kinds += "new DOMRect(1, 2, 3, 4), String(7n ** 5000n).length, 7n ** 5000n]"
+        kinds += "new DOMRect(1, 2, 3, 4), String(7n ** 5000n).length, 7n ** 5000n, Object(1n)]"
         named = ok(await mcp.call_tool("browser_evaluate", {"function": kinds, "tabId": tab}))
         assert data(named)["result"]["value"] == [
             "TypeError: bad",
@@ -1192,6 +1192,7 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
             {"x": 1, "y": 2, "width": 3, "height": 4, "top": 2, "right": 4, "bottom": 6, "left": 1},
             4226,
             str(7**5000),
+            1,
         ]
         # A page that replaced JSON.stringify (its own or a library's) still gets its results.
         replaced = r"""() => { JSON.stringify = () => 'hacked'; return ['x"y', '\n'] }"""
@@ -1334,6 +1335,11 @@ async def test_screenshot_of_viewport_element_and_full_page(
             )
         )
         assert png_size(image_of(wide)) == (width // 2, 8000), "scaled to half, then cut"
+        # So is a viewport browser_resize made taller than that (it came whole).
+        ok(await mcp.call_tool("browser_resize", {"width": 1000, "height": 9000, "tabId": tall}))
+        view = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall}))
+        assert png_size(image_of(view)) == (1000, 8000)
+        assert "It stops at 8000 px" in section(view, "Result")
 
         heading = ref_of(await snapshot(mcp, tall), 'heading "Tall"')
         element = ok(await mcp.call_tool("browser_screenshot", {"ref": heading}))

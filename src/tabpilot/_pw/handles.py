@@ -107,7 +107,7 @@ _AS_JSON = (
     if (kind === 'RegExp') return quote(String(v));
     if (kind === 'Error' || v instanceof Error) return quote(Error.prototype.toString.call(v));
     if (kind === 'URL') return quote(v.href);
-    if (kind === 'Boolean' || kind === 'Number' || kind === 'String') return write(v.valueOf(), depth);
+    if (['Boolean', 'Number', 'String', 'BigInt', 'Symbol'].includes(kind)) return write(v.valueOf(), depth);
     if (isWindow(v)) return quote('[object Window]');  // another origin's too
     if (typeof v.nodeType === 'number' && typeof v.nodeName === 'string') return quote(`[object ${kind}]`);
     if (inside.has(v)) return quote('[Circular]');

@@ -14,7 +14,7 @@ from tabpilot import Tab, resize, screenshot
 from .base import Call, TabIdArg, ToolSpec
 
 MAX_SIDE = 8000
-"""The most pixels a full-page or element screenshot has a side: models refuse larger pictures."""
+"""The most pixels a screenshot has a side: models refuse larger pictures."""
 
 
 def image_size(data: bytes) -> tuple[int, int]:
@@ -42,16 +42,16 @@ async def browser_screenshot(
     quality: Annotated[int | None, Field(ge=0, le=100, description="jpeg only.")] = None,
     maxWidth: Annotated[int | None, Field(ge=16, description="Scale down to this width.")] = None,
 ) -> None:
-    # A page or an element can be far taller than a model takes a picture (8000 px a side).
-    capped = fullPage or ref is not None
+    # A page or an element (or a viewport browser_resize made 10000 px) can be larger than a
+    # model takes a picture (8000 px a side).
     image = await screenshot(
         tab,
         full_page=fullPage,
         ref=ref,
         image_type=type,
         quality=quality,
-        max_width=min(maxWidth, MAX_SIDE) if maxWidth is not None else MAX_SIDE if capped else None,
-        max_height=MAX_SIDE if capped else None,
+        max_width=min(maxWidth, MAX_SIDE) if maxWidth is not None else MAX_SIDE,
+        max_height=MAX_SIDE,
     )
     width, height = image_size(image)
     mime = f"image/{type}"
@@ -59,7 +59,7 @@ async def browser_screenshot(
     cut = (
         f" It stops at {MAX_SIDE} px, the most a model takes (a taller one is cut there): to see further "
         "down, scroll (browser_evaluate with window.scrollTo) and take the viewport, or take an element by ref."
-        if capped and height >= MAX_SIDE
+        if height >= MAX_SIDE
         else ""
     )
     call.response.result(
