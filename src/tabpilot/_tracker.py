@@ -36,6 +36,11 @@ from ._watch import BLOCKABLE_WAIT, NEW_TAB_TIMEOUT, ActionWatch, WindowAsks
 
 ANNOUNCE_TIMEOUT = 3.0
 """Seconds after which a tab Playwright has not reported is announced anyway (from its target)."""
+DUE_ANNOUNCE = 0.3
+"""Seconds after which a new tab whose first page its server has not sent yet is announced, before
+Playwright reports it (Playwright waits for that page): the action that opened it answers then, not
+after ANNOUNCE_TIMEOUT. (A popup whose first answer is an HTTP 204 says nothing tabpilot hears in
+time: it is announced after ANNOUNCE_TIMEOUT still.)"""
 CLOSE_GRACE = 0.4
 """Seconds a close nobody asked for waits for its browser's goodbye: a browser shut down in order
 (a Playwright server stopping, a user quitting) closes its pages and still answers for ~0.1 s."""
@@ -404,6 +409,10 @@ class TabTracker:
 
     def _on_document(self, tab: Tab, method: str, raw: str) -> None:
         url = _document_event(tab, method, raw)
+        if url is not None and not tab.is_ready and tab.id not in self._announced:
+            # Playwright reports a new tab once its first page has come: one whose server is slow
+            # is announced without waiting for that (`DUE_ANNOUNCE`).
+            asyncio.get_running_loop().call_later(DUE_ANNOUNCE, self._announce_if_due, tab)
         if url is None or not self._watches:
             return
         # A page can send only the tabs of its own opener family elsewhere (it needs a handle on
@@ -533,6 +542,10 @@ class TabTracker:
     def _bind(self, tab: Tab, page: PageHandle, window_id: int | None, complete: bool) -> None:
         tab.bind(page, window_id=window_id, complete=complete)
         self._announce(tab)
+
+    def _announce_if_due(self, tab: Tab) -> None:
+        if not tab.is_ready and tab.document_due:
+            self._announce(tab)
 
     def _announce(self, tab: Tab) -> None:
         if tab.id in self._announced or tab.closed:
