@@ -173,16 +173,21 @@ async def test_serve_with_selenium_grid_starts_in_a_grid_session_and_ends_it_at_
     assert not grid.sessions_end(keep=before), "the server ended its grid session when it stopped"
 
 
-def test_serve_with_selenium_grid_ends_its_session_on_sigterm(grid: SeleniumGrid) -> None:
-    """A client that gives up sends SIGTERM: the server still ends its grid session."""
-    before = set(grid.session_ids())
-    server = subprocess.Popen(
+def _serve_on(grid: SeleniumGrid) -> subprocess.Popen[str]:
+    """`tabpilot serve --selenium-grid` over pipes (stderr read as text)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "tabpilot", "serve", "--selenium-grid", grid.url],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_serve_with_selenium_grid_ends_its_session_on_sigterm(grid: SeleniumGrid) -> None:
+    """A client that gives up sends SIGTERM: the server still ends its grid session."""
+    before = set(grid.session_ids())
+    server = _serve_on(grid)
     try:
         # The browser starts with the server: the grid session appears before any call.
         deadline = time.monotonic() + 60
@@ -212,13 +217,7 @@ async def test_a_server_stopped_while_the_grid_queues_its_session_leaves_no_sess
     held = await grid.take_every_slot()
     server = None
     try:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tabpilot", "serve", "--selenium-grid", grid.url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        server = _serve_on(grid)
         await wait_until(lambda: len(grid.queued()) == 1, timeout=30)  # its start waits in the queue
         assert server.stdin is not None
         started = time.monotonic()
