@@ -473,6 +473,7 @@ async def test_a_filter_that_matches_nothing_returns_an_empty_list_with_the_meta
         "next_cursor": telemetry.last_seq,
         "has_more": False,
         "older": False,
+        "missed": False,
     }
     assert telemetry.query(Query("logs", tab_id=tab.id + 1000)).returned_entries == 0
     assert telemetry.query(Query("network_waterfall", status_min=500)).returned_entries == 0
