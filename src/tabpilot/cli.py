@@ -261,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
         tabs,
         "--follow-new-tabs",
         action="store_true",
-        help="activate tabs that pages open (links, popups) instead of only reporting them",
+        help="activate tabs that pages open (links, popups) instead of only reporting them "
+        "(a click with followNewTab=false keeps its own in the background)",
     )
 
     policy = serve.add_argument_group("navigation policy")
