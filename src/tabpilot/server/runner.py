@@ -33,7 +33,7 @@ from .. import __version__
 from .about import NAME, TITLE, instructions
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .handshake import Greeting
-from .state import ServerState
+from .state import NOT_RUN, ServerState
 from .stdio import StdioTransport
 
 if TYPE_CHECKING:
@@ -156,9 +156,7 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
             while wire.unanswered:
                 await anyio.sleep(0.01)
         # What the server had not started (it was loading, or the stop came first) is answered too.
-        await wire.refuse_unanswered(
-            "The server is stopping: this call was not run. Start the server again to go on."
-        )
+        await wire.refuse_unanswered(NOT_RUN)
         for state in states:
             await state.close()
 

@@ -69,6 +69,10 @@ class ServerStopping(RuntimeError):
     """A call came as the server stops: no browser session is started for it any more."""
 
 
+NOT_RUN = "The server is stopping: this call was not run. Start the server again to go on."
+"""The answer to a call the server stops before running it."""
+
+
 class SessionState:
     """One MCP client's browser, telemetry, response cursors and tool-set state."""
 

@@ -62,7 +62,7 @@ from .. import logs
 from ..advice import DEFAULT_CALLS, ToolCalls, closed_as, error_text, loading_said
 from ..config import ServerConfig
 from ..response import Response
-from ..state import ServerState, ServerStopping, SessionState
+from ..state import NOT_RUN, ServerState, ServerStopping, SessionState
 
 if TYPE_CHECKING:
     from ..state import RequestContext
@@ -329,7 +329,7 @@ async def _session(
             response.error(_check_start_options(state.config))
     except ServerStopping:  # a stop signal came first: an answer, no traceback
         logger.info("%s came as the server stops: not run", name)
-        response.error("The server is stopping: this call was not run. Start the server again to go on.")
+        response.error(NOT_RUN)
     except Exception as exc:
         logger.exception("could not start the browser session")  # the whole story goes to the log
         said = str(exc).strip().splitlines()
