@@ -498,12 +498,12 @@ def error_page_mark(blocked: bool) -> str:
     return BLOCKED_PAGE_MARK if blocked else ERROR_PAGE_MARK
 
 
-def tab_line(info: TabInfo, *, new_errors: int = 0, default_active: int | None = None) -> str:
-    """One line of a `### Tabs` section. `default_active`: the active tab of the default instance,
-    the one calls without tabId use; each other instance's own active tab is marked as only its."""
+def tab_line(info: TabInfo, *, active_id: int | None, new_errors: int = 0) -> str:
+    """One line of a `### Tabs` section. `active_id`: the tab calls without tabId use (the default
+    instance's active tab; None: none); each other instance's own active tab is marked as only its."""
     marks: list[str] = []
     if info.active:
-        marks.append("active" if default_active in (None, info.id) else "active in its instance")
+        marks.append("active" if info.id == active_id else "active in its instance")
     if info.opener_id is not None:
         marks.append(f"opened by tab {info.opener_id}")
     if info.pinned:

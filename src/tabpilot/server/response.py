@@ -312,19 +312,19 @@ class Response:
         session.shown_tabs = shape
         default = manager.default_instance
         active = default.active_tab if default is not None else None
+        active_id = active.id if active is not None else None
         # The client has every line from the last list when the same tabs are open and only the
         # active one moved: their ids say it (a list asked for is always given whole).
         same_tabs = shown is not None and not errors and _set_of(shape) == _set_of(shown)
         if same_tabs and infos and (self._brief_tabs or not self._force_tabs):
-            data["activeTabId"] = active.id if active is not None else None
-            active_id = active.id if active is not None else None
+            data["activeTabId"] = active_id
             ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
             return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
         self._tabs_listed = True
         session.seen_pages = {i.id: (i.url, i.title) for i in infos}
         if self._structured:
             self._structured_tabs(infos, errors, data)
-        data["activeTabId"] = active.id if active is not None else None
+        data["activeTabId"] = active_id
         lines: list[str] = []
         heading: str | None = None
         # With several browsers, each has its own active tab: say which tabs are whose. A lost
@@ -335,13 +335,7 @@ class Response:
                 heading = info.instance_id
                 is_default = default is not None and default.id == heading
                 lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
-            lines.append(
-                tab_line(
-                    info,
-                    new_errors=errors.get(info.id, 0),
-                    default_active=active.id if active is not None else -1,
-                )
-            )
+            lines.append(tab_line(info, active_id=active_id, new_errors=errors.get(info.id, 0)))
         if errors and session.config.shows_network:  # browser_observe is offered
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")

@@ -184,8 +184,8 @@ def _tab_list(manager: TabManager, instance_id: str | int | None) -> tuple[str, 
     if instance_id is not None:
         default = manager.default_instance
         front = default.active_tab if default is not None and default.state == "open" else None
-        default_active = front.id if front is not None else -1
-        text += "".join(f"\n{tab_line(info, default_active=default_active)}" for info in infos)
+        active_id = front.id if front is not None else None
+        text += "".join(f"\n{tab_line(info, active_id=active_id)}" for info in infos)
     return text, {"tabs": [i.to_dict() for i in infos], "activeTabId": active, "count": len(infos)}
 
 
