@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from support import poll, ref_of, text, wait_until
+from support import png_size, poll, ref_of, text, wait_until
 from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -425,6 +425,16 @@ async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_
         result: CallToolResult = await mcp.call_tool("browser_get_state", {"include_screenshot": True})
         assert state_of(text(result))["url"] == site.url("/oauth/authorize")
         assert [c.mime_type for c in result.content if isinstance(c, ImageContent)] == ["image/png"]
+
+
+async def test_browser_use_screenshot_of_a_viewport_wider_than_a_model_takes_is_scaled_down(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(tools=("browser-use",), browser=BrowserOptions(viewport=(9000, 300))) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
+        result: CallToolResult = await mcp.call_tool("browser_get_state", {"include_screenshot": True})
+        images = [c for c in result.content if isinstance(c, ImageContent)]
+        assert [png_size(image) for image in images] == [(8000, 267)]
 
 
 async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(

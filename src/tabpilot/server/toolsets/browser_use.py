@@ -64,6 +64,7 @@ from tabpilot import (
 
 from ..advice import ToolCalls, error_text, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
+from ..tools.screenshot import MAX_SIDE
 from ._common import (
     SnapshotElement,
     accept_dialog,
@@ -276,7 +277,8 @@ async def browser_get_state(
         "interactive_elements": listed,
     }
     if include_screenshot:
-        call.response.add_image(await screenshot(tab))
+        # A viewport can be wider than a model takes a picture (--viewport-size up to 10000).
+        call.response.add_image(await screenshot(tab, max_width=MAX_SIDE, max_height=MAX_SIDE))
     call.response.plain(json.dumps(result, indent=2), result)
 
 
