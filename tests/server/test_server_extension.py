@@ -256,7 +256,7 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
 
 
 async def test_a_port_in_use_is_said_with_what_to_do_and_the_next_call_tries_again(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(tabpilot.server.state, "EXTENSION_FIRST_WAIT", 0.2)
     # It said "Could not start the browser: ..." and to check that Chromium is installed.
@@ -274,6 +274,9 @@ async def test_a_port_in_use_is_said_with_what_to_do_and_the_next_call_tries_aga
             taken.close()  # the other program stops: the next call listens
             listed = section(await call(mcp, "browser_tabs", action="list"), "Result")
             assert f"the tabpilot extension has not connected to 127.0.0.1:{port}." in listed, listed
+    # At start it was said once, in the log (it was also printed, so the user read it twice).
+    told = capsys.readouterr().err + caplog.text
+    assert told.count(f"cannot listen on 127.0.0.1:{port}") == 1, told
 
 
 SHARE_USER_TAB = """(async () => {

@@ -167,10 +167,10 @@ class ServerState:
         """Work that must not wait for the first tool call: the extension's bridge listens at once,
         so the extension can connect before the client asks for anything."""
         if self.config.extension:
-            try:
+            # A bridge that cannot listen is told once, by the session's start (`warm_up`, in the
+            # log); the first tool call tries again, and says why it failed.
+            with contextlib.suppress(TabpilotError):
                 await self.extension_bridge()
-            except TabpilotError as exc:  # the first tool call tries again, and says why it failed
-                print(f"tabpilot: {exc}", file=sys.stderr, flush=True)
 
     async def extension_bridge(self) -> ExtensionBridge:
         """The bridge the tabpilot extension connects to, listening from the first call on."""
