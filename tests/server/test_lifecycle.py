@@ -157,6 +157,9 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
         took, stderr = served.stop(how)
         assert took < 5, f"stopping by {how} took {took:.1f} s"
         _assert_left_nothing(served.children, tmp, stderr)
+        # As the HTTP server ends: stopped by SIGTERM (143 in a shell), 130 after Ctrl-C.
+        expected = {"stdin": 0, "SIGINT": 130, "SIGTERM": -signal.SIGTERM, "SIGHUP": 0}[how]
+        assert served.proc.returncode == expected, (how, served.proc.returncode)
 
 
 @pytest.mark.parametrize("how", ["stdin", "SIGTERM", "http SIGTERM"])

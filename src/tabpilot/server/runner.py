@@ -4,7 +4,8 @@ Stdio stops at the end of stdin (the lifespan then closes every session's browse
 on SIGINT (Ctrl-C), SIGTERM or SIGHUP, without waiting for the transport (stdin read from a file
 is read by a thread no cancellation reaches): it cuts the calls under way short, each answered that
 the server stops (up to `ANSWER_GRACE` for those answers), closes the browsers itself (bounded),
-then ends the process. Either way no browser process and no
+then ends the process (status 130 after SIGINT, 0 after SIGHUP, as stopped by SIGTERM after
+SIGTERM: as the HTTP server ends). Either way no browser process and no
 temporary profile outlive the server. A second signal while stopping exits at once. No traceback.
 
 `serve_stdio` claims stdin and stdout and starts reading them first (the handshake is answered
@@ -91,7 +92,17 @@ async def _stop_on_signals(
             with anyio.move_on_after(timeout, shield=True):
                 await close()
             sys.stderr.flush()
-            os._exit(0)
+            _exit_as_stopped_by(signum)
+
+
+def _exit_as_stopped_by(signum: int) -> None:
+    """End the process as the HTTP server does after the same signal (uvicorn's way): SIGTERM
+    ends it as stopped by SIGTERM (status 143 in a shell, what a supervisor that sent it expects),
+    SIGINT with 130, SIGHUP with 0."""
+    if signum == getattr(signal, "SIGTERM", None) and hasattr(os, "kill"):
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    os._exit(EXIT_INTERRUPTED if signum == signal.SIGINT else 0)
 
 
 def run_until_stopped(
