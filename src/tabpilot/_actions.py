@@ -777,20 +777,20 @@ async def evaluate(
     if not function.strip():
         raise ValueError("function must be JavaScript, e.g. '() => document.title'.")
     timeout = call_timeout(timeout, tab.host.timeouts.action)
-    if ref is not None:
-        element = await tab.element(ref)
+    element = await tab.element(ref) if ref is not None else None
+    if element is not None:
+        # Playwright's timeout is for finding the element only: the script itself gets this call's.
         evaluation = asyncio.ensure_future(element.run_script(function, timeout=timeout))
-        job: Awaitable[Any] = asyncio.shield(evaluation)
         what = f"Evaluating on {ref} on tab {tab.id}"
     else:
         evaluation = asyncio.ensure_future((await tab.usable()).run_script(function))
-        job = asyncio.wait_for(asyncio.shield(evaluation), timeout)
         what = f"Evaluating on tab {tab.id}"
+    job = asyncio.wait_for(asyncio.shield(evaluation), timeout)
     try:
         value, result = await _act(tab, what, job, ref=ref, timeout=timeout, gives_input=False)
     except ActionError as exc:
         evaluation.cancel()  # still running after a timeout: nobody waits for it any more
-        if exc.reason in ("timeout", "busy") and ref is None and not tab.closed:
+        if exc.reason in ("timeout", "busy") and not tab.closed and await _is_there(element):
             # The page answered after the timeout (`_act` asked it): not stuck, not loading; the
             # script's promise did not settle. Retrying the same script would wait the same way.
             raise ActionError(
@@ -813,6 +813,17 @@ async def evaluate(
         holder.hold(asyncio.ensure_future(_held_result(tab, evaluation, what, holder.id, function)))
         return result
     return _with(result, value=value)
+
+
+async def _is_there(element: ElementHandle | None) -> bool:
+    """Whether the element a script ran on is on the page (None: the page itself): a script that
+    did not finish on an element that is there is still running, not waiting for the element."""
+    if element is None:
+        return True
+    try:
+        return await asyncio.wait_for(element.count(), 1.0) > 0
+    except Exception:  # the page does not answer, or the tab went: the first error stands
+        return False
 
 
 async def _held_result(

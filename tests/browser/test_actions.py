@@ -76,6 +76,16 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
         "promise had not settled. Return without awaiting what may never come (or race it against a "
         "timer of your own), then retry."
     )
+    # The same on an element: the element is there, so it is the script (it said the tab did not
+    # respond in time, as for an element that is not there).
+    button = ref_of(snap, 'button "Submit"')
+    with pytest.raises(ActionError) as on_element:
+        await evaluate(form, "(element) => new Promise(() => {})", ref=button, timeout=0.3)
+    assert on_element.value.reason == "script_pending", error_text(on_element.value)
+    assert str(on_element.value).startswith(
+        f"Evaluating on {button} on tab {form.id} did not finish within 0.3 s: the page answers, but the "
+        "script's promise had not settled."
+    )
     # The server's advice: look at the page, not "the page may be busy or still loading" (a guess
     # that did not fit: the page had answered all along).
     assert error_text(half.value).endswith(

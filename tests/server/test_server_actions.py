@@ -1249,6 +1249,29 @@ async def test_a_javascript_error_in_evaluate_is_a_clear_error(
         assert f"tab {tab}" in broken
 
 
+async def test_evaluate_on_an_element_whose_promise_never_settles_ends_at_the_timeout(
+    make_server: Callable[..., Any], site: LocalSite
+) -> None:
+    """It waited for ever (Playwright's timeout is for finding the element only): the call hung."""
+    async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
+        tab = await open_tab(mcp, site.url("/form"))
+        button = ref_of(await snapshot(mcp, tab), 'button "Submit"')
+        with anyio.fail_after(10):
+            pending = await mcp.call_tool(
+                "browser_evaluate",
+                {"function": "(element) => new Promise(() => {})", "ref": button, "tabId": tab},
+            )
+        assert error(pending).startswith(
+            f"Evaluating on {button} on tab {tab} did not finish within 1 s: the page answers, but the "
+            "script's promise had not settled."
+        ), error(pending)
+        # The tab goes on answering.
+        done = await mcp.call_tool(
+            "browser_evaluate", {"function": "(el) => el.tagName", "ref": button, "tabId": tab}
+        )
+        assert data(ok(done))["result"]["value"] == "BUTTON"
+
+
 def image_of(result: CallToolResult) -> ImageContent:
     (image,) = [c for c in result.content if isinstance(c, ImageContent)]
     assert image.mime_type == "image/png"
