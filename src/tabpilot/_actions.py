@@ -21,6 +21,7 @@ Timeouts default to the tab's manager's action timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
@@ -578,7 +579,20 @@ async def wait_for(
     async def job() -> None:
         nonlocal gone
         if time is not None:
-            await asyncio.sleep(min(time, MAX_WAIT_TIME))
+            # Over when the tab closes (or its browser goes): the text waits fail then by themselves.
+            closed = asyncio.Event()
+            dispose = handle.on_close(closed.set)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(closed.wait(), min(time, MAX_WAIT_TIME))
+            finally:
+                dispose()
+            if closed.is_set() or handle.is_closed():
+                raise ActionError.tab_gone(
+                    f"Waiting for {what} on tab {tab.id}",
+                    f"tab {tab.id} closed (or its browser went away)",
+                    tab_id=tab.id,
+                )
         if text_gone is not None:
             await handle.wait_for_text(text_gone, shown=False, timeout=timeout)
             gone = True

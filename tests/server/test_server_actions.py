@@ -1044,6 +1044,27 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
             empty = error(await mcp.call_tool("browser_wait_for", {name: "", "tabId": form}))
             assert f"{name} is empty: give the words to wait for" in empty, empty
 
+        # A tab that closes during the wait fails it at once, a pause too (it answered "Waited
+        # for 20 s" when the time was up, about a tab closed since).
+        for wait in ({"time": 20}, {"time": 20, "text": "Never here"}, {"text": "Never here"}):
+            closing = await open_tab(mcp, site.url("/page/a"))
+
+            async def close_soon(tab: int = closing) -> None:
+                await anyio.sleep(0.3)
+                ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": tab}))
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(close_soon)
+                    failed = error(await mcp.call_tool("browser_wait_for", {**wait, "tabId": closing}))
+            assert (
+                failed.startswith("Waiting for ")
+                and f"on tab {closing} failed: tab {closing} closed" in failed
+            ), (
+                wait,
+                failed,
+            )
+
 
 async def test_wait_for_sees_text_inside_iframes_of_any_origin(
     connect: Callable[..., Client], site: LocalSite
