@@ -164,8 +164,9 @@ class InstanceUnreachableError(InstanceError):
         (its answer was lost), and it shows up once the link is back."""
 
 
-Replacement = Literal["launch", "reconnect", "reconnect-blank", "extension", "pair"]
-"""How the next call that needs the default instance replaces a lost one (`InstanceLostError`), or
+Replacement = Literal["launch", "isolate", "reconnect", "reconnect-blank", "extension", "pair"]
+"""How the next call that needs the default instance replaces a lost one (`InstanceLostError`;
+"isolate": a new isolated context where the browser it lived in runs again), or
 what the user's browser, reached through the tabpilot extension, waits for: the extension to connect
 again by itself ("extension"), or the user to pair it with this bridge again ("pair")."""
 

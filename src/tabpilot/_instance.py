@@ -493,6 +493,13 @@ class Instance:
             said = ". Its tabs are gone."
             advice = "A call without a tab id launches a new default browser in its place, with a blank tab."
             replacement = "launch"
+        elif self.kind == "context" and self._services.is_default(self.id):
+            said = ". Its tabs are gone."
+            advice = (
+                "Where the browser it lived in runs again, a call without a tab id opens a new isolated "
+                "context there in its place (TabManager.ensure_default(isolate_in=...)), with a blank tab."
+            )
+            replacement = "isolate"
         else:
             said = ". Its tabs are gone."
         return InstanceLostError(

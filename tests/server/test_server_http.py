@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 import uvicorn
@@ -435,7 +436,22 @@ async def test_sessions_get_a_new_browser_after_the_shared_one_died(browser_path
         async with serve(doomed, browser=BrowserOptions(browser_path=browser_path)) as url:
             async with Client(url) as client:
                 ok(await client.call_tool("browser_navigate", {"url": site.url("/page/a")}))
-                os.kill(doomed.pid, signal.SIGKILL)
+                # A call under way as it dies is told what works here: browser_instance launch is
+                # off over HTTP (it was the advice), a call without tabId opens a new browser.
+                slow = client.call_tool("browser_navigate", {"url": site.url("/api/slow?ms=5000")})
+                async with anyio.create_task_group() as group:
+
+                    async def kill_soon(pid: int = doomed.pid) -> None:
+                        await anyio.sleep(0.5)
+                        os.kill(pid, signal.SIGKILL)
+
+                    group.start_soon(kill_soon)
+                    cut = error(await slow)
+                assert "browser_instance" not in cut, cut
+                assert cut.endswith(
+                    "A call without tabId and instanceId opens your session a new browser in its place, with a "
+                    "blank tab."
+                ), cut
                 await wait_until(lambda: doomed.state == "lost")
                 again = ok(await client.call_tool("browser_navigate", {"url": site.url("/page/b")}))
                 events = section(again, "Events")

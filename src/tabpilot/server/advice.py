@@ -332,6 +332,8 @@ def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
         return "A call without tabId and instanceId connects to it again as the default instance, with a blank tab."
     if exc.replacement == "launch":
         return "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
+    if exc.replacement == "isolate":  # a session's own context of the server's browser (HTTP)
+        return "A call without tabId and instanceId opens your session a new browser in its place, with a blank tab."
     if exc.replacement in ("pair", "extension"):  # the user's browser: its tabs wait there
         page = f"{CONNECT_EXTENSION} returns its connect page's URL"
         how = (
