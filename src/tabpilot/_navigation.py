@@ -148,8 +148,8 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
                 tab.id,
                 tab.url,
                 None,
-                f"{target or tab.url} is a file, not a page: the browser downloads it (see ### Events) "
-                f"and tab {tab.id} {_stays(tab)}.",
+                f"{target or tab.url} is a file, not a page: the browser downloads it, and tab {tab.id} "
+                f"{_stays(tab)}.",
                 stayed=True,
             )
         # The URL policy refused where the navigation led (back, forward or a reload to the error

@@ -258,7 +258,7 @@ async def test_a_tab_navigates_again_after_a_failed_navigation_and_a_download_is
         fetched = await mcp.call_tool("browser_navigate", {"url": binary})
         assert not fetched.is_error, text(fetched)
         said = section(fetched, "Result")
-        assert said.startswith(f"{binary} is a file, not a page: the browser downloads it (see ### Events)")
+        assert said.startswith(f"{binary} is a file, not a page: the browser downloads it, and tab ")
         assert said.endswith(f"stays on {site.url('/page/b')}.") and "Navigated" not in said
         # Said as started, not as done: a download the server cuts off read the same.
         assert f"started downloading 'binary' from {binary}" in section(fetched, "Events"), text(fetched)

@@ -437,6 +437,24 @@ async def test_browser_use_screenshot_of_a_viewport_wider_than_a_model_takes_is_
         assert [png_size(image) for image in images] == [(8000, 267)]
 
 
+async def test_browser_use_navigate_says_a_file_was_downloaded_and_an_http_error_status(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # It said only "Navigated to: ..." (the tab stayed where it was; the 404 went unsaid), though
+    # the same call with new_tab=true said the status.
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
+        binary = site.url("/api/binary")
+        fetched = await call(mcp, "browser_navigate", {"url": binary})
+        first, said = fetched.split("\n", 1)
+        assert first == f"Navigated to: {binary}"
+        assert said.startswith(f"{binary} is a file, not a page: the browser downloads it, and tab "), said
+        assert "###" not in said  # this set shows no sections
+        assert state_of(await call(mcp, "browser_get_state"))["url"] == site.url("/page/a")
+        missing = await call(mcp, "browser_navigate", {"url": site.url("/api/status/404")})
+        assert missing.splitlines()[1:] == ["The server answered HTTP 404."], missing
+
+
 async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -367,7 +367,8 @@ async def browser_navigate(
     result, accepted = await navigate_accepting(tab, "goto", url)
     call.response.plain(
         f"Navigated to: {short(url.strip())}"
-        + note_lines(note, *accepted, result.note if result.dialog else "")
+        # What the browser-use text leaves out: a file downloaded instead, an HTTP error status.
+        + note_lines(note, *accepted, result.note)
         + await _closed_lines(call)
     )
 
