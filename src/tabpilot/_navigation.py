@@ -199,7 +199,7 @@ def _navigation_error(
         return ActionError(
             f"{what} did not finish loading within {timeout:g} s: the server has not sent the page yet.",
             f"The browser keeps waiting for it (tab {tab.id} shows {now_at} until it comes): take a "
-            "snapshot in a while, or load another page.",
+            f"snapshot of tab {tab.id} in a while, or load another page.",
             tab_id=exc.tab_id,
             reason="loading",
         )

@@ -455,6 +455,19 @@ async def test_browser_use_navigate_says_a_file_was_downloaded_and_an_http_error
         assert missing.splitlines()[1:] == ["The server answered HTTP 404."], missing
 
 
+async def test_compatible_sets_advise_their_own_read_call_for_a_page_still_on_its_way(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # browser-use said "take a snapshot in a while": its read call is browser_get_state.
+    slow = site.url("/api/slow?ms=2000")
+    async with connect(tools=("browser-use",), browser=BrowserOptions(timeout_navigation=0.3)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
+        waiting = await fail(mcp, "browser_navigate", {"url": slow})
+        assert waiting.startswith("Error: ") and "did not finish loading within 0.3 s" in waiting, waiting
+        assert waiting.endswith("take a new browser_get_state in a while, or load another page."), waiting
+        assert "snapshot" not in waiting
+
+
 async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

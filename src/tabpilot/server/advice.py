@@ -162,6 +162,8 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
             else "Retry."
         ),
     }
+    if exc.reason == "loading" and snap:  # the page is on its way: its read call, in a while
+        return _SNAPSHOT_OF_TAB.sub(lambda m: f"{m.group()[0]}ake a new {snap}", exc.advice)
     if exc.reason == "wrong_field" and exc.field is not None:
         return _wrong_field_advice(exc.field, snap, calls)
     if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached") and snap:
@@ -170,6 +172,10 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
             "that holds it first)."
         )
     return advice.get(exc.reason, exc.advice)
+
+
+_SNAPSHOT_OF_TAB = re.compile(r"[Tt]ake a snapshot of tab \d+")
+"""How the library's advice for a tab whose page is on its way (reason "loading") names the read."""
 
 
 def _unresponsive_advice(exc: ActionError, calls: ToolCalls) -> str:
