@@ -483,6 +483,20 @@ async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
         alert = await call(mcp, "click", {"ref": ref_of(snapshot, 'button "Alert"')})
         assert alert.endswith("\nAccepted an alert dialog: 'hello'")
 
+    # A dialog that opens after an answer is accepted by the next call, and said there: also by
+    # browser_get_state (it said nothing, and the page went on as if the user had agreed).
+    site.set_content(
+        "/later-confirm",
+        "<title>Later</title><p id=s>kept</p><script>setTimeout(() => { if (confirm('Delete all?')) "
+        "document.getElementById('s').textContent = 'DELETED' }, 300)</script>",
+    )
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/later-confirm")})
+        await asyncio.sleep(1.5)  # the dialog is open (after 0.3 s), the page waits
+        state = state_of(await call(mcp, "browser_get_state"))
+        assert state["accepted_dialogs"] == ["Accepted a confirm dialog: 'Delete all?'"], state
+        assert "accepted_dialogs" not in state_of(await call(mcp, "browser_get_state"))
+
 
 # -- browser_tab ----------------------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ get the state again, instead of clicking whatever now has that number.
 Beyond browser-use, an action that opens a tab says so on a line of its own
 (`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text.
 JavaScript dialogs are accepted, as browser-use's own watchdog does (this set has no dialog tool),
-and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`), also one that holds
+and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`; in
+`browser_get_state`'s JSON, under `accepted_dialogs`), also one that holds
 `browser_navigate` or `browser_go_back` up (a page that asks before it is left).
 """
 
@@ -258,7 +259,7 @@ async def browser_get_state(
     ] = False,
 ) -> None:
     manager = call.manager
-    tab, snap, elements, details = await _read_state(call)
+    tab, snap, elements, details, accepted = await _read_state(call)
     await manager.refresh()  # the other tabs' titles, as browser_list_tabs gives them
     state = call.session.state_for(BrowserUseState)
     state.tab_id, state.elements = tab.id, dict(enumerate(elements, start=1))
@@ -276,17 +277,24 @@ async def browser_get_state(
         "tabs": [tab_entry(i) for i in manager.tabs()],
         "interactive_elements": listed,
     }
+    if accepted:  # beyond browser-use's keys: what the page asked, and was answered
+        result["accepted_dialogs"] = accepted
     if include_screenshot:
         # A viewport can be wider than a model takes a picture (--viewport-size up to 10000).
         call.response.add_image(await screenshot(tab, max_width=MAX_SIDE, max_height=MAX_SIDE))
     call.response.plain(json.dumps(result, indent=2), result)
 
 
-async def _read_state(call: Call) -> tuple[Tab, Snapshot, list[SnapshotElement], list[dict[str, Any]]]:
-    """The active tab, its snapshot and its elements. A tab that closes while it is read (the user
-    closed it) is not described as if open: the tab active then is read instead, once."""
+async def _read_state(
+    call: Call,
+) -> tuple[Tab, Snapshot, list[SnapshotElement], list[dict[str, Any]], list[str]]:
+    """The active tab, its snapshot, its elements and the dialogs accepted to read it (a dialog
+    blocked it). A tab that closes while it is read (the user closed it) is not described as if
+    open: the tab active then is read instead, once."""
+    accepted: list[str] = []
     for attempt in range(2):
-        tab, _ = await _active(call)  # the accepted dialog is in the event history
+        tab, note = await _active(call)
+        accepted += [note] if note else []
         await call.manager.settle(grace=0)
         try:
             snap = await tab.snapshot()
@@ -297,7 +305,7 @@ async def _read_state(call: Call) -> tuple[Tab, Snapshot, list[SnapshotElement],
                 raise
             continue
         if not tab.is_gone:
-            return tab, snap, elements, details
+            return tab, snap, elements, details, accepted
     raise ActionError.tab_gone(f"Reading the state of tab {tab.id}", f"tab {tab.id} closed", tab_id=tab.id)
 
 
