@@ -501,6 +501,22 @@ async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
 # -- browser_tab ----------------------------------------------------------------------------------
 
 
+async def test_an_empty_instance_id_counts_as_not_given(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # It was refused ("Instance '' not found ... list the instances"), though the browser-tab set
+    # has no tool that lists them: an agent that sends every optional string had every call refused.
+    async with connect(tools=("browser-tab", "default")) as mcp:
+        listed = json.loads(await call(mcp, "browser_tab", {"action": "list", "instanceId": ""}))
+        assert listed["count"] == len(listed["tabs"]) >= 1
+        made = json.loads(
+            await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/a"), "instanceId": " "})
+        )
+        assert made["title"] == "Page a"
+        tabs = await mcp.call_tool("browser_tabs", {"action": "list", "instanceId": ""})
+        assert not tabs.is_error and f"tab {made['tabId']}: Page a" in text(tabs), text(tabs)
+
+
 async def test_browser_tab_answers_with_the_seeds_exact_shapes(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

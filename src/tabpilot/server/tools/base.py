@@ -83,6 +83,14 @@ TabIdValue = WholeInt | StrictStr
 """A tab id argument: its number (`WholeInt`), or the number as a string."""
 InstanceIdValue = WholeInt | StrictStr
 """An instance id argument: `"inst_2"`, or its number alone (`2` or `"2"`)."""
+
+
+def _empty_as_none(value: object) -> object:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+OptionalInstanceId = Annotated[InstanceIdValue | None, BeforeValidator(_empty_as_none)]
+"""An optional instance id: `""` counts as not given (some clients send every optional string)."""
 TabIdArg = Annotated[
     TabIdValue | None,
     Field(description="Default: the active tab."),

@@ -24,7 +24,7 @@ from tabpilot import BrowserOptions, Instance, check_file_paths
 
 from ..advice import CONNECT_EXTENSION, instance_line
 from ..config import file_roots
-from .base import Call, InstanceIdValue, ToolSpec
+from .base import Call, OptionalInstanceId, ToolSpec
 
 InstanceAction = Literal["list", "launch", "connect", "close"]
 
@@ -82,9 +82,7 @@ def _opened(call: Call, instance: Instance, verb: str) -> None:
 async def browser_instance(
     call: Call,
     action: Annotated[InstanceAction, Field()],
-    instanceId: Annotated[
-        InstanceIdValue | None, Field(description="close: which; list: only this one.")
-    ] = None,
+    instanceId: Annotated[OptionalInstanceId, Field(description="close: which; list: only this one.")] = None,
     cdpEndpoint: Annotated[
         str | None,
         Field(description="connect: a Chromium's DevTools endpoint (http://host:port or ws://)."),

@@ -12,7 +12,7 @@ from pydantic import Field, StrictStr
 from tabpilot import path_in_roots, quoted
 
 from ..config import file_roots
-from .base import Call, InstanceIdValue, ToolSpec
+from .base import Call, OptionalInstanceId, ToolSpec
 
 DEFAULT_NAME = "storage-state.json"
 
@@ -35,7 +35,7 @@ async def browser_storage_state(
         StrictStr | None,
         Field(description=f"In the allowed roots. Default: {DEFAULT_NAME}."),
     ] = None,
-    instanceId: Annotated[InstanceIdValue | None, Field()] = None,
+    instanceId: Annotated[OptionalInstanceId, Field()] = None,
 ) -> None:
     instance = call.manager.instance(instanceId)
     target = writable_path(path, file_roots(call.session.config))

@@ -20,7 +20,7 @@ from pydantic import Field
 from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError, TabManager
 
 from ..advice import error_text, tab_line
-from .base import Call, InstanceIdValue, TabIdArg, TabIdValue, ToolSpec, open_tab
+from .base import Call, OptionalInstanceId, TabIdArg, TabIdValue, ToolSpec, open_tab
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
 
@@ -34,9 +34,7 @@ async def browser_tabs(
     ] = None,
     url: Annotated[str | None, Field(description="new: URL to open.")] = None,
     background: Annotated[bool, Field(description="new: do not activate it.")] = False,
-    instanceId: Annotated[
-        InstanceIdValue | None, Field(description="list/new: the browser instance.")
-    ] = None,
+    instanceId: Annotated[OptionalInstanceId, Field(description="list/new: the browser instance.")] = None,
 ) -> None:
     manager = call.manager
     response = call.response

@@ -31,7 +31,7 @@ from pydantic import Field
 from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, TabpilotError, id_shown
 
 from ..advice import ToolCalls, short
-from ..tools.base import Call, InstanceIdValue, TabIdValue, ToolSpec, open_tab
+from ..tools.base import Call, OptionalInstanceId, TabIdValue, ToolSpec, open_tab
 from ._common import closes_to_tell
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
@@ -136,7 +136,7 @@ def _last_tab(manager: TabManager, exc: LastTabError) -> str:
 async def browser_tab(
     call: Call,
     action: Annotated[Action, Field(description="One of: list, new, close, close_others, activate")],
-    instanceId: Annotated[InstanceIdValue | None, Field(description="Target browser instance")] = None,
+    instanceId: Annotated[OptionalInstanceId, Field(description="Target browser instance")] = None,
     tabId: Annotated[
         TabIdValue | None, Field(description="Tab ID to operate on (for close, activate)")
     ] = None,
