@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -17,6 +18,7 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import LoggingMessageNotificationParams
 
 from support import RemoteChromium, data, error, ok, ref_of, result_of, section, text, wait_until
 from tabpilot import BrowserOptions, Instance, TabManager, cli
@@ -427,6 +429,43 @@ def test_an_ipv6_address_is_given_in_brackets(capsys: pytest.CaptureFixture[str]
     assert "'[::1]' has no port: write [::1]:PORT" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"Refusing to serve HTTP on \[::\]"):
         check_bind(ServerConfig(http_host="::"))
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # the client's set_logging_level
+async def test_a_client_of_the_handshake_era_gets_its_logs_after_logging_set_level(
+    shared_browser: Instance, site: Any
+) -> None:
+    """Over HTTP the protocol is the handshake era's, whose clients ask for log records with
+    logging/setLevel: it was "Method not found" and no record ever came (SPEC §5)."""
+    got: dict[str, list[LoggingMessageNotificationParams]] = {"a": [], "b": []}
+
+    def collect(into: list[LoggingMessageNotificationParams]) -> Any:
+        async def on_log(params: LoggingMessageNotificationParams) -> None:
+            into.append(params)
+
+        return on_log
+
+    tabpilot_logger = logging.getLogger("tabpilot")
+    level = tabpilot_logger.level
+    tabpilot_logger.setLevel(logging.DEBUG)  # what --log-level does; records are made
+    try:
+        async with serve(shared_browser) as url:
+            async with (
+                Client(url, logging_callback=collect(got["a"])) as a,
+                Client(url, logging_callback=collect(got["b"])) as b,
+            ):
+                assert a.server_capabilities is not None and a.server_capabilities.logging is not None
+                await a.set_logging_level("debug")
+                ok(await a.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+                ok(await b.call_tool("browser_navigate", {"url": site.url("/page/a")}))  # asked for none
+                await a.set_logging_level("warning")
+                ok(await a.call_tool("browser_tabs", {"action": "list"}))
+    finally:
+        tabpilot_logger.setLevel(level)
+    said = [str(p.data) for p in got["a"]]
+    assert sum(s.startswith("browser_navigate(") and ": ok in" in s for s in said) == 1, said
+    assert not any(s.startswith("browser_tabs(") for s in said), said  # debug, under "warning"
+    assert got["b"] == []
 
 
 async def test_sessions_get_a_new_browser_after_the_shared_one_died(browser_path: str, site: Any) -> None:

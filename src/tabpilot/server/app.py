@@ -15,6 +15,7 @@ import inspect
 import json
 import logging
 import re
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -24,11 +25,14 @@ import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
+    EmptyResult,
     ListToolsResult,
     PaginatedRequestParams,
+    SetLevelRequestParams,
     TextContent,
 )
 from mcp.types import Tool as MCPTool
@@ -180,16 +184,21 @@ class TabpilotServer(Server[ServerState]):
     """The SDK's low-level server with tabpilot's tools (see the module docstring)."""
 
     def __init__(self, tools: list[ToolSpec], lifespan: Any, *, instructions: str) -> None:
-        super().__init__(
-            NAME,
-            title=TITLE,
-            version=tabpilot.__version__,
-            instructions=instructions,
-            lifespan=lifespan,
-            get_tool_input_schema=self._input_schema,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
+        with warnings.catch_warnings():
+            # Deprecated by the 2026 protocol (a request asks for its records in `_meta`), but
+            # the way clients of the handshake era ask for them, over HTTP too.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            super().__init__(
+                NAME,
+                title=TITLE,
+                version=tabpilot.__version__,
+                instructions=instructions,
+                lifespan=lifespan,
+                get_tool_input_schema=self._input_schema,
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_set_logging_level=self._set_logging_level,
+            )
         self.tools = {spec.name: _Tool(spec) for spec in tools}
         self.middleware.append(_arguments_not_an_object)
         self._listed: list[MCPTool] | None = None
@@ -202,6 +211,12 @@ class TabpilotServer(Server[ServerState]):
         if self._listed is None:
             self._listed = [tool.listed() for tool in self.tools.values()]
         return ListToolsResult(tools=self._listed)
+
+    async def _set_logging_level(self, ctx: RequestContext, params: SetLevelRequestParams) -> EmptyResult:
+        """A client of the handshake era asks for the log records of its calls from `level` up."""
+        state = ctx.lifespan_context
+        state.log_levels[state.session_key(ctx)] = params.level
+        return EmptyResult()
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self.tools.get(name)

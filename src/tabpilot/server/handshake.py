@@ -3,8 +3,8 @@
 Importing the SDK takes most of a second; a client that starts `tabpilot serve` waits for its
 session until the first request is answered. That request is the handshake (`initialize`, or
 `server/discover` for the 2026-07-28 protocol), and its answer needs nothing the SDK computes:
-the server's name, version and instructions, the tools capability (tabpilot offers tools only,
-whatever its options) and the SDK's protocol versions, written out here. `Greeting.answer` gives
+the server's name, version and instructions, its capabilities (tools and logging, whatever its
+options) and the SDK's protocol versions, written out here. `Greeting.answer` gives
 the answer for a handshake it recognises in full, and None for anything else (the SDK answers
 that one itself). The SDK still gets the request first and its answer is compared with the one
 sent; `tests/server/test_server_stdio.py` holds these answers against the SDK's for every
@@ -21,8 +21,9 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Protocol versions of the initialize handshake the SDK serves (`mcp_types.version`), oldest first."""
 MODERN_VERSIONS = ("2026-07-28",)
 """Protocol versions without a handshake, whose clients ask `server/discover` first."""
-CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
-"""What the server offers: tools, a list that never changes while it runs."""
+CAPABILITIES: dict[str, Any] = {"logging": {}, "tools": {"listChanged": False}}
+"""What the server offers: tools, a list that never changes while it runs, and the log records of
+a client's calls (`logging/setLevel` in the handshake era; a 2026 request asks in its `_meta`)."""
 
 _META = "io.modelcontextprotocol/"
 

@@ -111,6 +111,15 @@ def during_call() -> Iterator[list[logging.LogRecord]]:
         _call_records.reset(token)
 
 
+MCP_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""The levels of `notifications/message`, least severe first."""
+
+
+def at_least(level: str, least: str) -> bool:
+    """Whether a record of `level` is sent to a client that asked for `least` and above."""
+    return level in MCP_LEVELS and least in MCP_LEVELS and MCP_LEVELS.index(level) >= MCP_LEVELS.index(least)
+
+
 def mcp_message(record: logging.LogRecord) -> tuple[Any, str, str]:
     """A record as `(level, data, logger)` for `notifications/message`."""
     level = _MCP_LEVELS.get(record.levelno, "info")

@@ -145,6 +145,9 @@ class ServerState:
         """The browser whose contexts sessions get: injected (tests), or launched for HTTP."""
         self._host: TabManager | None = None
         self._sessions: dict[str, SessionState] = {}
+        self.log_levels: dict[str, str] = {}
+        """The least level of log records each session's client asked for with `logging/setLevel`
+        (the handshake era; a 2026 client asks per request), by session key."""
         self._starting: dict[str, asyncio.Task[SessionState]] = {}
         self._in_flight: dict[str, int] = {}
         """Requests of each HTTP session being served now (sessions with none are left out)."""
@@ -348,6 +351,7 @@ class ServerState:
         """Close a session's browser context (or browser) and forget it; one still being opened is
         waited for, then closed (a call cut short by the session's end may have started it)."""
         self._last_ended.pop(key, None)
+        self.log_levels.pop(key, None)
         starting = self._starting.get(key)
         if starting is not None:
             await asyncio.gather(starting, return_exceptions=True)

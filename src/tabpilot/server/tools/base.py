@@ -381,15 +381,21 @@ async def _run(spec: ToolSpec, state: ServerState, call: Call, kwargs: dict[str,
 
 
 async def _send_logs(ctx: RequestContext, records: list[logging.LogRecord]) -> None:
-    """The call's log records to its client (`notifications/message`), only when the request asked
-    for them (its `_meta` names a log level; the SDK keeps the levels below it back). A client of
-    the handshake era that did not ask gets none: this server declares no logging capability."""
-    meta = ctx.meta
-    if not records or not meta or LOG_LEVEL_META_KEY not in meta:
+    """The call's log records to its client (`notifications/message`), only when it asked for
+    them: the request's `_meta` names a log level (the 2026 protocol; the SDK keeps the levels
+    below it back), or the client of the handshake era set one with `logging/setLevel`."""
+    if not records:
         return
-    secrets = ctx.lifespan_context.secrets
+    state = ctx.lifespan_context
+    meta = ctx.meta
+    least = None if meta and LOG_LEVEL_META_KEY in meta else state.log_levels.get(state.session_key(ctx))
+    if least is None and not (meta and LOG_LEVEL_META_KEY in meta):
+        return
+    secrets = state.secrets
     for record in records:
         level, data, name = logs.mcp_message(record)
+        if least is not None and not logs.at_least(level, least):
+            continue
         data = secrets.mask_all(data)
         with contextlib.suppress(Exception), warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # SEP-2577: still what clients read
