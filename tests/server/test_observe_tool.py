@@ -6,7 +6,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from support import poll, result_of, section, tab_line, text
@@ -565,3 +567,24 @@ async def test_the_actions_log_names_the_tab_of_each_call_and_marks_calls_on_no_
         lines = [line for line in section(actions, "Result").splitlines() if line.startswith("[")]
         assert lines[-2].startswith(f"[tab {tab}] #") and "browser_snapshot(" in lines[-2], lines
         assert lines[-1].startswith("[no tab] #") and "browser_instance(action='list'" in lines[-1]
+
+
+async def test_a_call_its_client_cancels_is_in_the_actions_log_as_cancelled(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # It was left out (the log is of every tool call but browser_observe's): the navigation it
+    # started was in the network log, the call that started it nowhere.
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/page/a"))
+        slow = site.url("/api/slow?ms=5000")
+        with pytest.raises(MCPError, match="(?i)timed out"):
+            await mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}, read_timeout_seconds=0.5)
+
+        async def cancelled() -> dict[str, Any] | None:
+            entries = result_of(await mcp.call_tool("browser_observe", {"what": "actions"}))["entries"]
+            return next((e for e in entries if e["tool"] == "browser_navigate"), None)
+
+        entry = await poll(cancelled, lambda found: found is not None)
+        assert entry is not None
+        assert (entry["tabId"], entry["arguments"]["url"], entry["ok"]) == (tab, slow, False), entry
+        assert entry["outcome"].startswith("cancelled by its client before it finished"), entry

@@ -297,7 +297,12 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
             session = await _session(state, ctx, response, spec.name)
             if session is not None:
                 call = Call(spec.name, session, response, progress=_progress_reporter(ctx))
-                await _run(spec, state, call, kwargs)
+                try:
+                    await _run(spec, state, call, kwargs)
+                except anyio.get_cancelled_exc_class():
+                    if spec.recorded and not stop.cancel_called:  # its client cancelled it
+                        _record_action(call, kwargs, CANCELLED)
+                    raise
         if stop.cancel_called:  # the server stops (`ServerState.stop_calls`): whatever the call got to
             logger.info("%s was cut short: the server is stopping", spec.name)
             stopped = Response(
@@ -443,13 +448,17 @@ def _needs_default_instance(spec: ToolSpec, arguments: dict[str, Any]) -> bool:
     return all(arguments.get(name) is None for name in ("tabId", spec.ref_arg, "keepTabId", "instanceId"))
 
 
-def _record_action(call: Call, arguments: dict[str, Any]) -> None:
+CANCELLED = "cancelled by its client before it finished (it may have been done in part)"
+"""The outcome of an action its client cancelled (`notifications/cancelled`)."""
+
+
+def _record_action(call: Call, arguments: dict[str, Any], cancelled: str | None = None) -> None:
+    """Note the call among the session's actions: its result line, or `cancelled`."""
     response = call.response
     tab_id = call.acted_tab.id if call.acted_tab is not None else None
+    outcome, ok = (cancelled, False) if cancelled is not None else (response.summary, not response.is_error)
     try:
-        call.session.telemetry.record_action(
-            tab_id, call.tool, arguments, response.summary, ok=not response.is_error
-        )
+        call.session.telemetry.record_action(tab_id, call.tool, arguments, outcome, ok=ok)
     except Exception:  # telemetry must never break a tool
         logger.exception("recording action %s failed", call.tool)
 
