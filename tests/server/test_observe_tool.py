@@ -577,7 +577,7 @@ async def test_a_call_its_client_cancels_is_in_the_actions_log_as_cancelled(
     async with connect() as mcp:
         tab = await new_tab(mcp, site.url("/page/a"))
         slow = site.url("/api/slow?ms=5000")
-        with pytest.raises(MCPError, match="(?i)timed out"):
+        with pytest.raises(MCPError, match=r"(?i)timed out"):
             await mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}, read_timeout_seconds=0.5)
 
         async def cancelled() -> dict[str, Any] | None:
