@@ -468,6 +468,35 @@ async def test_compatible_sets_advise_their_own_read_call_for_a_page_still_on_it
         assert "snapshot" not in waiting
 
 
+async def test_browser_use_names_a_tab_a_page_opened_after_its_click_was_answered(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A page's timer opened it after the click's answer: no later answer named it (the Pilo seed's
+    # "silently does not notice"); only browser_list_tabs and browser_get_state showed it.
+    site.set_content(
+        "/late-popup",
+        "<title>Late</title><button onclick=\"setTimeout(() => window.open('/page/b'), 700)\">Later</button>",
+    )
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/late-popup")})
+        state = state_of(await call(mcp, "browser_get_state"))
+        start = state["tabs"][-1]["tab_id"]
+        later = next(e["index"] for e in state["interactive_elements"] if e["text"] == "Later")
+        assert await call(mcp, "browser_click", {"index": later}) == f"Clicked element {later}"
+
+        # Each later action's answer would name it: the first after it opened does.
+        scrolled = await poll(
+            lambda: call(mcp, "browser_scroll", {"direction": "down"}), lambda said: "\n" in said
+        )
+        popup = json.loads(await call(mcp, "browser_list_tabs"))[-1]["tab_id"]
+        assert scrolled.splitlines() == [
+            "Scrolled down",
+            f'New tab: tab_id "{popup}" (parent_tab_id "{start}") {site.url("/page/b")}, not active: call '
+            f'browser_switch_tab with tab_id "{popup}" to use it.',
+        ], scrolled
+        assert await call(mcp, "browser_scroll", {"direction": "up"}) == "Scrolled up"  # named once
+
+
 async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -28,7 +28,8 @@ while it is the active tab; after a switch, a navigation or a page change the ag
 get the state again, instead of clicking whatever now has that number.
 
 Beyond browser-use, an action that opens a tab says so on a line of its own
-(`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text.
+(`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text. A tab a
+page opens after the answer (on a timer) is named so by the next action's answer.
 JavaScript dialogs are accepted, as browser-use's own watchdog does (this set has no dialog tool),
 and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`; in
 `browser_get_state`'s JSON, under `accepted_dialogs`), also one that holds
@@ -37,6 +38,7 @@ and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`; in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Sequence
@@ -192,21 +194,39 @@ async def _active(call: Call) -> tuple[Tab, str]:
 
 
 async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
-    """A line per tab closed by no call since the previous answer (the action's own tab, closed by
-    its page's window.close()), and the tab that is active now: later calls act on that one.
-    `told`: tabs the answer already says closed again (a click's popups)."""
+    """A line per tab a page opened since the previous answer that no answer named (a page's
+    timer opened it after its click was answered), and per tab closed by no call since then (the
+    action's own tab, closed by its page's window.close()), with the tab that is active now:
+    later calls act on that one. `told`: tabs the answer already names (a click's popups)."""
     closed = await closes_to_tell(call, told=told)
-    if not closed:
+    events = call.manager.events.history(since=call.session.last_event_seq)
+    said = set(told)
+    opened = [
+        e.tab_id
+        for e in events
+        if e.type == "tab_opened"
+        and e.tab_id is not None
+        and e.data.get("cause") != "tool"
+        and not e.data.get("back")
+        and e.tab_id not in said
+    ]
+    if not closed and not opened:
         return ""  # the usual answer: no list of the tabs to build
+    active_id = None
+    with contextlib.suppress(TabpilotError):  # no tab is active (the last one closed)
+        active_id = call.manager.active_tab().id
+    lines = new_tab_lines(call.manager, opened, active_id=active_id)
+    if not closed:
+        return lines
     urls = {t.id: t.url for t in call.manager.tabs()}
-    lines = []
+    closes = []
     for event, left in closed:
         line = f"Tab # {event.tab_id} {left}"
         now = event.data.get("activeTabId")
         if event.data.get("activeChanged") and now in urls:
             line += f', now on tab_id "{now}": {short(urls[now])}'
-        lines.append(line)
-    return note_lines(*lines)
+        closes.append(line)
+    return lines + note_lines(*closes)
 
 
 def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
