@@ -497,6 +497,37 @@ async def test_browser_use_names_a_tab_a_page_opened_after_its_click_was_answere
         assert await call(mcp, "browser_scroll", {"direction": "up"}) == "Scrolled up"  # named once
 
 
+async def test_every_set_lists_a_tab_still_loading_its_first_page_by_the_url_it_loads(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # They listed it with no URL ("url": "", "about:blank - No URL", a Pilo line without a host),
+    # while the default set said "loading <url>".
+    slow = site.url("/api/slow?ms=8000")
+    site.set_content(
+        "/opener", f"<title>Opener</title><button onclick=\"window.open('{slow}')\">slow</button>"
+    )
+    async with connect(tools=("default", "browser-tab", "foxmcp", "pilo")) as mcp:
+        start = await call(mcp, "browser_navigate", {"url": site.url("/opener")})
+        clicked = await call(mcp, "browser_click", {"ref": ref_of(start, 'button "slow"')})
+        popup = int(re.findall(r"- tab (\d+) opened \(popup\)", clicked)[0])
+        listed = json.loads(await call(mcp, "browser_tab", {"action": "list"}))["tabs"]
+        assert [t["url"] for t in listed if t["id"] == popup] == [slow], listed
+        assert f"- ID {popup}: about:blank - {slow}" in (await call(mcp, "tabs_list")).splitlines()
+        pilo = json.loads(await call(mcp, "list_tabs"))["tabs"]
+        assert [t["url"] for t in pilo if t["id"] == str(popup)] == [slow], pilo
+        assert f'Tab {popup}: 127.0.0.1:{site.port} - "about:blank"' in await call(mcp, "get_snapshot")
+    site.set_content(
+        "/opener-2", f"<title>Opener</title><button onclick=\"window.open('{slow}')\">slow</button>"
+    )
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/opener-2")})
+        state = state_of(await call(mcp, "browser_get_state"))
+        index = next(e["index"] for e in state["interactive_elements"] if e["text"] == "slow")
+        said = await call(mcp, "browser_click", {"index": index})
+        assert f" {slow}, not active" in said, said
+        assert [t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))][-1] == slow
+
+
 async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

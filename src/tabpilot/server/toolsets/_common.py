@@ -20,6 +20,7 @@ from tabpilot import (
     NavigationResult,
     Tab,
     TabEvent,
+    TabInfo,
     TabManager,
     dialog_noun,
     navigate,
@@ -187,6 +188,14 @@ async def navigate_accepting(
 
 def dialog_note(info: DialogInfo) -> str:
     return f"Accepted {dialog_noun(info.type)}{dialog_said(info.type, info.message)}"
+
+
+def shown_url(info: TabInfo) -> str:
+    """A tab's URL as these sets list it: for a tab whose first page is still on its way (a popup
+    on about:blank, or with no URL yet), the URL it loads, as the default set shows it."""
+    if info.loading_url and info.url in ("", "about:blank"):
+        return info.loading_url
+    return info.url
 
 
 def note_lines(*notes: str) -> str:

@@ -32,7 +32,7 @@ from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, Tabpi
 
 from ..advice import ToolCalls, short
 from ..tools.base import Call, OptionalInstanceId, TabIdValue, ToolSpec, open_tab
-from ._common import closes_to_tell
+from ._common import closes_to_tell, shown_url
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
@@ -66,7 +66,7 @@ def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str,
         "tabs": [
             {
                 "id": i.id,
-                "url": short(i.url),
+                "url": short(shown_url(i)),
                 "title": short(i.title, 200),
                 "active": i.active,
                 "index": i.index,

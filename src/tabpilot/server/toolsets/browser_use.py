@@ -79,6 +79,7 @@ from ._common import (
     loading_note,
     navigate_accepting,
     note_lines,
+    shown_url,
 )
 
 CALLS = ToolCalls(
@@ -117,7 +118,7 @@ class _UnknownIndex(TabpilotError):
 def tab_entry(info: TabInfo) -> dict[str, Any]:
     """A tab as browser_get_state lists it (TabInfo serialised by alias, as the seed's fix does)."""
     return {
-        "url": short(info.url),  # a 100k URL was in every state and list, whole, twice (as its title)
+        "url": short(shown_url(info)),  # a 100k URL was in every state and list, whole, twice (as its title)
         "title": short(info.title, 200),
         "tab_id": str(info.id),
         "parent_tab_id": str(info.opener_id) if info.opener_id is not None else None,
@@ -126,7 +127,7 @@ def tab_entry(info: TabInfo) -> dict[str, Any]:
 
 def list_tabs_json(tabs: Sequence[TabInfo]) -> str:
     return json.dumps(
-        [{"tab_id": str(t.id), "url": short(t.url), "title": short(t.title or "", 200)} for t in tabs],
+        [{"tab_id": str(t.id), "url": short(shown_url(t)), "title": short(t.title or "", 200)} for t in tabs],
         indent=2,
     )
 
@@ -166,7 +167,7 @@ def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active_id: int
             if info.id == active_id
             else f'not active: call browser_switch_tab with tab_id "{info.id}" to use it.'
         )
-        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {_url_shown(info.url)}, {tail}')
+        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {_url_shown(shown_url(info))}, {tail}')
     return "".join(lines)
 
 

@@ -52,6 +52,7 @@ from ._common import (
     loading_note,
     navigate_accepting,
     note_lines,
+    shown_url,
 )
 
 
@@ -70,7 +71,7 @@ def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
     lines = ["Available tabs:"]
     for info in tabs:
         current = " (current)" if info.id == current_id else ""
-        lines.append(f'Tab {info.id}{current}: {host_of(info.url)} - "{short(info.title, 200)}"')
+        lines.append(f'Tab {info.id}{current}: {host_of(shown_url(info))} - "{short(info.title, 200)}"')
     return "\n".join(lines)
 
 
@@ -94,7 +95,8 @@ def list_tabs_result(tabs: Sequence[TabInfo], current_id: int | None) -> dict[st
     return {
         "activeTabId": str(current_id) if current_id is not None else None,
         "tabs": [
-            {"id": str(t.id), "url": t.url, "title": t.title, "isActive": t.id == current_id} for t in tabs
+            {"id": str(t.id), "url": shown_url(t), "title": t.title, "isActive": t.id == current_id}
+            for t in tabs
         ],
     }
 
