@@ -1355,6 +1355,29 @@ async def test_true_or_false_is_refused_where_a_number_is_due(connect: Callable[
             assert f"- argument {name!r}: Input should be a number (got " in refused, refused
 
 
+async def test_only_true_or_false_is_taken_where_a_boolean_is_due(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # pydantic reads 1, "yes" and "on" as true: a new tab opened in the background for
+    # background="yes", and 0 as false.
+    async with connect() as mcp:
+        for value in (1, 0, "yes", "on", "n"):
+            refused = await fail(
+                mcp, "browser_tabs", {"action": "new", "url": site.url("/page/a"), "background": value}
+            )
+            assert f"- argument 'background': Input should be true or false (got {value!r})" in refused, (
+                value,
+                refused,
+            )
+        opened = await mcp.call_tool(
+            "browser_tabs", {"action": "new", "url": site.url("/page/a"), "background": "True"}
+        )
+        assert not opened.is_error and "Opened tab " in text(opened), text(opened)  # a quoted word is read
+    async with connect(tools=("browser-use",)) as mcp:
+        refused = await fail(mcp, "browser_navigate", {"url": site.url("/page/a"), "new_tab": 1})
+        assert "Input should be true or false (got 1)" in refused, refused
+
+
 async def test_a_tab_id_sent_as_a_whole_float_names_the_tab_in_every_compatible_set(
     connect: Callable[..., Client],
 ) -> None:

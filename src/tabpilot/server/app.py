@@ -246,7 +246,7 @@ class TabpilotServer(Server[ServerState]):
             )
         try:
             given = tool.metadata.validate_arguments(arguments)
-            problems = _booleans_for_numbers(tool.schema, arguments)
+            problems = _booleans_for_numbers(tool.schema, arguments) + _not_booleans(tool.schema, arguments)
         except ValidationError as exc:
             problems = _argument_problems(exc)
         if problems:
@@ -333,6 +333,24 @@ def _booleans_for_numbers(schema: dict[str, Any], arguments: dict[str, Any]) -> 
         types = {branch.get("type") for branch in (prop, *prop.get("anyOf", ()))}
         if "boolean" not in types and types & {"integer", "number"}:
             lines.append(f"- argument {name!r}: Input should be a number (got {_shown(value)})")
+    return lines
+
+
+def _not_booleans(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    """One line per value given for a true/false argument that is neither: pydantic takes `1`,
+    `"yes"` or `"on"` for true. The words `"true"` and `"false"` stay accepted (some clients
+    quote every value)."""
+    lines = []
+    properties = schema.get("properties", {})
+    for name, value in arguments.items():
+        if value is None or isinstance(value, bool) or name not in properties:
+            continue
+        prop = properties[name]
+        types = {branch.get("type") for branch in (prop, *prop.get("anyOf", ()))} - {None, "null"}
+        if types == {"boolean"} and not (
+            isinstance(value, str) and value.strip().lower() in ("true", "false")
+        ):
+            lines.append(f"- argument {name!r}: Input should be true or false (got {_shown(value)})")
     return lines
 
 
