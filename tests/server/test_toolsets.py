@@ -286,12 +286,15 @@ async def test_browser_use_opens_a_link_in_a_new_tab_where_a_click_on_it_leads(
     )
     async with connect(tools=("browser-use",)) as mcp:
         await call(mcp, "browser_navigate", {"url": site.url("/based/page")})
-        await call(mcp, "browser_get_state")
+        clicked_in = state_of(await call(mcp, "browser_get_state"))["tabs"][0]["tab_id"]
         opened = await call(mcp, "browser_click", {"index": 1, "new_tab": True})
-        tab_id = re.search(r'New tab: tab_id "(\d+)"', opened)
+        tab_id = re.search(rf'New tab: tab_id "(\d+)" \(parent_tab_id "{clicked_in}"\)', opened)
         assert tab_id is not None, opened
         listed = {t["tab_id"]: t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))}
         assert listed[tab_id.group(1)] == site.url("/elsewhere/dir/target")
+        # Its parent is the tab clicked in (it was null: the server opens the URL in a tab of its own).
+        tabs = state_of(await call(mcp, "browser_get_state"))["tabs"]
+        assert [t["parent_tab_id"] for t in tabs if t["tab_id"] == tab_id.group(1)] == [clicked_in], tabs
 
         # A link to what opens no page (a script, a mail): said so, and nothing is opened.
         site.set_content("/script-link", "<title>S</title><a href='javascript:void(0)'>Run</a>")

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
@@ -103,6 +103,9 @@ class BrowserUseState:
 
     tab_id: int | None = None
     elements: dict[int, SnapshotElement] = field(default_factory=dict)
+    parents: dict[int, int] = field(default_factory=dict)
+    """The tab each tab `browser_click(new_tab=true)` opened was clicked in: the server opens the
+    link's URL in a tab of its own, which the browser gives no opener."""
 
 
 TabIdParam = Annotated[
@@ -115,13 +118,15 @@ class _UnknownIndex(TabpilotError):
     pass
 
 
-def tab_entry(info: TabInfo) -> dict[str, Any]:
-    """A tab as browser_get_state lists it (TabInfo serialised by alias, as the seed's fix does)."""
+def tab_entry(info: TabInfo, parents: Mapping[int, int] | None = None) -> dict[str, Any]:
+    """A tab as browser_get_state lists it (TabInfo serialised by alias, as the seed's fix does);
+    `parents`: the tab each tab opened by a click with new_tab=true was clicked in."""
+    parent = info.opener_id if info.opener_id is not None else (parents or {}).get(info.id)
     return {
         "url": short(shown_url(info)),  # a 100k URL was in every state and list, whole, twice (as its title)
         "title": short(info.title, 200),
         "tab_id": str(info.id),
-        "parent_tab_id": str(info.opener_id) if info.opener_id is not None else None,
+        "parent_tab_id": str(parent) if parent is not None else None,
     }
 
 
@@ -295,7 +300,7 @@ async def browser_get_state(
     result = {
         "url": short(snap.url),
         "title": short(snap.title, 200),
-        "tabs": [tab_entry(i) for i in manager.tabs()],
+        "tabs": [tab_entry(i, state.parents) for i in manager.tabs()],
         "interactive_elements": listed,
     }
     if accepted:  # beyond browser-use's keys: what the page asked, and was answered
@@ -446,6 +451,7 @@ async def browser_click(
                 )
                 return
             opened = await open_tab(call, full_url, CALLS)
+            call.session.state_for(BrowserUseState).parents[opened.tab.id] = tab.id
             gone = opened.closed_since()
             if gone is not None:
                 call.response.error(
@@ -460,7 +466,11 @@ async def browser_click(
                 return
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
-                + note_lines(f'New tab: tab_id "{opened.tab.id}", now active.', opened.note, note)
+                + note_lines(
+                    f'New tab: tab_id "{opened.tab.id}" (parent_tab_id "{tab.id}"), now active.',
+                    opened.note,
+                    note,
+                )
                 + await _closed_lines(call)
             )
             return
