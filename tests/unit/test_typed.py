@@ -1,0 +1,50 @@
+"""The package says it is typed (`Typing :: Typed`), and so it ships the marker type checkers read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from importlib import resources
+from pathlib import Path
+
+
+def test_the_package_ships_py_typed() -> None:
+    assert resources.files("tabpilot").joinpath("py.typed").is_file()
+
+
+def test_a_user_script_is_checked_against_tabpilots_types(tmp_path: Path) -> None:
+    # Without the marker mypy read every tabpilot name as Any ("missing library stubs or py.typed").
+    script = tmp_path / "agent.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            from tabpilot import TabManager
+
+            async def main() -> None:
+                async with TabManager() as manager:
+                    tab = await manager.new_tab()
+                    title: int = tab.title
+            """
+        )
+    )
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert (
+        'Incompatible types in assignment (expression has type "str", variable has type "int")'
+        in checked.stdout
+    ), checked.stdout + checked.stderr
