@@ -631,6 +631,10 @@ async def wait_for(
                 reason="not_happened",  # not the page that is slow: what was waited for did not come
             ) from exc.__cause__
         raise
+    if result.closed_itself:  # its page closed it: what was waited for did not come
+        raise ActionError.tab_gone(
+            f"Waiting for {what} on tab {tab.id}", f"tab {tab.id} closed itself", tab_id=tab.id
+        )
     return result
 
 

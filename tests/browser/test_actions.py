@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -243,6 +244,27 @@ async def test_an_action_that_makes_its_own_tab_close_is_done_not_failed(
     await wait_until(lambda: popup.closed)
     with pytest.raises(TabNotFoundError):
         await evaluate(popup, "() => 1")  # a closed tab is still an error
+
+
+async def test_a_wait_on_a_tab_that_closes_itself_fails(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # It returned as if the text had come (the close read as the action's own doing, as a
+    # sign-in popup's submit that ends in window.close()), and a pause ended early, "done".
+    (opener,) = await open_tabs(manager, instance, site.url("/page/a"))
+    waits: tuple[dict[str, Any], ...] = ({"text": "Order confirmed"}, {"time": 5.0})
+    for wait in waits:
+        await opener.page.evaluate("() => { window.open('/page/b') }")
+        await wait_until(lambda: len(instance.tabs) == 2)
+        popup = next(t for t in instance.tabs if t is not opener)
+        await popup.ready()
+        await popup.page.evaluate("() => { setTimeout(() => window.close(), 300) }")
+        with pytest.raises(ActionError) as failed:
+            await wait_for(popup, timeout=5, **wait)
+        assert failed.value.reason == "tab_closed", str(failed.value)
+        assert f"on tab {popup.id} failed: tab {popup.id} closed" in str(failed.value)
+        closing = popup
+        await wait_until(lambda: closing.closed)  # noqa: B023 (awaited here, in this iteration)
 
 
 async def test_a_click_that_opens_a_dialog_returns_at_once_and_the_tab_waits_for_it(
