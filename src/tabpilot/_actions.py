@@ -31,7 +31,7 @@ from typing import Any, Literal, get_args
 from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted
 from ._fields import check_field, field_uses, toggle_text
 from ._options import call_timeout
-from ._pw import Doing, ElementHandle, MouseButton, map_playwright_errors
+from ._pw import Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
 from ._types import DialogInfo, dialog_noun
@@ -740,10 +740,24 @@ async def screenshot(
                 return image
             navigated = True
 
+    async def shoot_unless_hidden() -> bytes:
+        # A browser with a window (the user's own) draws no picture of a tab behind another, or
+        # of a minimized window: the capture waits for one that never comes (a headless browser
+        # draws every tab). A capture slower than usual asks whether the tab is hidden.
+        shot = asyncio.ensure_future(shoot_one_page())
+        try:
+            with contextlib.suppress(TimeoutError):
+                return await asyncio.wait_for(asyncio.shield(shot), min(HIDDEN_CHECK, timeout))
+            if await _is_hidden(page):
+                raise ActionError.hidden(what, tab_id=tab.id, ref=ref)
+            return await shot
+        finally:
+            shot.cancel()
+
     data, result = await _act(
         tab,
         what,
-        asyncio.wait_for(shoot_one_page(), timeout),
+        asyncio.wait_for(shoot_unless_hidden(), timeout),
         ref=ref,
         timeout=timeout,
         watch_tabs=False,
@@ -766,6 +780,18 @@ async def screenshot(
         )
     image: bytes = data
     return image
+
+
+HIDDEN_CHECK = 1.5
+"""Seconds a screenshot waits before it asks whether its tab is hidden (a capture takes 0.1 s)."""
+
+
+async def _is_hidden(page: PageHandle) -> bool:
+    """Whether the page says it is hidden (its tab is behind another, or its window minimized)."""
+    try:
+        return bool(await asyncio.wait_for(page.evaluate("() => document.visibilityState === 'hidden'"), 2))
+    except Exception:  # busy, or gone: the capture's own outcome says so
+        return False
 
 
 _SHOTS_AFTER_NAVIGATION = 5

@@ -417,6 +417,7 @@ ActionReason = Literal[
     "crashed",
     "not_happened",
     "script_pending",
+    "hidden",
     "failed",
 ]
 FieldKind = Literal["text", "toggle", "options", "file", "button", "not_text"]
@@ -447,6 +448,20 @@ class ActionError(TabpilotError):
         self.close_first = close_first
         """"unresponsive": tabs to close before `tab_id` (their pages run on its page's thread, and
         one of their scripts may be what keeps it busy)."""
+
+    @classmethod
+    def hidden(cls, what: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:
+        """`what` (a screenshot) cannot be done: a browser with windows draws only the tab each
+        window shows (the user's own browser), and the tab is behind another or minimized."""
+        return cls(
+            f"{what} failed: tab {tab_id} is hidden (behind another tab of its window, or its window is "
+            "minimized), and its browser draws no picture of a hidden tab.",
+            "Bring the tab to the front (TabManager.activate; the user shows a minimized window), then take "
+            "the screenshot again.",
+            tab_id=tab_id,
+            ref=ref,
+            reason="hidden",
+        )
 
     @classmethod
     def tab_gone(cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import tabpilot._actions
 from support import png_size, ref_of, wait_until
 from tabpilot import (
     ActionError,
@@ -265,6 +266,27 @@ async def test_a_wait_on_a_tab_that_closes_itself_fails(
         assert f"on tab {popup.id} failed: tab {popup.id} closed" in str(failed.value)
         closing = popup
         await wait_until(lambda: closing.closed)  # noqa: B023 (awaited here, in this iteration)
+
+
+async def test_a_screenshot_that_waits_on_a_hidden_tab_says_so(
+    manager: TabManager, instance: Instance, site: LocalSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser with windows (the user's Chrome over CDP) draws no picture of a hidden tab: the
+    capture waited the whole timeout, then said the page may be busy. A headless browser draws
+    every tab, so here the page says it is hidden and the capture is asked at once."""
+    (tab,) = await open_tabs(manager, instance, site.url("/page/a"))
+    monkeypatch.setattr(tabpilot._actions, "HIDDEN_CHECK", 0)
+    await tab.page.evaluate("() => Object.defineProperty(document, 'visibilityState', {get: () => 'hidden', configurable: true})")
+    with pytest.raises(ActionError) as hidden:
+        await screenshot(tab)
+    assert hidden.value.reason == "hidden"
+    assert str(hidden.value).startswith(
+        f"Screenshot of tab {tab.id} failed: tab {tab.id} is hidden (behind another"
+    )
+    await tab.page.evaluate(
+        "() => Object.defineProperty(document, 'visibilityState', {get: () => 'visible'})"
+    )
+    assert png_size(await screenshot(tab))[0] > 0  # shown: the capture is waited for
 
 
 async def test_a_click_that_opens_a_dialog_returns_at_once_and_the_tab_waits_for_it(

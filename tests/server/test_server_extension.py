@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
@@ -30,6 +31,7 @@ from support import (
     extension_chromium,
     free_port,
     kill_served_driver,
+    ok,
     poll,
     ref_of,
     remote_chromium,
@@ -745,3 +747,29 @@ def test_tabpilot_extension_prints_the_folder_to_load_and_the_id(capsys: pytest.
     assert Path(capsys.readouterr().out.strip(), "manifest.json").is_file()
     assert cli.main(["extension", "id"]) == 0
     assert capsys.readouterr().out.strip() == extension_id()
+
+
+async def test_a_screenshot_of_a_tab_the_users_browser_hides_says_so_at_once(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """The user's browser draws no picture of a tab behind another: the capture waited for one,
+    then said "did not finish within 10 s. The page may be busy" (a retry waited as long)."""
+    async with paired_client(chromium) as (mcp, _):
+        front = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": front}))
+        shown = await mcp.call_tool("browser_screenshot", {"tabId": front})
+        assert not shown.is_error, text(shown)
+        other = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/b")))["tabId"]
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": other}))
+        ok(await mcp.call_tool("browser_screenshot", {"tabId": other}))  # in front: drawn
+        # The first tab is behind the other now.
+        with anyio.fail_after(6):
+            hidden = error(await mcp.call_tool("browser_screenshot", {"tabId": front}))
+        assert hidden.startswith(f"Screenshot of tab {front} failed: tab {front} is hidden"), hidden
+        assert hidden.endswith(
+            f"Bring it to the front with browser_tabs(action='activate', tabId={front}) (if its window is "
+            "minimized, ask the user to show it), then take the screenshot again."
+        ), hidden
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": front}))
+        again = await mcp.call_tool("browser_screenshot", {"tabId": front})
+        assert not again.is_error, text(again)

@@ -97,6 +97,11 @@ class Doing:
         return cls(f"Connecting to {endpoint}", timeout=timeout, endpoint=endpoint, protocol=protocol)
 
 
+HIDDEN_TAB = "tabpilot-hidden-tab"
+"""What the tabpilot extension's error says when asked for a picture of a tab its browser does not
+draw (`service_worker.js`)."""
+
+
 @contextlib.contextmanager
 def map_playwright_errors(doing: Doing) -> Iterator[None]:
     """Turn Playwright's errors (and timeouts of calls without their own) into tabpilot's."""
@@ -113,6 +118,8 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
     element = f"element {ref}" if ref else "the element"
     waited = f" (waited {doing.timeout:g} s)" if doing.timeout is not None else ""
     snap = f"Take a new snapshot of tab {tab}"
+    if HIDDEN_TAB in str(exc):  # the tabpilot extension's answer to a screenshot of a hidden tab
+        return ActionError.hidden(what, tab_id=tab, ref=ref)
     if is_closed_error(exc):
         gone = f"tab {tab} closed (or its browser went away)" if tab is not None else "its browser went away"
         return ActionError.tab_gone(what, gone, tab_id=tab, ref=ref)

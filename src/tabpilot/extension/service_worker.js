@@ -58,10 +58,12 @@ const state = {
   relay: null, // the server state the kept attachments were made for (the welcome's `relay`)
   early: [], // debugger events that came before the server welcomed this worker (see onEvent)
   lostEarly: new Set(), // tabs some of whose early events did not fit
+  front: new Map(), // windowId -> the tab it shows: Chrome draws no other (a screenshot of one waits for ever)
 };
 // A restarted worker gets the events of the attachments that outlived the old one at once (they
 // are what wakes it); they are kept, up to this many, and handed on after the hello.
 const EARLY_EVENTS_MAX = 10000;
+const HIDDEN_TAB = "tabpilot-hidden-tab"; // the server reads it in the error of such a screenshot
 const WINDOW_OPEN_MEMORY_MS = 10000;
 
 const ready = load();
@@ -85,6 +87,7 @@ async function load() {
     }
   }
   await saveScope();
+  for (const tab of await chrome.tabs.query({ active: true })) state.front.set(tab.windowId, tab.id);
   if (state.server) {
     chrome.alarms.create(ALARM, { periodInMinutes: ALARM_PERIOD_MINUTES });
   }
@@ -213,6 +216,10 @@ const handlers = {
     // Sent at once, in arrival order: commands to one tab must not overtake each other. Those for a
     // tab still being attached wait for the attach, in order.
     const target = sessionId ? { tabId, sessionId } : { tabId };
+    if (method === "Page.captureScreenshot" && !sessionId && ![...state.front.values()].includes(tabId)) {
+      // Chrome draws only the tab each window shows: the capture would wait for a picture for ever.
+      throw new Error(`${HIDDEN_TAB}: tab ${tabId} is behind another tab of its window`);
+    }
     const send = () => chrome.debugger.sendCommand(target, method, params || {});
     const attaching = state.attaching.get(tabId);
     if (attaching) return attaching.then(send);
@@ -468,6 +475,14 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
     send({ type: "tab", event: "updated", tab: tabRecord(tab) });
   }
   if ("status" in change) await paintBadge(tabId); // Chrome resets per-tab badges on navigation
+});
+
+chrome.tabs.onActivated.addListener(({ tabId, windowId }) => {
+  state.front.set(windowId, tabId);
+});
+
+chrome.windows.onRemoved.addListener((windowId) => {
+  state.front.delete(windowId);
 });
 
 chrome.tabs.onAttached.addListener(async (tabId) => {

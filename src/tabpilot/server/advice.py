@@ -112,6 +112,8 @@ class ToolCalls:
     handle_dialog: Callable[[int | str | None], str] | None
     element: str = "a ref"
     """What names an element in the set: 'a ref', 'an index'."""
+    activate: Callable[[int | str | None], str] | None = None
+    """Brings a tab to the front (None: the set has no such call)."""
     instances: bool = False
     """The set has browser_instance."""
     forms: bool = True
@@ -135,6 +137,7 @@ DEFAULT_CALLS = ToolCalls(
     open_tab="browser_tabs(action='new', url=...)",
     handle_dialog=lambda tab: f"browser_handle_dialog(tabId={tab}, accept=true|false)",
     instances=True,
+    activate=lambda tab: f"browser_tabs(action='activate', tabId={tab})",
 )
 
 
@@ -162,6 +165,11 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
             else "Retry."
         ),
     }
+    if exc.reason == "hidden" and calls.activate is not None:
+        return (
+            f"Bring it to the front with {calls.activate(exc.tab_id)} (if its window is minimized, ask the "
+            "user to show it), then take the screenshot again."
+        )
     if exc.reason == "loading" and snap:  # the page is on its way: its read call, in a while
         return _SNAPSHOT_OF_TAB.sub(lambda m: f"{m.group()[0]}ake a new {snap}", exc.advice)
     if exc.reason == "wrong_field" and exc.field is not None:

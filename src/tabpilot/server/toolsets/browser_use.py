@@ -92,6 +92,7 @@ CALLS = ToolCalls(
     forms=False,
     select=False,
     element="an index",
+    activate=lambda tab: f'browser_switch_tab(tab_id="{tab}")',
     plain_error=lambda tool, text: f"Error: {text}",
 )
 """This set's calls, as an error's advice names them."""
