@@ -333,7 +333,13 @@ class TabTracker:
             # tab back under its id (its browser connected again) is whose it was.
             users_own=users_before
             if users_before is not None
-            else self._users_browser and cause == "external" and bool(info.get("usersOwn", True)),
+            else self._users_browser
+            and (
+                (cause == "external" and bool(info.get("usersOwn", True)))
+                # A tab the user's own tab opened while the agent did nothing there: the user's
+                # click (or their page's script), not the agent's doing.
+                or (opener is not None and opener.users_own and not watches)
+            ),
         )
         tab.update_from_tab_strip(info)
         self.registry.add(tab)

@@ -276,7 +276,9 @@ async def test_a_screenshot_that_waits_on_a_hidden_tab_says_so(
     every tab, so here the page says it is hidden and the capture is asked at once."""
     (tab,) = await open_tabs(manager, instance, site.url("/page/a"))
     monkeypatch.setattr(tabpilot._actions, "HIDDEN_CHECK", 0)
-    await tab.page.evaluate("() => Object.defineProperty(document, 'visibilityState', {get: () => 'hidden', configurable: true})")
+    await tab.page.evaluate(
+        "() => Object.defineProperty(document, 'visibilityState', {get: () => 'hidden', configurable: true})"
+    )
     with pytest.raises(ActionError) as hidden:
         await screenshot(tab)
     assert hidden.value.reason == "hidden"

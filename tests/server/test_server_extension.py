@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import sys
@@ -23,6 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as ws_sync_connect
 
 import tabpilot.server.state
 from support import (
@@ -773,3 +775,36 @@ async def test_a_screenshot_of_a_tab_the_users_browser_hides_says_so_at_once(
         ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": front}))
         again = await mcp.call_tool("browser_screenshot", {"tabId": front})
         assert not again.is_error, text(again)
+
+
+def user_runs_in(chromium: ExtensionChromium, url_part: str, expression: str) -> None:
+    """The user does something in their own tab (a click's script, with a user gesture)."""
+    (page,) = [p for p in chromium.pages() if url_part in p["url"]]
+    with ws_sync_connect(page["webSocketDebuggerUrl"]) as ws:
+        params = {"expression": expression, "userGesture": True}
+        ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate", "params": params}))
+        while json.loads(ws.recv(timeout=5)).get("id") != 1:
+            pass
+
+
+async def test_a_tab_the_user_opens_from_their_shared_tab_is_theirs(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """It was the agent's: close_others (and the tab cap) closed a tab the user had just opened."""
+    async with paired_client(chromium) as (mcp, _):
+        await call(mcp, "browser_tabs", action="list")  # paired and connected
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)
+
+        def users(listed: CallToolResult) -> list[int]:
+            return [t["id"] for t in result_of(listed)["tabs"] if t["usersOwn"]]
+
+        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users(r)) == 1)
+        (shared,) = users(listed)
+        await asyncio.to_thread(user_runs_in, chromium, "/page/user", "window.open('/page/b')")
+        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users(r)) == 2)
+        (opened,) = [t for t in result_of(listed)["tabs"] if t["id"] in users(listed) and t["id"] != shared]
+        assert opened["openerId"] == shared and opened["url"] == site.url("/page/b"), opened
+        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        kept = await call(mcp, "browser_tabs", action="close_others", keepTabId=agent)
+        assert set(result_of(kept)["remainingTabIds"]) >= {shared, opened["id"], agent}, text(kept)
+        assert any(p["url"] == site.url("/page/b") for p in chromium.pages())
