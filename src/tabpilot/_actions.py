@@ -34,7 +34,7 @@ from ._options import call_timeout
 from ._pw import Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
-from ._types import DialogInfo, dialog_noun
+from ._types import DialogInfo, closed_reason, dialog_noun
 from ._watch import DialogPolicy
 
 KeyModifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
@@ -170,10 +170,16 @@ async def _act(
                     await tab.raise_what_the_page_says(exc, what)
                 except ActionError as said:
                     if said.reason != "tab_closed" or not _closed_by_page(tab):
-                        raise
+                        left = await _as_left_reach(tab, said, what)
+                        if left is said:
+                            raise
+                        raise left from said
                 else:
                     if not _closed_by_page(tab):
-                        raise
+                        left = await _as_left_reach(tab, exc, what)
+                        if left is exc:
+                            raise
+                        raise left from exc
                 value, closed_itself = None, True
         opened = await watch.opened_tabs() if watch_tabs else ()
     active = tab.host.active_tab
@@ -189,6 +195,31 @@ async def _act(
         file_picker=pickers and watch.file_pickers > 0,
         other_tabs_loading=tuple(watch.loaded.items()),
         loading=loading,
+    )
+
+
+_STAYS_OPEN = ("unshared", "unreachable", "released")
+"""Close causes of a tab that left the agent's reach but stays open in its browser."""
+
+
+async def _as_left_reach(tab: Tab, error: ActionError, what: str) -> ActionError:
+    """`error`, unless it says an action's tab closed while the tab stays open in its browser (the
+    user took it back, the link to their browser was lost): then that, once the tracker knows why
+    (a moment after Playwright's error)."""
+    if error.reason != "tab_closed":
+        return error
+    for _ in range(25):  # 0.5 s at most
+        if tab.closed:
+            break
+        await asyncio.sleep(0.02)
+    if tab.closing_cause not in _STAYS_OPEN:
+        return error
+    return ActionError(
+        f"{what} failed: tab {tab.id} left the agent's reach during the action. {closed_reason(tab.closing_cause)}",
+        "List the tabs to see what is open.",
+        tab_id=tab.id,
+        ref=error.ref,
+        reason="tab_closed",
     )
 
 

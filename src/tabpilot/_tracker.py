@@ -603,6 +603,7 @@ class TabTracker:
         if tab.target_id:
             self._scope.gone(tab.target_id)
         cause = cause or tab.closing_cause
+        tab.closing_cause = cause  # why, for the errors of the calls it cut short
         if cause is None and self.cdp is not None and self._is_open():
             # A dying browser reports its pages closed ~40 ms before itself: ask the browser whether
             # it is still there before calling this close the page's or another client's doing.

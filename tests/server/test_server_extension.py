@@ -808,3 +808,35 @@ async def test_a_tab_the_user_opens_from_their_shared_tab_is_theirs(
         kept = await call(mcp, "browser_tabs", action="close_others", keepTabId=agent)
         assert set(result_of(kept)["remainingTabIds"]) >= {shared, opened["id"], agent}, text(kept)
         assert any(p["url"] == site.url("/page/b") for p in chromium.pages())
+
+
+async def test_a_call_under_way_when_the_user_stops_sharing_its_tab_says_so(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """It said the tab closed (or its browser went away), while the same answer's events said the
+    tab stays open in the user's browser."""
+    async with paired_client(chromium) as (mcp, _):
+
+        def user_tab(listed: CallToolResult) -> int | None:
+            return next((t["id"] for t in result_of(listed)["tabs"] if t["usersOwn"]), None)
+
+        await call(mcp, "browser_tabs", action="list")  # paired and connected
+        await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: user_tab(r) is not None
+        )
+        shared = user_tab(listed)
+
+        async def take_back() -> None:
+            await asyncio.sleep(0.8)
+            await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)
+
+        waited, _ = await asyncio.gather(
+            mcp.call_tool("browser_wait_for", {"text": "never there", "tabId": shared}), take_back()
+        )
+        said = error(waited)
+        assert said.startswith(
+            f"Waiting for text 'never there' to appear on tab {shared} failed: tab {shared} left the agent's "
+            "reach during the action. The user stopped sharing it with the agent; it stays open in their browser."
+        ), said
+        assert await user_tab_alive(chromium)
