@@ -198,7 +198,7 @@ async def _act(
     )
 
 
-_STAYS_OPEN = ("unshared", "unreachable", "released")
+_STAYS_OPEN = ("unshared", "unreachable", "released", "privileged")
 """Close causes of a tab that left the agent's reach but stays open in its browser."""
 
 

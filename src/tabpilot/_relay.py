@@ -66,6 +66,9 @@ NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
 """Commands answered without being applied: they would change the look of the user's tab."""
 USER_TOOK_BACK = ("unshared", "canceled")
 """The extension's reasons for a tab leaving scope that mean the user took it back from the agent."""
+OUT_OF_REACH = "detached"
+"""The extension's reason for a tab that went where its debugger may not follow (a chrome:// page):
+still open in the user's browser."""
 CHILD_CAME_OR_WENT = ("Target.attachedToTarget", "Target.detachedFromTarget")
 """The events of a session that announce a child of its target, or its end."""
 ANSWERED_HERE = frozenset({"Runtime.runIfWaitingForDebugger"})
@@ -208,6 +211,8 @@ class Relay:
         gone: JsonDict = {"targetId": tab.target_id}
         if reason in USER_TOOK_BACK:
             gone["leftScope"] = "unshared"
+        elif reason == OUT_OF_REACH:
+            gone["leftScope"] = "privileged"
         self._to_discoverers({"method": "Target.targetDestroyed", "params": gone})
 
     def clear(self) -> None:

@@ -287,14 +287,15 @@ class TabTracker:
         target_id = event.get("targetId", "")
         self._scope.gone(target_id)
         tab = self.registry.by_target(target_id)
-        unshared = event.get("leftScope") == "unshared"  # the extension's relay: the user took it back
+        # The extension's relay: the user took the tab back, or it went where the extension may not.
+        left = _LEFT_SCOPE.get(event.get("leftScope", ""))
         if tab is not None:
-            self.tab_gone(tab, "unshared" if unshared else None)
+            self.tab_gone(tab, left)
         for tab_id, (checked, was_active, _said) in self._checking.items():
             if checked.target_id == target_id:
                 self._checking[tab_id] = (checked, was_active, True)
-                if unshared:  # its page's close came first and is being checked: this is why
-                    checked.closing_cause = "unshared"
+                if left is not None:  # its page's close came first and is being checked: this is why
+                    checked.closing_cause = left
                 break
 
     def _on_target_crashed(self, event: dict[str, Any]) -> None:
@@ -661,6 +662,9 @@ class TabTracker:
         if was_active and new_active is not None:
             self._host.emit("tab_activated", new_active, previousTabId=tab.id, reason="promoted")
 
+
+_LEFT_SCOPE: dict[str, CloseCause] = {"unshared": "unshared", "privileged": "privileged"}
+"""Why the extension's relay says a tab left scope (`leftScope`), as its close cause."""
 
 DOCUMENT_EVENTS = ("Page.frameStartedNavigating", "Page.frameNavigated", "Page.frameStoppedLoading")
 """What a page's session says of its documents: one asked for, one arrived, loading over."""

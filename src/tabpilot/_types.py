@@ -11,7 +11,16 @@ from typing import Any, Literal
 TabStatus = Literal["loading", "complete", "crashed"]
 OpenCause = Literal["tool", "link", "popup", "external"]
 CloseCause = Literal[
-    "tool", "page", "external", "crash", "cap", "shutdown", "unshared", "unreachable", "released"
+    "tool",
+    "page",
+    "external",
+    "crash",
+    "cap",
+    "shutdown",
+    "unshared",
+    "unreachable",
+    "released",
+    "privileged",
 ]
 CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a tool call.",
@@ -26,6 +35,10 @@ CLOSED_BY: dict[str, str] = {
         "reach, not closed by tabpilot."
     ),
     "released": "The agent let go of it as its instance was closed; it stays open in its browser.",
+    "privileged": (
+        "It went to a page the tabpilot extension may not reach (a chrome:// page, another extension's); "
+        "it stays open in the user's browser."
+    ),
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""
 

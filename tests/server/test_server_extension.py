@@ -840,3 +840,29 @@ async def test_a_call_under_way_when_the_user_stops_sharing_its_tab_says_so(
             "reach during the action. The user stopped sharing it with the agent; it stays open in their browser."
         ), said
         assert await user_tab_alive(chromium)
+
+
+async def test_an_agent_tab_the_user_sends_to_a_chrome_page_is_out_of_reach_not_closed(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """The extension's debugger may not follow a tab to chrome://: it was told as closed (by
+    external), though it stays open in the user's browser."""
+    async with paired_client(chromium) as (mcp, _):
+        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        (chrome_id,) = [t["chromeTabId"] for t in listed if t["id"] == tab]
+        await asyncio.to_thread(
+            chromium.in_extension,
+            f"chrome.tabs.update({chrome_id}, {{url: 'chrome://version'}}).then(t => t.id)",
+        )
+        gone = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: gone_from(tab, r), timeout=10
+        )
+        said = section(gone, "Events")
+        assert f"tab {tab} is out of reach: it went to a page the tabpilot extension may not reach" in said, (
+            said
+        )
+        assert "closed (by external)" not in said
+        refused = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
+        assert "it stays open in the user's browser" in refused, refused
+        assert any(p["url"].startswith("chrome://version") for p in chromium.pages())
