@@ -248,7 +248,7 @@ async def click(
     ref: str,
     *,
     button: MouseButton = "left",
-    modifiers: Sequence[KeyModifier] = (),
+    modifiers: Sequence[KeyModifier | str] | str = (),
     double_click: bool = False,
     follow_new_tab: bool | None = None,
     timeout: float | None = None,

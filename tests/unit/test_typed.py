@@ -19,11 +19,12 @@ def test_a_user_script_is_checked_against_tabpilots_types(tmp_path: Path) -> Non
     script.write_text(
         textwrap.dedent(
             """
-            from tabpilot import TabManager
+            from tabpilot import TabManager, click
 
             async def main() -> None:
                 async with TabManager() as manager:
                     tab = await manager.new_tab()
+                    await click(tab, "e1", modifiers=["ctrl"])  # as the docs say: read as key_name reads keys
                     title: int = tab.title
             """
         )
@@ -44,7 +45,8 @@ def test_a_user_script_is_checked_against_tabpilots_types(tmp_path: Path) -> Non
         cwd=tmp_path,
         check=False,
     )
-    assert (
-        'Incompatible types in assignment (expression has type "str", variable has type "int")'
-        in checked.stdout
-    ), checked.stdout + checked.stderr
+    said = checked.stdout + checked.stderr
+    assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in said, (
+        said
+    )
+    assert "Found 1 error" in said, said  # that one: `modifiers=["ctrl"]` is typed as documented
