@@ -467,12 +467,12 @@ class Instance:
         elif self.lost_reason == DRIVER_STOPPED and self.kind == "playwright-server":
             said = ". The Playwright server closed the tabs it had opened for tabpilot."
             if self._services.is_default(self.id):
-                advice = "A call without a tab id connects to the server again as the default instance, with a blank tab."
+                advice = "TabManager.ensure_default() connects to the server again as the default instance, with a blank tab."
                 replacement = "reconnect-blank"
         elif self._browser_kept_tabs():
             said = ". Its browser keeps its tabs, but tabpilot lost track of them."
             if self._services.is_default(self.id):
-                advice = "A call without a tab id connects it again as the default instance; its tabs keep their ids."
+                advice = "TabManager.ensure_default() connects it again as the default instance; its tabs keep their ids."
                 replacement = "reconnect"
         elif self.kind == "extension":
             # The user's own browser: losing the link to it closes none of their tabs.
@@ -491,13 +491,15 @@ class Instance:
                 replacement = "extension"
         elif self.kind == "launched" and self._services.is_default(self.id):
             said = ". Its tabs are gone."
-            advice = "A call without a tab id launches a new default browser in its place, with a blank tab."
+            advice = (
+                "TabManager.ensure_default() launches a new default browser in its place, with a blank tab."
+            )
             replacement = "launch"
         elif self.kind == "context" and self._services.is_default(self.id):
             said = ". Its tabs are gone."
             advice = (
-                "Where the browser it lived in runs again, a call without a tab id opens a new isolated "
-                "context there in its place (TabManager.ensure_default(isolate_in=...)), with a blank tab."
+                "Where the browser it lived in runs again, TabManager.ensure_default(isolate_in=...) opens a "
+                "new isolated context there in its place, with a blank tab."
             )
             replacement = "isolate"
         else:

@@ -337,8 +337,12 @@ async def test_a_killed_local_default_browser_is_relaunched_by_the_next_call_tha
     # A killed process closes its pipe a moment before it stops counting as running: the reason is
     # known once the loss is judged.
     await manager.losses_judged()
-    with pytest.raises(InstanceLostError, match=f"{first.id} was lost .*killed"):
+    with pytest.raises(InstanceLostError, match=f"{first.id} was lost .*killed") as lost:
         manager.resolve(None)
+    # The library's way, not a server's ("a call without a tab id" does nothing in the library).
+    assert lost.value.advice == (
+        "TabManager.ensure_default() launches a new default browser in its place, with a blank tab."
+    )
 
     replacement = await manager.ensure_default()
     assert replacement is not None and replacement.id != first.id

@@ -3,7 +3,7 @@ event in ### Events, and the tab limits' errors."""
 
 from __future__ import annotations
 
-from tabpilot import InstanceUnreachableError, NetworkEntry, TabEvent, TabLimitError
+from tabpilot import InstanceLostError, InstanceUnreachableError, NetworkEntry, TabEvent, TabLimitError
 from tabpilot.server.advice import entry_line, error_text, event_line, page_line
 from tabpilot.server.toolsets import foxmcp
 
@@ -89,3 +89,21 @@ def test_a_link_that_drops_while_a_tab_opens_says_the_tab_may_be_there_before_th
     other = error_text(InstanceUnreachableError("inst_1", reason), foxmcp.CALLS)
     assert "may have opened" not in other
     assert other.endswith("Retry in a few seconds: tabs_list shows whether its tabs are back.")
+
+
+def test_a_lost_default_is_said_in_each_sets_words_never_in_the_librarys() -> None:
+    # A set without browser_instance was given the library's advice as is: with the library's
+    # TabManager.ensure_default() now, that would name a Python call to an MCP client.
+    lost = InstanceLostError(
+        "Instance inst_1 was lost (killed). Its tabs are gone.",
+        "TabManager.ensure_default() launches a new default browser in its place, with a blank tab.",
+        instance_id="inst_1",
+        replacement="launch",
+    )
+    said = error_text(lost, foxmcp.CALLS)
+    assert said.endswith("The next call launches a new browser in its place, with a blank tab."), said
+    assert "TabManager" not in said
+    default = error_text(lost)
+    assert default.endswith(
+        "A call without tabId and instanceId launches a new default browser in its place, with a blank tab."
+    ), default

@@ -335,9 +335,18 @@ def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
     return f"No tab is open: open one with {calls.open_tab}." if calls.open_tab else exc.advice
 
 
+_NEXT_CALL_REPLACES = {
+    "launch": "The next call launches a new browser in its place, with a blank tab.",
+    "isolate": "The next call opens your session a new browser in its place, with a blank tab.",
+    "reconnect": "The next call connects to it again; its tabs keep their ids.",
+    "reconnect-blank": "The next call connects to it again, with a blank tab.",
+}
+"""What replaces a lost default instance, said to a set without browser_instance: its next call."""
+
+
 def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
-    if not calls.instances:  # a set without browser_instance (nor tabId): the library's words
-        return exc.advice
+    if not calls.instances:  # a set without browser_instance (nor instanceId)
+        return _NEXT_CALL_REPLACES.get(str(exc.replacement), exc.advice)
     if exc.replaced_by is not None:
         return f"Use instance {exc.replaced_by} instead, or leave instanceId out for the default instance."
     if exc.replacement == "reconnect":
