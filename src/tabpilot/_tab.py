@@ -61,7 +61,8 @@ closing, if that is what ended it."""
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """An accessibility snapshot of one tab, refs already scoped to it (`3e5`)."""
+    """An accessibility snapshot of one tab: `text` shows its refs scoped to the tab (`3e5`), the
+    form every action takes; `refs` holds them as the page names them (`e5`)."""
 
     tab_id: int
     url: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -52,3 +53,50 @@ async def test_the_readme_library_example_works_ten_times_in_a_row(
         # ...and listed with its opener, not active; tabpilot.click reported the tab it opened.
         assert any(line.startswith("3 False 2 ") and line.endswith(site.url("/page/a")) for line in lines)
         assert lines[lines.index("(4,)") + 1] == "2", output
+
+
+def telemetry_example() -> str:
+    """The README's telemetry snippet (the library section's second python block)."""
+    section = README.read_text().split("\n## Library API\n", 1)[1]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) >= 2 and "Telemetry(" in blocks[1], "no telemetry block in the library section"
+    return str(blocks[1])
+
+
+async def test_the_readme_telemetry_snippet_records_the_tabs_console(
+    browser_path: str, site: LocalSite
+) -> None:
+    snippet = telemetry_example().replace("http://127.0.0.1:8000/", site.url("/"))
+    imports = [line for line in snippet.splitlines() if line.startswith(("from ", "import "))]
+    body = [line for line in snippet.splitlines() if line not in imports]
+    code = "\n".join(
+        ["import asyncio", *imports, "async def main() -> None:"]
+        + ["    " + line for line in body]
+        + ["    print('warnings:', [entry.text for entry in warnings])", "asyncio.run(main())"]
+    )
+    returncode, output = await run_example(code, browser_path)
+    assert returncode == 0, output
+    assert "warnings: ['low disk']" in output, output
+
+
+def test_the_readme_library_example_is_typed_for_mypy_strict(tmp_path: Path) -> None:
+    # `re.search(...)[1]` failed mypy --strict ("Match[str] | None" is not indexable).
+    script = tmp_path / "example.py"
+    script.write_text(library_example())
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
