@@ -92,7 +92,8 @@ class ActionResult:
     accepted_dialogs: tuple[DialogInfo, ...] = ()
     """With `dialogs="accept"`: the dialogs the action raised and accepted."""
     closed_itself: bool = False
-    """The action made its own tab close (a sign-in popup's submit that ends in window.close())."""
+    """The tab's page closed it during the action or as it ended (a sign-in popup's submit that
+    ends in window.close(), a "Close" button): the action is done all the same."""
     file_picker: bool = False
     """A click opened a file picker; tabpilot held it back (`upload_files` on the same ref
     clicks again and gives the picker its files)."""
@@ -182,6 +183,8 @@ async def _act(
                         raise left from exc
                 value, closed_itself = None, True
         opened = await watch.opened_tabs() if watch_tabs else ()
+    # Done, and its page closed the tab right after (a "Close" button's window.close()).
+    closed_itself = closed_itself or _closed_by_page(tab)
     active = tab.host.active_tab
     return value, ActionResult(
         tab.id,
@@ -606,9 +609,10 @@ async def wait_for(
             )
     handle = await tab.usable()
     gone = False  # text_gone has disappeared: the wait for `text` is the one that timed out
+    met = False
 
     async def job() -> None:
-        nonlocal gone
+        nonlocal gone, met
         if time is not None:
             # Over when the tab closes (or its browser goes): the text waits fail then by themselves.
             closed = asyncio.Event()
@@ -629,6 +633,7 @@ async def wait_for(
             gone = True
         if text is not None:
             await handle.wait_for_text(text, shown=True, timeout=timeout)
+        met = True
 
     what = describe_wait(text=text, text_gone=text_gone, time=time)
     try:
@@ -662,7 +667,7 @@ async def wait_for(
                 reason="not_happened",  # not the page that is slow: what was waited for did not come
             ) from exc.__cause__
         raise
-    if result.closed_itself:  # its page closed it: what was waited for did not come
+    if result.closed_itself and not met:  # its page closed it: what was waited for did not come
         raise ActionError.tab_gone(
             f"Waiting for {what} on tab {tab.id}", f"tab {tab.id} closed itself", tab_id=tab.id
         )

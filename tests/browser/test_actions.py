@@ -246,6 +246,15 @@ async def test_an_action_that_makes_its_own_tab_close_is_done_not_failed(
     with pytest.raises(TabNotFoundError):
         await evaluate(popup, "() => 1")  # a closed tab is still an error
 
+    # A click whose page closes the tab as it ends ("Close me": window.close() in its handler)
+    # says so too: it said closed_itself=False, though its docstring names that very case.
+    await opener.page.evaluate("() => { window.open('/close-self') }")
+    await wait_until(lambda: len(instance.tabs) == 2)
+    closing = next(t for t in instance.tabs if t is not opener)
+    await closing.ready()
+    clicked = await click(closing, ref_of(await closing.snapshot(), "Close me"))
+    assert clicked.closed_itself and closing.is_gone
+
 
 async def test_a_wait_on_a_tab_that_closes_itself_fails(
     manager: TabManager, instance: Instance, site: LocalSite
