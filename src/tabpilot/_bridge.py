@@ -133,6 +133,11 @@ class _Extension:
             answer(None, LinkError(why))
 
 
+WRONG_TOKEN_MEMORY = 120.0
+"""Seconds a refused token counts as the reason the extension has not connected (it retries
+every few seconds while its browser runs)."""
+
+
 class ExtensionBridge:
     """Where the tabpilot extension connects, and the CDP endpoint made of its tabs.
 
@@ -168,6 +173,7 @@ class ExtensionBridge:
         self._relay_path = "/devtools/browser/" + secrets.token_hex(16)
         self._server: Server | None = None
         self._extension: _Extension | None = None
+        self._wrong_token_at: float | None = None
         self._clients: dict[ServerConnection, Client] = {}
         self._connected = asyncio.Event()
         self._listeners: list[Callable[[], None]] = []
@@ -312,6 +318,14 @@ class ExtensionBridge:
             else:
                 answer(None, LinkError("The tabpilot extension did not come back."))
 
+    @property
+    def refused_a_token(self) -> bool:
+        """Whether the extension tried to connect lately with a token this bridge does not take
+        (paired with an earlier server, whose token was another): the user must pair it again."""
+        return (
+            self._wrong_token_at is not None and time.monotonic() - self._wrong_token_at < WRONG_TOKEN_MEMORY
+        )
+
     # -- the WebSocket server ---------------------------------------------------------------------------
 
     def _check(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -327,6 +341,7 @@ class ExtensionBridge:
             token = parse_qs(query).get("token", [""])[0]
             if not token or not hmac.compare_digest(token.encode(), self.token.encode()):
                 logger.warning("refused an extension connection without the right token")
+                self._wrong_token_at = time.monotonic()
                 return connection.respond(http.HTTPStatus.FORBIDDEN, "Forbidden: wrong or missing token.\n")
             if self._extension is not None:
                 return connection.respond(http.HTTPStatus.CONFLICT, "Another browser is connected already.\n")

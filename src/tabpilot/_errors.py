@@ -133,14 +133,21 @@ class InstanceNotFoundError(InstanceError):
 class ExtensionNotConnectedError(InstanceNotFoundError):
     """No instance yet: the browser extension has not connected to the bridge (`address`)."""
 
-    def __init__(self, address: str, extension_id: str) -> None:
+    def __init__(self, address: str, extension_id: str, *, wrong_token: bool = False) -> None:
+        tried = (
+            " It tried, with a token this server does not take: it was paired with another server (or "
+            "one started earlier with another token), and must be paired with this one again."
+            if wrong_token
+            else ""
+        )
         super().__init__(
-            f"No browser is connected yet: the tabpilot extension has not connected to {address}.",
+            f"No browser is connected yet: the tabpilot extension has not connected to {address}.{tried}",
             f"In the browser with the tabpilot extension (id {extension_id}), open the extension's connect "
             "page with this bridge's port and token, or pair it on that page; it connects by itself from then on.",
         )
         self.address = address
         self.extension_id = extension_id
+        self.wrong_token = wrong_token
 
 
 class InstanceUnreachableError(InstanceError):

@@ -243,7 +243,9 @@ class TabManager:
         """Why there is no default instance, and how to get one."""
         bridge = self._extensions.first
         if bridge is not None and not bridge.connected:
-            return ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
+            return ExtensionNotConnectedError(
+                bridge.address, bridge.extension_ids[0], wrong_token=bridge.refused_a_token
+            )
         if bridge is not None:
             return InstanceNotFoundError(
                 f"No browser instance is open: the tabpilot extension is connected at {bridge.address}, "
@@ -584,7 +586,9 @@ class TabManager:
         seconds for the extension; with no tab in scope, the agent gets one blank tab of its own."""
         self._check_open()
         if not await bridge.wait_connected(timeout):
-            raise ExtensionNotConnectedError(bridge.address, bridge.extension_ids[0])
+            raise ExtensionNotConnectedError(
+                bridge.address, bridge.extension_ids[0], wrong_token=bridge.refused_a_token
+            )
         browser, context = await self._driver.connect_cdp(bridge.cdp_endpoint, self.options, timeout=10)
         instance = await self._adopt(
             kind="extension",

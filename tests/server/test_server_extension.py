@@ -257,6 +257,15 @@ async def test_tools_say_how_to_connect_the_extension_until_it_does(monkeypatch:
         assert f"chrome-extension://{extension_id()}/connect.html" in message
         waiting = result_of(await call(mcp, "browser_instance", action="connect", extension=True))
         assert waiting == {"waiting": True, "listening": f"127.0.0.1:{port}", "connectUrl": connect_url(port)}
+        assert "It tried" not in message
+        # The extension tries with another server's token (it was paired with one before): said, so
+        # that the user pairs it again instead of waiting (only the server's log said so).
+        with pytest.raises(InvalidStatus):
+            origin = f"chrome-extension://{extension_id()}"
+            async with ws_connect(f"ws://127.0.0.1:{port}/extension?token=old", origin=origin):  # type: ignore[arg-type]
+                pass
+        told = error(await mcp.call_tool("browser_navigate", {"action": "goto", "url": "http://127.0.0.1/"}))
+        assert "It tried, with a token this server does not take" in told, told
 
 
 async def test_a_port_in_use_is_said_with_what_to_do_and_the_next_call_tries_again(
