@@ -864,3 +864,24 @@ class RecordingSink:
 
     def rows(self) -> list[NetworkEntry]:
         return [e for what, e in self.entries if what == "network_waterfall"]
+
+
+def mypy_strict(script: Path) -> str:
+    """What `mypy --strict` says of a user's script (next to it, with a cache of its own)."""
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(script.parent / ".mypy"),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=script.parent,
+        check=False,
+    )
+    return checked.stdout + checked.stderr

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+from support import mypy_strict
 from tabpilot.demo.site import LocalSite
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -83,20 +83,5 @@ def test_the_readme_library_example_is_typed_for_mypy_strict(tmp_path: Path) -> 
     # `re.search(...)[1]` failed mypy --strict ("Match[str] | None" is not indexable).
     script = tmp_path / "example.py"
     script.write_text(library_example())
-    checked = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said = mypy_strict(script)
+    assert "Success: no issues found" in said, said

@@ -1046,7 +1046,12 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
 
         # A tab that closes during the wait fails it at once, a pause too (it answered "Waited
         # for 20 s" when the time was up, about a tab closed since).
-        for wait in ({"time": 20}, {"time": 20, "text": "Never here"}, {"text": "Never here"}):
+        pauses: tuple[dict[str, Any], ...] = (
+            {"time": 20},
+            {"time": 20, "text": "Never here"},
+            {"text": "Never here"},
+        )
+        for pause in pauses:
             closing = await open_tab(mcp, site.url("/page/a"))
 
             async def close_soon(tab: int = closing) -> None:
@@ -1056,12 +1061,12 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
             with anyio.fail_after(10):
                 async with anyio.create_task_group() as group:
                     group.start_soon(close_soon)
-                    failed = error(await mcp.call_tool("browser_wait_for", {**wait, "tabId": closing}))
+                    failed = error(await mcp.call_tool("browser_wait_for", {**pause, "tabId": closing}))
             assert (
                 failed.startswith("Waiting for ")
                 and f"on tab {closing} failed: tab {closing} closed" in failed
             ), (
-                wait,
+                pause,
                 failed,
             )
 

@@ -331,6 +331,11 @@ async def test_a_tab_the_user_stops_sharing_leaves_the_agent_saying_so_not_as_cl
         assert await user_tab_alive(chromium)
 
 
+def users_own(listed: CallToolResult) -> list[int]:
+    """The ids of the user's own tabs in a tab list."""
+    return [t["id"] for t in result_of(listed)["tabs"] if t["usersOwn"]]
+
+
 async def test_the_tab_cap_and_close_others_leave_a_tab_the_user_shares_open(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
@@ -338,11 +343,10 @@ async def test_the_tab_cap_and_close_others_leave_a_tab_the_user_shares_open(
         await call(mcp, "browser_tabs", action="list")  # paired and connected
         await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)
 
-        def users(listed: CallToolResult) -> list[int]:
-            return [t["id"] for t in result_of(listed)["tabs"] if t["usersOwn"]]
-
-        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users(r)) == 1)
-        (shared,) = users(listed)
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users_own(r)) == 1
+        )
+        (shared,) = users_own(listed)
         assert f"- tab {shared}: Page user ({site.url('/page/user')}) [the user's" in section(listed, "Tabs")
         # The agent's tabs fill the cap around it: the oldest of the agent's goes, never the user's.
         opened = []
@@ -804,14 +808,17 @@ async def test_a_tab_the_user_opens_from_their_shared_tab_is_theirs(
         await call(mcp, "browser_tabs", action="list")  # paired and connected
         await asyncio.to_thread(chromium.in_extension, SHARE_USER_TAB)
 
-        def users(listed: CallToolResult) -> list[int]:
-            return [t["id"] for t in result_of(listed)["tabs"] if t["usersOwn"]]
-
-        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users(r)) == 1)
-        (shared,) = users(listed)
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users_own(r)) == 1
+        )
+        (shared,) = users_own(listed)
         await asyncio.to_thread(user_runs_in, chromium, "/page/user", "window.open('/page/b')")
-        listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users(r)) == 2)
-        (opened,) = [t for t in result_of(listed)["tabs"] if t["id"] in users(listed) and t["id"] != shared]
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: len(users_own(r)) == 2
+        )
+        (opened,) = [
+            t for t in result_of(listed)["tabs"] if t["id"] in users_own(listed) and t["id"] != shared
+        ]
         assert opened["openerId"] == shared and opened["url"] == site.url("/page/b"), opened
         agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
         kept = await call(mcp, "browser_tabs", action="close_others", keepTabId=agent)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from importlib import resources
 from pathlib import Path
+
+from support import mypy_strict
 
 
 def test_the_package_ships_py_typed() -> None:
@@ -29,23 +29,7 @@ def test_a_user_script_is_checked_against_tabpilots_types(tmp_path: Path) -> Non
             """
         )
     )
-    checked = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
-    said = checked.stdout + checked.stderr
+    said = mypy_strict(script)
     assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in said, (
         said
     )
