@@ -904,6 +904,7 @@ class TabManager:
         self, url: str | None = None, *, background: bool = False, instance_id: str | int | None = None
     ) -> Tab:
         """Open a tab (activated unless `background`), optionally loading `url`."""
+        self._check_open()  # not "instance closed ... list the instances": nothing can be listed
         return await self.instance(instance_id).new_tab(url, background=background)
 
     async def close_tab(self, tab_id: int | str) -> CloseResult:

@@ -862,8 +862,9 @@ def _launched_browsers() -> set[int]:
 async def test_a_closed_manager_starts_no_browser_that_would_outlive_it(browser_path: str) -> None:
     # launch() after the `async with` ended started a browser that no close() would ever close.
     async with TabManager(browser_path=browser_path) as ended:
-        pass
-    for reach in (ended.launch(), ended.connect_cdp("http://127.0.0.1:9"), ended.start()):
+        await ended.launch()
+    # new_tab() said "Instance inst_1 is closed ... list the instances" (nothing can be listed).
+    for reach in (ended.launch(), ended.connect_cdp("http://127.0.0.1:9"), ended.start(), ended.new_tab()):
         with pytest.raises(TabpilotError, match=r"^This TabManager is closed .* Make a new TabManager"):
             await reach
     # A close while a launch is under way (the driver shared, so it still runs): the browser the
