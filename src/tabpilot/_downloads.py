@@ -24,11 +24,16 @@ from ._pw import DownloadHandle
 
 logger = logging.getLogger("tabpilot")
 
-DEFAULT_DOWNLOADS_DIR = Path(tempfile.gettempdir()) / (
-    f"tabpilot-downloads-{os.getuid()}" if hasattr(os, "getuid") else "tabpilot-downloads"
-)
-"""Where downloads are saved unless told otherwise: the user's own folder in the system's temp
-folder (made readable by the user alone; a folder there that is not is refused)."""
+
+def default_downloads_dir() -> Path:
+    """Where downloads are saved unless told otherwise: the user's own folder in the system's temp
+    folder as it is when the manager starts (made readable by the user alone; a folder there that
+    is not is refused)."""
+    return Path(tempfile.gettempdir()) / (
+        f"tabpilot-downloads-{os.getuid()}" if hasattr(os, "getuid") else "tabpilot-downloads"
+    )
+
+
 PART = ".part"
 """The ending of a file still coming."""
 NAME_MAX = 255
@@ -48,8 +53,9 @@ class Downloads:
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         # Absolute: the events give the path to clients that do not know the server's folder.
+        self._private = directory is None
         self.directory = (
-            Path(directory).expanduser().absolute() if directory is not None else DEFAULT_DOWNLOADS_DIR
+            Path(directory).expanduser().absolute() if directory is not None else default_downloads_dir()
         )
         self._saving: set[asyncio.Task[None]] = set()
 
@@ -119,7 +125,7 @@ class Downloads:
     def _claim(self, name: str, ending: str) -> Path:
         """A new, empty `NAME.part` in the folder for a file to be called `name`: one whose final
         name no file has yet, nor another part file."""
-        if self.directory == DEFAULT_DOWNLOADS_DIR:
+        if self._private:
             _private_folder(self.directory)
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
