@@ -15,12 +15,17 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 RUNS = 10
 
 
+def library_blocks() -> list[str]:
+    """The ```python blocks of the README's library section, in order."""
+    section = README.read_text().split("\n## Library API\n", 1)[1]
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert blocks, "no python block in the README's library section"
+    return blocks
+
+
 def library_example() -> str:
     """The first ```python block of the README's library section."""
-    section = README.read_text().split("\n## Library API\n", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None, "no python block in the README's library section"
-    return match.group(1)
+    return library_blocks()[0]
 
 
 async def run_example(code: str, browser_path: str) -> tuple[int, str]:
@@ -57,10 +62,9 @@ async def test_the_readme_library_example_works_ten_times_in_a_row(
 
 def telemetry_example() -> str:
     """The README's telemetry snippet (the library section's second python block)."""
-    section = README.read_text().split("\n## Library API\n", 1)[1]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    blocks = library_blocks()
     assert len(blocks) >= 2 and "Telemetry(" in blocks[1], "no telemetry block in the library section"
-    return str(blocks[1])
+    return blocks[1]
 
 
 async def test_the_readme_telemetry_snippet_records_the_tabs_console(

@@ -321,6 +321,11 @@ def _shown(value: Any, cap: int = 200) -> str:
     return text if len(text) <= cap else text[:cap] + f"…[{len(text)} characters]"
 
 
+def _types_of(prop: dict[str, Any]) -> set[Any]:
+    """The JSON types an argument's schema takes (its own, and its `anyOf` branches')."""
+    return {branch.get("type") for branch in (prop, *prop.get("anyOf", ()))}
+
+
 def _booleans_for_numbers(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     """One line per true/false given for a number: pydantic takes `true` for 1 (an index, a depth,
     seconds), so `index=true` clicked element 1. Ids are refused by their strict types already."""
@@ -329,8 +334,7 @@ def _booleans_for_numbers(schema: dict[str, Any], arguments: dict[str, Any]) -> 
     for name, value in arguments.items():
         if not isinstance(value, bool) or name not in properties:
             continue
-        prop = properties[name]
-        types = {branch.get("type") for branch in (prop, *prop.get("anyOf", ()))}
+        types = _types_of(properties[name])
         if "boolean" not in types and types & {"integer", "number"}:
             lines.append(f"- argument {name!r}: Input should be a number (got {_shown(value)})")
     return lines
@@ -345,9 +349,7 @@ def _not_booleans(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str
     for name, value in arguments.items():
         if value is None or isinstance(value, bool) or name not in properties:
             continue
-        prop = properties[name]
-        types = {branch.get("type") for branch in (prop, *prop.get("anyOf", ()))} - {None, "null"}
-        if types == {"boolean"} and not (
+        if _types_of(properties[name]) - {None, "null"} == {"boolean"} and not (
             isinstance(value, str) and value.strip().lower() in ("true", "false")
         ):
             lines.append(f"- argument {name!r}: Input should be true or false (got {_shown(value)})")
