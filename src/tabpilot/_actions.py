@@ -598,14 +598,14 @@ async def wait_for(
     """Wait `time` seconds (at most 30), then for `text_gone` to disappear and `text` to appear
     (each for up to `timeout` seconds)."""
     if text is None and text_gone is None and time is None:
-        raise ValueError("wait_for needs text, textGone or time: what to wait for.")
+        raise ValueError("wait_for needs text, text_gone or time: what to wait for.")
     if time is not None and not time >= 0:  # NaN too: a sleep of NaN never ends
         raise ValueError(f"time must be zero or more seconds, not {time!r}.")
     timeout = call_timeout(timeout, WAIT_FOR_TIMEOUT)
-    for name, value in (("text", text), ("textGone", text_gone)):
+    for which, value in (("to appear", text), ("to disappear", text_gone)):
         if value is not None and not value.strip():
             raise ValueError(
-                f"{name} is empty: give the words to wait for, or wait a time in seconds instead."
+                f"The text to wait for {which} is empty: give its words, or wait a time in seconds instead."
             )
     handle = await tab.usable()
     gone = False  # text_gone has disappeared: the wait for `text` is the one that timed out

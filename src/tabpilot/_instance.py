@@ -878,7 +878,7 @@ class Instance:
         # the check of the cap until the tab is counted.
         try:
             async with budget.opening if budget is not None else self._opening:
-                tab = await self._open_tab()
+                tab = await self._open_tab(target or "")
         except ActionError as exc:  # Playwright's new page closed before it was set up
             if exc.reason != "tab_closed":
                 raise
@@ -904,9 +904,9 @@ class Instance:
             await navigate(tab, "goto", target)
         return tab
 
-    async def _open_tab(self) -> Tab | None:
-        """Make room under the caps (or refuse), then open a blank tab: its Tab, None if it
-        closed at once."""
+    async def _open_tab(self, url: str) -> Tab | None:
+        """Make room under the caps (or refuse), then open a blank tab (to load `url` next, '' for
+        none): its Tab, None if it closed at once."""
         self.ensure_usable()
         rules = self._services.rules
         budget = rules.budget
@@ -930,7 +930,7 @@ class Instance:
         with self._tracker.holding_place():
             if victim is not None:
                 await self.close_tab(victim, cause="cap")
-            with self._tracker.creating():
+            with self._tracker.creating(url):
                 with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):
                     try:
                         page = await self.guard(self._unless_closed(self.context.new_page()))

@@ -103,6 +103,9 @@ class TabTracker:
         whether the browser itself reported the close: Playwright also reports the pages of a
         browser that went away as closed)."""
         self._creating = 0
+        self._creating_for = ""
+        """The URL the tool opening a tab here will load in it ('' for none): its `tab_opened` says it."""
+        self._opening_urls: dict[int, str] = {}
         self._reserved = 0
         """Places held by tools opening a tab here whose tab is not registered yet (`holding_place`)."""
         self._registered_by_tools = 0
@@ -214,13 +217,16 @@ class TabTracker:
             watch.dialog_opened(tab, others=len(stopped) - 1)
 
     @contextlib.contextmanager
-    def creating(self) -> Iterator[None]:
-        """A tool is opening a tab: opener-less targets that appear meanwhile are its own."""
+    def creating(self, url: str = "") -> Iterator[None]:
+        """A tool is opening a tab (to load `url` in it): opener-less targets that appear meanwhile
+        are its own."""
         self._creating += 1
+        self._creating_for = url
         try:
             yield
         finally:
             self._creating -= 1
+            self._creating_for = ""
 
     @contextlib.contextmanager
     def holding_place(self) -> Iterator[None]:
@@ -345,6 +351,8 @@ class TabTracker:
         tab.update_from_tab_strip(info)
         self.registry.add(tab)
         if cause == "tool" and not preexisting:
+            if self._creating_for:
+                self._opening_urls[tab.id] = self._creating_for
             self._registered_by_tools += 1
             self._reserve(-1)  # counted now: its place is free
         self._changed.set()
@@ -573,8 +581,10 @@ class TabTracker:
         # A tab whose browser is connected again is back under its id: not new, nobody opened it.
         back = {"back": True} if tab.id in self._back else {}
         self._back.discard(tab.id)
-        # A page still on its way (a slow server): the URL it loads, not the about:blank it shows.
-        url = tab.due_url if tab.due_url and tab.url in ("", "about:blank") else tab.url
+        # A page still on its way (a slow server), or the one the tool that opened the tab loads
+        # next: the URL it loads, not the about:blank it shows.
+        loads = tab.due_url or self._opening_urls.pop(tab.id, "")
+        url = loads if loads and tab.url in ("", "about:blank") else tab.url
         self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=url, cause=tab.cause, **back)
         if tab.id in self._follow:
             self._follow.discard(tab.id)

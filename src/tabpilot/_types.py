@@ -23,7 +23,7 @@ CloseCause = Literal[
     "privileged",
 ]
 CLOSED_BY: dict[str, str] = {
-    "tool": "It was closed by a tool call.",
+    "tool": "It was closed by a call to tabpilot.",
     "page": "Its page closed it.",
     "external": "It was closed outside tabpilot (by the user or another client).",
     "crash": "Its browser was lost, and the tab with it.",

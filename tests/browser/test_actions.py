@@ -346,7 +346,7 @@ async def test_wait_for_sees_text_appear_and_go_and_times_out_with_a_clear_messa
     await wait_for(tab, text_gone="Ready", time=0.1)
     with pytest.raises(ActionError, match="did not happen"):
         await wait_for(tab, text="Never shown", timeout=0.3)
-    with pytest.raises(ValueError, match="text, textGone or time"):
+    with pytest.raises(ValueError, match="text, text_gone or time"):
         await wait_for(tab)
 
 

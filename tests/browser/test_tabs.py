@@ -633,6 +633,17 @@ async def test_events_reach_callbacks_streams_and_the_bounded_history(
     assert [e.type for e in manager.events.history(tab_id=tab.id)][:2] == ["tab_opened", "tab_activated"]
 
 
+async def test_tab_opened_of_a_new_tab_names_the_url_it_opens_for(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # new_tab(url) opens a blank tab, then loads the URL: its tab_opened said about:blank.
+    since = manager.events.last_seq
+    tab = await manager.new_tab(site.url("/page/a"), instance_id=instance.id)
+    blank = await manager.new_tab(instance_id=instance.id)
+    opened = {e.tab_id: e.data["url"] for e in events_of(manager, instance, since, "tab_opened")}
+    assert opened == {tab.id: site.url("/page/a"), blank.id: "about:blank"}
+
+
 async def test_a_crashed_tab_is_reported(manager: TabManager, instance: Instance) -> None:
     tab = await manager.new_tab(instance_id=instance.id)
     since = manager.events.last_seq

@@ -1040,9 +1040,9 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
                 f"handle it with browser_handle_dialog(tabId={later}, accept=true|false)."
             ), section(cut, "Result")
             assert data(cut)["result"]["met"] is False
-        for name in ("text", "textGone"):
-            empty = error(await mcp.call_tool("browser_wait_for", {name: "", "tabId": form}))
-            assert f"{name} is empty: give the words to wait for" in empty, empty
+        for name, which in (("text", "appear"), ("textGone", "disappear")):
+            empty = error(await mcp.call_tool("browser_wait_for", {name: " ", "tabId": form}))
+            assert f"The text to wait for to {which} is empty: give its words" in empty, empty
 
         # A tab that closes during the wait fails it at once, a pause too (it answered "Waited
         # for 20 s" when the time was up, about a tab closed since).
@@ -1694,7 +1694,7 @@ async def test_actions_waiting_for_their_turn_on_a_tab_that_closes_fail_saying_i
         first, *waiting = (error(result) for result in clicks)
         assert f"Clicking {ref_of(snap, 'B0')} on tab {tab} failed: tab {tab} closed" in first
         for failed in waiting:
-            assert f"Tab {tab} not found. It was closed by a tool call." in failed
+            assert f"Tab {tab} not found. It was closed by a call to tabpilot." in failed
 
 
 async def test_a_call_whose_tab_another_call_closes_fails(

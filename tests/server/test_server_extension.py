@@ -620,7 +620,7 @@ async def test_closing_the_users_browser_instance_lets_go_of_its_tabs_saying_the
         assert "closed (by" not in events, events
         gone = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "The agent let go of it as its instance was closed; it stays open in its browser." in gone
-        assert "closed by a tool call" not in gone, gone
+        assert "closed by a call to tabpilot" not in gone, gone
         assert gone.endswith("Connect it again with browser_instance(action='connect', extension=true)."), (
             gone
         )

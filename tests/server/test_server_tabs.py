@@ -516,9 +516,9 @@ async def test_a_closed_tab_id_says_why_the_tab_is_gone_and_close_others_takes_o
 
         ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": 1, "tabId": "1"}))
         gone = error(await mcp.call_tool("browser_snapshot", {"tabId": 2}))
-        assert gone.startswith("Tab 2 not found. It was closed by a tool call. Open tabs:")
+        assert gone.startswith("Tab 2 not found. It was closed by a call to tabpilot. Open tabs:")
         ref = error(await mcp.call_tool("browser_click", {"ref": "3e1"}))
-        assert ref.startswith("Tab 3 not found. It was closed by a tool call. Ref 3e1 came from it;")
+        assert ref.startswith("Tab 3 not found. It was closed by a call to tabpilot. Ref 3e1 came from it;")
         never = error(await mcp.call_tool("browser_snapshot", {"tabId": 9}))
         assert never.startswith("Tab 9 not found. Open tabs:")
 
@@ -533,7 +533,7 @@ async def test_two_calls_closing_one_tab_at_once_close_it_once(connect: Callable
         )
         assert [r.is_error for r in closes] == [False, True]
         refused = section(closes[1], "Error")
-        assert refused.startswith(f"Tab {doomed} not found. It was closed by a tool call."), refused
+        assert refused.startswith(f"Tab {doomed} not found. It was closed by a call to tabpilot."), refused
         assert f"tab {doomed}:" not in refused.split("Open tabs:")[1]
         listed = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))
         assert doomed not in [t["id"] for t in listed["tabs"]]

@@ -869,7 +869,9 @@ async def test_pilo_closes_a_tab_that_is_not_current_and_stays_where_it_is(
             == f"Closed tab {other}. Current tab: {start}."
         )
         unknown = await fail(mcp, "switch_tab", {"tabId": str(other)})
-        assert unknown.startswith(f"Error: Tab {other} not found. It was closed by a tool call. Open tabs:")
+        assert unknown.startswith(
+            f"Error: Tab {other} not found. It was closed by a call to tabpilot. Open tabs:"
+        )
 
 
 async def test_pilo_tools_carry_the_descriptions_of_the_seed(connect: Callable[..., Client]) -> None:
