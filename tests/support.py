@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mcp import StdioServerParameters
 from mcp.types import CallToolResult, ImageContent, TextContent
 from websockets.sync.client import connect as ws_sync_connect
 
@@ -39,7 +40,15 @@ from tabpilot.server.response import parse_response
 
 T = TypeVar("T")
 
-# -- MCP results ---------------------------------------------------------------------------------
+# -- MCP servers and results ----------------------------------------------------------------------
+
+
+def served(*args: str, **env: str) -> StdioServerParameters:
+    """`tabpilot serve *args` over stdio, run by this Python with this environment (and `env`):
+    the checkout's code and the test's temp folder (the SDK passes only a few variables on)."""
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "tabpilot", "serve", *args], env={**os.environ, **env}
+    )
 
 
 def text(result: CallToolResult) -> str:

@@ -280,6 +280,7 @@ class Instance:
             pid=self.pid,
             user_data_dir=self.user_data_dir,
             replaced_by=self.replaced_by,
+            unreachable=self._link.unreachable() if self._link is not None and self.state == "open" else None,
         )
 
     def ensure_usable(self) -> None:

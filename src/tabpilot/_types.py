@@ -153,6 +153,9 @@ class InstanceInfo:
     pid: int | None
     user_data_dir: str | None
     replaced_by: str | None
+    unreachable: str | None = None
+    """Why its browser cannot be reached right now, while it may still come back (the user's
+    browser whose extension dropped: calls on its tabs fail meanwhile); None when it can."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,6 +171,7 @@ class InstanceInfo:
             "pid": self.pid,
             "userDataDir": self.user_data_dir,
             "replacedBy": self.replaced_by,
+            "unreachable": self.unreachable,
         }
 
 

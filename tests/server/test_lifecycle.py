@@ -41,6 +41,7 @@ from support import (
     poll,
     result_of,
     section,
+    served,
     tab_line,
     text,
     wait_until,
@@ -316,9 +317,8 @@ def _served_in_own_temp(*options: str) -> Iterator[StdioServerParameters]:
     """`tabpilot serve OPTIONS --structured-content` over stdio, in its own temp dir. Once the
     client closed it (the server then stops), nothing is left there, not even what the killed
     driver left."""
-    args = ["-m", "tabpilot", "serve", *options, "--structured-content"]
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
-        yield StdioServerParameters(command=sys.executable, args=args, env={**os.environ, "TMPDIR": tmp})
+        yield served(*options, "--structured-content", TMPDIR=tmp)
         deadline = time.monotonic() + 5
         while list(Path(tmp).rglob("*")) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import socket
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -39,6 +38,7 @@ from support import (
     remote_chromium,
     result_of,
     section,
+    served,
     tab_line,
     text,
     wait_until,
@@ -69,10 +69,14 @@ def connect_url(port: int) -> str:
 
 def served_extension(port: int, **env: str) -> StdioServerParameters:
     """`tabpilot serve --extension` over stdio on `port`, with `env` added to this environment."""
-    args = ["-m", "tabpilot", "serve", "--extension", "--extension-port", str(port)]
-    args += ["--extension-token", TOKEN, "--structured-content"]
-    return StdioServerParameters(
-        command=sys.executable, args=args, env={**os.environ, **env} if env else None
+    return served(
+        "--extension",
+        "--extension-port",
+        str(port),
+        "--extension-token",
+        TOKEN,
+        "--structured-content",
+        **env,
     )
 
 
@@ -677,6 +681,13 @@ async def test_tabpilot_serve_extension_over_stdio_drives_the_browser_and_fails_
         failed = await mcp.call_tool("browser_snapshot", {"full": True, "tabId": start})
         assert failed.is_error and time.monotonic() - started < 3, text(failed)
         assert "extension" in error(failed)
+        # Until its grace is over, its tabs are listed as they were: the list says they are out of
+        # reach (it looked as if nothing had happened).
+        listed = await call(mcp, "browser_tabs", action="list")
+        assert "Instance inst_1 cannot be reached now: the tabpilot extension disconnected" in text(listed)
+        assert "Calls on its tabs fail until it is back." in text(listed)
+        (ext,) = result_of(await call(mcp, "browser_instance", action="list"))["instances"]
+        assert ext["health"] == "open" and "it has 15 s to come back" in ext["unreachable"], ext
 
 
 async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_connects_it_again(
@@ -692,9 +703,9 @@ async def test_a_killed_driver_loses_the_extension_instance_and_the_next_call_co
 
 
 async def _driver_killed_under(
-    served: StdioServerParameters, chromium: ExtensionChromium, site: LocalSite, port: int
+    params: StdioServerParameters, chromium: ExtensionChromium, site: LocalSite, port: int
 ) -> None:
-    async with Client(served) as mcp:
+    async with Client(params) as mcp:
         await pair(chromium, port)
         tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
         kill_served_driver(str(port))

@@ -11,10 +11,22 @@ import sys
 import time
 from typing import Any
 
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.types import CallToolResult
 
-from support import SeleniumGrid, data, error, free_port, ok, ref_of, result_of, section, text, wait_until
+from support import (
+    SeleniumGrid,
+    data,
+    error,
+    free_port,
+    ok,
+    ref_of,
+    result_of,
+    section,
+    served,
+    text,
+    wait_until,
+)
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -150,18 +162,12 @@ async def test_serve_with_selenium_grid_starts_in_a_grid_session_and_ends_it_at_
     grid: SeleniumGrid, site: LocalSite
 ) -> None:
     before = set(grid.session_ids())
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "tabpilot",
-            "serve",
-            "--selenium-grid",
-            grid.url,
-            "--grid-capabilities",
-            '{"platformName": "linux"}',
-            "--structured-content",
-        ],
+    params = served(
+        "--selenium-grid",
+        grid.url,
+        "--grid-capabilities",
+        '{"platformName": "linux"}',
+        "--structured-content",
     )
     async with Client(params) as client:
         (instance,) = result_of(await call(client, "browser_instance", action="list"))["instances"]

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import time
 from typing import Any
 
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.types import CallToolResult
 from playwright.async_api import async_playwright
 
@@ -22,6 +21,7 @@ from support import (
     remote_chromium,
     result_of,
     section,
+    served,
     tab_line,
     text,
 )
@@ -354,10 +354,7 @@ async def test_serve_with_an_endpoint_option_drives_that_browser_instead_of_laun
         ("--cdp-endpoint", remote.http, "cdp"),
         ("--ws-endpoint", pw_server.ws, "playwright-server"),
     ):
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "tabpilot", "serve", option, endpoint, "--structured-content"]
-        )
-        async with Client(params) as client:
+        async with Client(served(option, endpoint, "--structured-content")) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert "browser_instance" in tools
             listed = result_of(await call(client, "browser_instance", action="list"))

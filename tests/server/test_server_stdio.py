@@ -20,9 +20,9 @@ from typing import Any
 import anyio
 import mcp_types.version
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from support import section, text
+from support import section, served, text
 from tabpilot import __version__
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import TabpilotServer
@@ -53,10 +53,7 @@ def discover(version: str, request_id: int = 1) -> bytes:
 async def test_serve_over_stdio_launches_a_browser_and_reports_new_tabs(
     browser_path: str, site: LocalSite
 ) -> None:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "tabpilot", "serve", "--browser-path", browser_path]
-    )
-    async with Client(params) as client:
+    async with Client(served("--browser-path", browser_path)) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"browser_tabs", "browser_navigate", "browser_snapshot"} <= tools
 
@@ -80,12 +77,7 @@ async def test_a_page_string_that_is_not_valid_unicode_is_answered_and_the_serve
     could not be written as UTF-8 and the server process died, every later call "Connection
     closed". It goes out with U+FFFD in its place, in the text and the structured content."""
     site.set_content("/half", "<title>T</title><script>document.title = 'cut \\ud83d here'</script>")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "tabpilot", "serve", "--browser-path", browser_path, "--structured-content"],
-        env=dict(os.environ),  # the checkout's code, as the test's (the SDK passes a few variables only)
-    )
-    async with Client(params) as client:
+    async with Client(served("--browser-path", browser_path, "--structured-content")) as client:
         opened = await client.call_tool("browser_tabs", {"action": "new", "url": site.url("/half")})
         assert not opened.is_error, text(opened)
         listed = await client.call_tool("browser_tabs", {"action": "list"})

@@ -689,7 +689,13 @@ def _download_source(url: str) -> str:
 
 def instance_line(info: InstanceInfo) -> str:
     where = f" {info.endpoint}" if info.endpoint else ""
-    health = f"LOST ({info.lost_reason})" if info.state == "lost" else info.state
+    health = (
+        f"LOST ({info.lost_reason})"
+        if info.state == "lost"
+        else f"UNREACHABLE for now ({info.unreachable})"
+        if info.unreachable
+        else info.state
+    )
     default = ", default" if info.default else ""
     pid = f", pid {info.pid}" if info.pid else ""
     replaced = f", replaced by {info.replaced_by}" if info.replaced_by else ""

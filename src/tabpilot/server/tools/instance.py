@@ -2,7 +2,7 @@
 
 Result shapes (structured `result`):
 - list:     {instances: [{id, kind, endpoint, health, lostReason, default, tabCount, activeTabId,
-             headless, pid, userDataDir, replacedBy}], defaultInstanceId, count}
+             headless, pid, userDataDir, replacedBy, unreachable}], defaultInstanceId, count}
 - launch:   {instanceId, kind, activeTabId, tabIds, default}
 - connect:  {instanceId, kind, endpoint, activeTabId, tabIds, default} (a grid instance's endpoint is
              its WebDriver session URL, http://grid:4444/session/<id>)

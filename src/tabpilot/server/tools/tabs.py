@@ -174,6 +174,14 @@ def _tab_list(manager: TabManager, instance_id: str | int | None) -> tuple[str, 
             # at all otherwise: the list says so.
             if isinstance(exc, ExtensionNotConnectedError) or exc.extension is not None:
                 waiting = " " + error_text(exc)
+    # The user's browser whose extension dropped a moment ago: its tabs are listed as they were,
+    # and calls on them fail until it is back (or it counts as lost).
+    shown = manager.instances if instance_id is None else [listed] if listed is not None else []
+    waiting += "".join(
+        f" Instance {info.id} cannot be reached now: {info.unreachable}. Calls on its tabs fail until it is back."
+        for info in (i.info() for i in shown)
+        if info.unreachable
+    )
     text = (
         f"{len(infos)} open tab{'s' if len(infos) != 1 else ''}{where}; "
         + (f"{whose}: {active}." if active is not None else "no tab is active.")
