@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
-from support import poll, result_of, section, tab_line, text
+from support import ok, poll, result_of, section, tab_line, text
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import TabpilotServer
 
@@ -283,6 +283,49 @@ async def test_the_newest_entries_say_when_older_ones_match_too(
         assert "older entries match too: read them from since=0." in section(newest, "Result")
         every = result_of(await mcp.call_tool("browser_observe", {"what": "logs", "limit": 5}))
         assert every["older"] is False
+
+
+async def test_network_bodies_show_both_sides_and_one_entry_whole_with_its_headers(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The text (all a default client reads) gave the response's first 256 characters only: no
+    # request body, no headers, no way to read more.
+    site.set_content(
+        "/posts",
+        "<title>Posts</title><script>for (const n of [1, 2]) fetch('/api/echo?n=' + n, {method: 'POST', "
+        "headers: {'Content-Type': 'application/json', 'X-Custom': 'abc'}, "
+        "body: JSON.stringify({hello: 'world', pad: 'p'.repeat(300)})})</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/posts"))
+        both = await observe_until(
+            mcp, {"what": "network_bodies", "method": "POST"}, lambda r: r["returned_entries"] == 2
+        )
+        first, second = (e["seq"] for e in result_of(both)["entries"])
+        head, *lines = section(both, "Result").splitlines()
+        assert head.endswith(
+            f"Bodies are cut at 256 characters here: one entry comes with its headers and whole bodies "
+            f"(entry #{first}: since={first - 1}, limit=1)."
+        ), head
+        assert lines[0] == f"[tab {tab}] #{first} POST {site.url('/api/echo?n=1')} → 200 application/json"
+        assert lines[1].startswith('    request body: \'{"hello":"world","pad":"ppp')
+        assert lines[1].endswith("… [70 more characters]'"), lines[1]
+        assert lines[2].startswith('    response body: \'{"method":"POST"')
+        assert "request headers:" not in section(both, "Result")
+
+        one = ok(
+            await mcp.call_tool(
+                "browser_observe", {"what": "network_bodies", "since": second - 1, "limit": 1}
+            )
+        )
+        result = section(one, "Result")
+        assert "Bodies are cut" not in result
+        (entry,) = result_of(one)["entries"]
+        assert "      x-custom: abc" in result.splitlines()
+        assert "      content-type: application/json" in result.splitlines()
+        assert f"    request body: {entry['requestBody']!r}" in result.splitlines()
+        assert f"    response body: {entry['responseBody']!r}" in result.splitlines()
+        assert "p" * 300 in entry["responseBody"]  # the echo, whole
 
 
 async def test_websocket_frames_can_be_filtered_by_direction(

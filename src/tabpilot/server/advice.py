@@ -706,12 +706,37 @@ def instance_line(info: InstanceInfo) -> str:
 # -- telemetry entries -----------------------------------------------------------------------------
 
 
+def _body_lines(head: str, entry: BodyEntry, *, whole: bool) -> str:
+    """A body entry: its request and response, each body cut at PREVIEW_CHARS unless `whole` (then
+    with both sides' headers too)."""
+    lines = [f"{head} {entry.method} {short(entry.url)} → {entry.status} {entry.mime_type}"]
+
+    def show(body: str) -> str:
+        return repr(body if whole else _cut(body))
+
+    if whole:
+        lines += ["    request headers:", *(f"      {k}: {v}" for k, v in entry.request_headers)]
+    if entry.request_body is not None:
+        lines.append(f"    request body: {show(entry.request_body)}")
+    if whole:
+        lines += ["    response headers:", *(f"      {k}: {v}" for k, v in entry.response_headers)]
+    if entry.response_body is None:
+        why = "not read: too many bodies were waiting" if entry.omitted == "busy" else entry.omitted
+        lines.append(f"    response body {why}")
+    else:
+        of = f" of {entry.body_size:,} B" if entry.body_size is not None else ""
+        cut = f" (kept the first {len(entry.response_body.encode()):,} B{of})" if entry.truncated else ""
+        lines.append(f"    response body{cut}: {show(entry.response_body)}")
+    return "\n".join(lines)
+
+
 def _cut(text: str, cap: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= cap else text[:cap] + f"… [{len(text) - cap} more characters]"
 
 
-def entry_line(entry: Any) -> str:
-    """One line (or a few) of `browser_observe` text for a recorded entry or tab event."""
+def entry_line(entry: Any, *, whole: bool = False) -> str:
+    """One line (or a few) of `browser_observe` text for a recorded entry or tab event; `whole`: a
+    body entry with its headers and its bodies as recorded (else each body cut at PREVIEW_CHARS)."""
     head = f"[tab {entry.tab_id}]" if entry.tab_id is not None else "[no tab]"
     if isinstance(entry, TabEvent):
         return f"{head} #{entry.seq} {event_line(entry)}"
@@ -741,12 +766,7 @@ def entry_line(entry: Any) -> str:
         took = f", {entry.duration_ms:.0f} ms" if entry.duration_ms >= 0 else ""
         return f"{head} {entry.method} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
     if isinstance(entry, BodyEntry):
-        line = f"{head} {entry.method} {short(entry.url)} → {entry.status} {entry.mime_type}"
-        if entry.response_body is None:
-            why = "not read: too many bodies were waiting" if entry.omitted == "busy" else entry.omitted
-            return f"{line} (body {why})"
-        cut = " (truncated)" if entry.truncated else ""
-        return f"{line}{cut}\n    {_cut(entry.response_body)!r}"
+        return _body_lines(head, entry, whole=whole)
     if isinstance(entry, WebSocketEntry):
         line = f"{head} ws{entry.socket_id} {entry.event}"
         if entry.event in ("sent", "received"):

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from tabpilot import Query, TabNotFoundError, query_tab_events
 
-from ..advice import entry_line
+from ..advice import PREVIEW_CHARS, entry_line
 from .base import Call, TabIdValue, ToolSpec
 
 ObserveWhat = Literal[
@@ -78,7 +78,10 @@ async def browser_observe(
         telemetry = call.session.telemetry
         await telemetry.settle(SETTLE_SECONDS)
         result = telemetry.query(query, active_tab_id=active)
-    lines = [entry_line(e) for e in result.entries]
+    # One body entry asked for (since=its seq - 1, limit=1; or a filter that matches one): its
+    # headers and whole bodies; several: each body cut short, and the head says how to see one.
+    whole = what == "network_bodies" and len(result.entries) == 1
+    lines = [entry_line(e, whole=whole) for e in result.entries]
 
     scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
     head = (
@@ -107,6 +110,12 @@ async def browser_observe(
         head += " These are the newest; older entries match too: read them from since=0."
     elif not lines:
         head += " Nothing matched" + (" these filters." if query.filtered else ".")
+    if what == "network_bodies" and not whole and result.entries:
+        first = result.entries[0].seq
+        head += (
+            f" Bodies are cut at {PREVIEW_CHARS} characters here: one entry comes with its headers and "
+            f"whole bodies (entry #{first}: since={first - 1}, limit=1)."
+        )
     if result.pending:
         lines.append(f"Still in flight ({len(result.pending)}):")
         lines.extend(entry_line(p) for p in result.pending)
