@@ -140,6 +140,26 @@ async def test_a_resource_that_failed_to_load_is_a_browser_line_and_error_of_its
         )
 
 
+async def test_a_console_line_names_its_line_and_column_as_the_error_stack_does(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Console lines counted from 0 (CDP's numbers), the error stacks of the same page from 1: the
+    # agent who opened the source at a console line's number landed a line too early.
+    site.set_content(
+        "/lines", "<title>L</title>\n<h1>lines</h1>\n<script>\n  console.log('on 4');\nnull.x;\n</script>"
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/lines"))
+        logs = await observe_until(mcp, {"what": "logs", "tabId": tab}, lambda r: r["returned_entries"] == 1)
+        (entry,) = result_of(logs)["entries"]
+        assert entry["location"] == {"url": site.url("/lines"), "line": 4, "column": 11}
+        assert section(logs, "Result").splitlines()[1].endswith(f"log: on 4 ({site.url('/lines')}:4)")
+        errors = await observe_until(
+            mcp, {"what": "errors", "tabId": tab}, lambda r: r["returned_entries"] == 1
+        )
+        assert f"at {site.url('/lines')}:5:6" in section(errors, "Result")
+
+
 async def test_a_filter_that_matches_nothing_returns_no_entries_with_the_metadata(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

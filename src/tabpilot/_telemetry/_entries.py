@@ -51,7 +51,8 @@ class ConsoleEntry:
     """A console message (`what="logs"`): the page's own (`source="console"`: console.log and the
     like) or one the browser logged for the page, with its kind as Chromium names it (`network`:
     a resource that failed to load; `security`: a blocked request or a CSP violation;
-    `violation`, `intervention`, `deprecation`, `javascript`, `rendering`, `other`, ...)."""
+    `violation`, `intervention`, `deprecation`, `javascript`, `rendering`, `other`, ...).
+    `line` and `column` count from 1, as editors and error stacks do (0: not known)."""
 
     seq: int
     timestamp: float

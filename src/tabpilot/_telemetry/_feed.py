@@ -430,8 +430,8 @@ class TabFeed:
             level,
             text,
             shared(frame.get("url", "")),
-            frame.get("lineNumber", 0),
-            frame.get("columnNumber", 0),
+            frame.get("lineNumber"),
+            frame.get("columnNumber"),
             "console",
             "console" if level in ("error", "assert") else None,
         )
@@ -460,21 +460,27 @@ class TabFeed:
         if not self._console_admitted(error=error):
             return
         text = shared(cut(str(entry.get("text", "")), TEXT_CAP))
-        line = entry.get("lineNumber", frame.get("lineNumber", 0))
-        self._console_line(level, text, url, line, 0, source, "browser" if error else None)
+        line = entry.get("lineNumber", frame.get("lineNumber"))
+        self._console_line(level, text, url, line, None, source, "browser" if error else None)
 
     def _console_line(
         self,
         level: str,
         text: str,
         url: str,
-        line: int,
-        column: int,
+        line: int | None,
+        column: int | None,
         source: str,
         error: Literal["console", "browser"] | None,
     ) -> None:
-        """Record a console entry of this tab, and with it an error entry when `error` names its source."""
+        """Record a console entry of this tab, and with it an error entry when `error` names its
+        source. `line` and `column` as CDP gives them, from 0 (None: not given)."""
         sink, now = self._sink, time.time()
+        # Counted from 1 as editors and error stacks count them; 0: not known.
+        line, column = (
+            (line + 1 if isinstance(line, int) else 0),
+            (column + 1 if isinstance(column, int) else 0),
+        )
         sink.append(
             "logs", ConsoleEntry(sink.next_seq(), now, self.tab_id, level, text, url, line, column, source)
         )

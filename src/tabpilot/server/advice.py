@@ -745,8 +745,8 @@ def entry_line(entry: Any, *, whole: bool = False) -> str:
         return f"{head} pending {entry.method} {short(entry.url)} ({entry.resource_type}, waiting {waiting:.1f} s)"
     head += f" #{entry.seq}"
     if isinstance(entry, ConsoleEntry):
-        page_line = entry.source == "console"  # the browser's lines about a resource have no line
-        at = f":{entry.line}" if entry.line or page_line else ""
+        page_line = entry.source == "console"
+        at = f":{entry.line}" if entry.line else ""  # the browser's lines about a resource have none
         where = f" ({short(entry.url)}{at})" if entry.url else ""
         kind = "" if page_line else f" ({entry.source})"
         return f"{head} {entry.level}{kind}: {entry.text}{where}"
