@@ -160,6 +160,26 @@ async def test_a_console_line_names_its_line_and_column_as_the_error_stack_does(
         assert f"at {site.url('/lines')}:5:6" in section(errors, "Result")
 
 
+async def test_a_download_is_a_downloaded_row_of_the_waterfall_not_a_failure(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Chromium reports the request a download takes over as aborted: the row said FAILED
+    # net::ERR_ABORTED for a file saved well.
+    site.set_content("/bytes", b"\x00\x01", content_type="application/octet-stream")
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/download"))
+        for path in ("/api/file", "/bytes"):
+            ok(await mcp.call_tool("browser_navigate", {"url": site.url(path), "tabId": tab}))
+            rows = await observe_until(
+                mcp,
+                {"what": "network_waterfall", "tabId": tab, "url": path},
+                lambda r: r["returned_entries"] == 1,
+            )
+            (row,) = result_of(rows)["entries"]
+            assert (row["status"], row["failure"], row["download"]) == (200, None, True), row
+            assert f"GET {site.url(path)} → 200, downloaded (document, " in section(rows, "Result")
+
+
 async def test_a_filter_that_matches_nothing_returns_no_entries_with_the_metadata(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

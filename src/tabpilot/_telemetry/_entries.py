@@ -168,6 +168,9 @@ class NetworkEntry:
     """From Content-Length; None when the server did not send one (network_bodies has the size read)."""
     navigation: bool
     redirected_from: str | None
+    download: bool = False
+    """The browser took the answer as a file to download (not a failure: Chromium reports the
+    request as aborted once the download takes it over)."""
 
     def to_dict(self) -> dict[str, Any]:
         return camel_dict(self, timing=dict(self.timing))

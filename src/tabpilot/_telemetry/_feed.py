@@ -101,6 +101,20 @@ _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error"
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _EMPTY_STATUS = frozenset({204, 205})
+
+
+def _downloaded(request: _Request) -> bool:
+    """Whether an aborted document request was the browser's download: an answer the server sent
+    as an attachment, or as bytes of no type (what Chromium saves instead of showing)."""
+    response = request.response
+    if request.resource_type != "document" or response is None or response.status is None:
+        return False
+    if not 200 <= response.status < 300:
+        return False
+    disposition = request.headers()[1].get("content-disposition", "")
+    return disposition.strip().lower().startswith("attachment") or response.mime == "application/octet-stream"
+
+
 """Answers that have no body by definition: their end is the response itself."""
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 
@@ -628,6 +642,10 @@ class TabFeed:
             # the request got its whole answer: it finished.
             self._finished_with(request_id, request, params)
             return
+        if failure == "net::ERR_ABORTED" and _downloaded(request):
+            # The download took the answer over: the file's fate is the download's (its events).
+            self._record(request, params.get("timestamp", request.started_ts), None, download=True)
+            return
         blocked = params.get("blockedReason")
         self._record(
             request,
@@ -688,7 +706,9 @@ class TabFeed:
         status = (request.response or _NO_RESPONSE).status or 0
         return not 300 <= status < 400 and request.resource_type not in _NO_BODY_TYPES
 
-    def _record(self, request: _Request, finished_ts: float | None, failure: str | None) -> None:
+    def _record(
+        self, request: _Request, finished_ts: float | None, failure: str | None, *, download: bool = False
+    ) -> None:
         response = request.response or _NO_RESPONSE
         _, response_headers = request.headers()
         length = response_headers.get("content-length", "")
@@ -714,6 +734,7 @@ class TabFeed:
                 int(length) if length.isdigit() else None,
                 request.navigation,
                 request.redirected_from,
+                download,
             ),
         )
 

@@ -759,7 +759,11 @@ def entry_line(entry: Any, *, whole: bool = False) -> str:
         return line + (f" ({short(entry.url)})" if entry.url else "")
     if isinstance(entry, NetworkEntry):
         status = "status not seen" if entry.status is None else str(entry.status)
-        outcome = f"FAILED {entry.failure}" if entry.failure else status
+        outcome = (
+            f"FAILED {entry.failure}"
+            if entry.failure
+            else status + (", downloaded" if entry.download else "")
+        )
         if entry.failure and entry.status is not None:  # failed after its response (its body cut)
             outcome += f" after status {entry.status}"
         size = f", {entry.response_body_size} B" if entry.response_body_size is not None else ""
