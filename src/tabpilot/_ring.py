@@ -125,10 +125,14 @@ class Ring(Generic[E]):
             del self._by_tab[key]
             self._emptied_now(key)
 
-    def count_dropped(self, tab: TabKey, count: int = 1) -> None:
-        """Count entries of `tab` that were dropped before they reached the ring."""
+    def count_dropped(self, tab: TabKey, count: int = 1, *, seq: int = 0) -> None:
+        """Count entries of `tab` that were dropped before they reached the ring; `seq`, a sequence
+        number taken for the drop, tells readers whose cursor is older that they missed them."""
         self.dropped += count
         self._dropped_by_tab[tab] = self._dropped_by_tab.get(tab, 0) + count
+        if seq:
+            self.evicted_seq = max(self.evicted_seq, seq)
+            self._evicted_by_tab[tab] = max(self._evicted_by_tab.get(tab, 0), seq)
         if tab not in self._by_tab:
             self._emptied_now(tab)
 

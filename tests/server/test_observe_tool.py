@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +109,34 @@ async def test_errors_of_a_background_tab_are_counted_in_the_tabs_section_and_ob
         again = await mcp.call_tool("browser_tabs", {"action": "list"})
         assert "new error" not in tab_line(again, failing)  # already reported
         assert tab_line(again, first)
+
+
+async def test_new_errors_the_buffer_dropped_are_told_as_more_than_it_holds(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # 300 errors with room for 100: the tab line said "100 new errors".
+    site.set_content(
+        "/errs",
+        "<title>E</title><script>setTimeout(() => { for (let i = 0; i < 300; i++) console.error('e' + i) }, 300)"
+        "</script>",
+    )
+    async with connect(buffer_size=100) as mcp:
+        tab = await new_tab(mcp, site.url("/errs"), background=True)
+        # A list may come mid-flood: the response after the buffer dropped some says so.
+        listed = await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda r: "dropped" in tab_line(r, tab),
+        )
+        told = tab_line(listed, tab)
+        assert re.search(r"\[more than \d+ new errors \(some dropped\)\]$", told), told
+        (entry,) = [t for t in result_of(listed)["tabs"] if t["id"] == tab]
+        assert entry["newErrorsDropped"] is True and 0 < entry["newErrors"] <= 100, entry
+        again = await mcp.call_tool("browser_tabs", {"action": "list"})
+        assert "new error" not in tab_line(again, tab)  # told once
+        errors = await observe_until(
+            mcp, {"what": "errors", "tabId": tab}, lambda r: r["entries"][-1]["message"] == "e299"
+        )
+        assert (result_of(errors)["returned_entries"], result_of(errors)["dropped"]) == (100, 200)
 
 
 async def test_a_resource_that_failed_to_load_is_a_browser_line_and_error_of_its_tab(
@@ -341,13 +370,13 @@ async def test_network_bodies_show_both_sides_and_one_entry_whole_with_its_heade
         both = await observe_until(
             mcp, {"what": "network_bodies", "method": "POST"}, lambda r: r["returned_entries"] == 2
         )
-        first, second = (e["seq"] for e in result_of(both)["entries"])
+        (first, one_url), (second, _) = ((e["seq"], e["url"]) for e in result_of(both)["entries"])
         head, *lines = section(both, "Result").splitlines()
         assert head.endswith(
             f"Bodies are cut at 256 characters here: one entry comes with its headers and whole bodies "
             f"(entry #{first}: since={first - 1}, limit=1)."
         ), head
-        assert lines[0] == f"[tab {tab}] #{first} POST {site.url('/api/echo?n=1')} → 200 application/json"
+        assert lines[0] == f"[tab {tab}] #{first} POST {one_url} → 200 application/json"
         assert lines[1].startswith('    request body: \'{"hello":"world","pad":"ppp')
         assert lines[1].endswith("… [70 more characters]'"), lines[1]
         assert lines[2].startswith('    response body: \'{"method":"POST"')

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._cdp import TargetSession
@@ -141,8 +141,15 @@ class Telemetry:
         return self._socket_ids
 
     def error_counts_since(self, seq: int) -> dict[int, int]:
-        """New errors (page errors and console errors) per tab after cursor `seq`."""
+        """New errors (page errors and console errors) per tab after cursor `seq`: those still held
+        (`errors_dropped_since` says of which tabs more were dropped)."""
         return {tab: n for tab, n in self._rings["errors"].counts_since(seq).items() if tab is not None}
+
+    def errors_dropped_since(self, seq: int, tabs: Iterable[int]) -> set[int]:
+        """Which of `tabs` had errors newer than cursor `seq` dropped (the buffer's oldest, or a
+        flood's surplus): their `error_counts_since` is a lower bound."""
+        ring = self._rings["errors"]
+        return {tab for tab in tabs if ring.missed_after(tab, seq)}
 
     def dropped(self, what: TelemetryKind) -> int:
         return self._ring(what).dropped
@@ -188,7 +195,7 @@ class Telemetry:
 
     def shed(self, what: TelemetryKind, tab_id: int, count: int = 1) -> None:
         """Entries a tab produced too fast to keep: dropped before they were built, and counted."""
-        self._rings[what].count_dropped(tab_id, count)
+        self._rings[what].count_dropped(tab_id, count, seq=self.next_seq())
 
     def read_body(self, read: Callable[[], Awaitable[None]]) -> bool:
         """Run a body read with a few at a time. Past `max_body_reads` waiting it is not run, and

@@ -523,9 +523,12 @@ def error_page_mark(blocked: bool) -> str:
     return BLOCKED_PAGE_MARK if blocked else ERROR_PAGE_MARK
 
 
-def tab_line(info: TabInfo, *, active_id: int | None, new_errors: int = 0) -> str:
+def tab_line(
+    info: TabInfo, *, active_id: int | None, new_errors: int = 0, errors_dropped: bool = False
+) -> str:
     """One line of a `### Tabs` section. `active_id`: the tab calls without tabId use (the default
-    instance's active tab; None: none); each other instance's own active tab is marked as only its."""
+    instance's active tab; None: none); each other instance's own active tab is marked as only its.
+    `errors_dropped`: more new errors than `new_errors` came, and were dropped."""
     marks: list[str] = []
     if info.active:
         marks.append("active" if info.id == active_id else "active in its instance")
@@ -545,7 +548,11 @@ def tab_line(info: TabInfo, *, active_id: int | None, new_errors: int = 0) -> st
         marks.append(f"{info.dialog.type} dialog open{dialog_said(info.dialog.type, info.dialog.message)}")
     if info.held_by is not None:
         marks.append(f"waits for the dialog on tab {info.held_by}")
-    if new_errors:
+    if errors_dropped:
+        marks.append(
+            f"more than {new_errors} new errors (some dropped)" if new_errors else "new errors (all dropped)"
+        )
+    elif new_errors:
         marks.append(f"{new_errors} new error{'s' if new_errors != 1 else ''}")
     tail = f" [{', '.join(marks)}]" if marks else ""
     return f"- tab {info.id}: {page_line(info.title, info.url)}{tail}"

@@ -302,11 +302,12 @@ class Response:
         infos = manager.tabs()
         telemetry = session.telemetry
         errors = {k: v for k, v in telemetry.error_counts_since(session.last_error_seq).items() if v}
+        dropped = telemetry.errors_dropped_since(session.last_error_seq, (i.id for i in infos))
         session.last_error_seq = telemetry.last_seq
         # Dialogs are part of the shape: a tab blocked by one is worth telling at once.
         shape = tuple((i.id, i.active, i.dialog is not None) for i in infos)
         shown = session.shown_tabs
-        changed = shape != shown or bool(errors)
+        changed = shape != shown or bool(errors) or bool(dropped)
         if not (changed or self._force_tabs):
             return None
         session.shown_tabs = shape
@@ -315,7 +316,7 @@ class Response:
         active_id = active.id if active is not None else None
         # The client has every line from the last list when the same tabs are open and only the
         # active one moved: their ids say it (a list asked for is always given whole).
-        same_tabs = shown is not None and not errors and _set_of(shape) == _set_of(shown)
+        same_tabs = shown is not None and not errors and not dropped and _set_of(shape) == _set_of(shown)
         if same_tabs and infos and (self._brief_tabs or not self._force_tabs):
             data["activeTabId"] = active_id
             ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
@@ -323,7 +324,7 @@ class Response:
         self._tabs_listed = True
         session.seen_pages = {i.id: (i.url, i.title) for i in infos}
         if self._structured:
-            self._structured_tabs(infos, errors, data)
+            self._structured_tabs(infos, errors, dropped, data)
         data["activeTabId"] = active_id
         lines: list[str] = []
         heading: str | None = None
@@ -335,23 +336,35 @@ class Response:
                 heading = info.instance_id
                 is_default = default is not None and default.id == heading
                 lines.append(f"instance {heading}{' (default)' if is_default else ''}:")
-            lines.append(tab_line(info, active_id=active_id, new_errors=errors.get(info.id, 0)))
-        if errors and session.config.shows_network:  # browser_observe is offered
+            lines.append(
+                tab_line(
+                    info,
+                    active_id=active_id,
+                    new_errors=errors.get(info.id, 0),
+                    errors_dropped=info.id in dropped,
+                )
+            )
+        if (errors or dropped) and session.config.shows_network:  # browser_observe is offered
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")
 
     def _structured_tabs(
-        self, infos: Sequence[TabInfo], errors: dict[int, int], data: dict[str, Any]
+        self, infos: Sequence[TabInfo], errors: dict[int, int], dropped: set[int], data: dict[str, Any]
     ) -> None:
+        def counts(info: TabInfo) -> dict[str, Any]:
+            # newErrorsDropped: more came than newErrors says, and were dropped.
+            said = {"newErrors": errors.get(info.id, 0)}
+            return {**said, "newErrorsDropped": True} if info.id in dropped else said
+
         listed = self._result_data.get("tabs")
         if isinstance(listed, list) and [t.get("id") for t in listed] == [i.id for i in infos]:
             # browser_tabs list already carries this list in its result: add the error counts there
             # instead of sending every tab twice (it is most of a long list's bytes), and bring it
             # up to what the text says (a title can change while the response is built).
             for entry, info in zip(listed, infos, strict=True):
-                entry.update(info.to_dict(), newErrors=errors.get(info.id, 0))
+                entry.update(info.to_dict(), **counts(info))
         else:
-            data["tabs"] = [{**i.to_dict(), "newErrors": errors.get(i.id, 0)} for i in infos]
+            data["tabs"] = [{**i.to_dict(), **counts(i)} for i in infos]
 
     async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
