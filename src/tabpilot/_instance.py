@@ -149,13 +149,13 @@ async def _ended(pid: int, profile: str | None, timeout: float) -> None:
         await asyncio.sleep(0.02)
 
 
-async def _unless(job: Awaitable[T], signal: asyncio.Future[Any]) -> asyncio.Future[T] | None:
-    """Await `job` unless `signal` comes first: the job's future if it ended first (its result or
-    error to read), else None. A job left behind is left to finish or fail by itself, its outcome
-    consumed: cancelling it midway would leave Playwright's own bookkeeping half done."""
+async def _unless(job: Awaitable[T], *signals: asyncio.Future[Any]) -> asyncio.Future[T] | None:
+    """Await `job` unless one of `signals` comes first: the job's future if it ended first (its
+    result or error to read), else None. A job left behind is left to finish or fail by itself, its
+    outcome consumed: cancelling it midway would leave Playwright's own bookkeeping half done."""
     task = asyncio.ensure_future(job)
     try:
-        await asyncio.wait((task, signal), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((task, *signals), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         task.cancel()
         raise
@@ -237,6 +237,8 @@ class Instance:
         self._link = link
         self._closing = asyncio.Event()
         """Set as the instance starts to close."""
+        self._lost_signal: asyncio.Future[None] | None = None
+        """Done once the instance is lost (made when page work first waits on it)."""
 
     def __repr__(self) -> str:
         return f"<Instance {self.id} {self.kind} tabs={len(self._registry)}>"
@@ -397,11 +399,21 @@ class Instance:
         return False
 
     async def _linked(self, job: Awaitable[T]) -> T:
-        if self._link is None:
+        """Await `job` unless the instance is lost first (a remote browser that stopped answering
+        keeps its socket open: work sent to it would wait out its own timeout), or its link drops."""
+        if self._lost_signal is None:
+            self._lost_signal = asyncio.get_running_loop().create_future()
+        lost = self._lost_signal
+        if lost.done():
             return await job
-        ended = await _unless(job, self._link.dropped())
+        dropped = self._link.dropped() if self._link is not None else None
+        ended = await _unless(job, lost) if dropped is None else await _unless(job, lost, dropped)
         if ended is not None:
             return ended.result()
+        if lost.done():
+            await self.loss_judged()
+            self.ensure_usable()  # raises why it was lost
+        assert self._link is not None
         raise InstanceUnreachableError(self.id, self._link.unreachable() or "its link to the browser dropped")
 
     async def _unless_closed(self, job: Awaitable[T]) -> T:
@@ -797,6 +809,8 @@ class Instance:
         self.state = "lost"
         self.lost_reason = reason
         logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
+        if self._lost_signal is not None and not self._lost_signal.done():
+            self._lost_signal.set_result(None)
         went_first = self._tracker.report_checked_closes()
         self.tabs_at_loss = {t.target_id: t.id for t in [*went_first, *self.tabs] if t.target_id}
         self.users_at_loss = {t.id for t in [*went_first, *self.tabs] if t.users_own}

@@ -272,9 +272,14 @@ async def test_a_remote_browser_that_stops_answering_is_lost_within_10_s_but_a_b
         os.kill(local.pid, signal.SIGSTOP)
         try:
             started = time.monotonic()
+            # Work under way on it ends with the loss (a reload waited out its 30 s, then advised
+            # to retry), as work that a closed connection fails does.
+            reloading = asyncio.ensure_future(navigate(tab, "reload"))
             await wait_until(lambda: remote.state == "lost", timeout=10)
             assert time.monotonic() - started < 10
             assert remote.lost_reason == f"the browser at {frozen.http} stopped answering"
+            with pytest.raises(InstanceLostError, match="stopped answering"):
+                await asyncio.wait_for(reloading, 2)
             closed = events(manager, since, "tab_closed", remote)
             assert tab.id in [e.tab_id for e in closed] and {e.data["by"] for e in closed} == {"crash"}
             # A local browser is judged by its process, which is there: busy is not dead.
