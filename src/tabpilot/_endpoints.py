@@ -72,7 +72,8 @@ async def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], time
     """The id of the browser at a CDP endpoint, whatever address reaches it: the one in its
     ws://.../devtools/browser/<id> URL (new at every browser start), which an http(s) endpoint's
     /json/version gives. None when the endpoint does not say: not reachable (connecting then says
-    why), or a proxy whose URL names no browser (each connection may get another one)."""
+    why), or a proxy whose URL names no browser (each connection may get another one). An endpoint
+    that says nothing within `timeout` raises ConnectError: a connection would wait as long again."""
     url = endpoint
     if urlsplit(endpoint).scheme.lower() in ("http", "https"):
         version = endpoint.rstrip("/") + "/json/version"
@@ -84,7 +85,11 @@ async def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], time
                 ),
                 timeout,
             )
-        except (TimeoutError, OSError, ValueError):
+        except TimeoutError:
+            raise ConnectError.no_answer(endpoint, timeout) from None
+        except (OSError, ValueError) as exc:
+            if isinstance(getattr(exc, "reason", None), TimeoutError):  # urllib's, connecting
+                raise ConnectError.no_answer(endpoint, timeout) from None
             return None
         if status != 200 or not isinstance(reply, dict):
             return None

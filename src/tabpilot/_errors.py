@@ -231,6 +231,16 @@ class ConnectError(InstanceError):
         super().__init__(fact, advice, instance_id=instance_id)
         self.reason: ConnectReason = reason
 
+    @classmethod
+    def no_answer(cls, endpoint: str, timeout: float) -> ConnectError:
+        """The endpoint was reached, or not, and said nothing within `timeout` seconds."""
+        return cls(
+            f"Could not connect to {endpoint}: no answer within {timeout:g} s.",
+            "Check that the host and port are right and reachable from this machine, and that the browser "
+            "(server) runs there.",
+            reason="timeout",
+        )
+
 
 class TabError(TabpilotError):
     def __init__(self, fact: str, advice: str = "", *, tab_id: int | str | None = None) -> None:

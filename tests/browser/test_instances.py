@@ -479,12 +479,14 @@ async def test_unreachable_and_wrong_protocol_endpoints_fail_fast_with_clear_err
             await connect()
         assert time.monotonic() - started < 3
     with silent_port() as port:
-        started = time.monotonic()
-        with pytest.raises(ConnectError, match="no answer within 1 s"):
-            await manager.connect_cdp(f"http://127.0.0.1:{port}", timeout=1)
-        with pytest.raises(ConnectError, match="no answer within 1 s"):
-            await manager.connect_ws(f"ws://127.0.0.1:{port}/x", timeout=1)
-        assert time.monotonic() - started < 5
+        # Each within its timeout (over CDP it was twice that: the browser's id was asked for
+        # first, and then Playwright asked again).
+        for connect in (manager.connect_cdp, manager.connect_ws):
+            started = time.monotonic()
+            scheme = "http" if connect == manager.connect_cdp else "ws"
+            with pytest.raises(ConnectError, match="no answer within 1 s"):
+                await connect(f"{scheme}://127.0.0.1:{port}/", timeout=1)
+            assert time.monotonic() - started < 1.9
     assert manager.instances == []
     # A failed attempt leaves nothing behind: the next connect works.
     instance = await manager.connect_ws(pw_server.ws)

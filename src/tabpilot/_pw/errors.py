@@ -253,12 +253,7 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
 def _connect_error(exc: BaseException, doing: Doing) -> ConnectError:
     endpoint, timeout = doing.endpoint, doing.timeout or 0
     if isinstance(exc, TimeoutError | PlaywrightTimeoutError):
-        return ConnectError(
-            f"Could not connect to {endpoint}: no answer within {timeout:g} s.",
-            "Check that the host and port are right and reachable from this machine, and that the browser "
-            "(server) runs there.",
-            reason="timeout",
-        )
+        return ConnectError.no_answer(endpoint or "", timeout)
     detail = first_line(exc)
     if any(k in detail for k in _UNREACHABLE):
         return ConnectError(
