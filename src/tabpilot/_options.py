@@ -205,6 +205,13 @@ class BrowserOptions:
             check_storage_state(self.storage_state)
         if self.proxy_server is not None:
             check_proxy_server(self.proxy_server)
+        if self.downloads_dir is not None:
+            where = Path(self.downloads_dir).expanduser()
+            if not str(self.downloads_dir).strip() or (where.exists() and not where.is_dir()):
+                # Every download failed then, each saying it could not save its file.
+                raise ValueError(
+                    f"downloads dir {self.downloads_dir!r} is not a folder: name one (it is made if missing)"
+                )
         for script in self.init_scripts:
             if not Path(script).expanduser().is_file():
                 raise ValueError(f"init script {script!r} is not a readable file")

@@ -86,8 +86,36 @@ def _option(group: Any, flag: str, **options: Any) -> None:
     SERVE_OPTIONS[flag.lstrip("-")] = options
 
 
+DASH_VALUED = ("--browser-arg",)
+"""Options whose value is itself a switch (Chromium's start with --), which argparse would take
+for an option of its own: `--browser-arg --lang=de` is read as `--browser-arg=--lang=de`."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's, with `DASH_VALUED` options joined to their value first."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(_dash_values(given), namespace)
+
+
+def _dash_values(argv: list[str]) -> list[str]:
+    joined: list[str] = []
+    at = 0
+    while at < len(argv):
+        if argv[at] in DASH_VALUED and at + 1 < len(argv) and argv[at + 1].startswith("-"):
+            joined.append(f"{argv[at]}={argv[at + 1]}")
+            at += 2
+        else:
+            joined.append(argv[at])
+            at += 1
+    return joined
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tabpilot",
         description="Give AI agents a real Chromium with many tabs, over MCP, and never lose a tab.",
     )
@@ -466,10 +494,16 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     values.update(from_command_line)
     how.update({flag_of[dest]: f"--{flag_of[dest]}" for dest in from_command_line})
     for dest, value in values.items():
-        # `--cdp-endpoint "$UNSET"` had launched a local browser instead, as if no option was given.
-        if isinstance(value, str) and not value.strip() and dest not in ("caps", "auth_token"):
+        # `--cdp-endpoint "$UNSET"` had launched a local browser instead, as if no option was given;
+        # `--browser-arg ''` gave Chromium an empty switch, `--allowed-file-root ''` meant the
+        # working directory, `--tools ,,` the default set.
+        given_values = value if isinstance(value, list) else [value]
+        names = value.split(",") if dest in ("tools", "caps") and isinstance(value, str) else given_values
+        if dest == "caps" and not value.strip():
+            continue  # an empty --caps: the core tools alone
+        if any(isinstance(v, str) and not v.strip() for v in names) and dest != "auth_token":
             raise ValueError(
-                f"{how[flag_of[dest]]}: the value is empty (an unset variable?): give one, or leave the "
+                f"{how[flag_of[dest]]}: a value is empty (an unset variable?): give one, or leave the "
                 "option out"
             )
     browser = BrowserOptions()
@@ -572,6 +606,16 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     for flag in ("extension-port", "extension-token", "extension-scope", "extension-id"):
         if flag in how and not config.extension:
             raise ValueError(f"{how[flag]} applies to the extension's bridge: give --extension too")
+    token = config.extension_token
+    if config.extension and token is not None and (len(token) < 8 or token != token.strip() or " " in token):
+        source = how.get("extension-token", "$TABPILOT_EXTENSION_TOKEN")
+        raise ValueError(
+            f"{source}: give a token of at least 8 characters without spaces (it is all a web page lacks "
+            "to drive the browser), or leave it out for a random one"
+        )
+    for flag in ("max-sessions", "session-idle-timeout", "allow-instances"):
+        if flag in how and config.http_host is None:
+            raise ValueError(f"{how[flag]} only applies to an HTTP server: add --http HOST:PORT, or drop it")
     if caps is not None and "default" not in tool_sets:
         raise ValueError(
             f"{config.named('caps')} narrows the default tool set, which {config.named('tools')} leaves out: "

@@ -97,6 +97,8 @@ def port(text: str) -> int:
 
 def extension_ids(text: str) -> tuple[str, ...]:
     ids = tuple(i.strip() for i in text.split(",") if i.strip())
+    if not ids:  # an unset variable had meant the shipped extension's id
+        raise argparse.ArgumentTypeError(f"{text!r} names no extension id (an unset variable?)")
     for value in ids:
         if len(value) != 32 or any(not "a" <= c <= "p" for c in value):
             raise argparse.ArgumentTypeError(f"{value!r} is not a Chrome extension id (32 letters a-p)")
@@ -148,6 +150,8 @@ def json_object(text: str) -> dict[str, Any]:
 
 
 def directory(text: str) -> str:
+    if not text.strip():  # Path("") is the working directory
+        raise argparse.ArgumentTypeError(f"{text!r} names no folder (an unset variable?)")
     path = Path(text).expanduser()
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
@@ -242,7 +246,11 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "browser_args": (
         "--browser-arg",
-        {"metavar": "ARG", "action": "append", "help": "extra Chromium command-line argument; repeatable"},
+        {
+            "metavar": "ARG",
+            "action": "append",
+            "help": "extra Chromium command-line argument, e.g. --browser-arg --lang=de; repeatable",
+        },
     ),
     "cdp_headers": (
         "--cdp-header",

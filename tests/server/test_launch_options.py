@@ -62,6 +62,30 @@ async def test_a_persistent_profile_keeps_a_cookie_across_two_server_runs(
         assert await evaluate(mcp, "() => document.cookie") == ""
 
 
+async def test_another_browser_launched_beside_a_kept_profile_gets_a_fresh_one(
+    browser_path: str, tmp_path: Path
+) -> None:
+    # It was launched with the server's --user-data-dir, which its first browser holds: every
+    # browser_instance launch failed ("SingletonLock: File exists").
+    async with server(browser_path, user_data_dir=str(tmp_path / "profile")) as mcp:
+        ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        launched = result_of(ok(await mcp.call_tool("browser_instance", {"action": "launch"})))
+        (listed,) = [
+            i
+            for i in result_of(await mcp.call_tool("browser_instance", {"action": "list"}))["instances"]
+            if i["id"] == launched["instanceId"]
+        ]
+        assert listed["userDataDir"] is None
+
+
+def test_a_browser_argument_is_given_as_chromium_writes_it() -> None:
+    # argparse took `--lang=de` for an option of its own: the server exited ("expected one argument").
+    argv = ["serve", "--browser-arg", "--lang=de", "--browser-arg", "--mute-audio", "--headed"]
+    config = config_from_args(build_parser().parse_args(argv))
+    assert config.browser.browser_args == ("--lang=de", "--mute-audio")
+    assert config.browser.headless is False
+
+
 async def test_viewport_user_agent_and_an_init_script_in_a_popup(
     browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:
@@ -366,9 +390,26 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
         (["--ws-endpoint", "http://127.0.0.1:9"], "--ws-endpoint: 'http://127.0.0.1:9' is not a Playwright"),
         (["--selenium-grid", "127.0.0.1"], "--selenium-grid: '127.0.0.1' is not a Selenium Grid URL."),
         # An empty value (an unset variable) is refused: `--cdp-endpoint ''` launched a local browser.
-        (["--cdp-endpoint", ""], "--cdp-endpoint: the value is empty (an unset variable?)"),
-        (["--selenium-grid", " "], "--selenium-grid: the value is empty"),
-        (["--browser-path", ""], "--browser-path: the value is empty"),
+        (["--cdp-endpoint", ""], "--cdp-endpoint: a value is empty (an unset variable?)"),
+        (["--selenium-grid", " "], "--selenium-grid: a value is empty"),
+        (["--browser-path", ""], "--browser-path: a value is empty"),
+        # In repeatable options and lists too: Chromium got an empty switch, '' meant the working
+        # directory, ",," the default tool set, an empty id the shipped extension's.
+        (["--browser-arg", ""], "--browser-arg: a value is empty"),
+        (["--browser-arg", "--lang=de", "--browser-arg", " "], "--browser-arg: a value is empty"),
+        (["--allowed-file-root", ""], "argument --allowed-file-root: '' names no folder"),
+        (["--tools", ",,"], "--tools: a value is empty"),
+        (["--extension", "--extension-id", " , "], "argument --extension-id: ' , ' names no extension id"),
+        (["--downloads-dir", __file__], "is not a folder: name one (it is made if missing)"),
+        (["--extension", "--extension-token", "ab"], "--extension-token: give a token of at least 8"),
+        (
+            ["--extension", "--extension-token", "with spaces"],
+            "--extension-token: give a token of at least 8",
+        ),
+        # Options of an HTTP server change nothing over stdio.
+        (["--max-sessions", "5"], "--max-sessions only applies to an HTTP server: add --http"),
+        (["--session-idle-timeout", "60"], "--session-idle-timeout only applies to an HTTP server"),
+        (["--allow-instances"], "--allow-instances only applies to an HTTP server"),
         (["--allowed-origins", ""], "argument --allowed-origins: '' names no origin (an unset variable?)"),
         (["--blocked-origins", " , "], "names no origin"),
     ],

@@ -145,7 +145,10 @@ async def browser_instance(
             "tabs with browser_tabs instead; the browser goes when your session ends."
         )
     elif action == "launch":
-        chosen = launch_options(manager.options, options, file_roots(call.session.config))
+        # Another browser gets a fresh profile of its own, unless the call names one: the server's
+        # --user-data-dir is its first browser's, and one Chromium at a time can use a profile.
+        base = manager.options.replace(user_data_dir=None)
+        chosen = launch_options(base, options, file_roots(call.session.config))
         instance = await manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen)
         _opened(call, instance, "Launched")
     elif action == "connect":
