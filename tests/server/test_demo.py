@@ -71,6 +71,21 @@ def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(
     assert processes_in_session(demo.pid) == []
 
 
+def test_the_demos_server_gets_the_users_environment() -> None:
+    # It got the few variables the MCP SDK passes on: a browser named in TABPILOT_BROWSER was
+    # ignored (the demo passed with another), and --headed had no DISPLAY.
+    demo = subprocess.run(
+        [sys.executable, "-m", "tabpilot", "demo"],
+        env={**os.environ, "TABPILOT_BROWSER": "/no/such/chrome"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert demo.returncode != 0, demo.stdout
+    assert "/no/such/chrome" in demo.stdout + demo.stderr, demo.stdout + demo.stderr
+    assert "the server did not start (" in demo.stdout, demo.stdout  # not a task group's words
+
+
 class CannedClient:
     """Answers tool calls with fixed results: enough to drive the step checks without a browser."""
 

@@ -413,6 +413,7 @@ async def run_demo(
     args = server_command(browser_path=browser_path, headed=headed, extension=pairing)
     started = time.perf_counter()
     passed, total = 0, 0
+    tools: set[str] = set()
     # The server's stderr goes to a file: its logs would tear the transcript; the tail is shown on failure.
     with contextlib.ExitStack() as stack:
         site = stack.enter_context(LocalSite())
@@ -433,7 +434,9 @@ async def run_demo(
             transcript.line(
                 f"the user's browser: Chromium with the tabpilot extension and {site.url(USER_PAGE)} open"
             )
-        params = StdioServerParameters(command=sys.executable, args=args)
+        # With this environment: the SDK passes a few variables only (no DISPLAY for --headed, no
+        # TABPILOT_BROWSER, no temp folder of the user's choosing).
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
         try:
             with anyio.fail_after(RUN_TIMEOUT):
                 transport = stdio_client(
@@ -453,8 +456,17 @@ async def run_demo(
                     total = len(session.steps)
                     passed = await session.run()
         except Exception as exc:
-            reason = "it ran out of time" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-            transcript.fail(f"the session with the server broke off ({reason})")
+            cause: BaseException = exc
+            while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # the client's task group
+                cause = cause.exceptions[0]
+            reason = (
+                "it ran out of time"
+                if isinstance(cause, TimeoutError)
+                else f"{type(cause).__name__}: {cause}"
+            )
+            # Before the tool list the server had not started (its log says why).
+            broke = "the server did not start" if not tools else "the session with the server broke off"
+            transcript.fail(f"{broke} ({reason})")
             tail = server_log()
             if tail:
                 transcript.line("server log:\n" + tail)
