@@ -462,6 +462,24 @@ async def test_the_timeouts_a_launch_is_given_are_its_tabs_timeouts(
         assert not kept.is_error, text(kept)
 
 
+async def test_losing_another_instance_tells_its_active_tab_as_its_own(browser_path: str) -> None:
+    # The event said "no tab is active" while the default instance's tab 1 was active, and calls
+    # without tabId went on in it.
+    async with Client(own_browser_server(browser_path)) as client:
+        launched = result_of(await call(client, "browser_instance", action="launch"))
+        listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        pid = next(i["pid"] for i in listed if i["id"] == launched["instanceId"])
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        after = await call(client, "browser_tabs", action="list")
+        gone, other = launched["activeTabId"], launched["instanceId"]
+        assert (
+            f"- tab {gone} closed (its browser was lost); instance {other} has no active tab"
+            in section(after, "Events").splitlines()
+        ), section(after, "Events")
+        assert result_of(after)["activeTabId"] == 1
+
+
 async def test_a_browser_launched_with_options_is_relaunched_with_them(
     browser_path: str, site: LocalSite
 ) -> None:

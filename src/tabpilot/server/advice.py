@@ -595,8 +595,9 @@ LEFT_OPEN = {
 set tells them so, not as closed."""
 
 
-def event_line(event: TabEvent) -> str:
-    """One line of an `### Events` section."""
+def event_line(event: TabEvent, *, default_instance: str | None = None) -> str:
+    """One line of an `### Events` section. `default_instance`: the instance whose active tab calls
+    without tabId use; another's active tab is told as that instance's own."""
     d, tab = event.data, event.tab_id
     if event.type == "tab_opened":
         if d.get("back"):
@@ -611,7 +612,15 @@ def event_line(event: TabEvent) -> str:
         tail = ""
         if d.get("activeChanged"):
             active = d.get("activeTabId")
-            tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
+            if default_instance is not None and event.instance_id not in (None, default_instance):
+                own = f"instance {event.instance_id}"
+                tail = (
+                    f"; {own}'s active tab is now {active}"
+                    if active is not None
+                    else f"; {own} has no active tab"
+                )
+            else:
+                tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
         if d.get("by") in LEFT_OPEN:
             return f"tab {tab} is {LEFT_OPEN[str(d['by'])]}{tail}"
         return f"tab {tab} closed ({closed_as(d.get('by'))}){tail}"

@@ -267,7 +267,9 @@ class Response:
                 data["events"] = [e.to_dict() for e in events]
             untold = [e for e in events if e.tab_id is None or (e.type, e.tab_id) not in self._told]
             if untold:
-                sections.append(Section("Events", "\n".join(f"- {event_line(e)}" for e in untold)))
+                default = manager.default_instance
+                said = [event_line(e, default_instance=default.id if default else None) for e in untold]
+                sections.append(Section("Events", "\n".join(f"- {line}" for line in said)))
             tabs = self._tabs_section(session, data)
             page_section, snapshot_section = page
             if page_section is not None and not self._page_news(session, data):
