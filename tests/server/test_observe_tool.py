@@ -678,7 +678,10 @@ async def test_the_actions_log_names_the_tab_of_each_call_and_marks_calls_on_no_
         assert "browser_observe" not in [e["tool"] for e in entries]
         lines = [line for line in section(actions, "Result").splitlines() if line.startswith("[")]
         assert lines[-2].startswith(f"[tab {tab}] #") and "browser_snapshot(" in lines[-2], lines
-        assert lines[-1].startswith("[no tab] #") and "browser_instance(action='list'" in lines[-1]
+        # The arguments the client gave, not every default as if it had (background=False, ...).
+        assert lines[-2].split(" ", 3)[3].startswith(f"browser_snapshot(tabId={tab}) ok: "), lines[-2]
+        assert lines[-1].startswith("[no tab] #") and "browser_instance(action='list') ok: " in lines[-1]
+        assert entries[-1]["arguments"] == {"action": "list"}
 
 
 async def test_a_call_its_client_cancels_is_in_the_actions_log_as_cancelled(

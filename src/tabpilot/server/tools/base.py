@@ -139,6 +139,12 @@ class ToolSpec:
         """The MCP arguments: the function's parameters but `call` and `tab`."""
         return _arguments(self.fn)
 
+    def given(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments set to other than their defaults: what the client asked for (the SDK hands
+        the tool every argument, defaults filled in)."""
+        defaults = {p.name: p.default for p in self.arguments()}
+        return {k: v for k, v in arguments.items() if k not in defaults or v != defaults[k]}
+
     def misplaced(self, arguments: dict[str, Any]) -> str | None:
         """Why `arguments` do not fit their action (an argument another action uses), or None."""
         if not self.action_args:
@@ -301,7 +307,7 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
                     await _run(spec, state, call, kwargs)
                 except anyio.get_cancelled_exc_class():
                     if spec.recorded and not stop.cancel_called:  # its client cancelled it
-                        _record_action(call, kwargs, CANCELLED)
+                        _record_action(call, spec.given(kwargs), CANCELLED)
                     raise
         if stop.cancel_called:  # the server stops (`ServerState.stop_calls`): whatever the call got to
             logger.info("%s was cut short: the server is stopping", spec.name)
@@ -320,7 +326,7 @@ def tool_runner(spec: ToolSpec) -> ToolRunner:
             return await response.build(None)
         result = await response.build(call.session)
         if spec.recorded:  # after the build: its summary is the result line of the moment it tells
-            _record_action(call, kwargs)
+            _record_action(call, spec.given(kwargs))
         return result
 
     return run
