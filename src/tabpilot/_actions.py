@@ -85,7 +85,8 @@ class ActionResult:
     have opened it (a page does not say which script did)."""
     value: Any = None
     """`evaluate`: the script's result. `select_option`: the values now selected. `press_key`: the
-    key as pressed (its name as Playwright knows it)."""
+    key as pressed (its name as Playwright knows it). `fill_form`: each field's value as it was
+    set, in order (True/False for a checkbox or radio button given 'true' or 'false')."""
     followed_tab_id: int | None = None
     """The opened tab that is now the active one: `click(follow_new_tab=True)` activated it, or the
     manager follows the tabs pages open (`follow_new_tabs`)."""
@@ -479,7 +480,7 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
 
     refs = ", ".join(ref for ref, _ in fields)
     _, result = await _act(tab, f"Filling {refs} on tab {tab.id}", job(), ref=None, timeout=timeout)
-    return result
+    return _with(result, value=[value for _, _, value in elements])
 
 
 async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | None = None) -> ActionResult:

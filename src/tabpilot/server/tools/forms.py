@@ -47,7 +47,8 @@ async def browser_fill_form(
 ) -> None:
     tab = call.target(tab_id=tabId, ref=fields[0].ref)
     result = await fill_form(tab, [(f.ref, f.value) for f in fields])
-    filled = "; ".join(f"{f.ref} = {_shown(f.value)}" for f in fields)
+    # As set: a checkbox given "false" is unchecked (it was shown as 'false').
+    filled = "; ".join(f"{f.ref} = {_shown(value)}" for f, value in zip(fields, result.value, strict=True))
     report(
         call,
         tab,
