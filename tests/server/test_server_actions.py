@@ -560,9 +560,10 @@ async def test_an_action_response_shows_the_lines_that_changed_not_the_whole_sna
 
         removal = {"function": "() => document.querySelector('p').remove()", "tabId": tab}
         removed = ok(await mcp.call_tool("browser_evaluate", removal))
+        # Which line went is named (it said "(1 line removed)": which row of a list?).
         assert section(removed, "Snapshot") == (
-            f"Changes since the previous snapshot of tab {tab}:\n(1 line removed)"
-        )
+            f"Changes since the previous snapshot of tab {tab}:\nRemoved:\n- paragraph [ref={tab}e3]: This is page a."
+        ), section(removed, "Snapshot")
         # A reload shows the new document's whole tree: ### Page is its heading, URL unchanged or not.
         reloaded = ok(await mcp.call_tool("browser_navigate", {"action": "reload", "tabId": tab}))
         assert section(reloaded, "Page") == f"tab {tab}: Page a ({site.url('/page/a?step=2')})"

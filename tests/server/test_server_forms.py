@@ -72,9 +72,7 @@ async def test_fill_form_fills_every_kind_of_field_of_a_background_tab(
             f"{message} = 'Hello'."
         ), section(filled, "Result")
         # A checkbox given "false" is said as unchecked (the answer quoted 'false'), as it was set.
-        off = ok(
-            await mcp.call_tool("browser_fill_form", {"fields": [{"ref": subscribe, "value": "false"}]})
-        )
+        off = ok(await mcp.call_tool("browser_fill_form", {"fields": [{"ref": subscribe, "value": "false"}]}))
         assert f"{subscribe} = unchecked." in section(off, "Result"), section(off, "Result")
         ok(await mcp.call_tool("browser_fill_form", {"fields": [{"ref": subscribe, "value": "true"}]}))
         ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Submit"')}))

@@ -16,18 +16,21 @@ def test_a_changed_line_is_shown_in_its_new_form_and_not_counted_as_removed() ->
     )
     assert changed_lines(PAGE, focused) == (
         ["- generic [ref=e1]:", '  - textbox "Name" [active] [ref=e3]'],
-        0,
+        [],
     )
 
 
-def test_lines_that_are_gone_are_counted() -> None:
+def test_lines_that_are_gone_are_given() -> None:
     without_button = "\n".join(PAGE.splitlines()[:-1])
-    assert changed_lines(PAGE, without_button) == ([], 1)
+    assert changed_lines(PAGE, without_button) == ([], ['  - button "Send" [ref=e4]'])
     # Three lines become one: one is shown as changed, two are gone.
     collapsed = "- generic [active] [ref=e1]:\n  - status: Sent"
     added, removed = changed_lines(PAGE, collapsed)
-    assert added == ["  - status: Sent"] and removed == 2
+    assert added == ["  - status: Sent"] and removed == [
+        '  - textbox "Name" [ref=e3]',
+        '  - button "Send" [ref=e4]',
+    ]
 
 
 def test_an_unchanged_page_has_no_changes() -> None:
-    assert changed_lines(PAGE, PAGE) == ([], 0)
+    assert changed_lines(PAGE, PAGE) == ([], [])

@@ -47,6 +47,8 @@ from .state import SessionState
 
 MAX_CHANGED_LINES = 200
 """More changed lines than this are cut: the agent can take the whole snapshot instead."""
+MAX_REMOVED_SHOWN = 5
+"""Removed lines up to this many are named (which row of a list went); more are counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,17 +79,17 @@ def parse_response(text: str) -> dict[str, str]:
     return sections
 
 
-def changed_lines(before: str, after: str) -> tuple[list[str], int]:
-    """Lines of `after` that are new or changed compared with `before`, and how many lines of
-    `before` are gone (a changed line is shown in its new form, not counted as removed)."""
+def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
+    """Lines of `after` that are new or changed compared with `before`, and the lines of `before`
+    that are gone (a changed line is shown in its new form, not as removed)."""
     old, new = before.splitlines(), after.splitlines()
     added: list[str] = []
-    removed = 0
+    removed: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op in ("replace", "insert"):
             added.extend(new[j1:j2])
         if op in ("replace", "delete"):
-            removed += max(0, (i2 - i1) - (j2 - j1))
+            removed.extend(old[i1 + (j2 - j1) : i2])  # those beyond the ones replaced
     return added, removed
 
 
@@ -415,13 +417,21 @@ class Response:
         added, removed = changed_lines(previous.text, fresh.text)
         cut = max(0, len(added) - MAX_CHANGED_LINES)
         shown = added[:MAX_CHANGED_LINES]
-        data["snapshotChanges"] = {"tabId": tab.id, "lines": shown, "removedLines": removed, "cutLines": cut}
+        data["snapshotChanges"] = {
+            "tabId": tab.id,
+            "lines": shown,
+            "removedLines": len(removed),
+            "removed": [line.strip() for line in removed[:MAX_REMOVED_SHOWN]],
+            "cutLines": cut,
+        }
         head = f"Changes since the previous snapshot of tab {tab.id}:"
         if not added and not removed:
             return Section("Snapshot", f"{head}\n(no changes)")
         tail = []
-        if removed:
-            tail.append(f"({removed} line{'s' if removed != 1 else ''} removed)")
+        if 0 < len(removed) <= MAX_REMOVED_SHOWN:
+            tail.append("Removed:\n" + "\n".join(line.strip() for line in removed))
+        elif removed:
+            tail.append(f"({len(removed)} lines removed)")
         if cut:
             tail.append(f"({cut} more changed lines cut; take a snapshot to see them)")
         lines = [_yaml("\n".join(shown))] if shown else []  # only removals: no empty block
