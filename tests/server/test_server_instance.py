@@ -462,6 +462,28 @@ async def test_the_timeouts_a_launch_is_given_are_its_tabs_timeouts(
         assert not kept.is_error, text(kept)
 
 
+async def test_a_browser_the_options_name_that_cannot_be_had_leaves_browser_instance_working(
+    browser_path: str, remote: RemoteChromium, site: LocalSite
+) -> None:
+    # Every call failed with the endpoint's error, browser_instance too: the agent could not
+    # launch or connect another browser, only a restart helped.
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    async with Client(own_browser_server(browser_path, cdp_endpoint=endpoint)) as client:
+        for _ in range(2):  # each call that needs it tries it again, and says why it failed
+            failed = await client.call_tool("browser_tabs", {"action": "list"})
+            assert failed.is_error and f"Could not connect to {endpoint}" in text(failed), text(failed)
+        listed = result_of(await call(client, "browser_instance", action="list"))
+        assert listed["instances"] == [] and listed["defaultInstanceId"] is None
+        connected = result_of(
+            await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
+        )
+        assert connected["default"] is True
+        opened = await call(client, "browser_tabs", action="new", url=site.url("/page/a"))
+        assert result_of(opened)["tabId"] in [
+            t["id"] for t in result_of(await call(client, "browser_tabs", action="list"))["tabs"]
+        ]
+
+
 async def test_losing_another_instance_tells_its_active_tab_as_its_own(browser_path: str) -> None:
     # The event said "no tab is active" while the default instance's tab 1 was active, and calls
     # without tabId went on in it.

@@ -103,6 +103,11 @@ class SessionState:
         self.seen_pages: dict[int, tuple[str, str]] = {}
         """Each tab's URL and title as this client last saw them (a `### Page` line, a tab list),
         to leave out a `### Page` that would say the same again."""
+        self.start_error: Exception | None = None
+        """Why the browser the options name could not be had at the last try (None: it was, or
+        the agent launched or connected one since): calls that need it try again
+        (`ensure_started`); browser_instance works meanwhile."""
+        self._starting: asyncio.Task[None] | None = None
         self._extras: dict[type[Any], Any] = {}
 
     @property
@@ -122,7 +127,34 @@ class SessionState:
         self.last_event_seq = self.manager.events.last_seq
         return events
 
+    async def ensure_started(self) -> None:
+        """Have the browser the options name, when its start failed before: try it again (calls at
+        the same time share one try), and raise why it still cannot be had."""
+        if self.start_error is None:
+            return
+        if self.manager.instances:  # the agent launched or connected one meanwhile
+            self.start_error = None
+            return
+        if self._starting is None:
+            self._starting = asyncio.get_running_loop().create_task(self._start_again())
+        starting = self._starting
+        try:
+            await asyncio.shield(starting)
+        finally:
+            if starting.done() and self._starting is starting:
+                self._starting = None
+
+    async def _start_again(self) -> None:
+        try:
+            await open_browser(self.manager, self.config)
+        except Exception as exc:
+            self.start_error = exc
+            raise
+        self.start_error = None
+
     async def close(self) -> None:
+        if self._starting is not None:
+            self._starting.cancel()
         await self.manager.close()
 
 
@@ -216,16 +248,21 @@ class ServerState:
         """The request's session if it exists, without starting a browser."""
         return self._sessions.get(self.session_key(ctx))
 
-    async def session(self, ctx: RequestContext) -> SessionState:
+    async def session(self, ctx: RequestContext, *, browser: bool = True) -> SessionState:
         """The request's session, created (browser and all) on its first tool call. Raises
-        ServerStopping once `stop_calls` was called."""
+        ServerStopping once `stop_calls` was called. A browser the options name that cannot be had
+        raises why, unless not `browser` (a call that launches or connects another one)."""
         if self._stopping:
             raise ServerStopping("the server is stopping")
         key = self.session_key(ctx)
         found = self._sessions.get(key)
-        if found is not None:
-            return found
-        return await asyncio.shield(self._start_session(key))
+        if found is None:
+            found = await asyncio.shield(self._start_session(key))
+            if browser and found.start_error is not None:  # this call waited for that try: no other
+                raise found.start_error
+        elif browser:
+            await found.ensure_started()
+        return found
 
     def _start_session(self, key: str) -> asyncio.Task[SessionState]:
         task = self._starting.get(key)
@@ -319,6 +356,7 @@ class ServerState:
         )
         manager.add_target_hook(telemetry.attach_target)
         isolated = self._shared is not None or config.shares_browser
+        start_error: Exception | None = None
         try:
             if isolated:
                 await manager.attach_isolated(await self._shared_instance())
@@ -332,7 +370,12 @@ class ServerState:
                 await bridge.wait_connected(EXTENSION_FIRST_WAIT)
                 await manager.extension_connected(EXTENSION_FIRST_WAIT)
             else:
-                await open_browser(manager, config)
+                try:
+                    await open_browser(manager, config)
+                except Exception as exc:
+                    # The session is there all the same: browser_instance can launch or connect
+                    # another browser; the other calls try this one again.
+                    start_error = exc
         except BaseException:
             await manager.close()
             raise
@@ -344,6 +387,7 @@ class ServerState:
             isolate_in=self._shared_instance if isolated else None,
             server=self,
         )
+        session.start_error = start_error
         self._sessions[key] = session
         return session
 
@@ -401,6 +445,8 @@ def _report_start(task: asyncio.Task[Any]) -> None:
     if task.cancelled():
         return
     exc = task.exception()
+    if exc is None and isinstance(task.result(), SessionState):
+        exc = task.result().start_error
     if exc is not None:
         logger.error("the browser could not start: %s", exc)
     else:

@@ -338,7 +338,9 @@ async def _session(
     """The call's browser session, started on the first call; None when it could not be had, the
     response then saying why."""
     try:
-        return await state.session(ctx)
+        # browser_instance works when the browser the options name cannot be had: the agent can
+        # launch or connect another one (every call failed with the start's error).
+        return await state.session(ctx, browser=name != "browser_instance")
     except TabpilotError as exc:
         response.fail(exc)
         from_options = isinstance(exc, BrowserNotFoundError) or (
