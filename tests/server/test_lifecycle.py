@@ -163,6 +163,21 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
         assert served.proc.returncode == expected, (how, served.proc.returncode)
 
 
+def test_a_second_sigterm_while_stopping_ends_the_server_as_stopped_by_sigterm(browser_path: str) -> None:
+    # The user (or a supervisor) insists: the server leaves at once, as stopped by SIGTERM (it
+    # exited 130, a Ctrl-C's status), and its browser goes with it.
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        served = Served(browser_path, tmp)
+        served.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.01)
+        took, _ = served.stop("SIGTERM")
+        assert served.proc.returncode == -signal.SIGTERM and took < 5, served.proc.returncode
+        deadline = time.monotonic() + 10
+        while any(pid_alive(pid) for pid in served.children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(pid_alive(pid) for pid in served.children)
+
+
 @pytest.mark.parametrize("how", ["stdin", "SIGTERM", "http SIGTERM"])
 def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: str, how: str) -> None:
     """The browser starts while the server is still being built (the SDK imported; over HTTP, the

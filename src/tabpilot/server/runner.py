@@ -86,7 +86,8 @@ async def _stop_on_signals(
                     # The user insists: leave now (Playwright's driver closes the browsers it
                     # launched when this process's end closes its pipe).
                     logger.warning("%s again while stopping: exiting at once", signal.Signals(again).name)
-                    os._exit(EXIT_INTERRUPTED)
+                    sys.stderr.flush()
+                    _exit_as_stopped_by(again)  # as stopped by it: a second SIGTERM is no Ctrl-C
 
             group.start_soon(insist)
             with anyio.move_on_after(timeout, shield=True):
