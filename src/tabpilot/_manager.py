@@ -25,6 +25,7 @@ from ._errors import (
     InstanceError,
     InstanceLostError,
     InstanceNotFoundError,
+    TabLimitError,
     TabNotFoundError,
     TabpilotError,
 )
@@ -401,6 +402,16 @@ class TabManager:
         path) uses and keeps that profile instead; one Chromium at a time can use a profile.
         """
         self._check_open()
+        budget = self.rules.budget
+        if budget is not None and budget.full:  # its first tab would go over the total
+            raise TabLimitError(
+                "",
+                budget.used,
+                budget.limit,
+                self.rules.tab_limit_policy,
+                total=True,
+                own=self._staying_tabs(),
+            )
         options = options or self.options
         changes: dict[str, Any] = {}
         if headless is not None:

@@ -484,6 +484,20 @@ async def test_a_browser_the_options_name_that_cannot_be_had_leaves_browser_inst
         ]
 
 
+async def test_the_total_tab_limit_holds_against_a_launch(browser_path: str) -> None:
+    # A launch opens its first tab whatever the total: 3 tabs were open under a limit of 2.
+    async with Client(own_browser_server(browser_path, max_total_tabs=2)) as client:
+        await call(client, "browser_tabs", action="new")
+        refused = await client.call_tool("browser_instance", {"action": "launch"})
+        assert (
+            refused.is_error
+            and "2 tabs are open" in text(refused)
+            and "(--max-total-tabs 2)" in text(refused)
+        ), text(refused)
+        assert len(result_of(await call(client, "browser_tabs", action="list"))["tabs"]) == 2
+        assert len(result_of(await call(client, "browser_instance", action="list"))["instances"]) == 1
+
+
 async def test_losing_another_instance_tells_its_active_tab_as_its_own(browser_path: str) -> None:
     # The event said "no tab is active" while the default instance's tab 1 was active, and calls
     # without tabId went on in it.
