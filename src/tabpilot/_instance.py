@@ -508,6 +508,13 @@ class Instance:
                 "TabManager.ensure_default() launches a new default browser in its place, with a blank tab."
             )
             replacement = "launch"
+        elif self.kind == "cdp":
+            # Lost as it stopped answering or dropped its connection: tabpilot cannot tell whether
+            # the browser still runs with its tabs (a frozen or restarted one may).
+            said = (
+                ". Its tabs are out of reach; if its browser still runs, connecting to it again gives the tabs "
+                "it has their ids back."
+            )
         elif self.kind == "context" and self._services.is_default(self.id):
             said = ". Its tabs are gone."
             advice = (

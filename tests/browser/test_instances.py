@@ -278,8 +278,10 @@ async def test_a_remote_browser_that_stops_answering_is_lost_within_10_s_but_a_b
             await wait_until(lambda: remote.state == "lost", timeout=10)
             assert time.monotonic() - started < 10
             assert remote.lost_reason == f"the browser at {frozen.http} stopped answering"
-            with pytest.raises(InstanceLostError, match="stopped answering"):
+            with pytest.raises(InstanceLostError, match="stopped answering") as lost:
                 await asyncio.wait_for(reloading, 2)
+            # Not "Its tabs are gone": a frozen browser still has them, and gives them back.
+            assert "if its browser still runs, connecting to it again gives the tabs" in str(lost.value)
             closed = events(manager, since, "tab_closed", remote)
             assert tab.id in [e.tab_id for e in closed] and {e.data["by"] for e in closed} == {"crash"}
             # A local browser is judged by its process, which is there: busy is not dead.
