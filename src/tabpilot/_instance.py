@@ -947,7 +947,8 @@ class Instance:
                         total=True,
                         own=len(self._services.all_open_tabs()),
                     )
-                raise TabLimitError(self.id, len(self._registry), rules.max_tabs, rules.tab_limit_policy)
+                # The tabs that count (the user's own in their browser do not).
+                raise TabLimitError(self.id, self._registry.staying(), rules.max_tabs, rules.tab_limit_policy)
         # From here the new tab has its place: a tab a page opens meanwhile goes over the cap.
         with self._tracker.holding_place():
             if victim is not None:
