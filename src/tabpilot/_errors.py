@@ -275,14 +275,21 @@ class TabNotFoundError(TabError):
         reason: str = "",
         no_instance: InstanceError | None = None,
         kept_by: InstanceLostError | None = None,
+        no_active_in: str | None = None,
     ) -> None:
+        """`no_active_in`: no tab id was given, and that instance has no tab to work on."""
         self.open_tabs = summarize(open_tabs)
         self.reason = reason
         self.no_instance = no_instance
         self.kept_by = kept_by
         why = f" {reason}" if reason else ""
+        head = (
+            f"Instance {no_active_in} has no open tab to work on."
+            if no_active_in is not None
+            else f"Tab {id_shown(tab_id)} not found.{why}"
+        )
         super().__init__(
-            f"Tab {id_shown(tab_id)} not found.{why} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
+            f"{head} Open tabs:\n{describe_tabs(self.open_tabs)}\n",
             kept_by.advice
             if kept_by is not None
             else "Use one of these ids, or list tabs again."

@@ -891,11 +891,7 @@ class TabManager:
         instance.ensure_usable()
         tab = instance.active_tab
         if tab is None:
-            raise TabNotFoundError(
-                "(active)",
-                self._open_tabs(),
-                reason=f"Instance {instance.id} has no open tab; open one first.",
-            )
+            raise TabNotFoundError("(active)", self._open_tabs(), no_active_in=instance.id)
         return tab
 
     def resolve(self, tab_id: int | str | None = None, *, instance_id: str | int | None = None) -> Tab:

@@ -644,6 +644,18 @@ async def test_tab_opened_of_a_new_tab_names_the_url_it_opens_for(
     assert opened == {tab.id: site.url("/page/a"), blank.id: "about:blank"}
 
 
+async def test_an_instance_without_tabs_says_so_when_its_active_tab_is_asked_for(
+    manager: TabManager, instance: Instance
+) -> None:
+    # It said "Tab '(active)' not found", a pseudo-id.
+    for tab in list(instance.tabs):
+        await tab.page.close()
+    await wait_until(lambda: not instance.tabs)
+    with pytest.raises(TabNotFoundError) as none:
+        manager.active_tab(instance.id)
+    assert str(none.value).startswith(f"Instance {instance.id} has no open tab to work on. Open tabs:")
+
+
 async def test_a_crashed_tab_is_reported(manager: TabManager, instance: Instance) -> None:
     tab = await manager.new_tab(instance_id=instance.id)
     since = manager.events.last_seq
