@@ -310,6 +310,16 @@ class RemoteChromium:
         """Open a tab as another CDP client would; returns its target id."""
         return str(self._json("/json/new?" + urllib.parse.quote(url, safe=""), method="PUT")["id"])
 
+    def open_in_own_context(self, url: str) -> str:
+        """Open a tab in a browser context of its own, as another CDP client (a test runner, an
+        incognito window) would; returns its target id. The context stays for the browser's life."""
+        with ws_sync_connect(self.ws, max_size=None) as browser:
+            browser.send(json.dumps({"id": 1, "method": "Target.createBrowserContext"}))
+            context = json.loads(browser.recv(timeout=5))["result"]["browserContextId"]
+            params = {"url": url, "browserContextId": context}
+            browser.send(json.dumps({"id": 2, "method": "Target.createTarget", "params": params}))
+            return str(json.loads(browser.recv(timeout=5))["result"]["targetId"])
+
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(5)

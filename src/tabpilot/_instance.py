@@ -568,7 +568,14 @@ class Instance:
                 self._tracker.spawn(undo(), settle=False)
 
             self._disposers.append(unroute)
-        await self._tracker.adopt_existing(context.pages, initial_cause)
+        foreign: list[str] = []
+        if self.kind in ("cdp", "grid") and self._tracker.cdp is not None:
+            # A browser connected to: Playwright lists the pages of contexts other clients made
+            # with its own context's (which page came first decided whose tabs were followed).
+            with contextlib.suppress(Exception):
+                made = await self._tracker.cdp.send("Target.getBrowserContexts")
+                foreign = list(made.get("browserContextIds") or [])
+        await self._tracker.adopt_existing(context.pages, initial_cause, foreign=foreign)
         await self.settle()
         self._registry.ensure_active()
         if self.kind in REMOTE_KINDS and self._tracker.cdp is not None:

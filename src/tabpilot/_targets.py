@@ -41,6 +41,9 @@ class TargetScope:
 
     def __init__(self) -> None:
         self.context_id: str | None = None
+        self.foreign: frozenset[str] = frozenset()
+        """Contexts other clients made in the browser (Target.createBrowserContext): never this
+        one, though Playwright lists their pages with the browser's own context's."""
         self._pending: OrderedDict[str, TargetInfo] = OrderedDict()
         self._gone: OrderedDict[str, None] = OrderedDict()
 
@@ -65,6 +68,8 @@ class TargetScope:
     def learn(self, info: TargetInfo) -> list[TargetInfo]:
         """The context of a page of ours is known (from `info`): the pending targets it holds."""
         if self.context_id is not None or not info.get("browserContextId"):
+            return []
+        if info["browserContextId"] in self.foreign:
             return []
         self.context_id = info["browserContextId"]
         pending, self._pending = self._pending, OrderedDict()

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 from ._cdp import TargetSession, TargetSessions
@@ -487,8 +487,12 @@ class TabTracker:
 
     # -- pages: Playwright's side of a tab ----------------------------------------------------------
 
-    async def adopt_existing(self, pages: list[PageHandle], cause: OpenCause) -> None:
-        """Register the pages the context had when the instance started, in their order."""
+    async def adopt_existing(
+        self, pages: list[PageHandle], cause: OpenCause, *, foreign: Iterable[str] = ()
+    ) -> None:
+        """Register the pages the context had when the instance started, in their order.
+        `foreign`: contexts other clients made, whose pages are not this instance's."""
+        self._scope.foreign = frozenset(foreign)
         found = await asyncio.gather(
             *(identify(self._context, p, loaded=True, spawn=self.spawn) for p in pages)
         )
@@ -497,9 +501,10 @@ class TabTracker:
             if identified is None:
                 continue
             pending += self._learn_context(identified.info, adopt=False)
-            tab = self.registry.by_target(identified.info["targetId"]) or self._create_tab(
-                identified.info, cause=cause, preexisting=True
-            )
+            tab = self.registry.by_target(identified.info["targetId"])
+            if tab is None and not self._scope.ours(identified.info):
+                continue  # a page of a context another client made
+            tab = tab or self._create_tab(identified.info, cause=cause, preexisting=True)
             if tab is not None and not tab.closed:
                 self._bind(tab, page, identified.window_id, identified.complete)
         self._adopt(pending)

@@ -293,6 +293,24 @@ async def test_a_remote_browser_that_stops_answering_is_lost_within_10_s_but_a_b
     assert await kept.page.title() == "Page b"
 
 
+async def test_a_cdp_instance_follows_the_browsers_own_context_not_another_clients(
+    manager: TabManager, browser_path: str, site: LocalSite
+) -> None:
+    # Playwright lists the pages of a context another client made with the browser's own: the
+    # instance took whichever page came first for its context, half the time the other client's,
+    # and then followed the tabs opened there, not the browser's own.
+    with remote_chromium(browser_path) as browser:
+        browser.open_in_own_context(site.url("/page/b"))
+        instance = await manager.connect_cdp(browser.http)
+        await manager.settle()
+        assert [t.url for t in instance.tabs] == ["about:blank"]
+        browser.open_in_own_context(site.url("/page/a"))
+        browser.open_tab(site.url("/page/c"))
+        await wait_until(lambda: len(instance.tabs) == 2)
+        await manager.settle()
+        assert [t.url for t in instance.tabs] == ["about:blank", site.url("/page/c")]
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["stopped", "killed"])
 async def test_a_run_server_that_goes_away_takes_its_tabs_as_a_crash(browser_path: str, stop: int) -> None:
     options = BrowserOptions(cdp_headers=(launch_options_header(browser_path),))
