@@ -14,7 +14,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -432,7 +432,8 @@ def in_config_file(key: str, path: str) -> str:
 
 
 def read_config_file(path: str) -> dict[str, Any]:
-    """The options of a JSON config file, as argparse would have parsed the same flags."""
+    """The options of a JSON config file, as argparse would have parsed the same flags; a relative
+    file or folder in it is taken from the file's folder (an MCP client chooses the working one)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -448,6 +449,8 @@ def read_config_file(path: str) -> dict[str, Any]:
             )
         dest = options.get("dest", key.replace("-", "_"))
         convert = options.get("type", str)
+        if options.get("metavar") in ("FILE", "DIR", "PATH") and key != "user-data-dir":  # that one: absolute
+            convert = _beside(path, convert)
         action = options.get("action", "store")
         try:
             if action in ("store_true", "store_false"):
@@ -469,6 +472,18 @@ def read_config_file(path: str) -> dict[str, Any]:
         if choices is not None and values[dest] not in choices:
             raise ValueError(f"{in_config_file(key, path)} must be one of {', '.join(map(str, choices))}")
     return values
+
+
+def _beside(config: str, convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`convert` of a path given in the config file `config`, a relative one taken from its folder."""
+
+    def converted(text: str) -> Any:
+        given = Path(text).expanduser()
+        if text.strip() and not given.is_absolute():
+            text = str(Path(config).expanduser().resolve().parent / given)
+        return convert(text)
+
+    return converted
 
 
 def _scalar(value: Any) -> str:

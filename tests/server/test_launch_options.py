@@ -238,6 +238,21 @@ def test_a_config_file_gives_the_options_and_the_command_line_wins(tmp_path: Pat
     assert config.browser.browser_args == ("--lang=de", "--mute-audio")
 
 
+def test_a_relative_path_in_a_config_file_is_taken_from_the_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was taken from the working directory, which an MCP client chooses (often /).
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "secrets.env").write_text("PASSWORD=pw-1234\n")
+    (tmp_path / "conf" / "uploads").mkdir()
+    config_file = tmp_path / "conf" / "tabpilot.json"
+    config_file.write_text(json.dumps({"secrets": "secrets.env", "allowed-file-root": ["uploads"]}))
+    monkeypatch.chdir("/")
+    config = config_from_args(build_parser().parse_args(["serve", "--config", str(config_file)]))
+    assert config.secrets.expand("{{PASSWORD}}") == "pw-1234"
+    assert config.allowed_file_roots == (str(tmp_path / "conf" / "uploads"),)
+
+
 async def test_a_list_option_given_twice_keeps_both_lists(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
