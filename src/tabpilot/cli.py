@@ -300,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         type=origins,
         help="comma-separated origins tabs may navigate to (e.g. 'https://example.com,*.test,file:'); "
-        "all others are refused. Default: any http(s) origin. file: URLs are refused unless listed.",
+        "all others are refused. Default: any http(s) origin. file:, chrome:, view-source: and about: "
+        "URLs (but about:blank) are refused unless listed.",
     )
     _option(
         policy,
@@ -402,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--browser-path",
         metavar="PATH",
-        help="the Chromium executable to launch (default: found automatically)",
+        help="the Chromium executable to launch (default: $TABPILOT_BROWSER, else found automatically)",
     )
     demo.add_argument(
         "--extension",

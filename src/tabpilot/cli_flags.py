@@ -189,7 +189,10 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "browser_path": (
         "--browser-path",
-        {"metavar": "PATH", "help": "the Chromium executable to launch (default: found automatically)"},
+        {
+            "metavar": "PATH",
+            "help": "the Chromium executable to launch (default: $TABPILOT_BROWSER, else found automatically)",
+        },
     ),
     "user_data_dir": (
         "--user-data-dir",
