@@ -554,6 +554,26 @@ async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs
         _assert_stopped_cleanly(proc, browsers, tmp)
 
 
+async def test_over_http_a_second_ctrl_c_while_stopping_exits_at_once_without_a_traceback(
+    browser_path: str,
+) -> None:
+    # uvicorn's forced exit cut its shutdown short and raised the signals again: two tracebacks
+    # (uvicorn's lifespan, asyncio's shutdown).
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        async with _served_over_http(browser_path, tmp) as (proc, _mcp, browsers):
+            proc.send_signal(signal.SIGINT)
+            await asyncio.sleep(0.01)
+            proc.send_signal(signal.SIGINT)
+            await asyncio.to_thread(proc.wait, 10)
+        assert proc.returncode == 130 and proc.stderr is not None
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert "Traceback" not in stderr and " ERROR " not in stderr, stderr
+        deadline = time.monotonic() + 10
+        while any(pid_alive(p) for p in browsers) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert not [p for p in browsers if pid_alive(p)], "the driver took its browser along"
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
 async def test_over_stdio_a_call_under_way_when_the_server_stops_is_answered(
     browser_path: str, site: LocalSite, how: str

@@ -27,10 +27,12 @@ import errno
 import hmac
 import ipaddress
 import json
+import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -43,6 +45,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from .app import TabpilotServer
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
+from .runner import exit_as_stopped_by
+
+logger = logging.getLogger("tabpilot.http")
 
 MCP_PATH = "/mcp"
 
@@ -253,9 +258,34 @@ class _Server(uvicorn.Server):
         self.guard = guard
         self.stop_asked = False
         self.answering: asyncio.Task[None] | None = None
+        self.stopped_by: int | None = None
+        """The first stop signal, by which the process ends once the server stopped (`run_http`)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, without raising the signals it caught again once it stopped: two Ctrl-Cs
+        raised twice met asyncio's own handler (a traceback), and a SIGINT the process ignores
+        (started in the background by a shell) ended it with 0. `run_http` ends it instead."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        """uvicorn's handler of SIGINT and SIGTERM."""
+        """uvicorn's handler of SIGINT and SIGTERM. A second signal while stopping ends the process
+        at once, as over stdio (uvicorn's forced exit cut its own shutdown short, with tracebacks);
+        Playwright's driver closes the browsers it launched as the process goes."""
+        if self.stopped_by is not None:
+            logger.warning("%s again while stopping: exiting at once", signal.Signals(sig).name)
+            sys.stderr.flush()
+            exit_as_stopped_by(sig)
+        self.stopped_by = sig
         self.stop(lambda: super(_Server, self).handle_exit(sig, frame))
 
     def stop(self, exit_: Callable[[], None]) -> None:
@@ -356,4 +386,7 @@ def run_http(server: TabpilotServer, config: ServerConfig) -> int:
         return 130
     finally:
         sock.close()
+    if uv.stopped_by is not None:
+        sys.stderr.flush()
+        exit_as_stopped_by(uv.stopped_by)
     return 0

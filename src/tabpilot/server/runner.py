@@ -87,19 +87,19 @@ async def _stop_on_signals(
                     # launched when this process's end closes its pipe).
                     logger.warning("%s again while stopping: exiting at once", signal.Signals(again).name)
                     sys.stderr.flush()
-                    _exit_as_stopped_by(again)  # as stopped by it: a second SIGTERM is no Ctrl-C
+                    exit_as_stopped_by(again)  # as stopped by it: a second SIGTERM is no Ctrl-C
 
             group.start_soon(insist)
             with anyio.move_on_after(timeout, shield=True):
                 await close()
             sys.stderr.flush()
-            _exit_as_stopped_by(signum)
+            exit_as_stopped_by(signum)
 
 
-def _exit_as_stopped_by(signum: int) -> None:
-    """End the process as the HTTP server does after the same signal (uvicorn's way): SIGTERM
-    ends it as stopped by SIGTERM (status 143 in a shell, what a supervisor that sent it expects),
-    SIGINT with 130, SIGHUP with 0."""
+def exit_as_stopped_by(signum: int) -> None:
+    """End the process as stopped by `signum`, over stdio and HTTP alike: SIGTERM ends it as
+    stopped by SIGTERM (status 143 in a shell, what a supervisor that sent it expects), SIGINT
+    with 130, SIGHUP with 0."""
     if signum == getattr(signal, "SIGTERM", None) and hasattr(os, "kill"):
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
