@@ -421,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     extension.add_argument(
         "what",
+        metavar="{path,id}",  # named so in "the following arguments are required"
         choices=["path", "id"],
         help="path: the folder to load unpacked; id: the extension's id (fixed by its manifest key)",
     )
