@@ -397,6 +397,25 @@ async def test_network_bodies_show_both_sides_and_one_entry_whole_with_its_heade
         assert "p" * 300 in entry["responseBody"]  # the echo, whole
 
 
+async def test_a_binary_request_body_is_said_as_binary_not_kept_as_text(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Its bytes were kept as text ("\u0000\u0001...") with binary false.
+    site.set_content(
+        "/bytes-post",
+        "<title>B</title><script>fetch('/api/echo', {method: 'POST', body: new Uint8Array([0, 1, 2, 255])})"
+        "</script>",
+    )
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/bytes-post"))
+        bodies = await observe_until(
+            mcp, {"what": "network_bodies", "method": "POST"}, lambda r: r["returned_entries"] == 1
+        )
+        (entry,) = result_of(bodies)["entries"]
+        assert (entry["requestBody"], entry["requestBinary"]) == (None, True), entry
+        assert "    request body: binary (not kept)" in section(bodies, "Result").splitlines()
+
+
 async def test_websocket_frames_can_be_filtered_by_direction(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -204,6 +204,8 @@ class BodyEntry:
     omitted: str | None
     size: int = field(default=0, compare=False)
     """Bytes this entry holds, for the ring's byte bound."""
+    request_binary: bool = False
+    """The request's body was bytes, not text: not kept (`request_body` is None)."""
 
     def to_dict(self) -> dict[str, Any]:
         return camel_dict(

@@ -101,6 +101,8 @@ _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error"
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _EMPTY_STATUS = frozenset({204, 205})
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f]")
+"""Characters no text body holds: a body of bytes (Chromium hands a request's as text)."""
 
 
 def _downloaded(request: _Request) -> bool:
@@ -744,7 +746,9 @@ class TabFeed:
         sink = self._sink
         response = request.response or _NO_RESPONSE
         request_headers, response_headers = (_redacted(h, sink.redact) for h in request.headers())
-        request_body = request.post_data[: sink.body_cap] if request.post_data and sink.body_cap else None
+        post = request.post_data
+        binary = post is not None and _CONTROL.search(post) is not None  # bytes Chromium gave as text
+        request_body = post[: sink.body_cap] if post and sink.body_cap and not binary else None
         held = (
             len(body or "")
             + len(request_body or "")
@@ -769,6 +773,7 @@ class TabFeed:
                 truncated,
                 omitted,
                 held,
+                binary,
             ),
         )
 

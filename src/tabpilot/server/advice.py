@@ -734,6 +734,8 @@ def _body_lines(head: str, entry: BodyEntry, *, whole: bool) -> str:
         lines += ["    request headers:", *(f"      {k}: {v}" for k, v in entry.request_headers)]
     if entry.request_body is not None:
         lines.append(f"    request body: {show(entry.request_body)}")
+    elif entry.request_binary:
+        lines.append("    request body: binary (not kept)")
     if whole:
         lines += ["    response headers:", *(f"      {k}: {v}" for k, v in entry.response_headers)]
     if entry.response_body is None:
