@@ -397,6 +397,27 @@ async def test_network_bodies_show_both_sides_and_one_entry_whole_with_its_heade
         assert "p" * 300 in entry["responseBody"]  # the echo, whole
 
 
+async def test_the_browsers_own_pdf_viewer_is_not_in_the_pages_waterfall(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Chromium's PDF viewer, in a frame of the page, loads some two hundred chrome:// resources:
+    # each was a row of the tab's waterfall, pushing the page's own out of the buffer.
+    site.set_content("/doc.pdf", b"%PDF-1.4 nothing", content_type="application/pdf")
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/doc.pdf"))
+        await observe_until(
+            mcp,
+            {"what": "network_waterfall", "tabId": tab, "limit": 1000},
+            lambda r: any(e["url"] == site.url("/doc.pdf") for e in r["entries"]),
+        )
+        await asyncio.sleep(1)  # the viewer loads after the document
+        rows = await mcp.call_tool(
+            "browser_observe", {"what": "network_waterfall", "tabId": tab, "limit": 1000}
+        )
+        urls = [e["url"] for e in result_of(rows)["entries"]]
+        assert site.url("/doc.pdf") in urls and not [u for u in urls if u.startswith("chrome://")], urls
+
+
 async def test_a_binary_request_body_is_said_as_binary_not_kept_as_text(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

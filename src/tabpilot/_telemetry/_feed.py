@@ -101,6 +101,9 @@ _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error"
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _EMPTY_STATUS = frozenset({204, 205})
+BROWSER_OWN = "chrome://"
+"""Requests for these URLs are the browser's own (its PDF viewer's two hundred, in a frame of the
+page): not recorded. A web page cannot load them."""
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f]")
 """Characters no text body holds: a body of bytes (Chromium hands a request's as text)."""
 
@@ -533,6 +536,8 @@ class TabFeed:
     # -- network -------------------------------------------------------------------------------
 
     def _on_request(self, params: dict[str, Any]) -> None:
+        if str((params.get("request") or {}).get("url", "")).startswith(BROWSER_OWN):
+            return  # the browser's own viewer inside the page (a PDF's): no page can ask for one
         request_id = params["requestId"]
         redirected_from = None
         previous = self._in_flight.pop(request_id, None)
