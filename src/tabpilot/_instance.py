@@ -403,6 +403,8 @@ class Instance:
         keeps its socket open: work sent to it would wait out its own timeout), or its link drops."""
         if self._lost_signal is None:
             self._lost_signal = asyncio.get_running_loop().create_future()
+            if self.state == "lost":
+                self._lost_signal.set_result(None)
         lost = self._lost_signal
         if lost.done():
             return await job

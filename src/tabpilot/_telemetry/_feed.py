@@ -101,6 +101,8 @@ _LOG_LEVELS = {"verbose": "debug", "info": "info", "warning": "warning", "error"
 """Chromium's log levels as console levels (`console.debug` is "debug")."""
 _NO_BODY_STATUS = frozenset({204, 205, 304})
 _EMPTY_STATUS = frozenset({204, 205})
+"""Answers that have no body by definition: their end is the response itself."""
+_NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 BROWSER_OWN = "chrome://"
 """Requests for these URLs are the browser's own (its PDF viewer's two hundred, in a frame of the
 page): not recorded. A web page cannot load them."""
@@ -118,10 +120,6 @@ def _downloaded(request: _Request) -> bool:
         return False
     disposition = request.headers()[1].get("content-disposition", "")
     return disposition.strip().lower().startswith("attachment") or response.mime == "application/octet-stream"
-
-
-"""Answers that have no body by definition: their end is the response itself."""
-_NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
 
 
 def is_text_mime(mime: str) -> bool:
