@@ -400,7 +400,10 @@ class Instance:
 
     async def _linked(self, job: Awaitable[T]) -> T:
         """Await `job` unless the instance is lost first (a remote browser that stopped answering
-        keeps its socket open: work sent to it would wait out its own timeout), or its link drops."""
+        keeps its socket open: work sent to it would wait out its own timeout), or its link drops.
+        A launched browser's loss closes its pipe, which fails the work by itself: no race (40 us)."""
+        if self._link is None and self.kind not in REMOTE_KINDS:
+            return await job
         if self._lost_signal is None:
             self._lost_signal = asyncio.get_running_loop().create_future()
             if self.state == "lost":
