@@ -228,3 +228,30 @@ def test_a_query_refuses_a_tab_id_or_cursor_that_is_no_int() -> None:
         with pytest.raises(TypeError, match="must be an int or None, not"):
             Query("logs", **bad)
     assert Query("logs", tab_id=2, since=5).tab_id == 2
+
+
+async def test_a_pages_request_that_started_unseen_is_recorded_from_its_answer_or_counted() -> None:
+    # A popup's first fetch can go before its feed has Network on (a busy machine): its row was
+    # missing, and nothing was counted as dropped.
+    sink = Sink()
+    page = Session("page", "PAGE")
+    sink.feeds.append(TabFeed(sink, page, 3))  # type: ignore[arg-type]
+    answer = {"url": "http://127.0.0.1:1/api", "status": 200, "mimeType": "text/plain", "headers": {}}
+    page.emit(
+        "Network.responseReceived",
+        {"requestId": "9.1", "type": "Fetch", "timestamp": 11.0, "response": answer},
+    )
+    page.emit("Network.loadingFinished", {"requestId": "9.1", "timestamp": 11.5})
+    (row,) = sink.rows()
+    assert (row.method, row.url, row.status, row.resource_type) == (
+        "",
+        "http://127.0.0.1:1/api",
+        200,
+        "fetch",
+    )
+    # Its end alone, before the document is accounted for: it may be the document (recovered).
+    page.emit("Network.loadingFinished", {"requestId": "9.2", "timestamp": 11.6})
+    assert sink.dropped == {}
+    page.emit("Network.requestWillBeSent", request("9.3", "http://127.0.0.1:1/next", "Document"))
+    page.emit("Network.loadingFinished", {"requestId": "9.4", "timestamp": 12.0})
+    assert sink.dropped == {"network_waterfall": 1}

@@ -599,7 +599,9 @@ class TabFeed:
     def _on_response(self, params: dict[str, Any]) -> None:
         request = self._find(params["requestId"])
         if request is None:
-            return
+            request = self._started_unseen(params)
+            if request is None:
+                return
         request.response = _Response(params.get("response") or {})
         if request.navigation and request.frame_id == self._session.target_id:
             # The main frame commits a new document (its frame id is the target's): what the old
@@ -614,11 +616,38 @@ class TabFeed:
         WebSockets went with it, and Chromium says nothing more about them."""
         self._sockets.end_all("the page navigated away")
 
+    def _started_unseen(self, params: dict[str, Any]) -> _Request | None:
+        """A page's request whose start went before Network was on (a popup's first fetch, on a
+        busy machine), answered now: in flight from its response on (its method and request
+        headers not known: the row gives no method). Not a worker's (counted as dropped when it
+        ends, module docstring), nor a document (the navigation recovery has it)."""
+        kind = str(params.get("type", "Other"))
+        if self._session.kind == "worker" or kind == "Document":
+            return None
+        response = params.get("response") or {}
+        if str(response.get("url", "")).startswith(BROWSER_OWN):
+            return None  # the browser's own, as in `_on_request`
+        started = (response.get("timing") or {}).get("requestTime") or params.get("timestamp", 0.0)
+        request = _Request(
+            {
+                "request": {"url": response.get("url", ""), "method": ""},
+                "type": kind,
+                "timestamp": started,
+                "wallTime": time.time() - max(0.0, params.get("timestamp", started) - started),
+                "loaderId": params.get("loaderId", ""),
+                "frameId": params.get("frameId", ""),
+            },
+            None,
+        )
+        self._in_flight[params["requestId"]] = request
+        return request
+
     def _unseen(self) -> None:
-        """A request ended whose start this feed never saw: a worker's that went before its
-        Network.enable (module docstring) is counted as dropped; a page's is its document's (the
-        navigation recovery has it) or from before the tab was tracked."""
-        if self._session.kind == "worker":
+        """A request ended whose start and answer this feed never saw: a worker's that went before
+        its Network.enable (module docstring) is counted as dropped, and so is a page's once its
+        document is accounted for (before, it may be the document, which the navigation recovery
+        has)."""
+        if self._session.kind == "worker" or self._saw_document:
             self._sink.shed("network_waterfall", self.tab_id)
 
     def _on_finished(self, params: dict[str, Any]) -> None:

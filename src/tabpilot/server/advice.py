@@ -722,10 +722,15 @@ def instance_line(info: InstanceInfo) -> str:
 # -- telemetry entries -----------------------------------------------------------------------------
 
 
+def _method(method: str) -> str:
+    """A request's method; none for one that started before tabpilot's session could see it."""
+    return method or "(method not seen)"
+
+
 def _body_lines(head: str, entry: BodyEntry, *, whole: bool) -> str:
     """A body entry: its request and response, each body cut at PREVIEW_CHARS unless `whole` (then
     with both sides' headers too)."""
-    lines = [f"{head} {entry.method} {short(entry.url)} → {entry.status} {entry.mime_type}"]
+    lines = [f"{head} {_method(entry.method)} {short(entry.url)} → {entry.status} {entry.mime_type}"]
 
     def show(body: str) -> str:
         return repr(body if whole else _cut(body))
@@ -760,7 +765,7 @@ def entry_line(entry: Any, *, whole: bool = False) -> str:
         return f"{head} #{entry.seq} {event_line(entry)}"
     if isinstance(entry, PendingRequest):
         waiting = time.time() - entry.started
-        return f"{head} pending {entry.method} {short(entry.url)} ({entry.resource_type}, waiting {waiting:.1f} s)"
+        return f"{head} pending {_method(entry.method)} {short(entry.url)} ({entry.resource_type}, waiting {waiting:.1f} s)"
     head += f" #{entry.seq}"
     if isinstance(entry, ConsoleEntry):
         page_line = entry.source == "console"
@@ -786,7 +791,7 @@ def entry_line(entry: Any, *, whole: bool = False) -> str:
             outcome += f" after status {entry.status}"
         size = f", {entry.response_body_size} B" if entry.response_body_size is not None else ""
         took = f", {entry.duration_ms:.0f} ms" if entry.duration_ms >= 0 else ""
-        return f"{head} {entry.method} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
+        return f"{head} {_method(entry.method)} {short(entry.url)} → {outcome} ({entry.resource_type}{took}{size})"
     if isinstance(entry, BodyEntry):
         return _body_lines(head, entry, whole=whole)
     if isinstance(entry, WebSocketEntry):
