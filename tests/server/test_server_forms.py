@@ -207,6 +207,22 @@ async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_
         assert "Error:" not in unchecked
 
 
+async def test_typing_slowly_into_a_paragraph_of_a_rich_text_editor_types_there(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The paragraph was emptied, then focused (it takes no focus: the keys went to the page): its
+    # text was gone, nothing typed, and the answer said "Typed".
+    site.set_content(
+        "/editor", "<div contenteditable='true' aria-label='Editor'><p>First words</p><p>Second</p></div>"
+    )
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/editor"))
+        first = ref_of(await snapshot(mcp, tab), ": First words")
+        ok(await mcp.call_tool("browser_type", {"ref": first, "text": "abc", "slowly": True}))
+        html = "() => document.querySelector('[contenteditable]').innerHTML"
+        assert await page_value(mcp, tab, html) == "<p>abc</p><p>Second</p>"
+
+
 async def test_refs_of_two_tabs_in_one_call_are_refused_saying_so(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -383,6 +383,10 @@ _INPUT_STATE = """(el, value) => {
 }"""
 
 
+_INSIDE_EDITOR = "e => e.isContentEditable && e.contentEditable === 'inherit'"
+"""Whether an element is part of a contenteditable editor without being the editor itself."""
+
+
 class ElementHandle:
     """An element of a page (a Playwright locator); every call takes its own timeout in seconds."""
 
@@ -423,7 +427,14 @@ class ElementHandle:
 
     async def type_keys(self, text: str, *, timeout: float) -> None:
         # A cancelled call stops typing: Playwright ends the driver's side of it too.
-        await self._locator.press_sequentially(text, timeout=_ms(timeout))
+        inner = await self._locator.evaluate(_INSIDE_EDITOR, timeout=_ms(timeout))
+        if inner:
+            # A paragraph of a rich-text editor takes no focus: press_sequentially's focus() left
+            # the editor (the keys went to the page). A click puts the caret in it.
+            await self._locator.click(timeout=_ms(timeout))
+            await asyncio.wait_for(self._locator.page.keyboard.type(text), timeout)
+        else:
+            await self._locator.press_sequentially(text, timeout=_ms(timeout))
 
     async def press(self, key: str, *, timeout: float) -> None:
         await self._locator.press(key, timeout=_ms(timeout))
