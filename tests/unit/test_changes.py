@@ -23,13 +23,27 @@ def test_a_changed_line_is_shown_in_its_new_form_and_not_counted_as_removed() ->
 def test_lines_that_are_gone_are_given() -> None:
     without_button = "\n".join(PAGE.splitlines()[:-1])
     assert changed_lines(PAGE, without_button) == ([], ['  - button "Send" [ref=e4]'])
-    # Three lines become one: one is shown as changed, two are gone.
+    # Three elements make way for a status: the three are gone, whatever their place.
     collapsed = "- generic [active] [ref=e1]:\n  - status: Sent"
     added, removed = changed_lines(PAGE, collapsed)
     assert added == ["  - status: Sent"] and removed == [
+        '  - heading "Form" [level=1] [ref=e2]',
         '  - textbox "Name" [ref=e3]',
         '  - button "Send" [ref=e4]',
     ]
+
+
+def test_the_line_that_went_is_named_not_the_one_in_its_place() -> None:
+    # Alpha removed and Beta renamed: "Removed" named Beta (paired by place), never Alpha.
+    before = "- list [ref=e1]:\n  - listitem [ref=e2]: Alpha\n  - listitem [ref=e3]: Beta"
+    after = "- list [ref=e1]:\n  - listitem [ref=e3]: Beta (edited)"
+    assert changed_lines(before, after) == (
+        ["  - listitem [ref=e3]: Beta (edited)"],
+        ["  - listitem [ref=e2]: Alpha"],
+    )
+    # A line without a ref whose text changed is shown changed; one that went, as removed.
+    assert changed_lines("- text: 3 items", "- text: 2 items") == (["- text: 2 items"], [])
+    assert changed_lines("- a [ref=e1]\n- text: note", "- a [ref=e1]") == ([], ["- text: note"])
 
 
 def test_an_unchanged_page_has_no_changes() -> None:

@@ -81,16 +81,33 @@ def parse_response(text: str) -> dict[str, str]:
 
 def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     """Lines of `after` that are new or changed compared with `before`, and the lines of `before`
-    that are gone (a changed line is shown in its new form, not as removed)."""
+    that are gone: an element is gone when its ref is (a changed one is shown in its new form, not
+    as removed); a line without a ref when its text is, unless a new line without one took its
+    place in the same run of changes (its text changed)."""
     old, new = before.splitlines(), after.splitlines()
+    old_lines, new_lines = set(old), set(new)
+    new_refs = {m.group(1) for m in _REF.finditer(after)}
     added: list[str] = []
     removed: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op in ("replace", "insert"):
             added.extend(new[j1:j2])
         if op in ("replace", "delete"):
-            removed.extend(old[i1 + (j2 - j1) : i2])  # those beyond the ones replaced
+            retexted = sum(1 for line in new[j1:j2] if not _REF.search(line) and line not in old_lines)
+            for line in old[i1:i2]:
+                ref = _REF.search(line)
+                if ref is not None:
+                    if ref.group(1) not in new_refs:
+                        removed.append(line)
+                elif line not in new_lines:
+                    if retexted:
+                        retexted -= 1
+                    else:
+                        removed.append(line)
     return added, removed
+
+
+_REF = re.compile(r"\[ref=([^\]]+)\]")
 
 
 def _yaml(text: str) -> str:
@@ -410,8 +427,10 @@ class Response:
             )
         except TabpilotError as exc:
             return Section("Snapshot", f"(no snapshot: {error_text(exc)})")
-        # A new document (navigation, reload) shares no ref with the old one: show it whole.
-        if previous is None or previous.url != fresh.url or not previous.refs & fresh.refs:
+        # A new document (navigation, reload) shares no ref with the old one: show it whole. The
+        # same document under another URL (a #fragment, an app's pushState route) keeps its refs:
+        # its changes, as after any action.
+        if previous is None or not previous.refs & fresh.refs:
             data["snapshot"] = fresh.text
             return Section("Snapshot", _yaml(fresh.text))
         added, removed = changed_lines(previous.text, fresh.text)
