@@ -172,3 +172,20 @@ def _drop_role_pointers(snapshot: str) -> str:
         return snapshot
     parts.append(snapshot[kept:])
     return "".join(parts)
+
+
+def cut_at_depth(text: str, depth: int) -> str:
+    """A snapshot read at `depth` with its iframes' contents cut there too: Playwright cuts the
+    page's own tree at the depth, and gives every iframe whole (`depth=1` of a page with an
+    iframe was all of the iframe). A line nested deeper than `depth` goes; a line whose children
+    went loses its colon, as Playwright writes an element cut at the depth."""
+
+    def level(line: str) -> int:
+        return (len(line) - len(line.lstrip(" "))) // 2
+
+    kept = [line for line in text.splitlines() if level(line) <= depth]
+    for at, line in enumerate(kept):
+        has_children = at + 1 < len(kept) and level(kept[at + 1]) > level(line)
+        if line.endswith(":") and not has_children:
+            kept[at] = line[:-1]
+    return "\n".join(kept)

@@ -42,7 +42,7 @@ from ._pw import (
     is_closed_error,
     map_playwright_errors,
 )
-from ._refs import FrameRefs, parse_ref, scope_snapshot, tab_ref
+from ._refs import FrameRefs, cut_at_depth, parse_ref, scope_snapshot, tab_ref
 from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, closed_reason
 from ._watch import ActionWatch, retrieve_outcome
 
@@ -929,6 +929,8 @@ class Tab:
                 raise
             if moves == self._frame_refs.moves:
                 break
+        if depth is not None:
+            raw = cut_at_depth(raw, depth)
         self._title = title = title or self.url
         text, refs = scope_snapshot(self.id, self._frame_refs.shown(raw, whole=ref is None, moves=moves))
         snap = Snapshot(self.id, self.url, title, text, frozenset(refs))

@@ -76,6 +76,25 @@ async def test_a_snapshot_can_be_limited_to_a_subtree_or_a_depth(
         assert len(changed.splitlines()) < 8 and "combobox" not in changed, changed
 
 
+async def test_a_snapshot_at_a_depth_cuts_its_iframes_there_too(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Playwright cuts the page's own tree at the depth and gives each iframe whole: depth=2 of a
+    # page with an iframe had all of the iframe's tree.
+    site.set_content("/inner", "<main><ul><li><button>Deep</button></li></ul></main>")
+    site.set_content("/outer", f"<main><p>Top</p><iframe src='{site.url('/inner')}'></iframe></main>")
+    async with connect() as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/outer")}))
+        shallow = await poll(
+            lambda: mcp.call_tool("browser_snapshot", {"full": True, "depth": 1}),
+            lambda r: "iframe" in data(r)["snapshot"],
+        )
+        lines = data(shallow)["snapshot"].splitlines()
+        assert [line.split(" [ref=")[0] for line in lines] == ["- main", "  - paragraph", "  - iframe"], lines
+        whole = data(ok(await mcp.call_tool("browser_snapshot", {"full": True})))["snapshot"]
+        assert 'button "Deep"' in whole
+
+
 async def test_a_ref_of_another_tab_or_a_stale_ref_fails_at_once_saying_what_to_do(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
