@@ -1007,9 +1007,9 @@ class Tab:
             self._raise_if_reset(page_ref, ref)
             if self._frame_refs.moved_on(page_ref):
                 raise self._moved_on_error(page_ref)
-            raise StaleRefError(
-                f"Ref {tab_ref(self.id, page_ref)} is not in the latest snapshot of tab {self.id} (the page "
-                "changed, or the ref was never issued).",
+            raise StaleRefError(  # the ref as sent: `e2` was said as 1e2, a ref the agent never gave
+                f"Ref {ref} is not in the latest snapshot of tab {self.id} (the page changed, or the ref was "
+                "never issued).",
                 f"Take a new snapshot of tab {self.id} and use a ref from it.",
                 ref=ref,
                 tab_id=self.id,

@@ -76,6 +76,21 @@ async def test_a_snapshot_can_be_limited_to_a_subtree_or_a_depth(
         assert len(changed.splitlines()) < 8 and "combobox" not in changed, changed
 
 
+async def test_a_ref_no_snapshot_gave_is_refused_by_the_name_it_was_sent_under(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # "e2" (another server's style; after the tab's first page its refs are 1f1e2, ...) was
+    # refused as "Ref 1e2", a ref the agent never sent.
+    async with connect() as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")}))
+        for sent in ("e2", "1e99"):
+            refused = await mcp.call_tool("browser_click", {"ref": sent})
+            assert refused.is_error and f"Ref {sent} is not in the latest snapshot of tab 1 (" in text(
+                refused
+            ), text(refused)
+
+
 async def test_a_snapshot_at_a_depth_cuts_its_iframes_there_too(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
