@@ -214,6 +214,7 @@ async def test_a_killed_remote_browser_takes_only_its_own_tabs_and_naming_them_f
 
         doomed_browser.kill()
         await wait_until(lambda: doomed.state == "lost")
+        await doomed.loss_judged()  # instance_lost comes once why is known (a busy machine: later)
         await manager.settle()
 
     closed = events(manager, since, "tab_closed", doomed)
