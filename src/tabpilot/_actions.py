@@ -75,6 +75,9 @@ class ActionResult:
     opened_tab_ids: tuple[int, ...] = ()
     """Tabs the action opened (registered and announced), also those already closed again: a popup
     that closed itself, or one the tab cap closed at once (its `tab_closed` event says which)."""
+    opened_shared: tuple[int, ...] = ()
+    """Of `opened_tab_ids`, those that opened while another action (another call's) was at work
+    on the same tab: either may have opened them (each is given them)."""
     dialog: DialogInfo | None = None
     """A dialog the action opened: the page waits until it is handled."""
     dialog_tab_id: int | None = None
@@ -102,6 +105,8 @@ class ActionResult:
     """Other tabs that started loading a new page while the action ran, (tab id, URL asked for):
     the page sent them there (a link whose target names a tab already open, a popup's script that
     sets its opener's location). The refs of their earlier snapshots are gone."""
+    returned: bool = True
+    """`evaluate`: False when the tab closed itself before the script returned (no `value`)."""
     loading: str | None = None
     """The action started loading a page into its tab (a link, a form it submitted) whose server
     had not sent it when the action's time ran out: its URL ('' if the browser did not say). The
@@ -156,6 +161,7 @@ async def _act(
     due_before = tab.document_due
     with tab.host.watch(tab) as watch:
         watch.follow = follow
+        watch.gives_input = gives_input
         try:
             with map_playwright_errors(Doing(what, tab_id=tab.id, ref=ref, timeout=timeout)):
                 value, _ = await watch.run(job, dialogs=dialogs)
@@ -190,7 +196,8 @@ async def _act(
     return value, ActionResult(
         tab.id,
         opened,
-        watch.dialog,
+        dialog=watch.dialog,
+        opened_shared=tuple(t for t in opened if t in watch.opened_shared),
         dialog_tab_id=watch.dialog_tab_id,
         dialog_shared=watch.dialog_shared,
         followed_tab_id=active.id if active is not None and active.id in opened else None,
@@ -887,6 +894,12 @@ async def evaluate(
     except BaseException:
         evaluation.cancel()  # still running after a timeout: nobody waits for it any more
         raise
+    if result.closed_itself and not (
+        evaluation.done() and not evaluation.cancelled() and evaluation.exception() is None
+    ):
+        # Its page closed the tab before the script returned (a sign-in popup's script may end
+        # so, its job done): no value, and said so ("null" read as the script's result).
+        return _with(result, value=None, returned=False)
     if result.dialog is not None:
         # A dialog holds the script up; once it is handled the script goes on, with no time limit
         # of this call's (the dialog may wait for a person): its result comes as an event.

@@ -318,12 +318,15 @@ class TabTracker:
         opener = self.registry.by_target(info.get("openerId") or "")
         cause = cause or open_cause(info, creating=bool(self._creating))
         watches = [w for w in self._watches if opener is not None and w.tab is opener]
-        if opener is None and cause == "external" and len(self._watches) == 1 and not preexisting:
+        if opener is None and cause == "external" and not preexisting:
             # A middle or modifier click opens its tab with no opener (noopener); it appeared while
-            # the only action under way here ran: it is that action's.
-            watches = list(self._watches)
-            opener = self.registry.get(watches[0].tab.id)
-            cause = "link"
+            # the only action under way here ran, or the only input among reads: that action's.
+            inputs = [w for w in self._watches if w.gives_input]
+            doers = list(self._watches) if len(self._watches) == 1 else inputs if len(inputs) == 1 else []
+            if doers:
+                watches = doers
+                opener = self.registry.get(watches[0].tab.id)
+                cause = "link"
         tab_id, users_before = self._services.next_tab_id(info.get("targetId"))
         if users_before is not None:  # back under its id
             self._back.add(tab_id)
@@ -357,7 +360,7 @@ class TabTracker:
             self._reserve(-1)  # counted now: its place is free
         self._changed.set()
         for watch in watches:
-            watch.tab_created(tab.id)
+            watch.tab_created(tab.id, shared=len(watches) > 1)
         if preexisting or cause != "tool":
             self.registry.track_in_background(tab)  # tracked, not activated: the agent decides
         self._attach(tab)

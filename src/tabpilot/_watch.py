@@ -149,6 +149,12 @@ class ActionWatch:
         self._settle = settle
         self.opened: list[int] = []
         """Tabs created during the action and attributed to it, in order."""
+        self.opened_shared: set[int] = set()
+        """Of `opened`, those another action was at work on the opener too when they came: either
+        may have opened them (a page does not say which script or click did)."""
+        self.gives_input = True
+        """The action is input (a click, keys): the one to credit with a tab opened with no opener
+        (a middle or modifier click's) while reads run beside it."""
         self.loaded: dict[int, str] = {}
         """Other tabs that started loading a new document during the action: tab id -> the URL
         asked for (the latest, in the order the tabs started)."""
@@ -169,8 +175,10 @@ class ActionWatch:
 
     # -- what the instance reports ---------------------------------------------------------------
 
-    def tab_created(self, tab_id: int) -> None:
+    def tab_created(self, tab_id: int, *, shared: bool = False) -> None:
         self.opened.append(tab_id)
+        if shared:
+            self.opened_shared.add(tab_id)
         self._tab_created.set()
 
     def tab_loading(self, tab_id: int, url: str) -> None:

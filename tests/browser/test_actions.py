@@ -241,7 +241,7 @@ async def test_an_action_that_makes_its_own_tab_close_is_done_not_failed(
     # in flight when a sign-in popup's submit loads a page that calls window.close().
     result = await evaluate(popup, "() => { window.close(); return new Promise(() => {}); }")
 
-    assert result.value is None and result.tab_id == popup.id
+    assert result.value is None and result.tab_id == popup.id and not result.returned
     await wait_until(lambda: popup.closed)
     with pytest.raises(TabNotFoundError):
         await evaluate(popup, "() => 1")  # a closed tab is still an error

@@ -1996,3 +1996,81 @@ async def test_a_navigation_whose_tab_another_call_moved_on_says_so(
         # Alone, a navigation says nothing of the kind.
         alone = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab}))
         assert section(alone, "Result") == f"Navigated tab {tab}."
+
+
+async def test_a_tab_that_opens_while_two_calls_work_on_its_opener_is_told_as_either_ones(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A script and a click at work on one tab were each told "It opened tab N": the script had
+    # opened nothing, and "use tabId=N" named the click's tab to it.
+    site.set_content("/opens", "<title>A</title><button onclick=\"window.open('/page/b')\">open</button>")
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/opens"))
+        button = ref_of(
+            section(ok(await mcp.call_tool("browser_snapshot", {"full": True})), "Snapshot"), "open"
+        )
+        sleeping = {"function": "() => new Promise(r => setTimeout(() => r('slept'), 1500))", "tabId": tab}
+        evaluated, clicked = await asyncio.gather(
+            mcp.call_tool("browser_evaluate", sleeping),
+            mcp.call_tool("browser_click", {"ref": button}),
+        )
+        (opened,) = data(ok(clicked))["result"]["openedTabIds"]
+        for result in (evaluated, clicked):
+            said = section(ok(result), "Result")
+            assert f"It opened tab {opened}" not in said, said
+            assert (
+                f"Tab {opened} opened while it ran, in the background (use tabId={opened}); another call was "
+                f"at work on tab {tab} too, and either may have opened it."
+            ) in said, said
+            assert data(result)["result"]["openedShared"] == [opened]
+
+
+async def test_a_middle_click_beside_a_read_on_another_tab_reports_its_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A tab opened with no opener (a middle or modifier click's) was credited only when the click
+    # was the only call under way: beside a wait on another tab it was "opened (external)".
+    site.set_content("/links", "<title>L</title><a href='/page/c'>plain link</a>")
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/links"))
+        other = await open_tab(mcp, site.url("/page/a"))
+        link = ref_of(
+            section(ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab})), "Snapshot"),
+            "plain link",
+        )
+        for how in ({"button": "middle"}, {"modifiers": ["Control"]}):
+
+            async def click(how: dict[str, Any] = how) -> CallToolResult:
+                await asyncio.sleep(0.3)
+                return await mcp.call_tool("browser_click", {"ref": link, **how})
+
+            _, clicked = await asyncio.gather(
+                mcp.call_tool("browser_wait_for", {"time": 2, "tabId": other}), click()
+            )
+            (opened,) = data(ok(clicked))["result"]["openedTabIds"]
+            assert f"It opened tab {opened} in the background" in section(clicked, "Result")
+            assert (
+                f"- tab {opened} opened (link) by tab {tab}: {site.url('/page/c')}"
+                in section(clicked, "Events").splitlines()
+            )
+
+
+async def test_a_script_whose_tab_closes_itself_before_it_returns_says_there_is_no_result(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # It answered "Result: null" as if the script had returned, and that the tab "closed itself
+    # afterwards" (not an error: a sign-in popup's own script may end so, its job done).
+    site.set_content("/opener", "<title>O</title><button onclick=\"window.open('/closes')\">pop</button>")
+    site.set_content("/closes", "<title>P</title><script>setTimeout(() => window.close(), 1000)</script>")
+    async with connect() as mcp:
+        await start_on(mcp, site.url("/opener"))
+        button = ref_of(
+            section(ok(await mcp.call_tool("browser_snapshot", {"full": True})), "Snapshot"), "pop"
+        )
+        (popup,) = data(ok(await mcp.call_tool("browser_click", {"ref": button})))["result"]["openedTabIds"]
+        waits = {"function": "() => new Promise(r => setTimeout(() => r(42), 3000))", "tabId": popup}
+        said = ok(await mcp.call_tool("browser_evaluate", waits))
+        assert section(said, "Result") == (
+            f"The script ran on tab {popup}, which closed itself before the script returned: there is no result."
+        ), section(said, "Result")
+        assert data(said)["result"]["returned"] is False

@@ -29,6 +29,10 @@ async def browser_evaluate(
         said = "its result comes after the dialog (with the answer that handles it, or in ### Events)."
         report(call, tab, f"The script started on tab {tab.id}; {said}", result)
         return
+    if not result.returned:  # its page closed the tab first: "Result: null" read as its value
+        done = f"The script ran on tab {tab.id}, which closed itself before the script returned: there is no result."
+        report(call, tab, done, result, returned=False)
+        return
     text, facts = script_value(result.value)
     # A cut result is not sent whole in the structured content either: the cap is for both.
     report(call, tab, f"Ran the script on tab {tab.id}. Result:\n{json_block(text)}", result, **facts)

@@ -94,15 +94,20 @@ def report(
             f"It made tab {tab.id} load {page}, whose server has not sent it yet: the browser keeps "
             f"waiting for it. Take a snapshot of tab {tab.id} in a while."
         )
-    closed = f"Tab {tab.id} closed itself afterwards." if result.closed_itself else ""
+    # (A script its tab's close cut short says so itself.)
+    closed = f"Tab {tab.id} closed itself afterwards." if result.closed_itself and result.returned else ""
 
     def text() -> str:
         # Written when the response is built: a tab the action opened may have closed itself by
         # then, as ### Events in the same response says.
         sent = _sent_text(call, result.other_tabs_loading)
-        return sentences([done, closed, _opened_text(call, opened, followed, follow), sent, *notes])
+        shared = set(result.opened_shared)
+        opened_text = _opened_text(call, opened, followed, follow, shared=shared, on=tab.id)
+        return sentences([done, closed, opened_text, sent, *notes])
 
     data: dict[str, object] = {"tabId": tab.id, **facts, "openedTabIds": opened}
+    if result.opened_shared:
+        data["openedShared"] = list(result.opened_shared)
     if result.file_picker:
         data["filePicker"] = True
     if result.loading is not None:
@@ -120,13 +125,18 @@ def report(
         call.response.set_page(tab, changes=result.loading is None)
 
 
-def _opened_text(call: Call, opened: list[int], followed: int | None, follow: bool) -> str:
+def _opened_text(
+    call: Call, opened: list[int], followed: int | None, follow: bool, *, shared: set[int], on: int
+) -> str:
     """What a response says of the tabs an action opened: which to use, and which closed again
-    (by themselves or the tab limit: a popup gone before the action returned counts as much)."""
+    (by themselves or the tab limit: a popup gone before the action returned counts as much).
+    `shared`: those that opened while another call was at work on tab `on` too."""
     if not opened:
         return ""
     manager = call.manager
     open_now = {info.id for info in manager.tabs()}
+    maybe = [tab_id for tab_id in opened if tab_id in open_now and tab_id in shared and tab_id != followed]
+    opened = [tab_id for tab_id in opened if tab_id not in maybe]
     here = [tab_id for tab_id in opened if tab_id in open_now]
     capped = [tab_id for tab_id in opened if tab_id not in here and _closed_by(call, tab_id) == "cap"]
     gone = [tab_id for tab_id in opened if tab_id not in here and tab_id not in capped]
@@ -148,6 +158,12 @@ def _opened_text(call: Call, opened: list[int], followed: int | None, follow: bo
         also = " also" if here or gone else ""
         limit = tab_limit_closed(manager, call.response.calls, tabs=len(capped))
         said.append(f"It{also} opened {_tabs(capped)}, but {limit}.")
+    if maybe:
+        # A page does not say which of the calls at work on it opened a tab: both are told.
+        said.append(
+            f"{_tabs(maybe).capitalize()} opened while it ran, in the background (use tabId={maybe[0]}); another "
+            f"call was at work on tab {on} too, and either may have opened {'it' if len(maybe) == 1 else 'them'}."
+        )
     return " ".join(said)
 
 
