@@ -100,9 +100,15 @@ class TabRegistry:
         return None
 
     def infos(self) -> list[TabInfo]:
+        """The tabs as a listing shows them: not one whose close is under way (a call's, the tab
+        cap's), which calls already find gone."""
         active = self._mru[-1] if self._mru else None
         dialogs = self._any_dialog()
-        return [self._info(tab, index, active, dialogs) for index, tab in enumerate(self._tabs.values())]
+        return [
+            self._info(tab, index, active, dialogs)
+            for index, tab in enumerate(self._tabs.values())
+            if tab.closing_cause is None
+        ]
 
     def info(self, tab: Tab) -> TabInfo:
         active = self._mru[-1] if self._mru else None

@@ -537,3 +537,28 @@ async def test_two_calls_closing_one_tab_at_once_close_it_once(connect: Callable
         assert f"tab {doomed}:" not in refused.split("Open tabs:")[1]
         listed = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))
         assert doomed not in [t["id"] for t in listed["tabs"]]
+
+
+async def test_a_new_tab_the_cap_closes_at_once_is_not_listed_or_read_in_the_same_answer(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Opened at once under close-oldest, a tab the cap was closing was said to have "closed since",
+    # and the same answer listed it in ### Tabs and gave its snapshot.
+    async with connect(max_tabs=3, tab_limit_policy="close-oldest") as mcp:
+        for _ in range(3):
+            answers = await asyncio.gather(
+                *(
+                    mcp.call_tool(
+                        "browser_tabs", {"action": "new", "url": site.url(f"/page/a?{i}"), "background": True}
+                    )
+                    for i in range(5)
+                )
+            )
+            for answer in answers:
+                if answer.is_error:  # its load was cut short by the close: said so
+                    assert "closed (or its browser went away) during the action" in text(answer), text(answer)
+                    continue
+                tab = result_of(answer)["tabId"]
+                if "has closed since" in section(answer, "Result"):
+                    assert not tab_line(answer, tab), section(answer, "Tabs")
+                    assert "### Snapshot" not in text(answer), text(answer)

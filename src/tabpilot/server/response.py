@@ -291,6 +291,12 @@ class Response:
                 sections.append(Section("Events", "\n".join(f"- {line}" for line in said)))
             tabs = self._tabs_section(session, data)
             page_section, snapshot_section = page
+            read = self._page_tab
+            if read is not None and (read.is_gone or read.closing_cause is not None):
+                # Closed (or closing) while it was read: not shown as a page to work on.
+                page_section = snapshot_section = None
+                for key in ("page", "snapshot", "snapshotChanges"):
+                    data.pop(key, None)
             if page_section is not None and not self._page_news(session, data):
                 page_section = None
             sections += [s for s in (tabs, page_section, snapshot_section) if s is not None]
@@ -389,7 +395,7 @@ class Response:
 
     async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
-        if tab is None or tab.is_gone:
+        if tab is None or tab.is_gone or tab.closing_cause is not None:  # going: the result says so
             return None, None
         snapshot: Section | None = None
         if self._snapshot is not None:
@@ -398,8 +404,8 @@ class Response:
         elif self._page_changes:
             snapshot = await self._changes(tab, data)
             if tab.is_gone:  # it closed itself after the action (window.close)
-                data.pop("snapshot", None)
-                data.pop("snapshotChanges", None)
+                for key in ("page", "snapshot", "snapshotChanges"):
+                    data.pop(key, None)
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
         if self._page_into_result:
