@@ -360,8 +360,8 @@ def start_banner(config: ServerConfig, port: int) -> str:
 
 def run_http(server: TabpilotServer, config: ServerConfig) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP (uvicorn stops gracefully: sessions' browsers close).
-    The exit code: 0 after SIGHUP, 130 after SIGINT; after SIGTERM uvicorn raises the signal again
-    once it has stopped, so the process ends as stopped by SIGTERM (status 143), as a supervisor
+    The process then ends as stopped by its signal (`exit_as_stopped_by`, as over stdio): 0 after
+    SIGHUP, 130 after SIGINT, as stopped by SIGTERM (status 143) after SIGTERM, as a supervisor
     that sent it expects. Raises ValueError when the address cannot be listened on."""
     sock = listen(config)
     port = sock.getsockname()[1]  # read now: a stop signal in the first moments closes the socket
