@@ -216,14 +216,19 @@ _STAYS_OPEN = ("unshared", "unreachable", "released", "privileged")
 async def _as_left_reach(tab: Tab, error: ActionError, what: str) -> ActionError:
     """`error`, unless it says an action's tab closed while the tab stays open in its browser (the
     user took it back, the link to their browser was lost): then that, once the tracker knows why
-    (a moment after Playwright's error)."""
+    (a moment after Playwright's error); or that it closed, and why when that is known (another
+    call's close, the tab cap)."""
     if error.reason != "tab_closed":
         return error
     for _ in range(25):  # 0.5 s at most
         if tab.closed:
             break
         await asyncio.sleep(0.02)
-    if tab.closing_cause not in _STAYS_OPEN:
+    cause = tab.closing_cause
+    if cause is not None and cause not in _STAYS_OPEN and closed_reason(cause) not in str(error):
+        # Closed by another call, the tab cap, ...: said (Playwright's error says only "closed").
+        return ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=tab.id, ref=error.ref, cause=cause)
+    if cause not in _STAYS_OPEN:
         return error
     return ActionError(
         f"{what} failed: tab {tab.id} left the agent's reach during the action. {closed_reason(tab.closing_cause)}",
@@ -635,6 +640,7 @@ async def wait_for(
                     f"Waiting for {what} on tab {tab.id}",
                     f"tab {tab.id} closed (or its browser went away)",
                     tab_id=tab.id,
+                    cause=tab.closing_cause,
                 )
         if text_gone is not None:
             await handle.wait_for_text(text_gone, shown=False, timeout=timeout)
@@ -810,7 +816,9 @@ async def screenshot(
     if data is None and result.closed_itself:
         # A screenshot does not close its tab: it was closed meanwhile (by its user, through
         # the extension), before anything said by whom.
-        raise ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=tab.id, ref=ref)
+        raise ActionError.tab_gone(
+            what, f"tab {tab.id} closed", tab_id=tab.id, ref=ref, cause=tab.closing_cause
+        )
     if data is None:
         # The dialog may be on another tab: an opener and its same-site popups share one thread.
         shown = result.dialog_tab_id or tab.id

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from ._types import closed_reason
+
 if TYPE_CHECKING:
     from ._types import DialogInfo
 
@@ -488,10 +490,14 @@ class ActionError(TabpilotError):
         )
 
     @classmethod
-    def tab_gone(cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:
-        """`what` failed because its tab went while it ran (`gone`: e.g. 'tab 3 closed')."""
+    def tab_gone(
+        cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None, cause: str | None = None
+    ) -> ActionError:
+        """`what` failed because its tab went while it ran (`gone`: e.g. 'tab 3 closed'); `cause`:
+        the close cause, when it is known (another call's close, the tab cap: said)."""
+        why = f" {closed_reason(cause)}" if cause else ""
         return cls(
-            f"{what} failed: {gone} during the action.",
+            f"{what} failed: {gone} during the action.{why}",
             "List the tabs to see what is open.",
             tab_id=tab_id,
             ref=ref,

@@ -220,7 +220,9 @@ def _navigation_error(
         if "frame was detached" in message or tab.closing_cause is not None or tab.closed:
             # The tab went while it loaded (closed by a call, the tab cap, the page, or with its
             # instance): Playwright words it as an aborted load before the page counts as closed.
-            return ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=exc.tab_id)
+            return ActionError.tab_gone(
+                what, f"tab {tab.id} closed", tab_id=exc.tab_id, cause=tab.closing_cause
+            )
         return ActionError(
             f"{what} failed: {message}.",
             "The browser stopped the load: the server sent nothing to show (such as HTTP 204 No "

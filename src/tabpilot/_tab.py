@@ -790,7 +790,9 @@ class Tab:
                 return
             finally:
                 dispose()
-        raise ActionError.tab_gone(what, f"tab {self.id} closed", tab_id=self.id, ref=exc.ref) from exc
+        raise ActionError.tab_gone(
+            what, f"tab {self.id} closed", tab_id=self.id, ref=exc.ref, cause=self.closing_cause
+        ) from exc
 
     async def unless_dialog(self, work: Awaitable[T]) -> T:
         """Run page work a dialog would block (the page stops answering while one is open): if a
@@ -1060,6 +1062,7 @@ class Tab:
                     f"tab {self.id} closed (or its browser went away)",
                     tab_id=self.id,
                     ref=ref,
+                    cause=self.closing_cause,
                 ) from None
             if not isinstance(exc, TimeoutError):
                 found = 0  # its document went away meanwhile: the ref's element with it

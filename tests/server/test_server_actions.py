@@ -1072,6 +1072,8 @@ async def test_wait_for_text_text_gone_and_time(connect: Callable[..., Client], 
                 pause,
                 failed,
             )
+            # Why, when it is known: another call closed it (it said "or its browser went away").
+            assert "during the action. It was closed by a call to tabpilot." in failed, (pause, failed)
 
 
 async def test_wait_for_sees_text_inside_iframes_of_any_origin(
