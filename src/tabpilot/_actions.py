@@ -178,13 +178,13 @@ async def _act(
                     await tab.raise_what_the_page_says(exc, what)
                 except ActionError as said:
                     if said.reason != "tab_closed" or not _closed_by_page(tab):
-                        left = await _as_left_reach(tab, said, what)
+                        left = await _why_closed(tab, said, what)
                         if left is said:
                             raise
                         raise left from said
                 else:
                     if not _closed_by_page(tab):
-                        left = await _as_left_reach(tab, exc, what)
+                        left = await _why_closed(tab, exc, what)
                         if left is exc:
                             raise
                         raise left from exc
@@ -213,7 +213,7 @@ _STAYS_OPEN = ("unshared", "unreachable", "released", "privileged")
 """Close causes of a tab that left the agent's reach but stays open in its browser."""
 
 
-async def _as_left_reach(tab: Tab, error: ActionError, what: str) -> ActionError:
+async def _why_closed(tab: Tab, error: ActionError, what: str) -> ActionError:
     """`error`, unless it says an action's tab closed while the tab stays open in its browser (the
     user took it back, the link to their browser was lost): then that, once the tracker knows why
     (a moment after Playwright's error); or that it closed, and why when that is known (another
@@ -225,7 +225,7 @@ async def _as_left_reach(tab: Tab, error: ActionError, what: str) -> ActionError
             break
         await asyncio.sleep(0.02)
     cause = tab.closing_cause
-    if cause is not None and cause not in _STAYS_OPEN and closed_reason(cause) not in str(error):
+    if cause is not None and cause not in _STAYS_OPEN and error.close_cause is None:
         # Closed by another call, the tab cap, ...: said (Playwright's error says only "closed").
         return ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=tab.id, ref=error.ref, cause=cause)
     if cause not in _STAYS_OPEN:

@@ -474,6 +474,8 @@ class ActionError(TabpilotError):
         self.close_first = close_first
         """"unresponsive": tabs to close before `tab_id` (their pages run on its page's thread, and
         one of their scripts may be what keeps it busy)."""
+        self.close_cause: str | None = None
+        """"tab_closed": why the tab closed, when the error says so already (`tab_gone`)."""
 
     @classmethod
     def hidden(cls, what: str, *, tab_id: int | None, ref: str | None = None) -> ActionError:
@@ -496,10 +498,12 @@ class ActionError(TabpilotError):
         """`what` failed because its tab went while it ran (`gone`: e.g. 'tab 3 closed'); `cause`:
         the close cause, when it is known (another call's close, the tab cap: said)."""
         why = f" {closed_reason(cause)}" if cause else ""
-        return cls(
+        error = cls(
             f"{what} failed: {gone} during the action.{why}",
             "List the tabs to see what is open.",
             tab_id=tab_id,
             ref=ref,
             reason="tab_closed",
         )
+        error.close_cause = cause
+        return error
