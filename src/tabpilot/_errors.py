@@ -433,6 +433,8 @@ ActionReason = Literal[
     "unresponsive",
     "tab_closed",
     "navigated",
+    "certificate",
+    "proxy",
     "download",
     "unknown_key",
     "dialog",

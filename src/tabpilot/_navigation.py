@@ -34,6 +34,10 @@ TAB_SCHEMES = frozenset(
 open). It hands any other (mailto:, tel:, ftp: since Chromium 95, an app's own such as zoommtg:) to
 another program, and a tab the browser was told to load one of those in (not a link a page's user
 clicks) stops taking clicks and keys: measured, Chromium 156, until it loads a page of another site."""
+_CERTIFICATE = re.compile(r"net::ERR_(?:CERT_|SSL_PINNED|BAD_SSL_CLIENT_AUTH_CERT)")
+"""Chromium's errors for a certificate it does not accept."""
+_PROXY = re.compile(r"net::ERR_(?:PROXY_|TUNNEL_CONNECTION_FAILED|NO_SUPPORTED_PROXIES|MANDATORY_PROXY)")
+"""Chromium's errors for a proxy that did not answer or refused the connection."""
 _NOT_HOSTS = TAB_SCHEMES | {"mailto", "tel", "sms", "ftp", "ws", "wss", "news", "irc", "magnet", "intent"}
 """Schemes that `name:digits` is written with (`javascript:1`, `tel:110`): never a host and its port."""
 
@@ -228,6 +232,22 @@ def _navigation_error(
             "The browser stopped the load: the server sent nothing to show (such as HTTP 204 No "
             f"Content), or another load of the tab took its place. The tab {_stays(tab)}.",
             tab_id=exc.tab_id,
+        )
+    if _CERTIFICATE.search(message):
+        return ActionError(
+            f"{what} failed: {message}: the browser does not accept the site's certificate.",
+            f"Check the URL; to load the page anyway, start the browser with HTTPS errors ignored "
+            f"(BrowserOptions.ignore_https_errors). The tab {_stays(tab)}.",
+            tab_id=exc.tab_id,
+            reason="certificate",
+        )
+    if _PROXY.search(message):
+        return ActionError(
+            f"{what} failed: {message}: the browser's proxy did not answer, or refused the connection.",
+            f"Check the proxy server the browser was started with (BrowserOptions.proxy_server). The "
+            f"tab {_stays(tab)}.",
+            tab_id=exc.tab_id,
+            reason="proxy",
         )
     return ActionError(
         f"{what} failed: {message}.", f"Check the URL; the tab {_stays(tab)}.", tab_id=exc.tab_id

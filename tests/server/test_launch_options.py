@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import socket
 import ssl
 import sys
 import threading
@@ -169,6 +170,16 @@ async def test_pages_load_through_the_proxy_server(browser_path: str, proxy: tup
     assert "GET http://shop.invalid/cart HTTP/1.1" in seen, seen
 
 
+async def test_a_proxy_that_does_not_answer_is_named_as_the_cause(browser_path: str) -> None:
+    with contextlib.closing(socket.socket()) as closed:
+        closed.bind(("127.0.0.1", 0))  # a port nothing listens on: bound, never listening
+        port = closed.getsockname()[1]
+        async with server(browser_path, proxy_server=f"http://127.0.0.1:{port}") as mcp:
+            refused = error(await mcp.call_tool("browser_navigate", {"url": "http://shop.invalid/cart"}))
+    assert "ERR_PROXY_CONNECTION_FAILED" in refused, refused
+    assert "the browser's proxy did not answer" in refused and "(--proxy-server)" in refused, refused
+
+
 @pytest.fixture(scope="module")
 def https_site() -> Iterator[str]:
     """A page over HTTPS on 127.0.0.1 whose certificate no browser trusts (a throwaway CA)."""
@@ -185,7 +196,11 @@ async def test_a_self_signed_https_page_loads_only_with_ignore_https_errors(
 ) -> None:
     async with server(browser_path) as mcp:
         refused = error(await mcp.call_tool("browser_navigate", {"url": https_site}))
-        assert "ERR_CERT" in refused
+        assert "ERR_CERT" in refused and "does not accept the site's certificate" in refused, refused
+        # The way to load it is named in the server's words: its flag, and a launch with the option.
+        assert "start it with --ignore-https-errors" in refused, refused
+        assert "options={ignoreHttpsErrors: true}" in refused, refused
+        assert "BrowserOptions" not in refused
         launched = result_of(
             ok(
                 await mcp.call_tool(

@@ -174,6 +174,18 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         return _SNAPSHOT_OF_TAB.sub(lambda m: f"{m.group()[0]}ake a new {snap}", exc.advice)
     if exc.reason == "wrong_field" and exc.field is not None:
         return _wrong_field_advice(exc.field, snap, calls)
+    if exc.reason == "certificate":
+        launch = (
+            ", or launch a browser with browser_instance(action='launch', options={ignoreHttpsErrors: true})"
+            if calls.instances
+            else ""
+        )
+        return exc.advice.replace(
+            "start the browser with HTTPS errors ignored (BrowserOptions.ignore_https_errors)",
+            f"ask whoever runs tabpilot to start it with --ignore-https-errors{launch}",
+        )
+    if exc.reason == "proxy":
+        return exc.advice.replace("(BrowserOptions.proxy_server)", "(--proxy-server)")
     if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached") and snap:
         return (
             f"Take a new {snap} and use {calls.element} of an element you can act on (open the menu or section "
