@@ -131,8 +131,9 @@ def test_a_browser_that_cannot_start_is_reported_at_start_and_on_the_first_call(
     assert "FATAL: this browser cannot start here" in logged
     said = call["content"][0]["text"]
     assert call["isError"] and "FATAL: this browser cannot start here" in said
-    # The call names the option the browser was started with, as the operator gave it.
-    assert said.endswith(f"\nCheck {named}; the server's log has the details."), said
+    # The call names the option the browser was started with, as the operator gave it; the
+    # browser's words are in the call's answer (not only in the log, which it does not send to it).
+    assert said.endswith(f"\nCheck {named}."), said
     assert "Traceback" not in logged
 
 

@@ -254,11 +254,12 @@ class Call:
             ) from exc
 
 
-def _check_start_options(config: ServerConfig) -> str:
-    """Where to look when the browser does not start: the options it starts with, as they were given."""
+def _check_start_options(config: ServerConfig, *, logged: bool = False) -> str:
+    """Where to look when the browser does not start: the options it starts with, as they were
+    given (`logged`: the log has more than the error says)."""
     options = config.browser_start_options()
     check = f"Check {', '.join(options)}" if options else "Check that Chromium is installed"
-    return f"{check}; the server's log has the details."
+    return f"{check}; the server's log has the details." if logged else f"{check}."
 
 
 @functools.cache
@@ -356,7 +357,7 @@ async def _session(
         said = str(exc).strip().splitlines()
         response.error(
             f"Could not start the browser: {said[0].rstrip('.') if said else type(exc).__name__}. "
-            + _check_start_options(state.config)
+            + _check_start_options(state.config, logged=True)
         )
     return None
 
