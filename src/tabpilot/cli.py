@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,6 +67,7 @@ COMMA_LISTS = frozenset(
     {"tools", "caps", "allowed-origins", "blocked-origins", "proxy-bypass", "extension-id"}
 )
 """The options whose value is a comma-separated list: a config file may give a JSON list instead."""
+_EMPTY_VALUE = "a value is empty (an unset variable?): give one, or leave the option out"
 
 
 class _AddToList(argparse.Action):
@@ -82,7 +84,7 @@ class _AddToList(argparse.Action):
 def _option(group: Any, flag: str, **options: Any) -> None:
     if flag.lstrip("-") in COMMA_LISTS:
         options.setdefault("action", _AddToList)
-    group.add_argument(flag, **options)
+    _valued(group.add_argument(flag, **options))
     SERVE_OPTIONS[flag.lstrip("-")] = options
 
 
@@ -90,9 +92,17 @@ DASH_VALUED = ("--browser-arg",)
 """Options whose value is itself a switch (Chromium's start with --), which argparse would take
 for an option of its own: `--browser-arg --lang=de` is read as `--browser-arg=--lang=de`."""
 
+_NEGATIVE = re.compile(r"-\d")
+"""A value that starts as a negative number does (`--viewport-size -5x10`): no option of ours
+does, and argparse takes it for one ("expected one argument") unless it is a plain number."""
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's, with `DASH_VALUED` options joined to their value first."""
+    """argparse's, with `DASH_VALUED` options, and options given a negative-looking value, joined
+    to their value first (the value's own check then says what is wrong with it)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return _valued(super().add_argument(*args, **kwargs))
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -101,11 +111,24 @@ class _Parser(argparse.ArgumentParser):
         return super().parse_known_args(_dash_values(given), namespace)
 
 
+_VALUED: set[str] = set()
+"""The option strings of every option of every command that takes a value."""
+
+
+def _valued(action: argparse.Action) -> argparse.Action:
+    if action.nargs != 0:
+        _VALUED.update(action.option_strings)
+    return action
+
+
 def _dash_values(argv: list[str]) -> list[str]:
     joined: list[str] = []
     at = 0
     while at < len(argv):
-        if argv[at] in DASH_VALUED and at + 1 < len(argv) and argv[at + 1].startswith("-"):
+        option, value = argv[at], argv[at + 1] if at + 1 < len(argv) else ""
+        if option in _VALUED and (
+            (option in DASH_VALUED and value.startswith("-")) or _NEGATIVE.match(value)
+        ):
             joined.append(f"{argv[at]}={argv[at + 1]}")
             at += 2
         else:
@@ -519,10 +542,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         if dest == "caps" and not value.strip():
             continue  # an empty --caps: the core tools alone
         if any(isinstance(v, str) and not v.strip() for v in names) and dest != "auth_token":
-            raise ValueError(
-                f"{how[flag_of[dest]]}: a value is empty (an unset variable?): give one, or leave the "
-                "option out"
-            )
+            raise ValueError(f"{how[flag_of[dest]]}: {_EMPTY_VALUE}")
     browser = BrowserOptions()
     changes: dict[str, Any] = {}
     for name in BrowserOptions.field_names():
@@ -684,6 +704,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(extension_path() if args.what == "path" else extension_id())
         return 0
     if args.command == "demo":
+        if args.browser_path is not None and not args.browser_path.strip():
+            parser.exit(2, f"tabpilot demo: error: --browser-path: {_EMPTY_VALUE}\n")
         try:
             demo = importlib.import_module("tabpilot.demo")
         except ImportError as exc:  # a broken install: the demo needs only core dependencies

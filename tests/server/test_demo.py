@@ -86,6 +86,18 @@ def test_the_demos_server_gets_the_users_environment() -> None:
     assert "the server did not start (" in demo.stdout, demo.stdout  # not a task group's words
 
 
+def test_an_empty_browser_path_is_refused_by_the_demo_as_by_the_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It was taken as not given: the demo ran with the browser it found.
+    from tabpilot import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["demo", "--browser-path", ""])
+    assert exited.value.code == 2
+    assert "tabpilot demo: error: --browser-path: a value is empty" in capsys.readouterr().err
+
+
 class CannedClient:
     """Answers tool calls with fixed results: enough to drive the step checks without a browser."""
 

@@ -442,6 +442,10 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
         (["--allow-instances"], "--allow-instances only applies to an HTTP server"),
         (["--allowed-origins", ""], "argument --allowed-origins: '' names no origin (an unset variable?)"),
         (["--blocked-origins", " , "], "names no origin"),
+        # A value that starts as a negative number does gets its own check's words (argparse took
+        # it for an option: "expected one argument").
+        (["--viewport-size", "-5x10"], "argument --viewport-size: '-5x10' is not a viewport size"),
+        (["--max-tabs", "-5x"], "argument --max-tabs: '-5x' is not a positive integer"),
     ],
 )
 def test_bad_tool_options_are_refused_before_a_browser_starts(
