@@ -320,6 +320,9 @@ class LastTabError(TabError):
         )
         self.instance_id = instance_id
         self.room = room
+        self.elsewhere = 0
+        """Tabs open in the manager's other instances (`TabManager.close_tab` counts them): the
+        last tab of one browser is not the last open tab."""
 
 
 class TabLimitError(TabError):

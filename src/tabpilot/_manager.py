@@ -25,6 +25,7 @@ from ._errors import (
     InstanceError,
     InstanceLostError,
     InstanceNotFoundError,
+    LastTabError,
     TabLimitError,
     TabNotFoundError,
     TabpilotError,
@@ -918,7 +919,11 @@ class TabManager:
         """Close a tab; if it was active, the previously active tab becomes active."""
         tab = self.tab(tab_id)
         instance = self.instance_of(tab)
-        await instance.close_tab(tab)
+        try:
+            await instance.close_tab(tab)
+        except LastTabError as exc:
+            exc.elsewhere = sum(1 for t in self._open_tabs() if t.instance_id != instance.id)
+            raise
         active = instance.active_tab
         return CloseResult(tab.id, active.id if active else None)
 

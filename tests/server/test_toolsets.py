@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from support import png_size, poll, ref_of, text, wait_until
+from support import png_size, poll, ref_of, result_of, text, wait_until
 from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -55,6 +55,11 @@ async def fail(mcp: Client, tool: str, arguments: dict[str, Any]) -> str:
     result = await mcp.call_tool(tool, arguments)
     assert result.is_error, text(result)
     return text(result)
+
+
+def blocks(result: CallToolResult) -> list[str]:
+    """The text blocks of an answer, one by one."""
+    return [c.text for c in result.content if isinstance(c, TextContent)]
 
 
 async def until_title(mcp: Client, tab_id: int, title: str) -> None:
@@ -678,6 +683,19 @@ async def test_foxmcp_and_pilo_refuse_closing_the_last_tab_without_naming_instan
         ), fox
         pilo_said = await fail(mcp, "close_tab", {"tabId": only})
         assert f"tab {only} is the only open tab." in pilo_said and "instance" not in pilo_said
+    # Beside the default set, which launches a second browser: its last tab is not the only open
+    # one, and a tab tabs_create opens goes to the first browser (the advice went in a circle).
+    async with connect(tools=("default", "foxmcp", "pilo")) as mcp:
+        await call(mcp, "list_tabs")
+        second = result_of(await mcp.call_tool("browser_instance", {"action": "launch"}))
+        last = second["activeTabId"]
+        fox = await fail(mcp, "tabs_close", {"tab_id": last})
+        assert fox == (
+            f"Error closing tab: Cannot close last tab: tab {last} is the only tab of its browser (the "
+            "other open tabs are another browser's). Keep it open: a browser keeps its last tab. Load "
+            "pages in it instead."
+        ), fox
+        assert "only tab of its browser" in await fail(mcp, "close_tab", {"tabId": last})
 
 
 async def test_browser_tab_at_a_tab_limit_of_one_does_not_advise_opening_a_tab(
@@ -1073,13 +1091,22 @@ async def test_a_new_tab_whose_page_is_slow_to_come_is_opened_not_failed_in_ever
     async with connect(tools=("default", "foxmcp", "browser-tab"), browser=options) as mcp:
         created = await call(mcp, "tabs_create", {"url": slow})
         assert created.splitlines()[1:] == [loading.format(tab=2)], created
+        # Named by the URL it loads, as the lists name it (about:blank, as if a blank tab opened).
+        assert created.splitlines()[0].endswith(f" - {slow}"), created
         opened = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": slow}))
         assert opened["tabId"] == 3 and opened["note"] == loading.format(tab=3)
+        assert opened["url"] == slow
         new = await mcp.call_tool("browser_tabs", {"action": "new", "url": slow})
         assert not new.is_error and f"Opened tab 4 and activated it. {loading.format(tab=4)}" in text(new)
     async with connect(tools=("browser-use",), browser=options) as mcp:
         navigated = await call(mcp, "browser_navigate", {"url": slow, "new_tab": True})
         assert navigated.splitlines()[1:] == ['New tab: tab_id "2", now active.', loading.format(tab=2)]
+    async with connect(tools=("default", "pilo"), browser=options) as mcp:
+        await call(mcp, "goto", {"url": site.url("/page/a")})
+        await mcp.call_tool("browser_tabs", {"action": "new", "url": slow, "background": True})
+        host = site.url("/").split("/")[2]
+        switched = await call(mcp, "switch_tab", {"tabId": 2})
+        assert switched.startswith(f"Switched to tab 2: {host} - "), switched  # was ": " and no host
 
 
 async def test_a_tab_the_limit_closes_to_make_room_is_named_by_the_call_that_opened_one(
@@ -1221,6 +1248,38 @@ async def test_a_click_that_makes_its_tab_close_says_so_and_names_the_current_ta
         )
 
 
+@pytest.mark.parametrize("told_by", ["state", "error"])
+async def test_a_tab_that_closed_by_itself_is_told_by_the_next_answer_a_state_or_an_error_too(
+    connect: Callable[..., Client], site: LocalSite, told_by: str
+) -> None:
+    # The popup the agent switched to closes itself on a timer (a sign-in window). A state call or
+    # an error answer took the close as told without saying it: the next action went to the tab
+    # that became current (the opener, with the agent's typing), and no answer ever said why.
+    site.set_content("/opener", OPENER)
+    site.set_content("/closer", "<title>Timed</title><script>setTimeout(() => window.close(), 300)</script>")
+    note = "Note: tab 2 closed (by page); active tab is now 1."
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/opener")})
+        await call(mcp, "browser_get_state")
+        assert 'New tab: tab_id "2"' in await call(mcp, "browser_click", {"index": 1})
+        await call(mcp, "browser_switch_tab", {"tab_id": "2"})
+        # Until the first answer after the close: the state of the opener, or any error.
+        if told_by == "state":
+            answer = await poll(
+                lambda: mcp.call_tool("browser_get_state", {}),
+                lambda r: json.loads(blocks(r)[0])["url"] == site.url("/opener"),
+            )
+            assert json.loads(blocks(answer)[0])["url"] == site.url("/opener")
+        else:
+            answer = await poll(
+                lambda: mcp.call_tool("browser_click", {"index": 99}), lambda r: note in text(r)
+            )
+            assert answer.is_error and blocks(answer)[0].startswith("Error: "), text(answer)
+        # The set's own answer stays whole (JSON stays JSON); the note is a block of its own, once.
+        assert blocks(answer)[1:] == [note]
+        assert "closed" not in await call(mcp, "browser_scroll")
+
+
 async def test_pilo_snapshot_of_a_current_tab_that_closes_as_it_is_read_is_of_the_tab_current_then(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -1319,6 +1378,14 @@ async def test_the_instructions_name_only_tools_the_server_offers(connect: Calla
         assert "browser_handle_dialog" in said and "browser_observe" not in said, said
     async with connect() as mcp:
         assert "browser_observe what='errors'" in (mcp.instructions or "")
+        assert "switch_tab" not in (mcp.instructions or "")
+    # Pilo's seed asks its system prompt to say that new tabs are not switched to and that refs
+    # belong to the current tab; the snapshot and click descriptions alone said it.
+    for sets in (("pilo",), ("default", "pilo")):
+        async with connect(tools=sets) as mcp:
+            said = mcp.instructions or ""
+            assert "Element refs are scoped to the current tab. After switch_tab()" in " ".join(said.split())
+            assert "it is NOT switched to. Use switch_tab()" in " ".join(said.split()), said
 
 
 async def test_compatible_sets_cut_long_urls_and_ids_as_the_default_set_does(

@@ -46,11 +46,25 @@ once and named in the answer of the action that opened them. Close tabs you no l
 (`### Events`, browser_handle_dialog) those sets do not have."""
 
 
+PILO_INSTRUCTIONS = """\
+With Pilo's tools (get_snapshot, click, fill and goto act on the current tab):
+- A tab a click opens is named in the click's answer (BROWSER_TAB_OPENED) and listed under
+  Available tabs in your next snapshot; it is NOT switched to. Use switch_tab() to work in it, and
+  close tabs you no longer need with close_tab().
+- Element refs are scoped to the current tab. After switch_tab(), use only refs from the new
+  tab's snapshot.
+- When the current tab closes by itself (a sign-in popup), the next answer says so and names the
+  tab that is current now.
+"""
+"""The system prompt's bullets Pilo's tab work asks for (seed 004, E), for a server with its set."""
+
+
 def instructions(tool_sets: Sequence[str], caps: Sequence[str] | None = None) -> str:
     """The instructions for a server offering `tool_sets` (the default set narrowed to `caps`):
     never naming a tool the server does not offer."""
+    pilo = PILO_INSTRUCTIONS if "pilo" in tool_sets else ""
     if "default" not in tool_sets:
-        return OTHER_SETS_INSTRUCTIONS
+        return OTHER_SETS_INSTRUCTIONS + pilo
     if caps is not None and "observe" not in caps:
-        return INSTRUCTIONS.replace(OBSERVE_HINT, "")
-    return INSTRUCTIONS
+        return INSTRUCTIONS.replace(OBSERVE_HINT, "") + pilo
+    return INSTRUCTIONS + pilo

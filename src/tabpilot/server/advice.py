@@ -493,6 +493,12 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
         return str(exc).replace("the browser path option", "--browser-path")
     if isinstance(exc, LastTabError) and not calls.instances:  # a set that knows no instances (the
         # user's browser through the extension may have other tabs, out of tabpilot's scope)
+        if exc.elsewhere:  # another browser has them: a tab this set opens goes there, no help
+            fact = exc.fact.replace(
+                f"only tab of instance {exc.instance_id}",
+                "only tab of its browser (the other open tabs are another browser's)",
+            )
+            return exc.worded(fact, "Keep it open: a browser keeps its last tab. Load pages in it instead.")
         fact = exc.fact.replace(f"only tab of instance {exc.instance_id}", "only open tab")
         return exc.worded(fact, _advice_for(exc, calls)).strip()
     if isinstance(exc, TabpilotError):

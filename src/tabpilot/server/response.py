@@ -256,7 +256,7 @@ class Response:
                 events = session.take_events()
                 if self._structured:  # the JSON forms are built only for clients that get them
                     data["events"] = [e.to_dict() for e in events]
-                notes = _browser_notes(events)
+                notes = _browser_notes(events) + _close_notes_of(events, self._told)
             if self._plain_later is not None:
                 # Unless that moment has no answer (the browser was lost meanwhile): the first stands.
                 with contextlib.suppress(TabpilotError):
@@ -494,6 +494,20 @@ def _outgoing(value: Any, key: str = "") -> Any:
         if len(value) > STRUCTURED_URL_CHARS and key.lower().endswith(_CUT_KEYS):
             return short(value, STRUCTURED_URL_CHARS)
     return value
+
+
+def _close_notes_of(events: list[TabEvent], told: set[tuple[str, int]]) -> list[str]:
+    """What a compatible set's answer adds of tabs closed since the client's previous answer by no
+    call (a popup's window.close(), the user, the tab cap) that the answer did not tell (an error,
+    a state or list call): the next calls act on another tab, and the agent is told which."""
+    return [
+        f"Note: {event_line(e)}."
+        for e in events
+        if e.type == "tab_closed"
+        and e.data.get("by") != "tool"
+        and e.tab_id is not None
+        and ("tab_closed", e.tab_id) not in told
+    ]
 
 
 def _browser_notes(events: list[TabEvent]) -> list[str]:

@@ -229,9 +229,13 @@ def capped(manager: TabManager, tab_ids: Iterable[int]) -> set[int]:
 def closed_untold(call: Call) -> list[TabEvent]:
     """Tabs closed since this client's previous answer, not by a tool (their page's window.close(),
     the user, a crash, the tab cap). The compatible sets show no `### Events`: the action that made
-    its own tab close, or the next call after a close no call made, says so itself."""
+    its own tab close, or the next call after a close no call made, says so itself; an answer
+    that did not (an error, a state or list call) carries a note of it (`Response.build`)."""
     events = call.manager.events.history(since=call.session.last_event_seq)
-    return [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]
+    closed = [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]
+    # The caller tells them (or has: a click's popups): the answer adds no note of its own.
+    call.response.told("tab_closed", *(e.tab_id for e in closed if e.tab_id is not None))
+    return closed
 
 
 async def closes_to_tell(call: Call, *, told: Iterable[int] = ()) -> list[tuple[TabEvent, str]]:

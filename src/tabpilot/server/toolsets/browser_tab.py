@@ -190,7 +190,12 @@ async def _run(
             )
             return None
         await tab.refresh_title()
-        made: dict[str, Any] = {"tabId": tab.id, "url": short(tab.url), "title": short(tab.title, 200)}
+        # A page still on its way: the URL it loads, as the list shows it (not about:blank).
+        made: dict[str, Any] = {
+            "tabId": tab.id,
+            "url": short(shown_url(call.manager.info(tab))),
+            "title": short(tab.title, 200),
+        }
         if opened.note:  # its page still loading, or an HTTP error status
             made["note"] = opened.note
         # A tab the tab limit closed to make room (close-oldest), or one that closed by itself.

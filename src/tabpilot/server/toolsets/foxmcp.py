@@ -54,7 +54,7 @@ def tabs_list_text(tabs: Sequence[TabInfo]) -> str:
 
 
 def created_text(info: TabInfo) -> str:
-    return f"Created tab: ID {info.id} - {short(info.title, 200) or 'Loading...'} - {short(info.url)}"
+    return f"Created tab: ID {info.id} - {short(info.title, 200) or 'Loading...'} - {short(shown_url(info))}"
 
 
 def windows_text(manager: TabManager, *, populate: bool) -> str:

@@ -66,12 +66,16 @@ class PiloState:
 TabIdParam = Annotated[StrictStr | WholeInt, Field(description="The tab ID from the available tabs list")]
 
 
+def _tab_words(info: TabInfo, marker: str = "") -> str:
+    """`Tab 3: example.com - "Home"` (`marker` after the id: " (current)"); a page on its way by
+    the host it loads."""
+    return f'Tab {info.id}{marker}: {host_of(shown_url(info))} - "{short(info.title, 200)}"'
+
+
 def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
     """The snapshot header: `Available tabs:` and `Tab 3 (current): example.com - "Home"` lines."""
     lines = ["Available tabs:"]
-    for info in tabs:
-        current = " (current)" if info.id == current_id else ""
-        lines.append(f'Tab {info.id}{current}: {host_of(shown_url(info))} - "{short(info.title, 200)}"')
+    lines += [_tab_words(info, " (current)" if info.id == current_id else "") for info in tabs]
     return "\n".join(lines)
 
 
@@ -184,9 +188,7 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     instance = manager.default_instance
     current = instance.active_tab if instance is not None else None
     if current is not None and any(e.data.get("activeChanged") for e in closed):
-        lines.append(
-            f'Current tab: Tab {current.id}: {host_of(current.url)} - "{short(current.title, 200)}".'
-        )
+        lines.append(f"Current tab: {_tab_words(manager.info(current))}.")
     return note_lines(*lines)
 
 
@@ -212,9 +214,8 @@ async def list_tabs(call: Call) -> None:
 
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
     tab = call.manager.activate(call.tab(tabId).id)
-    call.response.plain(
-        f'Switched to tab {tab.id}: {host_of(tab.url)} - "{short(tab.title, 200)}". The next snapshot will show this tab.'
-    )
+    words = _tab_words(call.manager.info(tab)).replace("Tab", "Switched to tab", 1)
+    call.response.plain(f"{words}. The next snapshot will show this tab.")
 
 
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
