@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ from ._types import CloseResult, InstanceInfo, InstanceKind, OpenCause, TabInfo,
 from ._watch import NEW_TAB_GRACE
 
 logger = logging.getLogger("tabpilot")
+TARGETS_REMEMBERED = 10_000
+"""How many target ids of tabs, closed ones too, `TabManager.tab` still knows (about 1 MB)."""
 
 
 class TabManager:
@@ -92,6 +95,9 @@ class TabManager:
         """Where the files pages download are saved (`BrowserOptions.downloads_dir`)."""
         self._tab_ids = tab_ids or TabIds()
         self._given: set[int] = set()
+        self._by_target: OrderedDict[str, int] = OrderedDict()
+        """The tab id of each CDP target id given one (the latest TARGETS_REMEMBERED): a closed tab
+        named by its target id is said as closed, as by its number."""
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
         self._launched_with: dict[str, BrowserOptions] = {}
@@ -268,6 +274,10 @@ class TabManager:
                 return tab_id, tab_id in lost.users_at_loss
         tab_id = next(self._tab_ids)
         self._given.add(tab_id)
+        if target_id:
+            self._by_target[target_id] = tab_id
+            while len(self._by_target) > TARGETS_REMEMBERED:
+                self._by_target.popitem(last=False)
         return tab_id, None
 
     def _services(self, options: BrowserOptions) -> InstanceServices:
@@ -842,6 +852,10 @@ class TabManager:
                     found = instance.tab_for_target(tab_id.strip())
                     if found is not None:
                         return found
+                named = tab_id.strip()
+                given = self._by_target.get(named) or self._by_target.get(named.upper())
+                if given is not None:  # a tab that closed: said as by its number
+                    return self.tab(given)
                 raise TabNotFoundError(tab_id, self._open_tabs(), reason=id_text_advice(tab_id))
             key = number
         assert isinstance(key, int)

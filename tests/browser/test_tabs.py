@@ -218,6 +218,13 @@ async def test_a_tab_is_found_by_integer_decimal_string_and_target_id(
     assert manager.tab(str(tab.id)) is tab
     assert manager.tab(tab.target_id) is tab
     assert manager.tab(tab.target_id.lower()) is tab
+    # Once closed, its target id names it as closed, as its number does (it said only "not found").
+    await manager.new_tab(instance_id=instance.id)  # an instance keeps a tab
+    await manager.close_tab(tab.id)
+    for named in (tab.id, tab.target_id.lower()):
+        with pytest.raises(TabNotFoundError) as caught:
+            manager.tab(named)
+        assert f"Tab {tab.id} not found. It was closed by a call to tabpilot." in str(caught.value)
 
 
 async def test_an_unknown_id_is_an_error_that_lists_the_open_tabs_and_never_falls_back(

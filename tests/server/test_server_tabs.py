@@ -514,9 +514,14 @@ async def test_a_closed_tab_id_says_why_the_tab_is_gone_and_close_others_takes_o
             "3 open tabs"
         )
 
+        listed = result_of(await mcp.call_tool("browser_tabs", {"action": "list"}))["tabs"]
+        target_of_2 = next(t["targetId"] for t in listed if t["id"] == 2)
         ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "keepTabId": 1, "tabId": "1"}))
         gone = error(await mcp.call_tool("browser_snapshot", {"tabId": 2}))
         assert gone.startswith("Tab 2 not found. It was closed by a call to tabpilot. Open tabs:")
+        # Named by its CDP target id, as a tabId may be: the same (it said only "not found").
+        by_target = error(await mcp.call_tool("browser_snapshot", {"tabId": target_of_2}))
+        assert by_target.startswith("Tab 2 not found. It was closed by a call to tabpilot."), by_target
         ref = error(await mcp.call_tool("browser_click", {"ref": "3e1"}))
         assert ref.startswith("Tab 3 not found. It was closed by a call to tabpilot. Ref 3e1 came from it;")
         never = error(await mcp.call_tool("browser_snapshot", {"tabId": 9}))
