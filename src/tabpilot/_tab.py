@@ -198,6 +198,9 @@ class Tab:
         self._refs_reset: tuple[frozenset[str], str] | None = None
         """The refs the page lost without changing, and why (`refs_reset`), until the next snapshot
         or document."""
+        self._refs_left: frozenset[str] = frozenset()
+        """The refs of the last document that had any, once the tab has loaded another: a ref
+        of them is said to be of an earlier page (a page that moved on by itself, on a timer)."""
         self._last_snapshot: Snapshot | None = None
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
@@ -484,6 +487,8 @@ class Tab:
 
     def _on_new_document(self) -> None:
         # A new document has new elements: every ref of the old one is stale.
+        if self._refs:
+            self._refs_left = frozenset(self._refs)
         self._refs.clear()
         self._frame_refs.document_changed()
         self._refs_reset = None
@@ -1009,6 +1014,14 @@ class Tab:
             self._raise_if_reset(page_ref, ref)
             if self._frame_refs.moved_on(page_ref):
                 raise self._moved_on_error(page_ref)
+            if page_ref in self._refs_left:
+                raise StaleRefError(
+                    f"Ref {ref} was of an earlier page of tab {self.id}: the tab has loaded another page "
+                    f"since ({self.url} now), whose elements have refs of their own.",
+                    f"Take a new snapshot of tab {self.id} and use a ref from it.",
+                    ref=ref,
+                    tab_id=self.id,
+                )
             raise StaleRefError(  # the ref as sent: `e2` was said as 1e2, a ref the agent never gave
                 f"Ref {ref} is not in the latest snapshot of tab {self.id} (the page changed, or the ref was "
                 "never issued).",

@@ -84,11 +84,35 @@ async def test_a_ref_no_snapshot_gave_is_refused_by_the_name_it_was_sent_under(
     async with connect() as mcp:
         ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/a")}))
         ok(await mcp.call_tool("browser_navigate", {"url": site.url("/page/b")}))
-        for sent in ("e2", "1e99"):
+        for sent, why in (
+            ("e2", "was of an earlier page of tab 1"),
+            ("1e99", "is not in the latest snapshot"),
+        ):
             refused = await mcp.call_tool("browser_click", {"ref": sent})
-            assert refused.is_error and f"Ref {sent} is not in the latest snapshot of tab 1 (" in text(
-                refused
-            ), text(refused)
+            assert refused.is_error and f"Ref {sent} {why}" in text(refused), text(refused)
+
+
+async def test_a_ref_of_a_page_that_moved_on_by_itself_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The page loads another on a timer after its snapshot: its refs were said to be "not in the
+    # latest snapshot (the page changed, or the ref was never issued)", as if the agent erred.
+    site.set_content(
+        "/moves", "<button>Stay</button><script>setTimeout(() => location.assign('/page/b'), 300)</script>"
+    )
+    async with connect() as mcp:
+        shown = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/moves")}))
+        ref = ref_of(section(shown, "Snapshot"), 'button "Stay"')
+        await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda r: site.url("/page/b") in text(r),
+        )
+        refused = await mcp.call_tool("browser_click", {"ref": ref})
+        said = section(refused, "Error")
+        assert refused.is_error and said.startswith(
+            f"Ref {ref} was of an earlier page of tab 1: the tab has loaded another page since "
+            f"({site.url('/page/b')} now)"
+        ), said
 
 
 async def test_a_snapshot_at_a_depth_cuts_its_iframes_there_too(
