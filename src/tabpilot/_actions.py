@@ -34,7 +34,7 @@ from ._options import call_timeout
 from ._pw import Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
-from ._types import DialogInfo, closed_reason, dialog_noun
+from ._types import DialogInfo, dialog_noun
 from ._watch import DialogPolicy
 
 KeyModifier = Literal["Alt", "Control", "ControlOrMeta", "Meta", "Shift"]
@@ -178,13 +178,13 @@ async def _act(
                     await tab.raise_what_the_page_says(exc, what)
                 except ActionError as said:
                     if said.reason != "tab_closed" or not _closed_by_page(tab):
-                        left = await _why_closed(tab, said, what)
+                        left = await tab.why_gone(said, what)
                         if left is said:
                             raise
                         raise left from said
                 else:
                     if not _closed_by_page(tab):
-                        left = await _why_closed(tab, exc, what)
+                        left = await tab.why_gone(exc, what)
                         if left is exc:
                             raise
                         raise left from exc
@@ -206,36 +206,6 @@ async def _act(
         file_picker=pickers and watch.file_pickers > 0,
         other_tabs_loading=tuple(watch.loaded.items()),
         loading=loading,
-    )
-
-
-_STAYS_OPEN = ("unshared", "unreachable", "released", "privileged")
-"""Close causes of a tab that left the agent's reach but stays open in its browser."""
-
-
-async def _why_closed(tab: Tab, error: ActionError, what: str) -> ActionError:
-    """`error`, unless it says an action's tab closed while the tab stays open in its browser (the
-    user took it back, the link to their browser was lost): then that, once the tracker knows why
-    (a moment after Playwright's error); or that it closed, and why when that is known (another
-    call's close, the tab cap)."""
-    if error.reason != "tab_closed":
-        return error
-    for _ in range(25):  # 0.5 s at most
-        if tab.closed:
-            break
-        await asyncio.sleep(0.02)
-    cause = tab.closing_cause
-    if cause is not None and cause not in _STAYS_OPEN and error.close_cause is None:
-        # Closed by another call, the tab cap, ...: said (Playwright's error says only "closed").
-        return ActionError.tab_gone(what, f"tab {tab.id} closed", tab_id=tab.id, ref=error.ref, cause=cause)
-    if cause not in _STAYS_OPEN:
-        return error
-    return ActionError(
-        f"{what} failed: tab {tab.id} left the agent's reach during the action. {closed_reason(tab.closing_cause)}",
-        "List the tabs to see what is open.",
-        tab_id=tab.id,
-        ref=error.ref,
-        reason="tab_closed",
     )
 
 

@@ -157,7 +157,11 @@ class ExtensionBridge:
         scope: ExtensionScope = "agent",
         extension_ids: Sequence[str] = (),
         reconnect_grace: float = RECONNECT_GRACE,
+        files: bool = False,
     ) -> None:
+        """`files`: the extension may follow a tab to `file:` pages (the URL policy allows them);
+        else a tab in scope that goes to one (the user's history, a page's link) leaves scope, as
+        one that goes to a browser page does."""
         if scope not in ("agent", "all"):
             raise ValueError("scope must be 'agent' or 'all'")
         if not 0 <= port < 65536:
@@ -169,6 +173,7 @@ class ExtensionBridge:
         self.scope: ExtensionScope = scope
         self.extension_ids = tuple(_check_extension_id(i) for i in extension_ids) or (extension_id(),)
         self.reconnect_grace = reconnect_grace
+        self.files = files
         self.relay = Relay(self)
         self._relay_path = "/devtools/browser/" + secrets.token_hex(16)
         self._server: Server | None = None
@@ -369,6 +374,7 @@ class ExtensionBridge:
             {
                 "type": "welcome",
                 "scope": self.scope,
+                "files": self.files,
                 "protocol": PROTOCOL,
                 "relay": self.relay.browser_target_id,
             }

@@ -159,7 +159,8 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
         # The URL policy refused where the navigation led (back, forward or a reload to the error
         # page of a URL it refuses): the tab learnt why as it happened.
         blocked = tab.last_blocked if tab.last_blocked is not blocked_before else None
-        raise _navigation_error(exc, what, tab, blocked, timeout) from exc.__cause__
+        said = _navigation_error(exc, what, tab, blocked, timeout)
+        raise (await tab.why_gone(said, what) if isinstance(said, ActionError) else said) from exc.__cause__
     if not finished:
         leaving = tab.dialog is not None and tab.dialog.type == "beforeunload"
         return NavigationResult(

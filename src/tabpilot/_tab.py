@@ -54,6 +54,8 @@ READY_TIMEOUT = 10.0
 REF_CHECK_TIMEOUT = 5.0
 RESPONSIVE_TIMEOUT = 1.0
 """Seconds a page has to answer a trivial script before it counts as not responding."""
+STAYS_OPEN = ("unshared", "unreachable", "released", "privileged")
+"""Close causes of a tab that left the agent's reach but stays open in its browser."""
 CLOSE_NOTICE = 0.5
 """Seconds within which a page whose document ended under a call without a navigation is seen
 closing, if that is what ended it."""
@@ -984,6 +986,34 @@ class Tab:
         if self._refs:
             self._refs_reset = (frozenset(self._refs), why)
             self._refs.clear()
+
+    async def why_gone(self, error: ActionError, what: str) -> ActionError:
+        """`error`, unless it says work on this tab failed as it closed while the tab stays open in
+        its browser (the user took it back, it went where the extension may not follow, the link
+        to their browser was lost): then that, once the tracker knows why (a moment after
+        Playwright's error); or that it closed, and why when that is known (another call's close,
+        the tab cap)."""
+        if error.reason != "tab_closed":
+            return error
+        for _ in range(25):  # 0.5 s at most
+            if self.closed:
+                break
+            await asyncio.sleep(0.02)
+        cause = self.closing_cause
+        if cause is not None and cause not in STAYS_OPEN and error.close_cause is None:
+            # Closed by another call, the tab cap, ...: said (Playwright's error says only "closed").
+            return ActionError.tab_gone(
+                what, f"tab {self.id} closed", tab_id=self.id, ref=error.ref, cause=cause
+            )
+        if cause not in STAYS_OPEN:
+            return error
+        return ActionError(
+            f"{what} failed: tab {self.id} left the agent's reach during the action. {closed_reason(cause)}",
+            "List the tabs to see what is open.",
+            tab_id=self.id,
+            ref=error.ref,
+            reason="tab_closed",
+        )
 
     def _raise_if_reset(self, page_ref: str, ref: str) -> None:
         reset = self._refs_reset

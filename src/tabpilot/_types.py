@@ -36,8 +36,8 @@ CLOSED_BY: dict[str, str] = {
     ),
     "released": "The agent let go of it as its instance was closed; it stays open in its browser.",
     "privileged": (
-        "It went to a page the tabpilot extension may not reach (a chrome:// page, another extension's); "
-        "it stays open in the user's browser."
+        "It went to a page the tabpilot extension may not reach (a chrome:// page, an extension's, or a "
+        "local file the URL policy refuses); it stays open in the user's browser."
     ),
 }
 """Why a tab is gone, by its close cause, in a sentence for an error."""

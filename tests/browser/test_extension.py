@@ -106,7 +106,7 @@ async def test_the_bridge_refuses_other_origins_a_missing_or_wrong_token_and_dis
     async with ws_connect(f"{base}/extension?token=test-token", origin=good_origin) as socket:  # type: ignore[arg-type]
         welcome = json.loads(await asyncio.wait_for(socket.recv(), 5))
         relay = bridge.relay.browser_target_id
-        assert welcome == {"type": "welcome", "scope": "agent", "protocol": 1, "relay": relay}
+        assert welcome == {"type": "welcome", "scope": "agent", "files": False, "protocol": 1, "relay": relay}
     assert not bridge.connected  # it never said hello
 
 

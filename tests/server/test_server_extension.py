@@ -893,3 +893,49 @@ async def test_an_agent_tab_the_user_sends_to_a_chrome_page_is_out_of_reach_not_
         refused = error(await mcp.call_tool("browser_snapshot", {"tabId": tab}))
         assert "it stays open in the user's browser" in refused, refused
         assert any(p["url"].startswith("chrome://version") for p in chromium.pages())
+
+
+@pytest.mark.parametrize("page", ["the extension's connect page", "a local file"])
+async def test_a_shared_tab_whose_history_leads_to_a_page_the_agent_may_not_have_leaves_its_reach(
+    chromium: ExtensionChromium, site: LocalSite, tmp_path: Path, page: str
+) -> None:
+    """The user went there in that tab before sharing it; the agent went back: the connect page
+    runs with the extension's powers (every tab of the user, the pairing), and a local file is
+    refused by the URL policy when the agent asks for it. The agent had both, and read them."""
+    local = tmp_path / "local.html"
+    local.write_text("<title>Local</title><p>a local secret</p>")
+    url = f"chrome-extension://{extension_id()}/connect.html" if page.startswith("the") else local.as_uri()
+    async with paired_client(chromium) as (mcp, _):
+        await call(mcp, "browser_tabs", action="list")  # paired and connected
+        # The user, in their own tab: that page, then a site of theirs; then they share the tab.
+        went_on = f"""(async () => {{
+          const tab = (await chrome.tabs.query({{}})).find((t) => (t.url || "").includes("/page/user"));
+          const at = async (url) => {{
+            await chrome.tabs.update(tab.id, {{url}});
+            for (let i = 0; i < 100 && (await chrome.tabs.get(tab.id)).url !== url; i++) {{
+              await new Promise((r) => setTimeout(r, 50));
+            }}
+          }};
+          await at({url!r});
+          await at({site.url("/page/b")!r});
+          await toggleSharing(await chrome.tabs.get(tab.id));
+          return tab.id;
+        }})()"""
+        await asyncio.to_thread(chromium.in_extension, went_on)
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"),
+            lambda r: any(t["url"] == site.url("/page/b") for t in result_of(r)["tabs"]),
+        )
+        (shared,) = [t["id"] for t in result_of(listed)["tabs"] if t["url"] == site.url("/page/b")]
+        back = await mcp.call_tool("browser_navigate", {"action": "back", "tabId": shared})
+        assert "secret" not in text(back) and "connect.html" not in section(back, "Page"), text(back)
+        if back.is_error:  # it left as it went (not "closed (or its browser went away)")
+            assert f"tab {shared} left the agent's reach during the action." in text(back), text(back)
+        gone = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), lambda r: gone_from(shared, r), timeout=10
+        )
+        assert gone_from(shared, gone), text(gone)
+        refused = error(
+            await mcp.call_tool("browser_evaluate", {"function": "() => document.title", "tabId": shared})
+        )
+        assert "it stays open in the user's browser" in refused, refused

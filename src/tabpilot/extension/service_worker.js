@@ -46,6 +46,7 @@ const CLOSE_FORGOTTEN = 4001;
 const state = {
   server: null, // {port, token}: the approved server
   mode: "agent", // the server's scope: "agent" or "all"
+  files: false, // the server's URL policy allows file: pages (else the debugger never stays on one)
   scope: new Map(), // tabId -> {reason: "agent"|"opened"|"shared"|"all", targetId}
   socket: null,
   welcomed: false,
@@ -69,10 +70,11 @@ const WINDOW_OPEN_MEMORY_MS = 10000;
 const ready = load();
 
 async function load() {
-  const stored = await chrome.storage.local.get(["server", "scope", "mode", "relay"]);
+  const stored = await chrome.storage.local.get(["server", "scope", "mode", "files", "relay"]);
   state.server = stored.server || null;
   state.relay = stored.relay || null;
   state.mode = stored.mode === "all" ? "all" : "agent";
+  state.files = stored.files === true;
   state.status = state.server ? "disconnected" : "unpaired";
   // Tab ids and target ids of a previous browser run name no tab now (or other ones): keep an
   // entry only while its tab still has the target it had.
@@ -165,7 +167,8 @@ function retryLater(status) {
 
 async function welcome(socket, payload) {
   state.mode = payload.scope === "all" ? "all" : "agent";
-  await chrome.storage.local.set({ mode: state.mode });
+  state.files = payload.files === true;
+  await chrome.storage.local.set({ mode: state.mode, files: state.files });
   for (const tab of await chrome.tabs.query({})) {
     const entry = state.scope.get(tab.id);
     if (state.mode === "all" && !entry && attachable(tab)) state.scope.set(tab.id, { reason: "all" });
@@ -281,9 +284,14 @@ function errorOf(error) {
 
 // -- tabs in scope -------------------------------------------------------------------------------
 
+// Whether the agent may have a tab at this page. Not the browser's own pages, nor an extension's
+// (this one's connect page runs with its powers: every tab, the pairing), nor local files unless
+// the server's URL policy allows them: the debugger would follow a tab there by its history or a
+// link, where the agent's own navigation is refused.
 function attachable(tab) {
   const url = tab.url || tab.pendingUrl || "";
-  return !/^(chrome|chrome-extension|chrome-untrusted|devtools|edge|view-source):/.test(url);
+  if (/^file:/i.test(url)) return state.files;
+  return !/^(chrome|chrome-extension|chrome-untrusted|devtools|edge|view-source):/i.test(url);
 }
 
 function attach(tabId) {
@@ -469,6 +477,12 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
   await ready;
   if (!state.scope.has(tabId)) {
     if (state.mode === "all" && state.server && change.url && attachable(tab)) await enter(tab, "all");
+    return;
+  }
+  if (change.url && !attachable(tab)) {
+    // Chrome lets go of a tab that goes to one of its own pages (onDetach), not of one that goes
+    // to an extension's page or a file: let go of it, as out of reach (it stays open).
+    await leave(tabId, "detached");
     return;
   }
   if (state.attached.has(tabId) && ("url" in change || "title" in change || "pinned" in change)) {

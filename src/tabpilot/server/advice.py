@@ -607,7 +607,10 @@ LEFT_OPEN = {
     "unshared": "no longer shared with the agent by the user; it stays open in their browser",
     "unreachable": "out of reach: the link to the user's browser was lost; it stays open there",
     "released": "no longer the agent's, as its instance was closed; it stays open in its browser",
-    "privileged": "out of reach: it went to a page the tabpilot extension may not reach (chrome://); it stays open there",
+    "privileged": (
+        "out of reach: it went to a page the tabpilot extension may not reach (a browser or extension "
+        "page, or a local file the URL policy refuses); it stays open there"
+    ),
 }
 """The ways a tab leaves the agent while it stays open (`tab_closed` causes), in words: every tool
 set tells them so, not as closed."""

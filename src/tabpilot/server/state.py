@@ -217,6 +217,7 @@ class ServerState:
                     token=config.extension_token,
                     scope=config.extension_scope,
                     extension_ids=config.extension_ids,
+                    files=self.policy.allows("file:///"),
                 )
                 try:
                     await bridge.start()
