@@ -45,16 +45,18 @@ def tab_info(tab_id: int, url: str, title: str, *, active: bool = False, pinned:
 
 
 async def call(mcp: Client, tool: str, arguments: dict[str, Any] | None = None) -> str:
-    """Call a tool that must succeed; return its text."""
+    """Call a tool that must succeed; return the set's own answer (its first text block: a note
+    beside it, of a tab that closed by itself meanwhile, is read with `blocks`)."""
     result = await mcp.call_tool(tool, arguments or {})
     assert not result.is_error, text(result)
-    return text(result)
+    return blocks(result)[0]
 
 
 async def fail(mcp: Client, tool: str, arguments: dict[str, Any]) -> str:
+    """Call a tool that must fail; return the set's own error (as `call` returns its answer)."""
     result = await mcp.call_tool(tool, arguments)
     assert result.is_error, text(result)
-    return text(result)
+    return blocks(result)[0]
 
 
 def blocks(result: CallToolResult) -> list[str]:
