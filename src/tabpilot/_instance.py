@@ -1005,5 +1005,5 @@ class Instance:
             await asyncio.wait_for(closing, 10)
         except Exception:
             with contextlib.suppress(Exception):
-                await self._tracker.close_target(tab)
+                await asyncio.wait_for(self._tracker.close_target(tab), 10)  # never waits for ever
         self._tracker.tab_gone(tab, cause)

@@ -60,6 +60,7 @@ const state = {
   early: [], // debugger events that came before the server welcomed this worker (see onEvent)
   lostEarly: new Set(), // tabs some of whose early events did not fit
   front: new Map(), // windowId -> the tab it shows: Chrome draws no other (a screenshot of one waits for ever)
+  closing: new Set(), // tabs the agent is closing (closeTab): their beforeunload dialog is accepted
 };
 // A restarted worker gets the events of the attachments that outlived the old one at once (they
 // are what wakes it); they are kept, up to this many, and handed on after the hello.
@@ -241,7 +242,14 @@ const handlers = {
 
   async closeTab({ tabId }) {
     if (!state.scope.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
-    await chrome.tabs.remove(tabId);
+    // Chrome's tabs.remove asks a page with a beforeunload handler first (a close by CDP does
+    // not): its dialog is accepted as it opens (onEvent), or the close would wait for ever.
+    state.closing.add(tabId);
+    try {
+      await chrome.tabs.remove(tabId);
+    } finally {
+      state.closing.delete(tabId);
+    }
     return {};
   },
 
@@ -527,6 +535,11 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
     state.windowOpens.set(source.tabId, opens);
   }
   if (source.tabId === undefined) return;
+  if (method === "Page.javascriptDialogOpening" && params.type === "beforeunload" && state.closing.has(source.tabId)) {
+    const target = source.sessionId ? { tabId: source.tabId, sessionId: source.sessionId } : { tabId: source.tabId };
+    chrome.debugger.sendCommand(target, "Page.handleJavaScriptDialog", { accept: true }).catch(() => {});
+    return; // the agent closes the tab: nobody is asked
+  }
   if (!state.welcomed) {
     // Not connected (yet): a tab's events while this worker starts again are kept for the server.
     if (state.early.length < EARLY_EVENTS_MAX) state.early.push({ source, method, params });
