@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted
-from ._fields import check_field, field_uses, toggle_text
+from ._fields import check_field, field_state, field_uses, toggle_text
 from ._options import call_timeout
 from ._pw import Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
 from ._refs import parse_ref
@@ -533,7 +533,7 @@ async def upload_files(
     what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"
     async with tab.input_turn():
         element = await tab.element(ref)
-        state = await element.input_state()
+        state = await field_state(tab, element, what, ref)
         if state is None or state["kind"] == "file":  # gone meanwhile: set_files says so
             job: Awaitable[None] = element.set_files(files, timeout=timeout)
         else:

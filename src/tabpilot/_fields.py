@@ -11,6 +11,7 @@ the action.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Sequence
 from typing import Any, Literal, NoReturn, cast
 
@@ -21,6 +22,8 @@ from ._tab import Tab
 FieldUse = Literal["text", "toggle", "options"]
 """What an action puts into a field: text, a checked state, or option values."""
 
+FIELD_CHECK_TIMEOUT = 5.0
+"""Seconds the check of a field before an action may take (it reads the element at once)."""
 _WORDS = {
     "text": "a text field",
     "checkbox": "a checkbox",
@@ -62,6 +65,25 @@ _FORMATS = {
 _TOGGLE_WORDS = {"true": True, "false": False}
 
 
+async def field_state(
+    tab: Tab, element: ElementHandle, what: str, ref: str, text: str | None = None
+) -> dict[str, Any] | None:
+    """`element.input_state(text)`, read for `what`: a dialog that opens meanwhile (a page's
+    timer) stops the page, and the read with it, and is said at once (DialogOpenError); a page
+    that does not answer within FIELD_CHECK_TIMEOUT is said busy. (The read waited for ever, and
+    the actions behind it on the tab too.)"""
+    try:
+        return await tab.unless_dialog(asyncio.wait_for(element.input_state(text), FIELD_CHECK_TIMEOUT))
+    except TimeoutError:
+        raise ActionError(
+            f"{what} failed: checking element {ref} did not finish within {FIELD_CHECK_TIMEOUT:g} s.",
+            f"The page may be busy: take a snapshot of tab {tab.id} and retry.",
+            tab_id=tab.id,
+            ref=ref,
+            reason="busy",
+        ) from None
+
+
 async def check_field(
     tab: Tab,
     element: ElementHandle,
@@ -76,7 +98,7 @@ async def check_field(
     action can put into the field (empty: any); `values`: options it will select; `text`: what it
     will type. Returns the element's state (`ElementHandle.input_state`), or None if it is not on
     the page now."""
-    state = await element.input_state(text)
+    state = await field_state(tab, element, what, ref, text)
     if state is None:
         return None
     kind = str(state.get("kind", "other"))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.types import ImageContent
@@ -641,3 +642,43 @@ async def test_the_default_tool_list_stays_small_and_says_what_each_argument_is(
         t.input_schema["properties"]["tabId"] for t in tools if "tabId" in t.input_schema["properties"]
     ]
     assert tab_ids and all(p["type"] == ["integer", "string"] for p in tab_ids)
+
+
+ARMED = """<input id=i aria-label=inp><select id=s aria-label=sel><option>a</option><option>b</option></select>
+<input type=file id=f aria-label=file><script>
+// Reading the field for the action's check opens an alert once armed: a dialog that opens while
+// the field is checked (as a page's timer may).
+const arm = (el, p, v) => Object.defineProperty(el, p, {configurable: true, get() { if (window.armed) {
+  window.armed = false; alert('x'); } return v; }});
+arm(i, 'readOnly', false); arm(s, 'multiple', false); arm(f, 'type', 'file');
+</script>"""
+
+
+async def test_a_dialog_that_opens_while_a_field_is_checked_ends_the_action_at_once(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    # The check before typing, filling, selecting or uploading waited for ever (its own timeout
+    # did not cover it), and every action queued behind it on the tab too.
+    site.set_content("/armed", ARMED)
+    upload = tmp_path / "a.txt"
+    upload.write_text("a")
+    async with connect(allowed_file_roots=(str(tmp_path),)) as mcp:
+        shown = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/armed")}))
+        snap = section(shown, "Snapshot")
+        box, sel, file = (
+            ref_of(snap, 'textbox "inp"'),
+            ref_of(snap, 'combobox "sel"'),
+            ref_of(snap, 'button "file"'),
+        )
+        for tool, arguments in (
+            ("browser_type", {"ref": box, "text": "x"}),
+            ("browser_fill_form", {"fields": [{"ref": box, "value": "x"}]}),
+            ("browser_select_option", {"ref": sel, "values": ["b"]}),
+            ("browser_file_upload", {"ref": file, "paths": [str(upload)]}),
+        ):
+            ok(await mcp.call_tool("browser_evaluate", {"function": "() => { window.armed = true; }"}))
+            with anyio.fail_after(15):
+                answer = await mcp.call_tool(tool, arguments)
+            said = text(answer)
+            assert "alert" in said and "browser_handle_dialog" in said, (tool, said)
+            ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
