@@ -1029,6 +1029,8 @@ class Tab:
 
     def resolve_ref(self, ref: str) -> str:
         """Check that `ref` belongs to this tab and is in its latest snapshot; return the per-page ref."""
+        if self.status == "crashed":  # no ref of it works again (it said "the page changed")
+            raise TabCrashedError(self.id, self.url)
         ref_tab, page_ref = parse_ref(ref)
         if ref_tab is not None and ref_tab != self.id:
             if all(tab.id != ref_tab for tab in self.host.open_tabs()):

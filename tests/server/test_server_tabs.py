@@ -313,6 +313,11 @@ async def test_a_crashed_tab_says_how_to_get_its_page_back_and_that_way_works(
         assert f"tab {doomed} crashed; it takes no more work" in events
         failed = error(await mcp.call_tool("browser_navigate", {"action": "reload", "tabId": doomed}))
         assert f"Tab {doomed} crashed" in failed and f"browser_tabs(action='close', tabId={doomed})" in failed
+        # A ref of its page says so too (it said the page changed: take a new snapshot).
+        clicked = error(
+            await mcp.call_tool("browser_click", {"ref": ref_of(section(opened, "Snapshot"), "button")})
+        )
+        assert clicked.startswith(f"Tab {doomed} crashed"), clicked
         # The way out it names works.
         ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": doomed}))
         again = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
