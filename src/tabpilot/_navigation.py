@@ -23,6 +23,8 @@ from ._tab import Tab
 
 NavigateAction = Literal["goto", "back", "forward", "reload"]
 
+MAX_URL_CHARS = 2 * 1024 * 1024
+"""Chromium's limit on a URL's length."""
 _HAS_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _HOST_PORT = re.compile(r"^[\w.-]+:\d+(?:[/?#]|$)")
 _LOCAL_HOST = re.compile(r"^(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])(?:[:/?#]|$)")
@@ -67,6 +69,11 @@ def normalize_url(url: str) -> str:
     text = url.strip()
     if not text:  # it was quoted back as '' "naming no host"
         raise ValueError("The URL is empty (only spaces): pass a URL such as https://example.com/page.")
+    if len(text) > MAX_URL_CHARS:  # the browser refuses it; its error quoted it whole, twice
+        raise ValueError(
+            f"The URL is {len(text):,} characters long: the browser loads none over {MAX_URL_CHARS:,}. "
+            f"It starts {text[:100]!r}. Send large data in a request body, not in the URL."
+        )
     if not _HAS_SCHEME.match(text) or (
         _HOST_PORT.match(text) and text.partition(":")[0].lower() not in _NOT_HOSTS
     ):

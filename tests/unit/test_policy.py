@@ -70,6 +70,11 @@ def test_a_url_without_scheme_gets_the_one_a_user_means() -> None:
             normalize_url(other)
     with pytest.raises(ValueError, match=r"^The URL is empty \(only spaces\)"):
         normalize_url("   ")  # it was quoted back as ''
+    # Over the browser's limit: its error quoted the URL whole, twice (6 MB), and blamed the server.
+    with pytest.raises(ValueError) as too_long:
+        normalize_url("https://a.test/" + "a" * 2_100_000)
+    said = str(too_long.value)
+    assert len(said) < 300 and said.startswith("The URL is 2,100,015 characters long"), said
 
 
 def test_text_that_names_no_web_host_is_refused_instead_of_looked_up() -> None:
