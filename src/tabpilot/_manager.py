@@ -300,9 +300,14 @@ class TabManager:
         """`instance_id` (refused if an instance has it), or a new one."""
         if instance_id is None:
             return f"inst_{next(self._instance_ids)}"
-        if instance_id in self._instances:
-            raise ValueError(f"instance id {instance_id!r} is in use")
+        self._check_id_free(instance_id)
         return instance_id
+
+    def _check_id_free(self, instance_id: str | None) -> None:
+        """Refuse an instance id an instance has before anything is started for it (a browser
+        launched for it ran on, unowned, with its temporary profile)."""
+        if instance_id is not None and instance_id in self._instances:
+            raise ValueError(f"instance id {instance_id!r} is in use")
 
     def _successor(self, instance_id: str) -> str | None:
         current = self._instances.get(instance_id)
@@ -413,6 +418,7 @@ class TabManager:
         path) uses and keeps that profile instead; one Chromium at a time can use a profile.
         """
         self._check_open()
+        self._check_id_free(instance_id)
         budget = self.rules.budget
         if budget is not None and budget.full:  # its first tab would go over the total
             raise TabLimitError(
@@ -461,6 +467,7 @@ class TabManager:
         have tab ids there.
         """
         self._check_open()
+        self._check_id_free(instance_id)
         check_endpoint(endpoint, "cdp")
         browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
         if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
@@ -522,6 +529,7 @@ class TabManager:
         context and disconnects, leaving the server's browser running.
         """
         self._check_open()
+        self._check_id_free(instance_id)
         check_endpoint(ws_endpoint, "playwright")
         browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
         instance = await self._adopt(
@@ -607,6 +615,7 @@ class TabManager:
         kind "extension" whose tabs are the tabs in the extension's scope. Waits up to `timeout`
         seconds for the extension; with no tab in scope, the agent gets one blank tab of its own."""
         self._check_open()
+        self._check_id_free(instance_id)
         if not await bridge.wait_connected(timeout):
             raise ExtensionNotConnectedError(
                 bridge.address, bridge.extension_ids[0], wrong_token=bridge.refused_a_token
@@ -639,6 +648,7 @@ class TabManager:
         """A new isolated browser context of `of`'s browser (any manager's), as an instance of its
         own (with no tab yet): what one client session of a shared browser gets."""
         self._check_open()
+        self._check_id_free(instance_id)
         if of.browser is None or not of.browser.is_connected():
             of.ensure_usable()
             raise ConnectError(f"Instance {of.id} has no browser to open a context in.")

@@ -24,6 +24,7 @@ import tabpilot._tracker
 from support import remote_chromium, wait_until
 from tabpilot import (
     BrowserOptions,
+    ConnectError,
     Driver,
     Instance,
     LastTabError,
@@ -815,6 +816,24 @@ async def test_a_launch_cut_short_by_a_cancel_scope_leaves_no_profile(
             asyncio.get_running_loop().call_later(0.1, scope.cancel)
             await m.launch()
         assert scope.cancelled_caught
+    assert not list(tmp_path.glob("tabpilot-profile-*"))
+
+
+async def test_a_launch_that_times_out_or_names_an_id_in_use_leaves_no_browser_nor_profile(
+    browser_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A timed-out launch removed its profile while the browser Playwright gave up on still exited,
+    # and it wrote the profile again (3 runs of 3); a launch under an id in use started a browser,
+    # then refused, and that browser ran on with its profile.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with TabManager(browser_path=browser_path) as m:
+        first = await m.launch()
+        with pytest.raises(ConnectError):
+            await m.launch(timeout=0.01)
+        with pytest.raises(ValueError, match="instance id 'inst_1' is in use"):
+            await m.launch(instance_id=first.id)
+        await asyncio.sleep(1)  # what a browser still exiting would write, it has written
+        assert len(list(tmp_path.glob("tabpilot-profile-*"))) == 1  # the first instance's
     assert not list(tmp_path.glob("tabpilot-profile-*"))
 
 

@@ -18,7 +18,7 @@ from playwright.async_api import Error as PlaywrightError
 from .._browser_path import find_browser, user_cache_dir
 from .._errors import ConnectError
 from .._options import BrowserOptions
-from .._process import launch_ends
+from .._process import WATCH_EVERY, launch_ends, launched_browser, pid_ends
 from .._profile import remove_profile
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
 from .handles import (
@@ -49,6 +49,9 @@ CANCELLED_LAUNCH_WAIT = 5.0
 """Seconds a cancelled launch waits for the browser Playwright goes on launching, to close it."""
 EXIT_GRACE = 1.0
 """Seconds a launch whose browser process ended waits for Playwright's own error about it."""
+FAILED_LAUNCH_EXIT = 5.0
+"""Seconds a browser whose launch failed (Playwright gave up on it) has to exit before its
+temporary profile is removed."""
 
 
 DRIVER_MALLOC_ARENAS = "2"
@@ -279,6 +282,11 @@ class Driver:
                 # The browser ended: Playwright gives up at its timeout. Nothing to wait for.
                 launching.add_done_callback(self._close_late)
             if temp is not None:
+                # A browser Playwright gave up on (its launch timed out) is still exiting, and
+                # would write the profile again: removed once it has gone.
+                pid = launched_browser(temp)
+                if pid is not None:
+                    await pid_ends(pid, within=FAILED_LAUNCH_EXIT, every=WATCH_EVERY)
                 remove_profile(temp)
             if isinstance(exc, PlaywrightError):
                 _remove_socket_dirs(str(exc))
