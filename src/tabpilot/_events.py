@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -25,7 +26,8 @@ class EventBus:
         self._listeners: list[Listener] = []
         self._running: set[asyncio.Future[Any]] = set()
         """Calls of `async def` listeners under way (held here: the loop keeps only weak refs)."""
-        self._queues: list[asyncio.Queue[TabEvent]] = []
+        self._queues: list[asyncio.Queue[TabEvent | None]] = []
+        self._ended = False
         self._stream_queue_size = stream_queue_size
         self._seq = 0
         self.dropped = 0
@@ -93,11 +95,23 @@ class EventBus:
         return events if limit is None else events[len(events) - limit :]
 
     async def stream(self) -> AsyncGenerator[TabEvent, None]:
-        """Yield events as they happen, from now on, until the consumer stops iterating."""
-        queue: asyncio.Queue[TabEvent] = asyncio.Queue(self._stream_queue_size)
+        """Yield events as they happen, from now on, until the consumer stops iterating or the
+        bus ends (`end`: its manager closed), once the events it holds are yielded."""
+        queue: asyncio.Queue[TabEvent | None] = asyncio.Queue(self._stream_queue_size)
         self._queues.append(queue)
         try:
-            while True:
-                yield await queue.get()
+            while not (self._ended and queue.empty()):
+                event = await queue.get()
+                if event is None:  # the end (`end`)
+                    return
+                yield event
         finally:
             self._queues.remove(queue)
+
+    def end(self) -> None:
+        """No more events come (the manager closed): every stream ends once it has yielded what
+        it holds (an `async for` over one waited for ever)."""
+        self._ended = True
+        for queue in self._queues:
+            with contextlib.suppress(asyncio.QueueFull):  # a full one ends once read (`stream`)
+                queue.put_nowait(None)

@@ -204,6 +204,7 @@ class TabManager:
         await self.downloads.close()
         if self._owns_driver:
             await self._driver.stop()
+        self.events.end()  # streams end, once they have yielded the tabs' closes
 
     def add_target_hook(self, hook: TargetHook) -> None:
         """Call `hook(target_session, tab)` for every new tab, the moment its target exists, and

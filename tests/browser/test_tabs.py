@@ -641,6 +641,24 @@ async def test_events_reach_callbacks_streams_and_the_bounded_history(
     assert [e.type for e in manager.events.history(tab_id=tab.id)][:2] == ["tab_opened", "tab_activated"]
 
 
+async def test_a_stream_of_events_ends_when_its_manager_closes_after_the_tabs_closes(
+    browser_path: str,
+) -> None:
+    # `async for` over the stream waited for ever once the manager had closed.
+    seen: list[str] = []
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()
+
+        async def follow() -> None:
+            async for event in m.events.stream():
+                seen.append(event.type)
+
+        following = asyncio.ensure_future(follow())
+        await asyncio.sleep(0)
+    await asyncio.wait_for(following, 5)
+    assert seen == ["tab_closed"], seen  # its one tab, closed with the manager
+
+
 async def test_tab_opened_of_a_new_tab_names_the_url_it_opens_for(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:

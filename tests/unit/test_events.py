@@ -47,3 +47,21 @@ def test_history_gives_the_last_limit_events_and_none_for_a_limit_of_zero() -> N
     assert [e.tab_id for e in bus.history(limit=9)] == [1, 2, 3]
     with pytest.raises(ValueError, match="limit must be zero or more events, not -1"):
         bus.history(limit=-1)
+
+
+async def test_a_stream_ends_once_the_bus_ends_after_the_events_it_holds() -> None:
+    # `async for` over a stream waited for ever after its manager closed.
+    bus = EventBus(stream_queue_size=2)
+    seen: list[int | None] = []
+
+    async def follow() -> None:
+        async for event in bus.stream():
+            seen.append(event.tab_id)
+
+    following = asyncio.ensure_future(follow())
+    await asyncio.sleep(0)  # subscribed
+    for tab in (1, 2, 3):  # one more than the stream holds: counted as dropped
+        bus.emit("tab_closed", tab, "inst_1")
+    bus.end()
+    await asyncio.wait_for(following, 2)
+    assert seen == [1, 2] and bus.dropped == 1
