@@ -528,6 +528,8 @@ async def upload_files(
     """Put files into a file input (by ref), or into the file picker an element opens when clicked
     (a button or drop zone in front of a hidden input). With `roots`, every path must lie inside
     one of them."""
+    if isinstance(paths, str):  # one path, as select_option takes one value (not its characters)
+        paths = [paths]
     files = check_file_paths(paths, roots) if roots else [str(Path(p).expanduser().resolve()) for p in paths]
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"

@@ -199,6 +199,10 @@ class BrowserOptions:
     """Unused by the library: room for a front end's own settings in the same file."""
 
     def __post_init__(self) -> None:
+        for name in ("init_scripts", "browser_args"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # one string is a sequence of its characters
+                raise TypeError(f"{name} takes a tuple of strings, not one string: write ({value!r},)")
         check_seconds(self.timeout_action, "timeout_action")
         check_seconds(self.timeout_navigation, "timeout_navigation")
         if self.storage_state is not None:

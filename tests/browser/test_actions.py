@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from tabpilot import (
     screenshot,
     select_option,
     type_text,
+    upload_files,
     wait_for,
 )
 from tabpilot.demo.site import LocalSite
@@ -436,3 +438,20 @@ async def test_fill_form_checks_every_field_before_filling_any(
     await fill_form(tab, [(free, "typed"), (size, "M")])
     both = "() => document.querySelector('input').value + document.querySelector('select').value"
     assert (await evaluate(tab, both)).value == "typedM"
+
+
+async def test_one_path_or_value_given_as_a_string_is_one_not_its_characters(
+    manager: TabManager, instance: Instance, site: LocalSite, tmp_path: Path
+) -> None:
+    # upload_files(tab, ref, "/tmp/a.txt") uploaded each character as a file path; an options
+    # tuple given one string split it the same way.
+    upload = tmp_path / "notes.txt"
+    upload.write_text("n")
+    site.set_content("/upload", '<input type="file" aria-label="Notes" multiple>')
+    (tab,) = await open_tabs(manager, instance, site.url("/upload"))
+    snap = await tab.snapshot()
+    await upload_files(tab, ref_of(snap, "Notes"), str(upload))
+    names = await evaluate(tab, "() => [...document.querySelector('input').files].map((f) => f.name)")
+    assert names.value == ["notes.txt"]
+    with pytest.raises(TypeError, match=r"browser_args takes a tuple of strings, not one string"):
+        BrowserOptions(browser_args="--mute-audio")  # type: ignore[arg-type]
