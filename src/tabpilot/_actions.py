@@ -138,6 +138,11 @@ async def _element_in_front(tab: Tab, ref: str) -> ElementHandle:
     return element
 
 
+def _check_dialogs(dialogs: str) -> None:
+    if dialogs not in get_args(DialogPolicy):  # another word was taken as "report"
+        raise ValueError(f"dialogs must be 'report' or 'accept', not {dialogs!r}")
+
+
 async def _act(
     tab: Tab,
     what: str,
@@ -251,6 +256,7 @@ async def click(
     bad = [m for m in held if m not in MODIFIERS]
     if bad:
         raise ValueError(f"modifiers: unknown {', '.join(map(repr, bad))}; use {', '.join(MODIFIERS)}.")
+    _check_dialogs(dialogs)
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     async with tab.input_turn():
         element = await _element_in_front(tab, ref)
@@ -286,6 +292,7 @@ async def type_text(
             + (", or type it without slowly (it sets the value at once)" if slowly else "")
             + "."
         )
+    _check_dialogs(dialogs)
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Typing into {ref} on tab {tab.id}"
     # Typing key by key takes time in proportion to the text; the timeout covers each key too.

@@ -49,6 +49,11 @@ TARGETS_REMEMBERED = 10_000
 """How many target ids of tabs, closed ones too, `TabManager.tab` still knows (about 1 MB)."""
 
 
+def _check_max_tabs(value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_tabs must be a whole number of at least 1, not {value!r}")
+
+
 class TabManager:
     """Drives browsers and keeps every tab of every one under a stable integer id.
 
@@ -77,8 +82,7 @@ class TabManager:
     ) -> None:
         """`budget`: a total tab cap shared with other managers (see `TabBudget`);
         `browser_claims`: the browsers connected, shared with other managers (`BrowserClaims`)."""
-        if max_tabs < 1:
-            raise ValueError("max_tabs must be at least 1")
+        _check_max_tabs(max_tabs)
         if tab_limit_policy not in ("reject", "close-oldest"):
             raise ValueError("tab_limit_policy must be 'reject' or 'close-oldest'")
         options = options or BrowserOptions()
@@ -131,6 +135,7 @@ class TabManager:
 
     @max_tabs.setter
     def max_tabs(self, value: int) -> None:
+        _check_max_tabs(value)  # as the constructor does (0 was taken: no tab could open)
         self.rules.max_tabs = value
 
     @property
@@ -978,6 +983,8 @@ class TabManager:
 
     def pin(self, tab_id: int | str, pinned: bool = True) -> Tab:
         """Pinned tabs are kept by close_others and by the tab cap."""
+        if not isinstance(pinned, bool):  # "no" was kept, and counted as pinned
+            raise TypeError(f"pinned must be True or False, not {pinned!r}")
         tab = self.tab(tab_id)
         tab.pinned = pinned
         return tab

@@ -924,6 +924,8 @@ class Tab:
         """Take an accessibility snapshot. The whole page's refs replace this tab's valid refs; a
         subtree's (`ref`) or a depth-limited one's are added to them: the refs given before keep
         working outside the subtree or below the depth."""
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+            raise ValueError(f"depth must be a whole number from 1 (None: the whole tree), not {depth!r}")
         page = await self.usable()
         what = f"Taking a snapshot of tab {self.id}"
         timeout = self.host.timeouts.action

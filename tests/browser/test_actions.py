@@ -455,3 +455,21 @@ async def test_one_path_or_value_given_as_a_string_is_one_not_its_characters(
     assert names.value == ["notes.txt"]
     with pytest.raises(TypeError, match=r"browser_args takes a tuple of strings, not one string"):
         BrowserOptions(browser_args="--mute-audio")  # type: ignore[arg-type]
+
+
+async def test_values_out_of_their_range_are_refused_not_taken_for_another(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # Each was taken: dialogs="acept" as "report", depth=-1 as an empty snapshot, pin "no" as
+    # pinned, a max_tabs of 0 (the constructor refuses it) as a limit no tab could open under.
+    (tab,) = await open_tabs(manager, instance, site.url("/page/a"))
+    snap = await tab.snapshot()
+    with pytest.raises(ValueError, match="dialogs must be 'report' or 'accept', not 'acept'"):
+        await click(tab, ref_of(snap, "button"), dialogs="acept")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="depth must be a whole number from 1"):
+        await tab.snapshot(depth=-1)
+    with pytest.raises(TypeError, match="pinned must be True or False, not 'no'"):
+        manager.pin(tab.id, "no")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tabs must be a whole number of at least 1, not 0"):
+        manager.max_tabs = 0
+    assert manager.max_tabs >= 1 and not manager.info(tab).pinned
