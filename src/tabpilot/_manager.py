@@ -673,8 +673,17 @@ class TabManager:
         return isolated
 
     async def close_instance(self, instance_id: str | int) -> None:
-        """Close an instance: a launched browser exits; a connected one is only disconnected."""
+        """Close an instance: a launched browser exits; a connected one is only disconnected. The
+        isolated contexts this manager opened in its browser (`attach_isolated`) are closed first:
+        they go with it (they were lost as if it had crashed, and one stayed the default)."""
         instance = self.instance(instance_id)
+        if instance.kind != "context" and instance.browser is not None:
+            for inside in [
+                i for i in self._instances.values() if i.kind == "context" and i.browser is instance.browser
+            ]:
+                with contextlib.suppress(InstanceNotFoundError):  # another call closes it already
+                    await self.close_instance(inside.id)
+            instance = self.instance(instance.id)  # another call may have closed it meanwhile
         # Gone from the list at once: a call at the same time finds no such instance, as one after.
         del self._instances[instance.id]
         self._launched_with.pop(instance.id, None)  # nothing relaunches a closed instance

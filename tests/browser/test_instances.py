@@ -688,3 +688,21 @@ async def test_a_browser_that_goes_away_while_it_is_set_up_fails_with_a_clear_co
         )
         assert manager.instances == []
         assert remote.version()["Browser"], "the browser itself is fine"
+
+
+async def test_closing_a_browser_closes_the_isolated_contexts_opened_in_it_as_closed_not_lost(
+    browser_path: str, site: LocalSite
+) -> None:
+    # They were lost as if the browser had crashed (their tabs "closed by crash"), and one stayed
+    # the default: the next new_tab failed, and nothing replaced it.
+    async with TabManager(browser_path=browser_path) as m:
+        first = await m.launch()
+        inside = await m.attach_isolated(first)
+        tab = await m.new_tab(site.url("/page/b"), instance_id=inside.id)
+        await m.close_instance(first.id)
+        assert m.instance_infos() == []
+        (closed,) = [e for e in m.events.history(tab_id=tab.id) if e.type == "tab_closed"]
+        assert closed.data["by"] == "tool", closed.data
+        assert not [e for e in m.events.history() if e.type == "instance_lost"]
+        again = await m.launch()
+        assert (await m.new_tab(site.url("/page/a"))).instance_id == again.id
