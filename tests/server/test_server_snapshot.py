@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.types import CallToolResult
 from starlette.responses import RedirectResponse
 
-from support import data, free_port, ok, poll, ref_of, section, tab_line, text
+from support import data, free_port, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 
@@ -95,18 +95,28 @@ async def test_a_ref_no_snapshot_gave_is_refused_by_the_name_it_was_sent_under(
 async def test_a_ref_of_a_page_that_moved_on_by_itself_says_so(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
-    # The page loads another on a timer after its snapshot: its refs were said to be "not in the
-    # latest snapshot (the page changed, or the ref was never issued)", as if the agent erred.
+    # The page loads another by itself after its snapshot (here when another tab says so, as a
+    # timer or a message would): its refs were said to be "not in the latest snapshot (the page
+    # changed, or the ref was never issued)", as if the agent erred.
     site.set_content(
-        "/moves", "<button>Stay</button><script>setTimeout(() => location.assign('/page/b'), 300)</script>"
+        "/moves",
+        "<button>Stay</button><script>new BroadcastChannel('go').onmessage = () => "
+        "location.assign('/page/b');</script>",
     )
     async with connect() as mcp:
         shown = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/moves")}))
         ref = ref_of(section(shown, "Snapshot"), 'button "Stay"')
-        await poll(
-            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
-            lambda r: site.url("/page/b") in text(r),
+        other = result_of(
+            ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
         )
+        go = "() => new BroadcastChannel('go').postMessage(1)"
+        ok(await mcp.call_tool("browser_evaluate", {"function": go, "tabId": other["tabId"]}))
+
+        def loaded(listed: CallToolResult) -> bool:  # not only on its way: its URL shows then
+            tab = next(t for t in result_of(listed)["tabs"] if t["id"] == 1)
+            return bool(tab["url"] == site.url("/page/b") and tab["status"] == "complete")
+
+        await poll(lambda: mcp.call_tool("browser_tabs", {"action": "list"}), loaded)
         refused = await mcp.call_tool("browser_click", {"ref": ref})
         said = section(refused, "Error")
         assert refused.is_error and said.startswith(
