@@ -152,7 +152,9 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
         ):
             navigated, finished = await watch.run(handle.navigate(action, target, timeout=timeout))
     except ActionError as exc:
-        if not tab.document_due:  # else `_navigation_error` says the page is on its way
+        # Else `_navigation_error` says the page is on its way: unless the page was stuck before
+        # (a load asked of a page in an endless loop waited on it, and blamed the server).
+        if not tab.document_due or tab.stuck:
             await tab.raise_what_the_page_says(exc, what)
         if exc.reason == "download":
             return NavigationResult(

@@ -697,6 +697,12 @@ class Tab:
         self._due_url = ""
 
     @property
+    def stuck(self) -> bool:
+        """Whether the page was found not answering (a script keeps it busy) and has not answered
+        since: a load it is asked for may wait on it, not on a server."""
+        return self._stuck
+
+    @property
     def document_due(self) -> bool:
         """Whether a navigation's document has not arrived yet (`expecting_document`)."""
         return self._document_due and self.status != "crashed" and not self.is_gone
@@ -736,7 +742,7 @@ class Tab:
             return
         if exc.reason not in ("timeout", "busy") or self.closed or self._handle is None:
             return
-        if self.document_due:
+        if self.document_due and not self._stuck:
             raise self.loading_error(exc) from exc
         # Its own dialog (opened meanwhile by another call's script), or a popup relative's.
         holder = self if self._dialog is not None else self._held_by(same_site=False)

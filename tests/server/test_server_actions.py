@@ -1743,7 +1743,7 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
         "/stuck",
         "<button onclick='setTimeout(() => { for (;;) {} }, 500)'>Hang</button><button>Other</button>",
     )
-    async with Client(make_server(browser=BrowserOptions(timeout_action=1))) as mcp:
+    async with Client(make_server(browser=BrowserOptions(timeout_action=1, timeout_navigation=3))) as mcp:
         tab = await start_on(mcp, site.url("/stuck"))
         snap = await snapshot(mcp, tab)
         # The loop starts after the click has been answered: the click itself is not held up.
@@ -1758,6 +1758,8 @@ async def test_a_stuck_tab_is_named_as_not_responding_and_other_tabs_keep_workin
             ("browser_evaluate", {"function": "() => 1"}),
             # A ref whose check the page does not answer is not a ref whose element went away.
             ("browser_click", {"ref": ref_of(snap, "Other")}),
+            # A load the page holds up: it said "the server has not sent the page yet".
+            ("browser_navigate", {"url": site.url("/page/b")}),
         ):
             failed = error(await mcp.call_tool(tool, {**args, "tabId": tab}))
             assert f"tab {tab} is not responding" in failed, failed
