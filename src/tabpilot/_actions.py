@@ -374,6 +374,8 @@ async def select_option(
     (the values asked for, if the selection started loading a page that had not come in time)."""
     if isinstance(values, str):
         values = [values]
+    if not values:  # it cleared the choice, as fill_form refuses to
+        raise ValueError("values must name at least one option (by value or label).")
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Selecting {list(values)} in {ref} on tab {tab.id}"
     async with tab.input_turn():
@@ -511,12 +513,13 @@ def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, d
 def check_file_paths(
     paths: Sequence[str], roots: Sequence[str], *, doing: str = "uploaded from"
 ) -> list[str]:
-    """The absolute form of each path; refuses a path outside every root or that is no file."""
-    if not paths:
+    """The absolute form of each path; refuses a path that is no readable file, or (with `roots`)
+    outside every root."""
+    if not paths:  # an upload of none emptied the file input
         raise ValueError("paths must name at least one file.")
     checked: list[str] = []
     for path in paths:
-        resolved = path_in_roots(path, roots, doing=doing)
+        resolved = path_in_roots(path, roots, doing=doing) if roots else Path(path).expanduser().resolve()
         try:
             readable = resolved.is_file() and os.access(resolved, os.R_OK)
         except OSError:  # a name too long for the file system
@@ -537,7 +540,7 @@ async def upload_files(
     one of them."""
     if isinstance(paths, str):  # one path, as select_option takes one value (not its characters)
         paths = [paths]
-    files = check_file_paths(paths, roots) if roots else [str(Path(p).expanduser().resolve()) for p in paths]
+    files = check_file_paths(paths, roots)
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"
     async with tab.input_turn():

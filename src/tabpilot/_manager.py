@@ -36,7 +36,7 @@ from ._extension_watch import ExtensionWatch
 from ._grid import GridSession, create_session
 from ._ids import TabIds, decimal_id, id_text_advice
 from ._instance import DRIVER_STOPPED, BrowserLink, Cleanup, Instance
-from ._options import BrowserOptions
+from ._options import BrowserOptions, check_seconds
 from ._policy import UrlPolicy
 from ._pw import BrowserHandle, ContextHandle, Driver, is_closed_error
 from ._services import BrowserClaims, InstanceServices, TabBudget, TabRules, TargetHook
@@ -424,6 +424,7 @@ class TabManager:
         path) uses and keeps that profile instead; one Chromium at a time can use a profile.
         """
         self._check_open()
+        check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
         budget = self.rules.budget
         if budget is not None and budget.full:  # its first tab would go over the total
@@ -473,6 +474,7 @@ class TabManager:
         have tab ids there.
         """
         self._check_open()
+        check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
         check_endpoint(endpoint, "cdp")
         browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
@@ -535,6 +537,7 @@ class TabManager:
         context and disconnects, leaving the server's browser running.
         """
         self._check_open()
+        check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
         check_endpoint(ws_endpoint, "playwright")
         browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
@@ -621,6 +624,7 @@ class TabManager:
         kind "extension" whose tabs are the tabs in the extension's scope. Waits up to `timeout`
         seconds for the extension; with no tab in scope, the agent gets one blank tab of its own."""
         self._check_open()
+        check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
         if not await bridge.wait_connected(timeout):
             raise ExtensionNotConnectedError(

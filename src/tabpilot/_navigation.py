@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-from ._errors import ActionError, NavigationBlockedError
+from ._errors import ActionError, NavigationBlockedError, quoted
 from ._options import call_timeout
 from ._policy import UrlPolicy
 from ._pw import BETWEEN_PAGES, Doing, first_line, map_playwright_errors
@@ -130,6 +130,8 @@ async def navigate(
     policy = policy if policy is not None else tab.host.policy
     timeout = call_timeout(timeout, tab.host.timeouts.navigation)
     target = ""
+    if url is not None and action != "goto":  # it was ignored: the tab reloaded its own page
+        raise ValueError(f"{action} takes no url (it was given {quoted(url)}): use goto to load a URL.")
     if action == "goto":
         if not url:
             raise ValueError("goto needs url: the address to load (or go back, forward or reload).")

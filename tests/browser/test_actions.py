@@ -473,3 +473,28 @@ async def test_values_out_of_their_range_are_refused_not_taken_for_another(
     with pytest.raises(ValueError, match="max_tabs must be a whole number of at least 1, not 0"):
         manager.max_tabs = 0
     assert manager.max_tabs >= 1 and not manager.info(tab).pinned
+
+
+async def test_arguments_that_were_ignored_or_taken_as_no_limit_are_refused(
+    manager: TabManager, instance: Instance, site: LocalSite, tmp_path: Path
+) -> None:
+    # A url given to a reload was ignored (the tab reloaded its own page); a missing file to
+    # upload failed in Playwright's words (os.stat), none emptied the input, and an empty
+    # selection cleared it; a launch timeout of 0 meant no limit.
+    site.set_content(
+        "/forms",
+        '<input type="file" aria-label="Notes"><select aria-label="Pick"><option>a</option></select>',
+    )
+    (tab,) = await open_tabs(manager, instance, site.url("/forms"))
+    snap = await tab.snapshot()
+    with pytest.raises(ValueError, match=r"reload takes no url .*: use goto to load a URL"):
+        await navigate(tab, "reload", site.url("/page/b"))
+    with pytest.raises(ValueError, match="is not a readable file"):
+        await upload_files(tab, ref_of(snap, "Notes"), [str(tmp_path / "missing.txt")])
+    with pytest.raises(ValueError, match="paths must name at least one file"):
+        await upload_files(tab, ref_of(snap, "Notes"), [])
+    with pytest.raises(ValueError, match="values must name at least one option"):
+        await select_option(tab, ref_of(snap, "Pick"), [])
+    with pytest.raises(ValueError, match="timeout: 0 "):
+        await manager.launch(timeout=0)
+    assert tab.url == site.url("/forms")

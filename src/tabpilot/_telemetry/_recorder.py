@@ -244,6 +244,11 @@ class Telemetry:
 
     def _ring(self, what: str) -> Ring[Any]:
         ring = self._rings.get(what)  # type: ignore[call-overload]
+        if ring is None and what == "tab_events":
+            raise ValueError(
+                "tab events are the manager's, not the recorder's: read them with "
+                "query_tab_events(manager.events, query)"
+            )
         if ring is None:
             raise ValueError(f"what must be one of {', '.join(TELEMETRY_KINDS)}; got {what!r}")
         return ring  # type: ignore[no-any-return]
