@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-from ._errors import ActionError, NavigationBlockedError, quoted
+from ._errors import ActionError, ActionReason, NavigationBlockedError, quoted
 from ._options import call_timeout
 from ._policy import UrlPolicy
 from ._pw import BETWEEN_PAGES, Doing, first_line, map_playwright_errors
@@ -36,10 +36,23 @@ TAB_SCHEMES = frozenset(
 open). It hands any other (mailto:, tel:, ftp: since Chromium 95, an app's own such as zoommtg:) to
 another program, and a tab the browser was told to load one of those in (not a link a page's user
 clicks) stops taking clicks and keys: measured, Chromium 156, until it loads a page of another site."""
-_CERTIFICATE = re.compile(r"net::ERR_(?:CERT_|SSL_PINNED|BAD_SSL_CLIENT_AUTH_CERT)")
-"""Chromium's errors for a certificate it does not accept."""
-_PROXY = re.compile(r"net::ERR_(?:PROXY_|TUNNEL_CONNECTION_FAILED|NO_SUPPORTED_PROXIES|MANDATORY_PROXY)")
-"""Chromium's errors for a proxy that did not answer or refused the connection."""
+_NET_CAUSES: tuple[tuple[re.Pattern[str], ActionReason, str, str], ...] = (
+    (
+        re.compile(r"net::ERR_(?:CERT_|SSL_PINNED|BAD_SSL_CLIENT_AUTH_CERT)"),
+        "certificate",
+        "the browser does not accept the site's certificate",
+        "Check the URL; to load the page anyway, start the browser with HTTPS errors ignored "
+        "(BrowserOptions.ignore_https_errors).",
+    ),
+    (
+        re.compile(r"net::ERR_(?:PROXY_|TUNNEL_CONNECTION_FAILED|NO_SUPPORTED_PROXIES|MANDATORY_PROXY)"),
+        "proxy",
+        "the browser's proxy did not answer, or refused the connection",
+        "Check the proxy server the browser was started with (BrowserOptions.proxy_server).",
+    ),
+)
+"""Chromium's load errors whose cause is the browser's setting, not the URL: (error, reason,
+the cause in words, what to do)."""
 _NOT_HOSTS = TAB_SCHEMES | {"mailto", "tel", "sms", "ftp", "ws", "wss", "news", "irc", "magnet", "intent"}
 """Schemes that `name:digits` is written with (`javascript:1`, `tel:110`): never a host and its port."""
 
@@ -245,22 +258,14 @@ def _navigation_error(
             f"Content), or another load of the tab took its place. The tab {_stays(tab)}.",
             tab_id=exc.tab_id,
         )
-    if _CERTIFICATE.search(message):
-        return ActionError(
-            f"{what} failed: {message}: the browser does not accept the site's certificate.",
-            f"Check the URL; to load the page anyway, start the browser with HTTPS errors ignored "
-            f"(BrowserOptions.ignore_https_errors). The tab {_stays(tab)}.",
-            tab_id=exc.tab_id,
-            reason="certificate",
-        )
-    if _PROXY.search(message):
-        return ActionError(
-            f"{what} failed: {message}: the browser's proxy did not answer, or refused the connection.",
-            f"Check the proxy server the browser was started with (BrowserOptions.proxy_server). The "
-            f"tab {_stays(tab)}.",
-            tab_id=exc.tab_id,
-            reason="proxy",
-        )
+    for error, reason, why, advice in _NET_CAUSES:
+        if error.search(message):
+            return ActionError(
+                f"{what} failed: {message}: {why}.",
+                f"{advice} The tab {_stays(tab)}.",
+                tab_id=exc.tab_id,
+                reason=reason,
+            )
     return ActionError(
         f"{what} failed: {message}.", f"Check the URL; the tab {_stays(tab)}.", tab_id=exc.tab_id
     )
