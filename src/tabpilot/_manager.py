@@ -206,10 +206,12 @@ class TabManager:
             for instance, outcome in zip(closing, outcomes, strict=True):
                 if isinstance(outcome, Exception):
                     logger.warning("closing instance %s failed: %s", instance.id, outcome)
-        await self.downloads.close()
-        if self._owns_driver:
-            await self._driver.stop()
-        self.events.end()  # streams end, once they have yielded the tabs' closes
+        try:
+            await self.downloads.close()
+            if self._owns_driver:
+                await self._driver.stop()
+        finally:
+            self.events.end()  # streams end, once they have yielded the tabs' closes
 
     def add_target_hook(self, hook: TargetHook) -> None:
         """Call `hook(target_session, tab)` for every new tab, the moment its target exists, and
