@@ -32,6 +32,9 @@ class EventBus:
         self._seq = 0
         self.dropped = 0
         """Events evicted from the history, plus events a slow stream consumer missed."""
+        self.evicted_through = 0
+        """The sequence number of the newest event evicted from the history (0: none): a cursor
+        before it missed events."""
 
     @property
     def last_seq(self) -> int:
@@ -47,6 +50,8 @@ class EventBus:
         event = TabEvent(self.next_seq(), time.time(), type, tab_id, instance_id, data)
         if len(self._history) == self._history.maxlen:
             self.dropped += 1
+            if self._history:
+                self.evicted_through = self._history[0].seq
         self._history.append(event)
         for listener in list(self._listeners):
             try:

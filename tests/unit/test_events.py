@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tabpilot import EventBus, TabEvent
+from tabpilot import EventBus, Query, TabEvent, query_tab_events
 
 
 async def test_an_async_listener_is_run_and_a_failing_listener_is_logged(
@@ -65,3 +65,14 @@ async def test_a_stream_ends_once_the_bus_ends_after_the_events_it_holds() -> No
     bus.end()
     await asyncio.wait_for(following, 2)
     assert seen == [1, 2] and bus.dropped == 1
+
+
+def test_a_tab_events_cursor_before_events_the_history_dropped_is_told_it_missed_them() -> None:
+    # `missed` was never set for tab events: a reader could not tell its page had a gap.
+    bus = EventBus(history_size=2)
+    for tab in (1, 2, 3):
+        bus.emit("tab_opened", tab, "inst_1")
+    gap = query_tab_events(bus, Query("tab_events", since=0))
+    assert gap.missed and [e.tab_id for e in gap.entries] == [2, 3]
+    whole = query_tab_events(bus, Query("tab_events", since=1))
+    assert not whole.missed and [e.tab_id for e in whole.entries] == [2, 3]

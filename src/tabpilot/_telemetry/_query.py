@@ -129,6 +129,9 @@ class EventHistory(Protocol):
     @property
     def dropped(self) -> int: ...
 
+    @property
+    def evicted_through(self) -> int: ...
+
     def history(self, *, since: int | None = None, tab_id: int | None = None) -> list[Any]: ...
 
 
@@ -155,4 +158,6 @@ def query_tab_events(
         next_cursor=page[-1].seq if more else events.last_seq,
         has_more=more,
         older=older,
+        # Events after the cursor the history no longer holds (it keeps the last ones only).
+        missed=query.since is not None and query.since < events.evicted_through,
     )
