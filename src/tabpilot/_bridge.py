@@ -405,7 +405,11 @@ class ExtensionBridge:
         self._loss = None
         self._left = False
         self.user_agent = str(message.get("userAgent", ""))
-        self.relay.hello(list(message.get("tabs") or []), user_agent=self.user_agent)
+        self.relay.hello(
+            list(message.get("tabs") or []),
+            user_agent=self.user_agent,
+            left=[g for g in message.get("left") or [] if isinstance(g, dict)],
+        )
         self._connected.set()
         self._release_held(extension)
         logger.info("the tabpilot extension connected (%d tabs in scope)", len(self.relay.tabs))

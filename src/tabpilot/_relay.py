@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._relay_parts import (
@@ -118,11 +118,17 @@ class Relay:
 
     # -- what the extension reports --------------------------------------------------------------
 
-    def hello(self, records: list[JsonDict], *, user_agent: str) -> None:
+    def hello(self, records: list[JsonDict], *, user_agent: str, left: Sequence[JsonDict] = ()) -> None:
         """The extension (re)connected with these tabs in scope: tabs it still has keep their
         targets and sessions; a tab attached afresh (its debugger let go meanwhile, so the
-        sessions' state is gone) is reported closed and new; tabs it no longer has are gone."""
+        sessions' state is gone) is reported closed and new; tabs it no longer has are gone, as
+        `left` says why (taken back by the user, out of reach: still open), else closed."""
         self.user_agent = user_agent
+        listed = {int(record["tabId"]) for record in records}
+        for gone in left:
+            chrome_id = int(gone.get("tabId", 0))
+            if chrome_id not in listed:
+                self.tab_removed(chrome_id, reason=str(gone.get("reason", "")))
         seen = set()
         for record in records:
             chrome_id = int(record["tabId"])

@@ -955,3 +955,24 @@ async def test_closing_a_tab_whose_page_asks_before_it_is_left_closes_it_without
         assert section(closed, "Result").startswith(f"Closed tab {tab}"), text(closed)
         assert "dialog" not in text(closed), text(closed)
         await wait_until(lambda: not any("/beforeunload" in p["url"] for p in chromium.pages()), timeout=5)
+
+
+async def test_a_tab_that_leaves_reach_while_the_extension_restarts_is_told_as_out_of_reach_not_closed(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Chrome stopped the extension's worker; meanwhile the tab went to a page the extension may not
+    # reach. The worker's word of it was dropped before its hello, and the server, missing the tab
+    # there, told it closed by someone else: it is open in the user's browser.
+    async with paired_client(chromium) as (mcp, _):
+        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        (target,) = [t["targetId"] for t in listed if t["id"] == tab]
+        await asyncio.to_thread(chromium.stop_service_worker_and_navigate, target, "chrome://version")
+        gone = await poll(
+            lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
+            lambda r: not r.is_error and gone_from(tab, r),
+            timeout=20,
+        )
+        said = section(gone, "Events")
+        assert f"tab {tab} is out of reach" in said and "closed (by external)" not in said, said
+        assert any(p["url"].startswith("chrome://version") for p in chromium.pages())

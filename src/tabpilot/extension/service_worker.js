@@ -13,7 +13,8 @@
 //   server -> worker  {type: "welcome", scope: "agent"|"all", protocol, relay}
 //                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab", params}
 //                     {type: "pong"}
-//   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record]}
+//   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record],
+//                      left: [{tabId, reason}]}  (tabs that left scope before the hello, still open)
 //                     {id, result} | {id, error: {code, message}}
 //                     {type: "tab", event: "opening", tab: record}  (attach under way;
 //                                                                    no `fresh` nor context id)
@@ -59,6 +60,7 @@ const state = {
   relay: null, // the server state the kept attachments were made for (the welcome's `relay`)
   early: [], // debugger events that came before the server welcomed this worker (see onEvent)
   lostEarly: new Set(), // tabs some of whose early events did not fit
+  leftEarly: new Map(), // tabId -> reason: tabs that left scope before the hello (told in it)
   front: new Map(), // windowId -> the tab it shows: Chrome draws no other (a screenshot of one waits for ever)
   closing: new Set(), // tabs the agent is closing (closeTab): their beforeunload dialog is accepted
 };
@@ -187,7 +189,10 @@ async function welcome(socket, payload) {
     try {
       records.push(await attach(tabId));
     } catch (error) {
-      await leave(tabId, null); // closed meanwhile, or a page the debugger may not attach to
+      // Closed meanwhile, or gone to a page the debugger may not attach to while this worker was
+      // stopped (Chrome let go of it then): out of reach, not closed, if it is still there.
+      const open = await chrome.tabs.get(tabId).then(() => true, () => false);
+      await leave(tabId, open ? "detached" : null);
     }
   }
   await saveScope();
@@ -204,7 +209,9 @@ async function welcome(socket, payload) {
     version: chrome.runtime.getManifest().version,
     userAgent: navigator.userAgent,
     tabs: records,
+    left: [...state.leftEarly].map(([tabId, reason]) => ({ tabId, reason })),
   });
+  state.leftEarly.clear();
   for (const { source, method, params } of early) {
     if (state.attached.has(source.tabId)) {
       send({ type: "cdp", tabId: source.tabId, sessionId: source.sessionId, method, params });
@@ -388,7 +395,8 @@ async function leave(tabId, reason) {
   if (state.attached.delete(tabId)) {
     chrome.debugger.detach({ tabId }).catch(() => {});
   }
-  if (reason) send({ type: "tab", event: "removed", tabId, reason });
+  if (reason && state.welcomed) send({ type: "tab", event: "removed", tabId, reason });
+  else if (reason && reason !== "closed") state.leftEarly.set(tabId, reason); // told in the hello
   await paintBadge(tabId);
 }
 
