@@ -399,7 +399,7 @@ class ForeignRefError(RefError):
     def __init__(self, ref: str, *, ref_tab_id: int, tab_id: int) -> None:
         super().__init__(
             f"Ref {ref} belongs to tab {ref_tab_id}, not tab {tab_id}.",
-            f"Use it without a tab id to act on tab {ref_tab_id}, or take a snapshot of tab {tab_id} "
+            f"Act with it on tab {ref_tab_id}, the tab it belongs to, or take a snapshot of tab {tab_id} "
             "and use one of its refs.",
             ref=ref,
             tab_id=tab_id,

@@ -153,6 +153,8 @@ async def test_a_ref_of_another_tab_is_refused_and_names_the_tab_it_came_from(
     with pytest.raises(ForeignRefError) as error:
         await asyncio.wait_for(click(second, foreign), 3)
     assert f"belongs to tab {first.id}" in str(error.value)
+    # In the library's words: a tab id is an MCP tool's argument ("Use it without a tab id").
+    assert f"Act with it on tab {first.id}, the tab it belongs to" in str(error.value)
     # Of a tab that is not open (closed, or made up): no advice to use it there.
     await manager.close_tab(first.id)
     for gone in (foreign, "999e1"):
