@@ -705,7 +705,7 @@ async def screenshot(
     activating it."""
     if full_page and ref is not None:
         raise ValueError(
-            "fullPage and ref exclude each other: a screenshot is of the page or of one element."
+            "full_page and ref exclude each other: a screenshot is of the page or of one element."
         )
     if quality is not None and (image_type != "jpeg" or not 0 <= quality <= 100):
         raise ValueError("quality applies to JPEG only, from 0 to 100.")

@@ -42,6 +42,10 @@ async def browser_screenshot(
     quality: Annotated[int | None, Field(ge=0, le=100, description="jpeg only.")] = None,
     maxWidth: Annotated[int | None, Field(ge=16, description="Scale down to this width.")] = None,
 ) -> None:
+    if fullPage and ref is not None:  # in this tool's words (the library's are full_page)
+        raise ValueError(
+            "fullPage and ref exclude each other: a screenshot is of the page or of one element."
+        )
     # A page or an element (or a viewport browser_resize made 10000 px) can be larger than a
     # model takes a picture (8000 px a side).
     image = await screenshot(
