@@ -517,7 +517,7 @@ async def test_a_server_whose_extension_is_paired_with_another_says_the_users_ta
         assert "the tab is out of reach, not closed by tabpilot." in said and "crashed" not in said, said
         events = section(failed, "Events")
         assert (
-            f"tab {tab} is out of reach: the link to the user's browser was lost; it stays open there"
+            f"tab {tab} is out of reach: the link to the user's browser was lost; it stays open there unless that browser closed"
             in events
         )
         assert "crash" not in events, events

@@ -605,7 +605,7 @@ def closed_as(cause: object) -> str:
 
 LEFT_OPEN = {
     "unshared": "no longer shared with the agent by the user; it stays open in their browser",
-    "unreachable": "out of reach: the link to the user's browser was lost; it stays open there",
+    "unreachable": "out of reach: the link to the user's browser was lost; it stays open there unless that browser closed",
     "released": "no longer the agent's, as its instance was closed; it stays open in its browser",
     "privileged": (
         "out of reach: it went to a page the tabpilot extension may not reach (a browser or extension "
