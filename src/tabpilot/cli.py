@@ -17,7 +17,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tabpilot import (
     BROWSER_ENV_VAR,
@@ -103,6 +103,11 @@ class _Parser(argparse.ArgumentParser):
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         return _valued(super().add_argument(*args, **kwargs))
+
+    def error(self, message: str) -> NoReturn:
+        """The error, and where the options are listed: `serve`'s usage alone is 25 lines, above
+        the one that says what is wrong."""
+        self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` says what it takes.)\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

@@ -340,6 +340,21 @@ def test_a_bad_value_in_a_config_file_is_refused_naming_its_key_and_file(
     assert str(refused.value).startswith(message.format(file=config_file)), refused.value
 
 
+def test_a_bad_option_is_said_in_two_lines_not_under_the_whole_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # serve's usage block (25 lines) came first, the one line that says what is wrong last.
+    from tabpilot import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "--max-tabs", "x"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "tabpilot serve: error: argument --max-tabs: 'x' is not a positive integer\n"
+        "(`tabpilot serve --help` says what it takes.)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
