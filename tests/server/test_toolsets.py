@@ -11,12 +11,15 @@ import json
 import os
 import re
 import signal
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from mcp import Client
 from mcp.types import CallToolResult, ImageContent, TextContent
+from starlette.requests import Request
+from starlette.responses import Response
 
 from support import png_size, poll, ref_of, result_of, text, wait_until
 from tabpilot import BrowserOptions, TabInfo, TabManager
@@ -1274,12 +1277,70 @@ async def test_a_tab_that_closed_by_itself_is_told_by_the_next_answer_a_state_or
             assert json.loads(blocks(answer)[0])["url"] == site.url("/opener")
         else:
             answer = await poll(
-                lambda: mcp.call_tool("browser_click", {"index": 99}), lambda r: note in text(r)
+                lambda: mcp.call_tool("browser_switch_tab", {"tab_id": "99"}), lambda r: note in text(r)
             )
             assert answer.is_error and blocks(answer)[0].startswith("Error: "), text(answer)
         # The set's own answer stays whole (JSON stays JSON); the note is a block of its own, once.
         assert blocks(answer)[1:] == [note]
         assert "closed" not in await call(mcp, "browser_scroll")
+
+
+async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_once_and_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The popup the agent switched to closes itself on a timer; the agent's next action, meant for
+    # it, went to the tab that became current (browser-use's indexes and Pilo's goto landed on the
+    # opener, a form with the agent's typing on it), then said the popup had closed.
+    site.set_content("/opener", OPENER)
+    # It says when it closes (no call of the agent's may be under way then: its answer would tell it).
+    closing = threading.Event()
+
+    async def bye(_request: Request) -> Response:
+        closing.set()
+        return Response(b"")
+
+    site.set_route("/bye", bye)
+    site.set_content(
+        "/closer",
+        "<title>Timed</title><script>setTimeout(() => { fetch('/bye').then(() => window.close()); }, 300)</script>",
+    )
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/opener")})
+        await call(mcp, "browser_get_state")
+        await call(mcp, "browser_click", {"index": 1})
+        await call(mcp, "browser_switch_tab", {"tab_id": "2"})
+        await asyncio.to_thread(closing.wait, 10)
+        await asyncio.sleep(0.5)  # the close, reported: the next call settles what is under way
+        refused = await mcp.call_tool("browser_scroll", {})
+        assert blocks(refused) == [
+            f'Error: Tab # 2 closed (by page), now on tab_id "1": {site.url("/opener")}\n'
+            "Nothing was done: call again to act on it."
+        ], blocks(refused)
+        assert await call(mcp, "browser_scroll") == "Scrolled down"  # once: now it acts on tab 1
+    # Pilo's actions would load the popup away from its timer: it closes once its field is filled.
+    site.set_content(
+        "/closer",
+        "<title>Timed</title><input aria-label='Code' oninput=\"setTimeout(() => "
+        "fetch('/bye').then(() => window.close()), 300)\">",
+    )
+    closing.clear()
+    async with connect(tools=("pilo",)) as mcp:
+        await call(mcp, "goto", {"url": site.url("/opener")})
+        await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Open"')})
+        await call(mcp, "switch_tab", {"tabId": "2"})
+        await until_title(mcp, 2, "Timed")
+        code = {"ref": ref_of(await call(mcp, "get_snapshot"), 'textbox "Code"'), "value": "1"}
+        await call(mcp, "fill", code)
+        await asyncio.to_thread(closing.wait, 10)
+        await asyncio.sleep(0.5)
+        refused = await mcp.call_tool("fill", code)
+        said = blocks(refused)[0]
+        assert said.startswith("Error: BROWSER_TAB_CLOSED: Tab 2 (closed by page).\nCurrent tab: Tab 1: "), (
+            said
+        )
+        assert said.endswith("Nothing was done: call again to act on it."), said
+        going = {"url": site.url("/page/b")}
+        assert (await call(mcp, "goto", going)).startswith("Navigated tab 1 to")  # once
 
 
 async def test_pilo_snapshot_of_a_current_tab_that_closes_as_it_is_read_is_of_the_tab_current_then(

@@ -238,6 +238,22 @@ def closed_untold(call: Call) -> list[TabEvent]:
     return closed
 
 
+async def current_tab_left(call: Call) -> bool:
+    """Whether the tab a set's actions work on (the default instance's active tab) closed or left
+    the agent since this client's previous answer, by no call (a popup's window.close() on a timer,
+    the user): an action without a tab of its own then does nothing and says so. It acted on the
+    tab that became current instead, on element indexes or a URL meant for the other one."""
+    await call.manager.settle(grace=0)
+    default = call.manager.default_instance
+    return default is not None and any(
+        e.data.get("activeChanged") and e.instance_id == default.id for e in closed_untold(call)
+    )
+
+
+NOTHING_DONE = "Nothing was done: call again to act on it."
+"""What an action refused for its current tab's leaving adds to the set's words of the leaving."""
+
+
 async def closes_to_tell(call: Call, *, told: Iterable[int] = ()) -> list[tuple[TabEvent, str]]:
     """`closed_untold` once every close under way is reported, each with how its tab left in words
     (`closed (over the tab limit)`, or that it stays open where it is); `told`: tabs the answer

@@ -69,10 +69,12 @@ from ..advice import ToolCalls, error_text, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
 from ..tools.screenshot import MAX_SIDE
 from ._common import (
+    NOTHING_DONE,
     SnapshotElement,
     accept_dialog,
     capped,
     closes_to_tell,
+    current_tab_left,
     describe_elements,
     dialog_note,
     interactive_elements,
@@ -194,8 +196,12 @@ def _url_shown(url: str) -> str:
     return short(url) if url else "(loading, no URL yet)"
 
 
-async def _active(call: Call) -> tuple[Tab, str]:
-    """The active tab, with a dialog that blocks it accepted (browser-use accepts them by itself)."""
+async def _active(call: Call, *, acting: bool = False) -> tuple[Tab, str]:
+    """The active tab, with a dialog that blocks it accepted (browser-use accepts them by itself).
+    `acting`: for an action, refused once when the active tab left since the previous answer
+    (`current_tab_left`)."""
+    if acting and await current_tab_left(call):
+        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{NOTHING_DONE}")
     tab = call.tab(None)
     return tab, await accept_dialog(tab)
 
@@ -398,7 +404,7 @@ async def browser_navigate(
             + await _closed_lines(call)  # a tab the tab limit closed to make room
         )
         return
-    tab, note = await _active(call)
+    tab, note = await _active(call, acting=True)
     result, accepted = await navigate_accepting(tab, "goto", url)
     call.response.plain(
         f"Navigated to: {short(url.strip())}"
@@ -441,7 +447,7 @@ async def browser_click(
     manager = call.manager
     element: SnapshotElement | None = None
     try:
-        tab, note = await _active(call)
+        tab, note = await _active(call, acting=True)
         element = _element(call, tab, index)
         if new_tab and element.href:
             full_url = await _link_url(tab, element)
@@ -499,7 +505,7 @@ async def browser_type(
     index: Annotated[int, Field(description="The index of the input element (from browser_get_state)")],
     text: Annotated[str, Field(description="The text to type")],
 ) -> None:
-    tab, note = await _active(call)
+    tab, note = await _active(call, acting=True)
     element = _element(call, tab, index)  # no such index: its own message says what to do
     try:
         result = await type_text(tab, element.ref, text, dialogs="accept")
@@ -516,7 +522,7 @@ async def browser_type(
 
 
 async def browser_go_back(call: Call) -> None:
-    tab, note = await _active(call)
+    tab, note = await _active(call, acting=True)
     result, accepted = await navigate_accepting(tab, "back")
     if result.stayed and not result.dialog:  # no page to go back to (or a download): it did not
         said = f"Did not navigate back: {result.note}"
@@ -529,7 +535,7 @@ async def browser_scroll(
     call: Call,
     direction: Annotated[Literal["up", "down"], Field(description="Direction to scroll")] = "down",
 ) -> None:
-    tab, note = await _active(call)
+    tab, note = await _active(call, acting=True)
     try:
         await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
     except TabpilotError as exc:  # said as a scroll: this set has no script tool

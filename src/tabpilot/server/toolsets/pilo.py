@@ -43,9 +43,11 @@ from tabpilot import click as click_ref
 from ..advice import ToolCalls, short, tab_limit_closed
 from ..tools.base import Call, ToolSpec, WholeInt
 from ._common import (
+    NOTHING_DONE,
     accept_dialog,
     capped,
     closed_untold,
+    current_tab_left,
     dialog_note,
     host_of,
     left_words,
@@ -119,10 +121,13 @@ CALLS = ToolCalls(
 """This set's calls, as an error's advice names them."""
 
 
-async def _current(call: Call, *, opening: bool = False) -> tuple[Tab, str]:
+async def _current(call: Call, *, opening: bool = False, acting: bool = False) -> tuple[Tab, str]:
     """The current tab, with a dialog that blocks it accepted (this set has no dialog tool). With
     no tab open (the user closed the last one in their browser), `opening` (goto) opens one: this
-    set has no other way to."""
+    set has no other way to. `acting`: for an action, refused once when the current tab left since
+    the previous answer (`current_tab_left`)."""
+    if acting and await current_tab_left(call):
+        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{NOTHING_DONE}")
     instance = call.manager.default_instance
     if instance is not None and instance.state == "open" and not instance.tabs:
         if not opening:
@@ -270,7 +275,7 @@ async def click(
     call: Call, ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")]
 ) -> None:
     manager = call.manager
-    tab, note = await _current(call)
+    tab, note = await _current(call, acting=True)
     _own_ref(call.manager, tab, ref)
     since = manager.events.last_seq
     result = await click_ref(tab, ref, dialogs="accept")
@@ -294,7 +299,7 @@ async def fill(
     ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")],
     value: Annotated[str, Field(description="The text to put in the field")],
 ) -> None:
-    tab, note = await _current(call)
+    tab, note = await _current(call, acting=True)
     _own_ref(call.manager, tab, ref)
     result = await type_text(tab, ref, value, dialogs="accept")
     call.response.plain(
@@ -308,7 +313,7 @@ async def goto(
     if not url.strip():
         call.response.error("goto needs url: the address to load, e.g. https://example.com.")
         return
-    tab, note = await _current(call, opening=True)
+    tab, note = await _current(call, opening=True, acting=True)
     result, accepted = await navigate_accepting(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
     call.response.plain(
