@@ -55,8 +55,11 @@ async def test_the_readme_library_example_works_ten_times_in_a_row(
         opened = [line for line in lines if line.startswith("tab_opened 3 ")]
         assert len(opened) == 1 and "'openerId': 2" in opened[0] and "'cause': 'link'" in opened[0], output
         assert lines.index(opened[0]) < lines.index(f"2 True None Home {site.url('/')}"), output
-        # ...and listed with its opener, not active; tabpilot.click reported the tab it opened.
-        assert any(line.startswith("3 False 2 ") and line.endswith(site.url("/page/a")) for line in lines)
+        # ...and listed with its opener, not active (its URL, or about:blank while its page is on
+        # its way: `TabInfo.loading_url` has it then, 1 run in 100 or so on a loaded machine);
+        # tabpilot.click reported the tab it opened.
+        shown = (site.url("/page/a"), "about:blank")
+        assert any(line.startswith("3 False 2 ") and line.endswith(shown) for line in lines), output
         assert lines[lines.index("(4,)") + 1] == "2", output
 
 
