@@ -910,7 +910,14 @@ class TabManager:
     def _no_new_tab(self) -> InstanceError | None:
         """Why a new tab cannot be opened now, when that is so: no instance is open, or the default
         instance was lost and only the user can bring it back (the user's browser through the
-        extension: a call does not replace it). Opening a tab is then no way on."""
+        extension: a call does not replace it), or the manager is closed. Opening a tab is then no
+        way on."""
+        if self._closed:  # it said "No tab is open: open one."
+            return InstanceError(
+                "This TabManager is closed (its close() ran, or its `async with` block ended): its tabs "
+                "closed with it.",
+                "Make a new TabManager to open browsers again.",
+            )
         default = self.default_instance
         if default is None:
             return self._no_default()

@@ -706,3 +706,15 @@ async def test_closing_a_browser_closes_the_isolated_contexts_opened_in_it_as_cl
         assert not [e for e in m.events.history() if e.type == "instance_lost"]
         again = await m.launch()
         assert (await m.new_tab(site.url("/page/a"))).instance_id == again.id
+
+
+async def test_a_tab_asked_of_a_closed_manager_says_the_manager_is_closed(browser_path: str) -> None:
+    # It said "No tab is open: open one.", and opening one failed: the manager was closed.
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()
+        tab = await m.new_tab()
+    with pytest.raises(TabNotFoundError) as gone:
+        m.tab(tab.id)
+    assert "This TabManager is closed" in str(gone.value) and "open one" not in str(gone.value), str(
+        gone.value
+    )
