@@ -1285,14 +1285,9 @@ async def test_a_tab_that_closed_by_itself_is_told_by_the_next_answer_a_state_or
         assert "closed" not in await call(mcp, "browser_scroll")
 
 
-async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_once_and_says_so(
-    connect: Callable[..., Client], site: LocalSite
-) -> None:
-    # The popup the agent switched to closes itself on a timer; the agent's next action, meant for
-    # it, went to the tab that became current (browser-use's indexes and Pilo's goto landed on the
-    # opener, a form with the agent's typing on it), then said the popup had closed.
-    site.set_content("/opener", OPENER)
-    # It says when it closes (no call of the agent's may be under way then: its answer would tell it).
+def closes_by_itself(site: LocalSite) -> threading.Event:
+    """`/closer` closes itself 300 ms after it loads, and the event is set just before: a test can
+    wait for the close with no call of its own under way (that call's answer would tell it)."""
     closing = threading.Event()
 
     async def bye(_request: Request) -> Response:
@@ -1304,6 +1299,18 @@ async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_onc
         "/closer",
         "<title>Timed</title><script>setTimeout(() => { fetch('/bye').then(() => window.close()); }, 300)</script>",
     )
+    return closing
+
+
+async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_once_and_says_so(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The popup the agent switched to closes itself on a timer; the agent's next action, meant for
+    # it, went to the tab that became current (browser-use's indexes and Pilo's goto landed on the
+    # opener, a form with the agent's typing on it), then said the popup had closed.
+    site.set_content("/opener", OPENER)
+    # It says when it closes (no call of the agent's may be under way then: its answer would tell it).
+    closing = closes_by_itself(site)
     async with connect(tools=("browser-use",)) as mcp:
         await call(mcp, "browser_navigate", {"url": site.url("/opener")})
         await call(mcp, "browser_get_state")
@@ -1341,6 +1348,26 @@ async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_onc
         assert said.endswith("Nothing was done: call again to act on it."), said
         going = {"url": site.url("/page/b")}
         assert (await call(mcp, "goto", going)).startswith("Navigated tab 1 to")  # once
+
+
+async def test_an_action_that_fails_after_another_tab_closed_by_itself_still_tells_the_close(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The check for the current tab's leaving took every close as told: an action that then failed
+    # (an unknown index) said nothing of a popup that had closed in the background.
+    site.set_content("/opener", OPENER)
+    closing = closes_by_itself(site)
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/opener")})
+        await call(mcp, "browser_get_state")
+        await call(mcp, "browser_click", {"index": 1})  # the popup opens; tab 1 stays current
+        await asyncio.to_thread(closing.wait, 10)
+        await asyncio.sleep(0.5)  # the close, reported
+        failed = await mcp.call_tool("browser_click", {"index": 99})
+        assert failed.is_error and blocks(failed)[0].startswith("Error: Element with index 99"), blocks(
+            failed
+        )
+        assert blocks(failed)[1:] == ["Note: tab 2 closed (by page)."], blocks(failed)
 
 
 async def test_pilo_snapshot_of_a_current_tab_that_closes_as_it_is_read_is_of_the_tab_current_then(

@@ -231,11 +231,16 @@ def closed_untold(call: Call) -> list[TabEvent]:
     the user, a crash, the tab cap). The compatible sets show no `### Events`: the action that made
     its own tab close, or the next call after a close no call made, says so itself; an answer
     that did not (an error, a state or list call) carries a note of it (`Response.build`)."""
-    events = call.manager.events.history(since=call.session.last_event_seq)
-    closed = [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]
+    closed = _closes_since(call)
     # The caller tells them (or has: a click's popups): the answer adds no note of its own.
     call.response.told("tab_closed", *(e.tab_id for e in closed if e.tab_id is not None))
     return closed
+
+
+def _closes_since(call: Call) -> list[TabEvent]:
+    """`closed_untold`'s events, read only: not taken as told."""
+    events = call.manager.events.history(since=call.session.last_event_seq)
+    return [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]
 
 
 async def current_tab_left(call: Call) -> bool:
@@ -245,8 +250,9 @@ async def current_tab_left(call: Call) -> bool:
     tab that became current instead, on element indexes or a URL meant for the other one."""
     await call.manager.settle(grace=0)
     default = call.manager.default_instance
+    # Read only: an action that goes on tells the closes itself, or its error's note does.
     return default is not None and any(
-        e.data.get("activeChanged") and e.instance_id == default.id for e in closed_untold(call)
+        e.data.get("activeChanged") and e.instance_id == default.id for e in _closes_since(call)
     )
 
 
