@@ -68,16 +68,16 @@ class PiloState:
 TabIdParam = Annotated[StrictStr | WholeInt, Field(description="The tab ID from the available tabs list")]
 
 
-def _tab_words(info: TabInfo, marker: str = "") -> str:
-    """`Tab 3: example.com - "Home"` (`marker` after the id: " (current)"); a page on its way by
-    the host it loads."""
-    return f'Tab {info.id}{marker}: {host_of(shown_url(info))} - "{short(info.title, 200)}"'
+def _page_words(info: TabInfo) -> str:
+    """`example.com - "Home"`: a tab's page as this set names it (a page on its way by the host it
+    loads)."""
+    return f'{host_of(shown_url(info))} - "{short(info.title, 200)}"'
 
 
 def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
     """The snapshot header: `Available tabs:` and `Tab 3 (current): example.com - "Home"` lines."""
     lines = ["Available tabs:"]
-    lines += [_tab_words(info, " (current)" if info.id == current_id else "") for info in tabs]
+    lines += [f"Tab {i.id}{' (current)' if i.id == current_id else ''}: {_page_words(i)}" for i in tabs]
     return "\n".join(lines)
 
 
@@ -193,7 +193,7 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     instance = manager.default_instance
     current = instance.active_tab if instance is not None else None
     if current is not None and any(e.data.get("activeChanged") for e in closed):
-        lines.append(f"Current tab: {_tab_words(manager.info(current))}.")
+        lines.append(f"Current tab: Tab {current.id}: {_page_words(manager.info(current))}.")
     return note_lines(*lines)
 
 
@@ -219,8 +219,8 @@ async def list_tabs(call: Call) -> None:
 
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
     tab = call.manager.activate(call.tab(tabId).id)
-    words = _tab_words(call.manager.info(tab)).replace("Tab", "Switched to tab", 1)
-    call.response.plain(f"{words}. The next snapshot will show this tab.")
+    words = _page_words(call.manager.info(tab))
+    call.response.plain(f"Switched to tab {tab.id}: {words}. The next snapshot will show this tab.")
 
 
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
