@@ -319,6 +319,11 @@ class Tab:
         return self.closed or (self._handle is not None and self._handle.is_closed())
 
     @property
+    def leaving(self) -> bool:
+        """Gone (`is_gone`), or its close under way (a call's, the tab cap's): not a page to show."""
+        return self.is_gone or self.closing_cause is not None
+
+    @property
     def is_ready(self) -> bool:
         return self._handle is not None
 

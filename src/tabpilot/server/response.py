@@ -292,7 +292,7 @@ class Response:
             tabs = self._tabs_section(session, data)
             page_section, snapshot_section = page
             read = self._page_tab
-            if read is not None and (read.is_gone or read.closing_cause is not None):
+            if read is not None and read.leaving:
                 # Closed (or closing) while it was read: not shown as a page to work on.
                 page_section = snapshot_section = None
                 for key in ("page", "snapshot", "snapshotChanges"):
@@ -395,7 +395,7 @@ class Response:
 
     async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
-        if tab is None or tab.is_gone or tab.closing_cause is not None:  # going: the result says so
+        if tab is None or tab.leaving:  # going: the result says so
             return None, None
         snapshot: Section | None = None
         if self._snapshot is not None:

@@ -488,7 +488,7 @@ class OpenedTab:
         opened (another call, such as a close of all others, or its page closed it meanwhile; a
         close another call has begun counts: the load it cut short says the tab closed)."""
         tab = self.tab
-        if not tab.is_gone and tab.closing_cause is None:
+        if not tab.leaving:
             return None
         cause = tab.closing_cause
         why = f" ({'by another call' if cause == 'tool' else closed_as(cause)})" if cause else ""
