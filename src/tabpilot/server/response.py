@@ -403,9 +403,7 @@ class Response:
             snapshot = Section("Snapshot", _yaml(self._snapshot.text))
         elif self._page_changes:
             snapshot = await self._changes(tab, data)
-            if tab.is_gone:  # it closed itself after the action (window.close)
-                for key in ("page", "snapshot", "snapshotChanges"):
-                    data.pop(key, None)
+            if tab.is_gone:  # it closed itself after the action (window.close): `build` drops its keys
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
         if self._page_into_result:
