@@ -278,8 +278,11 @@ class Tab:
         document = self._document_url
         if not document.startswith(ERROR_PAGE):
             return document, self._title, False
-        failed = self._url if self._url and not self._url.startswith(ERROR_PAGE) else document
-        return failed, "", True
+        if self._url and not self._url.startswith(ERROR_PAGE):
+            return self._url, "", True
+        # Chromium's record may not have the failed URL yet (a new tab's first page refused by
+        # the URL policy): the refusal names it.
+        return (self._blocked.url if self._blocked is not None else document), "", True
 
     @property
     def title_live(self) -> bool:

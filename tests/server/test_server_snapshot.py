@@ -537,7 +537,10 @@ async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_sa
         ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "back"}))
         snapshot = section(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}), "Snapshot")
         clicked = ok(await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref_of(snapshot, "new tab")}))
-        (opened,) = [e["tabId"] for e in data(clicked)["events"] if e["type"] == "tab_opened"]
+        ((opened, url),) = [
+            (e["tabId"], e["url"]) for e in data(clicked)["events"] if e["type"] == "tab_opened"
+        ]
+        assert url == target, "the URL it was kept from, not the error page's own"
         # Said of the new tab after the news that it opened, or of "a new tab" when its first
         # request came before its page existed (whichever check saw the request first).
         events = section(clicked, "Events")
