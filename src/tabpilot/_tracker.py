@@ -313,8 +313,8 @@ class TabTracker:
         self, info: TargetInfo, *, cause: OpenCause | None, preexisting: bool = False
     ) -> Tab | None:
         """Register a tab for a page target of this instance at once, and attach to it."""
-        if info.get("openerId") and not preexisting:
-            self._asks.arrived(info["openerId"])
+        # A new tab's target names no URL yet: the window its opener asked for does.
+        asked_url = self._asks.arrived(info["openerId"]) if info.get("openerId") and not preexisting else ""
         opener = self.registry.by_target(info.get("openerId") or "")
         cause = cause or open_cause(info, creating=bool(self._creating))
         watches = [w for w in self._watches if opener is not None and w.tab is opener]
@@ -336,7 +336,7 @@ class TabTracker:
             target_id=info.get("targetId"),
             opener_id=opener.id if opener is not None else None,
             cause=cause,
-            url=info.get("url", ""),
+            url=info.get("url") or asked_url,
             title=info.get("title", ""),
             # The extension says which of its tabs the user shared (or are shared as every tab
             # is): after a restart of the server, the agent's own tabs are there already too. A
@@ -384,8 +384,10 @@ class TabTracker:
         def on_window_open(_method: str, raw: str) -> None:
             # The user's browser blocks popups no gesture asked for (a browser Playwright launches
             # does not): such a window most likely never comes.
-            blockable = self._popups_blocked and not json.loads(raw).get("params", {}).get("userGesture")
-            self._asks.asked(target_id, wait=BLOCKABLE_WAIT if blockable else NEW_TAB_TIMEOUT)
+            params = json.loads(raw).get("params", {})
+            blockable = self._popups_blocked and not params.get("userGesture")
+            wait = BLOCKABLE_WAIT if blockable else NEW_TAB_TIMEOUT
+            self._asks.asked(target_id, url=str(params.get("url", "")), wait=wait)
             self._changed.set()
 
         for hook in list(self._services.target_hooks):

@@ -26,6 +26,7 @@ waits for every window asked for that has not arrived as a tab yet.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
@@ -70,15 +71,37 @@ class WindowAsks:
         self._asked: dict[str, int] = {}
         self._coming: dict[str, tuple[int, float]] = {}
         """Opener target id -> (windows asked for minus tabs arrived, when those are given up on)."""
+        self._urls: dict[str, collections.deque[tuple[str, float]]] = {}
+        """Opener target id -> the URLs of its windows on their way, oldest first, each with when
+        it is given up on."""
+        self._early: dict[str, int] = {}
+        """Opener target id -> tabs that arrived before their ask was heard (and took no URL)."""
 
-    def asked(self, opener: str, *, wait: float = NEW_TAB_TIMEOUT) -> None:
-        """A page of `opener` asked for a window, waited for as a tab for up to `wait` seconds."""
+    def asked(self, opener: str, *, url: str = "", wait: float = NEW_TAB_TIMEOUT) -> None:
+        """A page of `opener` asked for a window (to load `url`), waited for as a tab for up to
+        `wait` seconds."""
         self._asked[opener] = self._asked.get(opener, 0) + 1
         self._count(opener, +1, wait)
+        if self._early.get(opener):  # its tab came first
+            self._early[opener] -= 1
+        else:
+            self._urls.setdefault(opener, collections.deque()).append((url, self._clock() + wait))
 
-    def arrived(self, opener: str) -> None:
+    def arrived(self, opener: str) -> str:
+        """A tab `opener`'s page asked for arrived: the URL it was asked to load, as far as the
+        asks tell ("" when its ask is not heard yet, or was given up on: a window the popup
+        blocker stopped leaves its URL to no later tab)."""
         # Counted also when it comes first: the ask heard just after nets it out.
         self._count(opener, -1, NEW_TAB_TIMEOUT)
+        urls = self._urls.get(opener)
+        now = self._clock()
+        while urls:
+            url, until = urls.popleft()
+            if until > now:
+                return url
+        self._urls.pop(opener, None)
+        self._early[opener] = self._early.get(opener, 0) + 1
+        return ""
 
     def _count(self, opener: str, change: int, wait: float) -> None:
         coming, until = self._coming.pop(opener, (0, 0.0))
@@ -98,6 +121,7 @@ class WindowAsks:
     def forget(self, opener: str) -> None:
         """The opener is gone: its count goes (windows on their way are still waited for)."""
         self._asked.pop(opener, None)
+        self._early.pop(opener, None)
 
     def due(self) -> float | None:
         """When the last window still on its way is given up on (clock time), or None if none is."""
@@ -105,6 +129,9 @@ class WindowAsks:
         for opener, (_, until) in list(self._coming.items()):
             if until <= now:
                 del self._coming[opener]
+        for opener, urls in list(self._urls.items()):
+            if all(until <= now for _url, until in urls):
+                del self._urls[opener]
         waiting = [until for coming, until in self._coming.values() if coming > 0]
         return max(waiting) if waiting else None
 

@@ -348,6 +348,8 @@ async def test_the_reject_cap_closes_a_page_opened_tab_and_refuses_a_tool_tab(
         opened = events_of(manager, instance, since, "tab_opened")
         closed = events_of(manager, instance, since, "tab_closed")
         assert closed[0].tab_id == opened[0].tab_id and closed[0].data["by"] == "cap"
+        # Refused before its page came: named by the URL the link asked for, not "".
+        assert opened[0].data["url"] == closed[0].data["url"] == site.url("/page/a")
         assert len(instance.tabs) == 2
     finally:
         manager.max_tabs = 20
@@ -473,6 +475,9 @@ async def test_a_burst_of_popups_over_the_close_oldest_cap_closes_the_oldest_pop
         # The popup opened first is the one unused longest; the active home tab stays.
         assert [(e.tab_id, e.data["by"]) for e in closed] == [(opened[0], "cap")]
         assert [t.id for t in instance.tabs] == [home.id, *opened[1:]]
+        # Each tab is named by the URL its window.open asked for, in order, before its page came.
+        urls = {e.tab_id: e.data["url"] for e in events_of(manager, instance, since, "tab_opened")}
+        assert [urls[tab_id] for tab_id in opened] == [site.url(f"/page/a?{i}") for i in range(3)]
     finally:
         manager.max_tabs, manager.tab_limit_policy = 20, "reject"
 

@@ -73,3 +73,20 @@ def test_a_window_a_popup_blocker_likely_stopped_is_waited_for_briefly_unless_an
     assert asks.left("other") == 0.0
     clock.now += NEW_TAB_TIMEOUT
     assert asks.left("opener") == 0.0
+
+
+def test_a_tab_takes_the_url_its_window_was_asked_for_in_order_and_never_a_given_up_one() -> None:
+    clock = Clock()
+    asks = WindowAsks(clock)
+    asks.asked("opener", url="http://127.0.0.1:8000/a")
+    asks.asked("opener", url="http://127.0.0.1:8000/b")
+    assert asks.arrived("opener") == "http://127.0.0.1:8000/a"
+    assert asks.arrived("opener") == "http://127.0.0.1:8000/b"
+    assert asks.arrived("other") == ""  # a tab whose ask is not heard yet names nothing...
+    asks.asked("other", url="http://127.0.0.1:8000/late")  # ...and its late ask names no later tab
+    asks.asked("other", url="http://127.0.0.1:8000/next")
+    assert asks.arrived("other") == "http://127.0.0.1:8000/next"
+    asks.asked("opener", url="http://127.0.0.1:8000/blocked", wait=BLOCKABLE_WAIT)
+    clock.now += BLOCKABLE_WAIT  # the popup blocker stopped it: no tab came
+    asks.asked("opener", url="http://127.0.0.1:8000/c")
+    assert asks.arrived("opener") == "http://127.0.0.1:8000/c"
