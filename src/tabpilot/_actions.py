@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted
+from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted, text_given
 from ._fields import check_field, field_state, field_uses, toggle_text
 from ._options import call_timeout
 from ._pw import Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
@@ -285,7 +285,7 @@ async def type_text(
     """Replace the text of an editable element (`slowly`: key by key, firing key handlers);
     `submit` presses Enter afterwards."""
     cap = MAX_TYPED_SLOWLY if slowly else MAX_TYPED
-    if len(text) > cap:
+    if len(text_given(text, "text", "'hello'")) > cap:
         how = "key by key (slowly)" if slowly else "in one call"
         raise ValueError(
             f"text is {len(text)} characters; at most {cap} can be typed {how}. Split it over several calls"
@@ -346,7 +346,7 @@ async def press_key(
     """Press a key (`Enter`, `ArrowDown`, `Control+a`; `key_name` reads `ctrl+a`, `Esc` and the
     like) in the tab, on element `ref` if given, otherwise wherever the tab's focus is.
     `result.value` is the key as pressed."""
-    if not key:
+    if not text_given(key, "key", "'Enter'"):
         raise ValueError("key must name a key, e.g. Enter, Tab, ArrowDown or Control+a.")
     if len(key) > MAX_KEY_CHARS:  # no key's name is that long; it was echoed whole, twice
         raise ValueError(
@@ -852,7 +852,7 @@ async def evaluate(
     dialog is handled (`Tab.handle_dialog` waits briefly for it), and its result (or error) comes
     as a `script_result` event of its tab, `heldBy` the tab that showed the dialog.
     """
-    if not function.strip():
+    if not text_given(function, "function", "'() => document.title'").strip():
         raise ValueError("function must be JavaScript, e.g. '() => document.title'.")
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     element = await tab.element(ref) if ref is not None else None

@@ -70,6 +70,16 @@ def quoted(text: str | None, cap: int = 200) -> str:
     return shown if len(shown) <= cap else shown[:cap] + f"… ({len(text or '')} characters)"
 
 
+def text_given(value: object, what: str, example: str) -> str:
+    """`value` if it is text; a TypeError that says what `what` takes otherwise (Python's own
+    error named an attribute of the wrong type: `'NoneType' object has no attribute 'strip'`)."""
+    if not isinstance(value, str):
+        given = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+        of_type = "" if value is None else f" ({type(value).__name__})"
+        raise TypeError(f"{what} takes text, such as {example}; it was given {given}{of_type}.")
+    return value
+
+
 def id_shown(tab_id: object) -> str:
     """A tab id as a caller gave it, for a message: a number as it is, text quoted and cut (an
     empty or a 100k-character id is shown as such, not as nothing or whole)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
-from ._errors import ActionError, ActionReason, NavigationBlockedError, quoted
+from ._errors import ActionError, ActionReason, NavigationBlockedError, quoted, text_given
 from ._options import call_timeout
 from ._policy import UrlPolicy
 from ._pw import BETWEEN_PAGES, Doing, first_line, map_playwright_errors
@@ -79,7 +79,7 @@ def normalize_url(url: str) -> str:
     """Add the scheme a user would mean: `example.com` -> https://, `localhost:8000` -> http://.
     Text that cannot name a web host (`not a url`) is refused (ValueError) rather than looked up,
     and so is a URL the browser does not open in a tab (`TAB_SCHEMES`)."""
-    text = url.strip()
+    text = text_given(url, "url", "'https://example.com/page'").strip()
     if not text:  # it was quoted back as '' "naming no host"
         raise ValueError("The URL is empty (only spaces): pass a URL such as https://example.com/page.")
     if len(text) > MAX_URL_CHARS:  # the browser refuses it; its error quoted it whole, twice

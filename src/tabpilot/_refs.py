@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ._errors import quoted
+from ._errors import quoted, text_given
 from ._ids import decimal_id
 
 # ASCII digits only: `１e4` (a full-width 1) is no ref of tab 1, as "２" is no tab id.
@@ -20,7 +20,7 @@ def parse_ref(ref: str) -> tuple[int | None, str]:
 
     Raises ValueError for text that is no ref at all.
     """
-    text = ref.strip()
+    text = text_given(ref, "ref", "'3e5' from a snapshot").strip()
     match = _TAB_REF.match(text)
     if match:
         tab_id = decimal_id(match.group(1))

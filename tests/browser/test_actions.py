@@ -143,6 +143,36 @@ async def test_a_stale_ref_fails_at_once_even_with_a_long_playwright_timeout(
         await asyncio.wait_for(type_text(tab, button, "x"), 3)
 
 
+async def test_an_argument_of_the_wrong_type_says_what_it_takes(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # Python's own errors named an attribute: "'NoneType' object has no attribute 'strip'".
+    (tab,) = await open_tabs(manager, instance, site.url("/page/a"))
+    button = ref_of(await tab.snapshot(), "Say hi")
+    tabs = [t.id for t in instance.tabs]
+    none: Any = None  # what a caller without a type checker passes
+    number: Any = 5
+    for call, said in (
+        (lambda: click(tab, none), "ref takes text, such as '3e5' from a snapshot; it was given None."),
+        (lambda: click(tab, number), "ref takes text, such as '3e5' from a snapshot; it was given 5 (int)."),
+        (lambda: type_text(tab, button, number), "text takes text, such as 'hello'; it was given 5 (int)."),
+        (lambda: press_key(tab, none), "key takes text, such as 'Enter'; it was given None."),
+        (
+            lambda: evaluate(tab, number),
+            "function takes text, such as '() => document.title'; it was given 5 (int).",
+        ),
+        (
+            lambda: manager.new_tab(number),
+            "url takes text, such as 'https://example.com/page'; it was given 5 (int).",
+        ),
+    ):
+        with pytest.raises(TypeError) as wrong:
+            await asyncio.wait_for(call(), 3)
+        assert str(wrong.value) == said
+    assert [t.id for t in instance.tabs] == tabs, "nothing was opened"
+    assert (await click(tab, button)).opened_tab_ids == ()
+
+
 async def test_a_ref_of_another_tab_is_refused_and_names_the_tab_it_came_from(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:

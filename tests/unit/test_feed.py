@@ -228,6 +228,18 @@ def test_a_query_refuses_a_tab_id_or_cursor_that_is_no_int() -> None:
         with pytest.raises(TypeError, match="must be an int or None, not"):
             Query("logs", **bad)
     assert Query("logs", tab_id=2, since=5).tab_id == 2
+    # Python's own errors said `'<=' not supported between 'int' and 'str'`, or matched nothing.
+    for kind, wrong in (
+        ("network_waterfall", {"status_min": "400"}),
+        ("network_waterfall", {"status_max": 4.5}),
+        ("network_waterfall", {"method": ["GET"]}),
+        ("logs", {"level": 2}),
+        ("logs", {"url": b"/api"}),
+    ):
+        with pytest.raises(TypeError, match=f"{next(iter(wrong))} must be"):
+            Query(kind, **wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="limit must be an int, not '5'"):
+        Query("logs", limit="5")  # type: ignore[arg-type]
 
 
 async def test_a_pages_request_that_started_unseen_is_recorded_from_its_answer_or_counted() -> None:

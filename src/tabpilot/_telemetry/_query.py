@@ -54,10 +54,18 @@ class Query:
             raise ValueError(
                 f"what must be one of {', '.join((*TELEMETRY_KINDS, 'tab_events'))}; got {self.what!r}"
             )
-        for name, number in (("tab_id", self.tab_id), ("since", self.since)):
+        numbers = (
+            ("tab_id", self.tab_id),
+            ("since", self.since),
+            ("status_min", self.status_min),
+            ("status_max", self.status_max),
+        )
+        for name, number in numbers:
             # A tab id as text ('2') matched no entry: entries carry ints.
             if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
                 raise TypeError(f"{name} must be an int or None, not {number!r}")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int):
+            raise TypeError(f"limit must be an int, not {self.limit!r}")
         if not 1 <= self.limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, got {self.limit}")
         what = self.what
@@ -77,6 +85,9 @@ class Query:
                 f"statusMin {low} is above statusMax {high}: no status is both. Pass the lower bound as "
                 "statusMin, or only one of them."
             )
+        for name, text in (("level", self.level), ("url", self.url), ("method", self.method)):
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{name} must be text or None, not {text!r}")
         if self.level is not None and self.level.lower() not in LEVEL_RANK:
             raise ValueError(f"level must be one of {', '.join(LEVELS_ACCEPTED)}; got {self.level!r}")
         if self.direction is not None and self.direction not in ("sent", "received"):
