@@ -160,6 +160,7 @@ class Tab:
         url: str = "",
         title: str = "",
         users_own: bool = False,
+        asked_url: str = "",
     ) -> None:
         self.id = tab_id
         self.host = host
@@ -180,6 +181,9 @@ class Tab:
         self.closing_cause: CloseCause | None = None
         """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
         self._url = url
+        self.asked_url = asked_url
+        """The URL its opener's page asked its window to load (`Page.windowOpen`), until its first
+        navigation ends: "" for a tab no page opened, or whose ask was not heard."""
         self._title = title
         self._title_href: str | None = None
         """The URL the page last reported its title with (`_titles`)."""
@@ -241,6 +245,13 @@ class Tab:
         own is `chrome-error://chromewebdata/`; the target's record, like the address bar, keeps
         the one that failed)."""
         return self.location()[0]
+
+    @property
+    def named_url(self) -> str:
+        """The URL its events name it by: its page's, or for a tab with no page yet (a popup the
+        tab cap closed at once, one still on about:blank), the one its opener asked it to load."""
+        url = self.url
+        return self.asked_url if self.asked_url and url in ("", "about:blank") else url
 
     @property
     def _document_url(self) -> str:
@@ -703,6 +714,7 @@ class Tab:
         download, an empty answer such as HTTP 204, a navigation called off)."""
         self._document_due = False
         self._due_url = ""
+        self.asked_url = ""  # its first page came (or none will): it is named by what it shows
 
     @property
     def stuck(self) -> bool:

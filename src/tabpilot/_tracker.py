@@ -336,7 +336,8 @@ class TabTracker:
             target_id=info.get("targetId"),
             opener_id=opener.id if opener is not None else None,
             cause=cause,
-            url=info.get("url") or asked_url,
+            url=info.get("url", ""),
+            asked_url=asked_url,
             title=info.get("title", ""),
             # The extension says which of its tabs the user shared (or are shared as every tab
             # is): after a restart of the server, the agent's own tabs are there already too. A
@@ -594,7 +595,7 @@ class TabTracker:
         # A page still on its way (a slow server), or the one the tool that opened the tab loads
         # next: the URL it loads, not the about:blank it shows.
         loads = tab.due_url or self._opening_urls.pop(tab.id, "")
-        url = loads if loads and tab.url in ("", "about:blank") else tab.url
+        url = loads if loads and tab.url in ("", "about:blank") else tab.named_url
         self._host.emit("tab_opened", tab.id, openerId=tab.opener_id, url=url, cause=tab.cause, **back)
         if tab.id in self._follow:
             self._follow.discard(tab.id)
@@ -677,7 +678,12 @@ class TabTracker:
         active = self.registry.active if self._is_open() else None
         new_active = active.id if active is not None else None
         self._host.emit(
-            "tab_closed", tab.id, by=cause, activeTabId=new_active, activeChanged=was_active, url=tab.url
+            "tab_closed",
+            tab.id,
+            by=cause,
+            activeTabId=new_active,
+            activeChanged=was_active,
+            url=tab.named_url,
         )
         if was_active and new_active is not None:
             self._host.emit("tab_activated", new_active, previousTabId=tab.id, reason="promoted")
