@@ -371,11 +371,19 @@ class DialogOpenError(TabError):
     for, when that is another tab, whose page the dialog holds up too (see `Tab.ensure_no_dialog`)."""
 
     def __init__(self, tab_id: int, dialog: DialogInfo, *, waiting_tab_id: int | None = None) -> None:
-        fact = f"Tab {tab_id} has an open {dialog.type} dialog ({dialog.message!r})."
+        # A beforeunload dialog has no words of its own: the page asks before it is left.
+        said = (
+            quoted(dialog.message)
+            if dialog.message
+            else "the page asks before it is left"
+            if dialog.type == "beforeunload"
+            else "no message"
+        )
+        fact = f"Tab {tab_id} has an open {dialog.type} dialog ({said})."
         if waiting_tab_id is not None:
             fact = (
                 f"Tab {waiting_tab_id} waits for the {dialog.type} dialog open on tab {tab_id} "
-                f"({dialog.message!r}): a page and the popups it opened share one script thread, which "
+                f"({said}): a page and the popups it opened share one script thread, which "
                 "the dialog holds."
             )
         super().__init__(fact, "Accept or dismiss it first; other tabs keep working.", tab_id=tab_id)

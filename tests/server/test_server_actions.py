@@ -369,6 +369,9 @@ async def test_a_click_that_sends_another_open_tab_to_a_new_page_says_so_in_its_
         assert f"Tab {home} started loading {site.url('/page/c')} during this action" in section(
             approved, "Result"
         )
+        # Said once: the result says the popup closed itself, ### Events does not say it again.
+        assert f"Tab {side} closed itself afterwards." in section(approved, "Result")
+        assert f"tab {side} closed" not in text(approved), text(approved)
 
 
 async def test_a_middle_click_and_a_modifier_click_report_the_tab_they_open(
@@ -1951,6 +1954,11 @@ async def test_leaving_a_page_that_asks_first_waits_for_the_answer_and_says_so(
         assert f"tab {tab} shows a beforeunload dialog (the page asks before it is left)" in section(
             held, "Events"
         )
+        # Work the dialog holds up says so in the same words (it quoted the empty message: ('')).
+        refused = await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})
+        assert (f"Tab {tab} has an open beforeunload dialog (the page asks before it is left).") in section(
+            refused, "Error"
+        ), text(refused)
 
         stayed = ok(await mcp.call_tool("browser_handle_dialog", {"accept": False, "tabId": tab}))
         assert section(stayed, "Result") == (

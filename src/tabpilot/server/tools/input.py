@@ -96,6 +96,8 @@ def report(
         )
     # (A script its tab's close cut short says so itself.)
     closed = f"Tab {tab.id} closed itself afterwards." if result.closed_itself and result.returned else ""
+    if closed and not _made_another_active(call, tab.id):
+        call.response.told("tab_closed", tab.id)  # ### Events would say it again
 
     def text() -> str:
         # Written when the response is built: a tab the action opened may have closed itself by
@@ -123,6 +125,12 @@ def report(
         # A page the action made the tab load that had not come in the action's time: a snapshot
         # would wait for it as long again; the result says to look in a while.
         call.response.set_page(tab, changes=result.loading is None)
+
+
+def _made_another_active(call: Call, tab_id: int) -> bool:
+    """Whether the close of tab `tab_id` made another tab active (its `tab_closed` event says which)."""
+    closes = [e for e in call.manager.events.history(tab_id=tab_id) if e.type == "tab_closed"]
+    return not closes or bool(closes[-1].data.get("activeChanged"))
 
 
 def _opened_text(
