@@ -10,6 +10,7 @@ import signal
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -141,6 +142,50 @@ async def test_two_sessions_see_only_their_own_tabs(shared_browser: Instance, si
                 break
             await asyncio.sleep(0.05)
         assert contexts(shared_browser) == contexts_before
+
+
+async def test_a_sessions_saved_cookies_are_its_own(
+    shared_browser: Instance, site: Any, tmp_path: Path
+) -> None:
+    # Sessions share the file roots: B uploaded the file A saved its cookies to into a page of its
+    # own and read A's login with a script, and B's save without a path overwrote A's file.
+    async with serve(shared_browser, allowed_file_roots=(str(tmp_path),)) as url:
+        async with Client(url) as a, Client(url) as b:
+            for client, name in ((a, "alice"), (b, "bob")):
+                opened = ok(
+                    await client.call_tool(
+                        "browser_tabs",
+                        {"action": "new", "url": site.url(f"/api/set-cookie?name=login&value={name}")},
+                    )
+                )
+                assert result_of(opened)["tabId"]
+            saved = {
+                name: result_of(ok(await client.call_tool("browser_storage_state", {})))["path"]
+                for client, name in ((a, "alice"), (b, "bob"))
+            }
+            assert saved["alice"] != saved["bob"], "each session's default file is its own"
+            for name, path in saved.items():
+                assert [c["value"] for c in json.loads(Path(path).read_text())["cookies"]] == [name]
+                assert Path(path).parent == tmp_path
+
+            site.set_content("/upload", "<title>Upload</title><input type=file aria-label=Pick>")
+            page = ok(await b.call_tool("browser_tabs", {"action": "new", "url": site.url("/upload")}))
+            pick = ref_of(text(page), "Pick")
+            stolen = error(await b.call_tool("browser_file_upload", {"ref": pick, "paths": [saved["alice"]]}))
+            assert stolen == (
+                f"{saved['alice']!r} holds another session's cookies (it saved them there): it cannot be uploaded "
+                "by this session. Give another path."
+            )
+            overwrite = error(await b.call_tool("browser_storage_state", {"path": saved["alice"]}))
+            assert "holds another session's cookies" in overwrite and "cannot be written" in overwrite
+            assert [c["value"] for c in json.loads(Path(saved["alice"]).read_text())["cookies"]] == ["alice"]
+            # Its own file, a session may use.
+            ok(await b.call_tool("browser_file_upload", {"ref": pick, "paths": [saved["bob"]]}))
+            again = ok(await b.call_tool("browser_storage_state", {"path": saved["bob"]}))
+            # No browser an agent starts over HTTP (launch is off): the operator's option is named as theirs.
+            assert section(again, "Result").endswith(
+                f"The server's operator can start a browser with it: --storage-state {saved['bob']}."
+            )
 
 
 async def test_requests_with_a_foreign_host_or_origin_are_rejected(

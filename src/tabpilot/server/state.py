@@ -46,6 +46,7 @@ from tabpilot import (
     TabpilotError,
     Telemetry,
     UrlPolicy,
+    quoted,
 )
 
 from .config import ServerConfig
@@ -85,8 +86,11 @@ class SessionState:
         *,
         isolate_in: Callable[[], Awaitable[Instance]] | None = None,
         server: ServerState | None = None,
+        number: int = 1,
     ) -> None:
         self.key = key
+        self.number = number
+        """The session's number in the server's run (1, 2, ...): its name in the logs and files."""
         self.manager = manager
         self.telemetry = telemetry
         self.config = config
@@ -113,6 +117,22 @@ class SessionState:
     @property
     def policy(self) -> UrlPolicy:
         return self.manager.policy
+
+    def saved_state(self, path: str) -> None:
+        """This session saved its cookies and localStorage to `path` (absolute)."""
+        self.check_not_others(path, "written")
+        if self.server is not None:
+            self.server.saved_states[path] = self.key
+
+    def check_not_others(self, path: str, doing: str) -> None:
+        """Refuse a file (absolute path) that another session of this server saved its cookies to:
+        over HTTP every session has the same file roots, and a session's cookies are its own."""
+        owner = self.server.saved_states.get(path) if self.server is not None else None
+        if owner is not None and owner != self.key:
+            raise ValueError(
+                f"{quoted(path)} holds another session's cookies (it saved them there): it cannot be "
+                f"{doing} by this session. Give another path."
+            )
 
     def state_for(self, kind: type[T]) -> T:
         """This session's instance of `kind` (made on first use): state a tool set keeps per client."""
@@ -177,6 +197,10 @@ class ServerState:
         """The browser whose contexts sessions get: injected (tests), or launched for HTTP."""
         self._host: TabManager | None = None
         self._sessions: dict[str, SessionState] = {}
+        self._opened = 0
+        """Sessions opened so far (their numbers)."""
+        self.saved_states: dict[str, str] = {}
+        """The files sessions saved their cookies to, and whose they are (`SessionState.saved_state`)."""
         self.log_levels: dict[str, str] = {}
         """The least level of log records each session's client asked for with `logging/setLevel`
         (the handshake era; a 2026 client asks per request), by session key."""
@@ -349,6 +373,8 @@ class ServerState:
     async def _open_session(self, key: str) -> SessionState:
         if self._closed:
             raise ServerStopping("the server is shutting down")
+        self._opened += 1
+        number = self._opened
         config = self.config
         manager = self.new_manager()
         sizes = {} if config.buffer_size is None else {"max_entries": config.buffer_size}
@@ -387,6 +413,7 @@ class ServerState:
             config,
             isolate_in=self._shared_instance if isolated else None,
             server=self,
+            number=number,
         )
         session.start_error = start_error
         self._sessions[key] = session

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, StrictBool, StrictStr, model_validator
 
-from tabpilot import Tab, drag, fill_form, quoted, upload_files
+from tabpilot import Tab, check_file_paths, drag, fill_form, quoted, upload_files
 
 from ..config import file_roots
 from .base import Call, RefArg, TabIdArg, ToolSpec
@@ -67,7 +67,11 @@ async def browser_file_upload(
     ],
     tabId: TabIdArg = None,
 ) -> None:
-    result = await upload_files(tab, ref, paths, roots=file_roots(call.session.config))
+    roots = file_roots(call.session.config)
+    files = check_file_paths(paths, roots)
+    for file in files:
+        call.session.check_not_others(file, "uploaded")
+    result = await upload_files(tab, ref, files, roots=roots)
     names = ", ".join(p.rsplit("/", 1)[-1] for p in paths)
     report(call, tab, f"Put {names} into {ref} on tab {tab.id}.", result, ref=ref, files=len(paths))
 

@@ -15,6 +15,7 @@ Tab ids are unique across instances, so tab tools never need an instance: only `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.types import ToolAnnotations
@@ -34,13 +35,24 @@ FLAG_ONLY_OPTIONS = ("browser_path", "browser_args", "cdp_headers", "downloads_d
 write files where it likes."""
 
 
-def launch_options(base: BrowserOptions, given: dict[str, Any] | None, roots: list[str]) -> BrowserOptions:
-    """The server's browser options with a tool call's on top; files it names must lie in `roots`."""
+def launch_options(
+    base: BrowserOptions,
+    given: dict[str, Any] | None,
+    roots: list[str],
+    check: Callable[[str, str], None] = lambda _path, _doing: None,
+) -> BrowserOptions:
+    """The server's browser options with a tool call's on top; files it names must lie in `roots`,
+    and pass `check(path, doing)` (absolute paths)."""
     if not given:
         return base
-    options = BrowserOptions.from_mapping(
-        given, base=base, check_files=lambda files: check_file_paths(files, roots, doing="read from")
-    )
+
+    def checked(files: list[str]) -> list[str]:
+        found = check_file_paths(files, roots, doing="read from")
+        for file in found:
+            check(file, "read")
+        return found
+
+    options = BrowserOptions.from_mapping(given, base=base, check_files=checked)
     refused = [name for name in FLAG_ONLY_OPTIONS if getattr(options, name) != getattr(base, name)]
     if refused:
         raise ValueError(
@@ -148,7 +160,7 @@ async def browser_instance(
         # Another browser gets a fresh profile of its own, unless the call names one: the server's
         # --user-data-dir is its first browser's, and one Chromium at a time can use a profile.
         base = manager.options.replace(user_data_dir=None)
-        chosen = launch_options(base, options, file_roots(call.session.config))
+        chosen = launch_options(base, options, file_roots(call.session.config), call.session.check_not_others)
         instance = await manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen)
         _opened(call, instance, "Launched")
     elif action == "connect":
