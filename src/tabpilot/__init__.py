@@ -59,7 +59,7 @@ from ._errors import (
     id_shown,
     quoted,
 )
-from ._events import EventBus
+from ._events import EventBus, EventNumbers
 from ._grid import split_grid_url
 from ._ids import TabIds, port_number
 from ._instance import Instance
@@ -132,6 +132,7 @@ __all__ = [
     "Driver",
     "ErrorEntry",
     "EventBus",
+    "EventNumbers",
     "EventType",
     "ExtensionBridge",
     "ExtensionNotConnectedError",

@@ -18,10 +18,24 @@ Listener = Callable[[TabEvent], None] | Callable[[TabEvent], Awaitable[None]]
 logger = logging.getLogger(__name__)
 
 
+class EventNumbers:
+    """The sequence event numbers (and cursors) are taken from: a bus's own, or one several buses
+    share (a server's sessions), so that a cursor of one bus never passes over another's numbers."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def take(self) -> int:
+        self.last += 1
+        return self.last
+
+
 class EventBus:
     """Delivers every tab event to callbacks and streams, and keeps the last `history_size`."""
 
-    def __init__(self, *, history_size: int = 1000, stream_queue_size: int = 1000) -> None:
+    def __init__(
+        self, *, history_size: int = 1000, stream_queue_size: int = 1000, numbers: EventNumbers | None = None
+    ) -> None:
         self._history: deque[TabEvent] = deque(maxlen=history_size)
         self._listeners: list[Listener] = []
         self._running: set[asyncio.Future[Any]] = set()
@@ -29,7 +43,7 @@ class EventBus:
         self._queues: list[asyncio.Queue[TabEvent | None]] = []
         self._ended = False
         self._stream_queue_size = stream_queue_size
-        self._seq = 0
+        self._numbers = numbers or EventNumbers()
         self.dropped = 0
         """Events evicted from the history, plus events a slow stream consumer missed."""
         self.evicted_through = 0
@@ -38,13 +52,13 @@ class EventBus:
 
     @property
     def last_seq(self) -> int:
-        return self._seq
+        """The latest number taken (by this bus, or another sharing its `EventNumbers`)."""
+        return self._numbers.last
 
     def next_seq(self) -> int:
         """Take the next sequence number: the bus's own events and whatever else is numbered with
         it (`Telemetry(numbering=events)`) share one sequence, so one cursor serves them all."""
-        self._seq += 1
-        return self._seq
+        return self._numbers.take()
 
     def emit(self, type: EventType, tab_id: int | None, instance_id: str | None, **data: Any) -> TabEvent:
         event = TabEvent(self.next_seq(), time.time(), type, tab_id, instance_id, data)

@@ -31,7 +31,7 @@ from ._errors import (
     TabNotFoundError,
     TabpilotError,
 )
-from ._events import EventBus
+from ._events import EventBus, EventNumbers
 from ._extension_watch import ExtensionWatch
 from ._grid import GridSession, create_session
 from ._ids import TabIds, decimal_id, id_text_advice
@@ -79,9 +79,12 @@ class TabManager:
         driver: Driver | None = None,
         budget: TabBudget | None = None,
         browser_claims: BrowserClaims | None = None,
+        event_numbers: EventNumbers | None = None,
     ) -> None:
         """`budget`: a total tab cap shared with other managers (see `TabBudget`);
-        `browser_claims`: the browsers connected, shared with other managers (`BrowserClaims`)."""
+        `browser_claims`: the browsers connected, shared with other managers (`BrowserClaims`);
+        `event_numbers`: the numbering of events and telemetry entries, shared with other managers
+        (`EventNumbers`): a cursor of one then reads another's entries from where it left off."""
         _check_max_tabs(max_tabs)
         if tab_limit_policy not in ("reject", "close-oldest"):
             raise ValueError("tab_limit_policy must be 'reject' or 'close-oldest'")
@@ -94,7 +97,7 @@ class TabManager:
         self.policy = policy or UrlPolicy()
         self.rules = TabRules(max_tabs, tab_limit_policy, follow_new_tabs, budget)
         self._leave_budget = budget.join(self._staying_tabs) if budget else None
-        self.events = EventBus(history_size=event_history)
+        self.events = EventBus(history_size=event_history, numbers=event_numbers)
         self.downloads = Downloads(options.downloads_dir)
         """Where the files pages download are saved (`BrowserOptions.downloads_dir`)."""
         self._tab_ids = tab_ids or TabIds()

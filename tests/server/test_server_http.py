@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import LoggingMessageNotificationParams
 
-from support import RemoteChromium, data, error, ok, ref_of, result_of, section, text, wait_until
+from support import RemoteChromium, data, error, ok, poll, ref_of, result_of, section, text, wait_until
 from tabpilot import BrowserOptions, Instance, TabManager, cli
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.http import check_bind, http_app, url_host
@@ -186,6 +186,35 @@ async def test_a_sessions_saved_cookies_are_its_own(
             assert section(again, "Result").endswith(
                 f"The server's operator can start a browser with it: --storage-state {saved['bob']}."
             )
+
+
+async def test_a_cursor_kept_from_an_ended_session_reads_the_next_sessions_entries_from_there(
+    shared_browser: Instance, site: Any
+) -> None:
+    # An agent whose session ended (idle, a restart of its client) goes on with its last cursor:
+    # every session's numbering started at 1, and the cursor passed over the new session's first
+    # entries, saying nothing matched.
+    async def logged(client: Client, message: str) -> list[dict[str, Any]]:
+        url = site.url(f"/console?msg={message}")
+        ok(await client.call_tool("browser_navigate", {"url": url}))
+        read = await poll(
+            lambda: client.call_tool("browser_observe", {"what": "logs"}),
+            lambda r: message in text(r),
+        )
+        return list(result_of(read)["entries"])
+
+    async with serve(shared_browser) as url:
+        async with Client(url) as first:
+            for n in range(5):  # numbers the next session's first entries would have had
+                await logged(first, f"first-{n}")
+            cursor = result_of(ok(await first.call_tool("browser_observe", {"what": "logs"})))["next_cursor"]
+        async with Client(url) as second:
+            await logged(second, "second-session")
+            since = result_of(
+                ok(await second.call_tool("browser_observe", {"what": "logs", "since": cursor}))
+            )
+            assert [e["text"] for e in since["entries"]] == ["second-session"], since
+            assert all(e["seq"] > cursor for e in since["entries"])
 
 
 async def test_requests_with_a_foreign_host_or_origin_are_rejected(

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tabpilot import (
     BrowserClaims,
     Driver,
+    EventNumbers,
     ExtensionBridge,
     Instance,
     TabBudget,
@@ -189,6 +190,10 @@ class ServerState:
             guard_pages=config.http_host is not None,  # clients share this machine's loopback
         )
         self.tab_ids = TabIds()
+        self.event_numbers = EventNumbers()
+        """One numbering of events and telemetry entries for every session: a cursor an agent kept
+        from a session that ended reads its next session's entries from there (each session's
+        numbering started at 1, and such a cursor passed over the new session's first entries)."""
         self.budget = TabBudget(config.max_total_tabs)
         self.browser_claims = BrowserClaims()
         self.secrets = config.secrets
@@ -368,6 +373,7 @@ class ServerState:
             driver=self.driver,
             budget=self.budget if counted else None,
             browser_claims=self.browser_claims,
+            event_numbers=self.event_numbers,
         )
 
     async def _open_session(self, key: str) -> SessionState:
