@@ -303,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive,
         help="most tabs of all instances and HTTP sessions together (the tabs they see: the shared "
         "browser's own is not counted); beyond it a page-opened tab closes at once and a new tab is "
-        f"refused, never another session's tab closed (default {DEFAULT_MAX_TOTAL_TABS})",
+        "refused (with --tab-limit-policy close-oldest, the session's own least recently used tab "
+        f"closes instead), never another session's tab closed (default {DEFAULT_MAX_TOTAL_TABS})",
     )
     _option(
         tabs,

@@ -256,7 +256,10 @@ def test_a_non_loopback_bind_is_refused_without_a_token(capsys: pytest.CaptureFi
     assert "--auth-token" in capsys.readouterr().err
 
 
-async def test_an_idle_session_releases_its_browser_context(shared_browser: Instance) -> None:
+async def test_an_idle_session_releases_its_browser_context(
+    shared_browser: Instance, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="tabpilot.server")
     contexts_before = contexts(shared_browser)
     async with serve(shared_browser, session_idle_timeout=0.5) as url:
         # A client that goes away without ending its session (no DELETE).
@@ -268,6 +271,18 @@ async def test_an_idle_session_releases_its_browser_context(shared_browser: Inst
                 break
             await asyncio.sleep(0.05)
         assert contexts(shared_browser) == contexts_before
+        # One that ends its session; the log tells the sessions apart by their numbers, never
+        # by their ids (which would let a reader of the log act as the session).
+        async with Client(url) as client:
+            await client.call_tool("browser_tabs", {"action": "list"})
+        await wait_until(lambda: "HTTP session 2 ended" in caplog.text)
+    said = [r.getMessage() for r in caplog.records if "HTTP session" in r.getMessage()]
+    assert said[0] == "HTTP session 1 opened (1 open): instance inst_1"
+    assert said[1].startswith("HTTP session 1 ended (idle for ") and said[1].endswith(" s)")
+    assert said[2:] == [
+        "HTTP session 2 opened (1 open): instance inst_1",
+        "HTTP session 2 ended (its client ended it)",
+    ]
 
 
 async def test_a_session_is_not_idle_while_a_call_of_it_runs(shared_browser: Instance, site: Any) -> None:

@@ -187,7 +187,7 @@ class _Guard:
         with state.serving(session):
             await self.app(scope, receive, send)
         if scope.get("method") == "DELETE":
-            await state.release(session)  # the client ended its MCP session
+            await state.release(session, "its client ended it")
 
 
 def http_app(server: TabpilotServer, config: ServerConfig) -> _Guard:

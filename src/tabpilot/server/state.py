@@ -356,9 +356,7 @@ class ServerState:
             for key, ended in list(self._last_ended.items()):
                 if key in self._in_flight or now - ended <= timeout:
                     continue
-                if key in self._sessions:
-                    logger.info("releasing HTTP session %s: idle for %.0f s", key, now - ended)
-                await self.release(key)
+                await self.release(key, f"idle for {now - ended:.0f} s")
 
     def new_manager(self, *, counted: bool = True) -> TabManager:
         """A manager with the server's options; `counted`: its tabs count against --max-total-tabs."""
@@ -423,11 +421,18 @@ class ServerState:
         )
         session.start_error = start_error
         self._sessions[key] = session
+        if config.http_host is not None:
+            # Its number names it in the log (its id would let a reader of the log act as it).
+            instances = ", ".join(i.id for i in manager.instances) or "none yet"
+            logger.info(
+                "HTTP session %d opened (%d open): instance %s", number, len(self._sessions), instances
+            )
         return session
 
-    async def release(self, key: str) -> None:
+    async def release(self, key: str, why: str) -> None:
         """Close a session's browser context (or browser) and forget it; one still being opened is
-        waited for, then closed (a call cut short by the session's end may have started it)."""
+        waited for, then closed (a call cut short by the session's end may have started it). `why`
+        it ends, for the log."""
         self._last_ended.pop(key, None)
         self.log_levels.pop(key, None)
         starting = self._starting.get(key)
@@ -435,6 +440,8 @@ class ServerState:
             await asyncio.gather(starting, return_exceptions=True)
         session = self._sessions.pop(key, None)
         if session is not None:
+            if self.config.http_host is not None:
+                logger.info("HTTP session %d ended (%s)", session.number, why)
             with contextlib.suppress(Exception):
                 await session.close()
 
@@ -466,7 +473,7 @@ class ServerState:
         # removed) needs the driver: it ends first.
         await asyncio.gather(*starting, return_exceptions=True)
         for key in list(self._sessions):
-            await self.release(key)
+            await self.release(key, "the server stops")
         if self._host is not None:
             await self._host.close()
             self._host = None
