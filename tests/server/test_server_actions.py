@@ -136,9 +136,15 @@ async def test_a_window_open_popup_is_reported_and_follow_new_tab_activates_it(
         assert data(followed)["result"]["activeTabId"] == second
         assert data(followed)["activeTabId"] == second
         assert f"It opened tab {second}, which is now the active tab." in section(followed, "Result")
-        assert f"tab {second} is now active" in section(followed, "Events")
+        # Said once; and the answer shows the page of the tab the agent goes on in (it answered
+        # with the changes on the tab it left, and the agent had to ask for the new tab's refs).
+        assert f"tab {second} is now active" not in section(followed, "Events")
         assert "active" in tab_line(followed, second)
         assert await active_tab(mcp) == second
+        assert data(followed)["page"]["tabId"] == second
+        assert "Changes since" not in section(followed, "Snapshot")
+        authorize = ref_of(section(followed, "Snapshot"), 'button "Authorize"')
+        assert authorize.startswith(f"{second}e")
 
         # A click that opens no tab: followNewTab was dropped without a word.
         ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": home}))

@@ -17,6 +17,7 @@ from tabpilot import (
     KeyModifier,
     MouseButton,
     Tab,
+    TabpilotError,
     click,
     describe_wait,
     dialog_noun,
@@ -121,10 +122,27 @@ def report(
     if result.dialog is not None:
         data["dialog"] = {**result.dialog.to_dict(), "tabId": result.dialog_tab_id or tab.id}
     call.response.result(text, data)
-    if not tab.is_gone:
+    moved_to = _open_tab(call, followed)
+    if moved_to is not None:
+        # The agent goes on in the tab it followed: its page, whole (it has no refs there yet),
+        # rather than what changed on the tab it leaves.
+        call.response.set_page(moved_to, changes=True)
+        call.response.told("tab_activated", moved_to.id)  # the result says it is the active tab
+    elif not tab.is_gone:
         # A page the action made the tab load that had not come in the action's time: a snapshot
         # would wait for it as long again; the result says to look in a while.
         call.response.set_page(tab, changes=result.loading is None)
+
+
+def _open_tab(call: Call, tab_id: int | None) -> Tab | None:
+    """Tab `tab_id` if it is open (a tab an action opened may have closed again)."""
+    if tab_id is None:
+        return None
+    try:
+        found = call.manager.tab(tab_id)
+    except TabpilotError:
+        return None
+    return None if found.leaving else found
 
 
 def _made_another_active(call: Call, tab_id: int) -> bool:
