@@ -786,16 +786,17 @@ class Tab:
         self._stuck = True
         mates = self._thread_mates(same_site=True)
         shared = (
-            f" (its own, or one of tab{'s' if len(mates) > 1 else ''} {', '.join(str(t.id) for t in mates)}, "
-            "whose pages run on the same thread: a page and the popups of its site it opened or was "
-            "opened by share one)"
+            f" The script may be its own or one of tab{'s' if len(mates) > 1 else ''} "
+            f"{', '.join(str(t.id) for t in mates)}: their pages run on the same thread (a page and the "
+            "popups of its site it opened or was opened by share one)."
             if mates
             else ""
         )
         raise ActionError(
-            f"{exc.fact.rstrip('.')}: tab {self.id} is not responding (a script on it keeps it busy, "
-            f"e.g. an endless loop{shared}).",
-            "Close the tab; other tabs keep working. Reloading it may not help while the script runs."
+            f"{exc.fact.rstrip('.')}: tab {self.id} is not responding: a script on it keeps it busy (a long "
+            f"task, perhaps one an action started, or an endless loop).{shared}",
+            "Read it again in a while: a long task ends by itself. If it still does not answer, close the "
+            "tab; other tabs keep working. Reloading it may not help while the script runs."
             if not mates
             else f"Close {'tabs' if len(mates) > 1 else 'tab'} {', '.join(str(t.id) for t in mates)} first, then "
             f"tab {self.id} if it still does not answer; other tabs keep working.",

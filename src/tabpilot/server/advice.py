@@ -202,9 +202,11 @@ def _unresponsive_advice(exc: ActionError, calls: ToolCalls) -> str:
     """What to close when a page does not answer: the tab, or first the tabs whose pages run on
     its thread (`exc.close_first`), one of whose scripts may be what keeps it busy."""
     if not exc.close_first:
+        again = f"with {calls.read(exc.tab_id)} " if calls.read is not None else ""
         return (
-            f"Close it with {calls.close_tab(exc.tab_id)}; other tabs keep working. "
-            "Reloading it may not help while the script runs."
+            f"Read it again {again}in a while: a long task ends by itself. If it still does not answer, close "
+            f"it with {calls.close_tab(exc.tab_id)}; other tabs keep working. Reloading it may not help while "
+            "the script runs."
         )
     first = " and ".join(calls.close_tab(t) for t in exc.close_first)
     return (
