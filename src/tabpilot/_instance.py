@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -77,6 +78,9 @@ BROWSER_EXIT_WAIT = 1.5
 (a closed browser has ended already; one whose driver died stops by itself, writing its profile)."""
 CLOSE_AGAIN_AFTER = 0.5
 """Seconds a tab's close may take before it is asked again (a close usually takes tens of ms)."""
+BLOCK_TOLD_ONCE = 1.0
+"""Seconds within which the URL policy's two checks refusing the same URL in a tab refused one
+navigation, told once."""
 DRIVER_STOPPED = "Playwright's driver stopped: it was killed or ran out of memory"
 """The loss reason of an instance whose browser outlived the driver that connected to it."""
 _OUTLIVE_DRIVER = ("extension", "cdp", "playwright-server", "grid")
@@ -610,7 +614,7 @@ class Instance:
             self._emit_blocked(None, blocked, url, in_frame)
         else:
             self._tracker.with_tab(
-                page, lambda tab: self._tab_blocked(tab, blocked, url, in_frame), lambda: None
+                page, lambda tab: self._tab_blocked(tab, blocked, url, in_frame, "route"), lambda: None
             )
         return True
 
@@ -620,7 +624,7 @@ class Instance:
         blocked = self._refusal(url)
         if blocked is None:
             return False
-        self._tab_blocked(tab, blocked, url, in_frame)
+        self._tab_blocked(tab, blocked, url, in_frame, "session")
         return True
 
     def _refusal(self, url: str) -> NavigationBlockedError | None:
@@ -630,7 +634,20 @@ class Instance:
             return refused
         return None
 
-    def _tab_blocked(self, tab: Tab, blocked: NavigationBlockedError, url: str, in_frame: bool) -> None:
+    def _tab_blocked(
+        self, tab: Tab, blocked: NavigationBlockedError, url: str, in_frame: bool, check: str
+    ) -> None:
+        # Each check sees a request once, but both may see one (Playwright's route and the tab's
+        # own session, as in the user's browser through the extension): it is told once.
+        now = time.monotonic()
+        told, tab.block_told = tab.block_told, (url, in_frame, check, now)
+        if (
+            told is not None
+            and told[:2] == (url, in_frame)
+            and told[2] != check
+            and now - told[3] < BLOCK_TOLD_ONCE
+        ):
+            return
         if not in_frame:
             tab.navigation_blocked(blocked)
         # A new tab's first page may be refused before the tab is announced: said after that.

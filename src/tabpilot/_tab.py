@@ -229,6 +229,9 @@ class Tab:
         once a document arrives (`ready` has one load)."""
         self._blocked: NavigationBlockedError | None = None
         """The last navigation of the tab's page that the URL policy refused (`navigation_blocked`)."""
+        self.block_told: tuple[str, bool, str, float] | None = None
+        """The URL, frame or not, which check refused it, and when (monotonic), of the last refusal
+        of a navigation of the tab that the instance heard of."""
 
     def __repr__(self) -> str:
         return f"<Tab {self.id} {self.url!r}>"

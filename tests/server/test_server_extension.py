@@ -28,6 +28,7 @@ from websockets.sync.client import connect as ws_sync_connect
 import tabpilot.server.state
 from support import (
     ExtensionChromium,
+    data,
     error,
     extension_chromium,
     free_port,
@@ -976,3 +977,32 @@ async def test_a_tab_that_leaves_reach_while_the_extension_restarts_is_told_as_o
         said = section(gone, "Events")
         assert f"tab {tab} is out of reach" in said and "closed (by external)" not in said, said
         assert any(p["url"].startswith("chrome://version") for p in chromium.pages())
+
+
+async def test_a_navigation_the_url_policy_refuses_in_the_users_browser_is_told_once(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    # Playwright's route and the tab's own session both refuse it there: it was told twice.
+    other = f"http://localhost:{site.port}"
+    async with paired_client(chromium, blocked_origins=(other,)) as (mcp, _):
+        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        (chrome_id,) = [t["chromeTabId"] for t in listed if t["id"] == tab]
+        await asyncio.to_thread(
+            chromium.in_extension,
+            f"chrome.tabs.update({chrome_id}, {{url: '{other}/page/b'}}).then(t => t.id)",
+        )
+        told: list[dict[str, Any]] = []
+        said: list[str] = []
+
+        async def listed() -> CallToolResult:
+            answer = await call(mcp, "browser_tabs", action="list")
+            told.extend(e for e in data(answer)["events"] if e["type"] == "navigation_blocked")
+            said.append(section(answer, "Events"))
+            return answer
+
+        await poll(listed, lambda r: "blocked by the URL policy" in tab_line(r, tab))
+        await asyncio.sleep(1)
+        await listed()
+        assert [(e["tabId"], e["url"]) for e in told] == [(tab, f"{other}/page/b")], told
+        assert "".join(said).count("was kept from loading") == 1, said
