@@ -491,6 +491,12 @@ class Tab:
                 waiter.set_result(info)
         self.host.dialog_opened(self, info)
 
+    def title_behind_dialog(self, title: str) -> None:
+        """The browser's record of the title while a dialog holds the page (which reports its title
+        again once the dialog is handled)."""
+        if title and self._dialog is not None and title != self._document_url:
+            self._title = title
+
     def navigation_blocked(self, blocked: NavigationBlockedError) -> None:
         """The URL policy refused a navigation of the tab's page (the instance aborted it)."""
         self._blocked = blocked

@@ -215,6 +215,17 @@ class TabTracker:
         stopped = [w for w in self._watches if w.tab is tab or w.tab.blocked_by() is tab]
         for watch in stopped:
             watch.dialog_opened(tab, others=len(stopped) - 1)
+        session = self._target_sessions.get(tab.id)
+        if session is not None:
+            self.spawn(self._title_behind_dialog(tab, session))
+
+    @staticmethod
+    async def _title_behind_dialog(tab: Tab, session: TargetSession) -> None:
+        """The page's title as the browser has it: a dialog holds the page's script thread, and
+        with it the page's own report of a title it set just before (`_titles`)."""
+        with contextlib.suppress(Exception):  # closed, or its browser went: nothing to tell
+            info = await asyncio.wait_for(session.send("Target.getTargetInfo"), DIALOG_TITLE_WAIT)
+            tab.title_behind_dialog(str(info.get("targetInfo", {}).get("title", "")))
 
     @contextlib.contextmanager
     def creating(self, url: str = "") -> Iterator[None]:
@@ -722,6 +733,10 @@ def _document_event(tab: Tab, method: str, raw: str) -> str | None:
         tab.document_requested(url)
         return url
     return None
+
+
+DIALOG_TITLE_WAIT = 2.0
+"""Seconds the browser has to say a tab's title when a dialog opens on it."""
 
 
 def _unexplained_close_cause(tab: Tab) -> CloseCause:

@@ -668,8 +668,10 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
     async with connect() as mcp:
         tab = await open_tab(mcp, site.url("/page/a"))
 
-        alerts = "() => alert('hey')"
+        # A title set just before: the page, held by its dialog, cannot report it (it listed the old one).
+        alerts = "() => { document.title = 'Saved (1)'; alert('hey'); }"
         result = ok(await mcp.call_tool("browser_evaluate", {"function": alerts, "tabId": tab}))
+        assert tab_line(result, tab).startswith(f"- tab {tab}: Saved (1) ("), tab_line(result, tab)
 
         assert "its result comes after the dialog" in section(result, "Result")
         assert f"It opened an alert dialog on tab {tab}: 'hey'" in section(result, "Result")
