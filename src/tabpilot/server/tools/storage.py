@@ -16,7 +16,8 @@ from ..state import SessionState
 from .base import Call, OptionalInstanceId, ToolSpec
 
 DEFAULT_NAME = "storage-state.json"
-"""The file written when the call names none; over HTTP each session's own (`default_name`)."""
+"""The file written when the call names none; over HTTP each session's own (`default_name`: the
+tool's description leaves that out, the tool list is at its size budget, and the answer names the file)."""
 
 
 def default_name(session: SessionState) -> str:
@@ -40,7 +41,7 @@ async def browser_storage_state(
     call: Call,
     path: Annotated[
         StrictStr | None,
-        Field(description=f"In the allowed roots. Default: {DEFAULT_NAME} (over HTTP, one per session)."),
+        Field(description=f"In the allowed roots. Default: {DEFAULT_NAME}."),
     ] = None,
     instanceId: Annotated[OptionalInstanceId, Field()] = None,
 ) -> None:
