@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
 from starlette.websockets import WebSocket
 
 from support import free_port, wait_until
@@ -172,18 +174,11 @@ async def test_a_popups_very_first_console_line_and_request_are_captured(
     assert texts(telemetry, tab_id=opener.id) == []
 
 
-async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_from_its_timing(
-    manager: TabManager, hooks: _Hooks, site: LocalSite
-) -> None:
-    """On a loaded machine Playwright can let a popup load before the feed's Network.enable
-    arrives; attaching half a second late makes that certain. The document request is still
-    in the waterfall, from the page's navigation timing."""
-    telemetry = Telemetry()
-    instance = await manager.attach_isolated(manager.instances[0])
-    opener = await open_tab(manager, instance, site.url("/page/a"))
-    late: list[Callable[[], None]] = []
+def attached_late(telemetry: Telemetry) -> Callable[[TargetSession, Tab], Callable[[], None]]:
+    """A target hook that attaches the telemetry half a second after the tab's target exists."""
 
     def attach_late(session: TargetSession, tab: Tab) -> Callable[[], None]:
+        late: list[Callable[[], None]] = []
         timer = asyncio.get_running_loop().call_later(
             0.5, lambda: late.append(telemetry.attach_target(session, tab))
         )
@@ -195,7 +190,19 @@ async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_
 
         return dispose
 
-    hooks.late[instance.id] = attach_late
+    return attach_late
+
+
+async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_from_its_timing(
+    manager: TabManager, hooks: _Hooks, site: LocalSite
+) -> None:
+    """On a loaded machine Playwright can let a popup load before the feed's Network.enable
+    arrives; attaching half a second late makes that certain. The document request is still
+    in the waterfall, from the page's navigation timing."""
+    telemetry = Telemetry()
+    instance = await manager.attach_isolated(manager.instances[0])
+    opener = await open_tab(manager, instance, site.url("/page/a"))
+    hooks.late[instance.id] = attached_late(telemetry)
     try:
         await opener.page.evaluate("window.open('/page/b')")
         await wait_until(lambda: len(instance.tabs) == 2)
@@ -210,6 +217,89 @@ async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_
             "document",
         )
         assert row.duration_ms >= 0 and row.response_body_size
+    finally:
+        await manager.close_instance(instance.id)
+
+
+CHAIN = (("/r1", 302), ("/r2", 302), ("/final.html", 200))
+
+
+def redirect_chain(site: LocalSite) -> None:
+    """/r1 -> 302 /r2 -> 302 /final.html, a page with no icon to ask for."""
+
+    def to(path: str) -> Callable[[Request], Awaitable[RedirectResponse]]:
+        async def redirect(_request: Request) -> RedirectResponse:
+            return RedirectResponse(path, status_code=302)
+
+        return redirect
+
+    site.set_route("/r1", to("/r2"))
+    site.set_route("/r2", to("/final.html"))
+    site.set_content("/final.html", '<link rel="icon" href="data:,"><title>final</title>')
+    site.set_content("/opener", '<link rel="icon" href="data:,"><a href="/r1" target="_blank">go</a>')
+
+
+def chain_rows(telemetry: Telemetry, site: LocalSite, tab_id: int) -> list[tuple[str, int | None]]:
+    return [
+        (e.url.removeprefix(site.origin), e.status)
+        for e in telemetry.query(Query("network_waterfall", tab_id=tab_id)).entries
+        if isinstance(e, NetworkEntry)
+    ]
+
+
+@pytest.mark.parametrize("opens", ["link", "window.open"])
+async def test_a_popups_redirect_chain_is_recorded_hop_by_hop_or_counted_never_left_pending(
+    manager: TabManager, record: Recorder, site: LocalSite, opens: str
+) -> None:
+    """A popup's chain can start before its feed hears it (often, for a link's target=_blank):
+    the hops it missed are counted as dropped, and a document whose end the page sent before its
+    Network was on is settled from its timing (it was pending for ever, hops were missing, and
+    `dropped` said 0)."""
+    telemetry, instance = await record()
+    redirect_chain(site)
+    opener = await open_tab(manager, instance, site.url("/opener"))
+    if opens == "link":
+        await opener.page.get_by_text("go").click()
+    else:
+        await opener.page.evaluate("window.open('/r1')")
+    await manager.settle()
+    popup = next(t for t in instance.tabs if t is not opener)
+    await popup.ready()
+    await popup.page.wait_for_load_state()
+
+    def settled() -> bool:
+        result = telemetry.query(Query("network_waterfall", tab_id=popup.id))
+        return not result.pending and ("/final.html", 200) in chain_rows(telemetry, site, popup.id)
+
+    await wait_until(settled)
+    rows = chain_rows(telemetry, site, popup.id)
+    dropped = telemetry.query(Query("network_waterfall", tab_id=popup.id)).dropped
+    assert rows == list(CHAIN[dropped:]), f"{dropped} dropped"
+
+
+async def test_a_popups_redirect_chain_that_went_before_its_feed_was_on_is_counted_as_dropped(
+    manager: TabManager, hooks: _Hooks, site: LocalSite
+) -> None:
+    """Attached half a second late, the feed hears nothing of the chain: the document is recovered
+    from the page's timing, and its two redirects, of which the page tells only the count, are
+    counted as dropped."""
+    telemetry = Telemetry()
+    instance = await manager.attach_isolated(manager.instances[0])
+    redirect_chain(site)
+    opener = await open_tab(manager, instance, site.url("/opener"))
+    hooks.late[instance.id] = attached_late(telemetry)
+    try:
+        await opener.page.evaluate("window.open('/r1')")
+        await wait_until(lambda: len(instance.tabs) == 2)
+        popup = next(t for t in instance.tabs if t is not opener)
+        await wait_until(lambda: chain_rows(telemetry, site, popup.id))
+        await telemetry.settle()
+        result = telemetry.query(Query("network_waterfall", tab_id=popup.id))
+        assert (chain_rows(telemetry, site, popup.id), result.dropped, result.pending) == (
+            [("/final.html", 200)],
+            2,
+            (),
+        )
     finally:
         await manager.close_instance(instance.id)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,13 +28,15 @@ class Session:
     def __init__(self, kind: str, target_id: str, parent: Session | None = None) -> None:
         self.kind, self.target_id, self.parent = kind, target_id, parent
         self.sent: list[str] = []
+        self.timing: dict[str, Any] | None = None
+        """What the page's navigation timing reads (`Runtime.evaluate`'s answer)."""
         self._handlers: list[tuple[tuple[str, ...], Callable[[str, str], None]]] = []
         self._closing: list[Callable[[], None]] = []
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> asyncio.Future[dict[str, Any]]:
         self.sent.append(method)
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        answer.set_result({"result": {"value": None}})
+        answer.set_result({"result": {"value": self.timing if method == "Runtime.evaluate" else None}})
         return answer
 
     def enable(self, domain: str) -> asyncio.Future[dict[str, Any]]:
@@ -267,3 +270,91 @@ async def test_a_pages_request_that_started_unseen_is_recorded_from_its_answer_o
     page.emit("Network.requestWillBeSent", request("9.3", "http://127.0.0.1:1/next", "Document"))
     page.emit("Network.loadingFinished", {"requestId": "9.4", "timestamp": 12.0})
     assert sink.dropped == {"network_waterfall": 1}
+
+
+POPUP = "http://127.0.0.1:1/final.html"
+
+
+def popup_timing(*, redirects: int, answered: bool) -> dict[str, Any]:
+    """The popup's navigation timing: its document loaded a moment ago, after `redirects` redirects."""
+    now = time.time() * 1000
+    return {
+        "url": POPUP,
+        "status": 200,
+        "start": now - 500,
+        "duration": 400,
+        "size": 40,
+        "redirects": redirects,
+        "end": now - 200 if answered else 0,
+    }
+
+
+async def test_a_popups_document_whose_end_and_first_hop_went_before_network_was_on_is_settled() -> None:
+    # A target=_blank popup's /r1 -> /r2 -> /final.html: the feed heard /final.html start (with
+    # /r2's redirect answer) and its answer, both from the browser; the page loaded it before
+    # its Network was on, so its end never came. The row stayed pending for ever, /r2 and /r1
+    # were missing, and nothing was counted as dropped.
+    sink = Sink()
+    page = Session("page", "PAGE")
+    feed = TabFeed(sink, page, 3)  # type: ignore[arg-type]
+    sink.feeds.append(feed)
+    hop = {"url": "http://127.0.0.1:1/r2", "status": 302, "headers": {}, "timing": {"requestTime": 9.5}}
+    page.emit(
+        "Network.requestWillBeSent",
+        {**request("L1", POPUP, "Document"), "frameId": "PAGE", "loaderId": "L1", "redirectResponse": hop},
+    )
+    answer = {"url": POPUP, "status": 200, "mimeType": "text/html", "headers": {}}
+    page.emit(
+        "Network.responseReceived",
+        {"requestId": "L1", "type": "Document", "frameId": "PAGE", "loaderId": "L1", "response": answer},
+    )
+    page.timing = popup_timing(redirects=2, answered=True)
+    feed.start()
+    await asyncio.sleep(0.02)
+
+    r2, final = sink.rows()
+    assert (r2.method, r2.url, r2.status, r2.navigation) == ("", "http://127.0.0.1:1/r2", 302, True)
+    assert (final.method, final.url, final.status, final.redirected_from) == (
+        "GET",
+        POPUP,
+        200,
+        "http://127.0.0.1:1/r2",
+    )
+    assert final.duration_ms >= 0
+    assert feed.pending() == []
+    assert sink.dropped == {"network_waterfall": 1}, "/r1, of which the page tells only that it was"
+
+
+async def test_a_popups_document_recovered_while_loading_has_its_hops_counted_and_its_end_no_loss() -> None:
+    sink = Sink()
+    page = Session("page", "PAGE")
+    feed = TabFeed(sink, page, 3)  # type: ignore[arg-type]
+    sink.feeds.append(feed)
+    page.timing = popup_timing(redirects=2, answered=False)
+    feed.start()
+    await asyncio.sleep(0.02)
+
+    (row,) = sink.rows()
+    assert (row.url, row.status, row.navigation) == (POPUP, 200, True)
+    assert sink.dropped == {"network_waterfall": 2}
+    page.emit("Network.loadingFinished", {"requestId": "L1", "timestamp": 11.0})  # the document's own
+    assert sink.dropped == {"network_waterfall": 2}
+    page.emit("Network.loadingFinished", {"requestId": "9.1", "timestamp": 11.1})
+    assert sink.dropped == {"network_waterfall": 3}
+
+
+async def test_a_document_still_loading_when_network_came_on_is_left_to_its_own_end() -> None:
+    sink = Sink()
+    page = Session("page", "PAGE")
+    feed = TabFeed(sink, page, 3)  # type: ignore[arg-type]
+    sink.feeds.append(feed)
+    page.emit("Network.requestWillBeSent", {**request("L1", POPUP, "Document"), "frameId": "PAGE"})
+    page.timing = popup_timing(redirects=0, answered=False)
+    feed.start()
+    await asyncio.sleep(0.02)
+    assert [p.url for p in feed.pending()] == [POPUP]
+
+    page.emit("Network.loadingFinished", {"requestId": "L1", "timestamp": 10.25})
+    (row,) = sink.rows()
+    assert (row.url, row.duration_ms) == (POPUP, 250.0)
+    assert sink.dropped == {}

@@ -10,11 +10,13 @@ a recorder without `network`) and reads:
 - `Network.webSocket*`: connections, frames, closes, and the handshake as a waterfall row
   (`_sockets`); `Runtime.executionContextsCleared`: a new document, which ends the old one's.
 A document that loaded before Network was on (the attach races Playwright's short hold of a new
-popup) is recovered from the page's navigation timing (`_timing`). A cross-site iframe or a
-dedicated worker of the tab has a feed of its own on its own target's session; a request that
-starts in one feed and ends in another (the iframe's document, the worker's script) is handed over
-between them (`Sink.hand_over`), and the raw headers the page's target hears of a worker's
-request are put on it where it is.
+popup) is recovered from the page's navigation timing (`_timing`), and so is the end of one whose
+start and answer the feed heard (the browser reports those, the page the end); a hop of a redirect
+chain that started before is recorded from its answer, and the hops before it are counted as
+dropped. A cross-site iframe or a dedicated worker of the tab has a feed of its own on its own
+target's session; a request that starts in one feed and ends in another (the iframe's document,
+the worker's script) is handed over between them (`Sink.hand_over`), and the raw headers the
+page's target hears of a worker's request are put on it where it is.
 
 A new worker waits at its start for the sessions attached to it, but Chromium lets it run as soon as
 one of them says so, and Playwright's driver says so at once: the worker's script can finish
@@ -197,6 +199,7 @@ class _Request:
         "extra_request_headers",
         "extra_response_headers",
         "frame_id",
+        "hops",
         "loader_id",
         "method",
         "navigation",
@@ -220,6 +223,8 @@ class _Request:
         self.request_headers = _shared_headers(request.get("headers"))
         self.post_data: str | None = request.get("postData")
         self.redirected_from = redirected_from
+        self.hops = 0
+        """The rows of its redirect chain recorded before it."""
         self.navigation = self.resource_type == "document"
         self.loader_id = shared(params.get("loaderId", ""))
         self.frame_id = shared(params.get("frameId", ""))
@@ -277,6 +282,10 @@ class TabFeed:
         """Run once the feed has finished (`stop`)."""
         self._limited = False
         self._saw_document = False
+        self._document: _Request | None = None
+        """The newest document request of the tab's top frame seen."""
+        self._recovered_end_due = False
+        """The document recovered from timing was still loading: its end, unseen, is not dropped."""
         self._recovering: asyncio.Future[None] | None = None
         self._marker = f"tabpilot-dropped-{secrets.token_hex(8)}:"
         """What the page-side limiter's count line starts with (a page cannot guess it)."""
@@ -324,24 +333,57 @@ class TabFeed:
         """Record the page's document request if it went before the feed could see it.
 
         The attach and the domains race Playwright, which holds a new popup only while it sets the
-        page up: on a busy machine a popup's first document can load before Network is on. The
-        page's own navigation timing still has it (URL, status, size, timing; the method and
-        headers are not known: the row says GET); see `_timing`."""
+        page up: on a busy machine (for a link's `target=_blank` popup, often on any) a popup's
+        first document can load before Network is on. The page's own navigation timing still has it
+        (URL, status, size, timing; the method and headers are not known: the row says GET); see
+        `_timing`. Of its redirects the page knows only how many there were: those are counted as
+        dropped. The browser reports a document's start and answer, the page its end: a feed can
+        hear the first two and not the end (`_settle_document`)."""
         try:
             await enabled
-            if self._saw_document or self._finished:
+            if self._finished:
                 return
             answer = await self._session.send(
                 "Runtime.evaluate", {"expression": NAVIGATION_TIMING, "returnByValue": True, "silent": True}
             )
         except Exception:
             return
-        if self._saw_document or self._finished:
+        if self._finished:
             return
-        entry = document_entry(answer.get("result", {}).get("value"), self._sink.next_seq, self.tab_id)
+        timing = answer.get("result", {}).get("value")
+        if self._saw_document:
+            self._settle_document(timing)
+            return
+        entry = document_entry(timing, self._sink.next_seq, self.tab_id)
         if entry is not None:
             self._saw_document = True
             self._sink.append("network_waterfall", entry)
+            if timing.get("redirects"):  # of which the page knows only how many there were
+                self._sink.shed("network_waterfall", self.tab_id, int(timing["redirects"]))
+            self._recovered_end_due = not timing.get("end")
+
+    def _settle_document(self, timing: Any) -> None:
+        """The document request the feed saw, completed from the page's navigation timing: the
+        hops of its redirect chain that went before Network was on are counted as dropped, and an
+        end the page reached before its Network was on (Chromium reports none then) is taken from
+        the timing. The page answers the timing after every event it sent, so a document still in
+        flight whose answer the timing says is in will hear no more of it."""
+        document = self._document
+        if document is None or not isinstance(timing, dict) or timing.get("url") != document.url:
+            return  # not that document's timing (none yet, or the page has gone on to another)
+        missed = int(timing.get("redirects") or 0) - document.hops
+        if missed > 0:
+            self._sink.shed("network_waterfall", self.tab_id, missed)
+        request_id = next((i for i, r in self._in_flight.items() if r is document), None)
+        if request_id is None or not timing.get("end"):
+            return
+        del self._in_flight[request_id]
+        if document.response is None:
+            document.response = _Response({"status": timing.get("status")})
+        answered = float(timing["end"]) / 1000
+        self._finished_with(
+            request_id, document, {"timestamp": document.started_ts + max(0.0, answered - document.started)}
+        )
 
     async def _settle_worker_script(self, enabled: Awaitable[Any]) -> None:
         """Record the worker's script as loaded if its end went before the feed could hear it (see
@@ -537,16 +579,21 @@ class TabFeed:
         if str((params.get("request") or {}).get("url", "")).startswith(BROWSER_OWN):
             return  # the browser's own viewer inside the page (a PDF's): no page can ask for one
         request_id = params["requestId"]
-        redirected_from = None
+        redirected_from, hops = None, 0
         previous = self._in_flight.pop(request_id, None)
+        if previous is None and "redirectResponse" in params:
+            previous = self._hop_unseen(params)
         if previous is not None and "redirectResponse" in params:
             # One request id for every hop of a redirect chain: the previous hop ends here.
             previous.response = _Response(params["redirectResponse"])
             self._record(previous, params.get("timestamp", previous.started_ts), None)
-            redirected_from = previous.url
+            redirected_from, hops = previous.url, previous.hops + 1
         request = _Request(params, redirected_from)
+        request.hops = hops
         if request.navigation:
             self._saw_document = True
+            if request.frame_id == self._session.target_id:
+                self._document = request
         for field, headers in self._early_extra.pop(request_id, {}).items():
             setattr(request, field, headers)
         self._in_flight[request_id] = request
@@ -627,11 +674,27 @@ class TabFeed:
         response = params.get("response") or {}
         if str(response.get("url", "")).startswith(BROWSER_OWN):
             return None  # the browser's own, as in `_on_request`
+        request = self._answered(params, response)
+        self._in_flight[params["requestId"]] = request
+        return request
+
+    def _hop_unseen(self, params: dict[str, Any]) -> _Request | None:
+        """The hop a redirect leaves, of a chain whose start went before Network was on (a popup's
+        first document, on a busy machine): known from its answer, as `_started_unseen`. A
+        worker's is counted as dropped (module docstring)."""
+        if self._session.kind == "worker":
+            self._sink.shed("network_waterfall", self.tab_id)
+            return None
+        return self._answered(params, params["redirectResponse"])
+
+    @staticmethod
+    def _answered(params: dict[str, Any], response: Mapping[str, Any]) -> _Request:
+        """A request known from its answer only (the row gives no method)."""
         started = (response.get("timing") or {}).get("requestTime") or params.get("timestamp", 0.0)
-        request = _Request(
+        return _Request(
             {
                 "request": {"url": response.get("url", ""), "method": ""},
-                "type": kind,
+                "type": params.get("type", "Other"),
                 "timestamp": started,
                 "wallTime": time.time() - max(0.0, params.get("timestamp", started) - started),
                 "loaderId": params.get("loaderId", ""),
@@ -639,15 +702,15 @@ class TabFeed:
             },
             None,
         )
-        self._in_flight[params["requestId"]] = request
-        return request
 
     def _unseen(self) -> None:
         """A request ended whose start and answer this feed never saw: a worker's that went before
         its Network.enable (module docstring) is counted as dropped, and so is a page's once its
         document is accounted for (before, it may be the document, which the navigation recovery
-        has)."""
-        if self._session.kind == "worker" or self._saw_document:
+        has; so is the first such end after it recovered a document still loading)."""
+        if self._recovered_end_due:
+            self._recovered_end_due = False
+        elif self._session.kind == "worker" or self._saw_document:
             self._sink.shed("network_waterfall", self.tab_id)
 
     def _on_finished(self, params: dict[str, Any]) -> None:

@@ -14,13 +14,16 @@ RECOVER_WITHIN = 10.0
 NAVIGATION_TIMING = """(() => {
   const n = performance.getEntriesByType("navigation")[0];
   return n && {url: n.name, status: n.responseStatus, start: performance.timeOrigin + n.startTime,
-               duration: n.duration, size: n.encodedBodySize};
+               duration: n.duration, size: n.encodedBodySize, redirects: n.redirectCount,
+               end: n.responseEnd && performance.timeOrigin + n.responseEnd};
 })()"""
 
 
 def document_entry(value: Any, next_seq: Callable[[], int], tab_id: int) -> NetworkEntry | None:
     """The waterfall row of what `NAVIGATION_TIMING` read, or None: nothing was read, the page is
-    blank, or its document loaded more than `RECOVER_WITHIN` seconds ago."""
+    blank, or its document loaded more than `RECOVER_WITHIN` seconds ago. (`redirects`: how many
+    redirects led to the document, 0 when one crossed origins; `end`: when its answer had all come
+    in, 0 while it is still coming.)"""
     if not isinstance(value, dict):
         return None
     url, started = str(value.get("url") or ""), float(value.get("start") or 0) / 1000
