@@ -30,6 +30,47 @@ async def test_list_shows_the_starting_tab_as_active(connect: Callable[..., Clie
         assert "tabs" not in data and first["newErrors"] == 0
 
 
+async def test_a_long_tab_list_after_a_tab_opens_or_closes_gives_the_new_tabs_lines_only(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # With 16 tabs, a click that opened one answered with 1,400 characters, 1,100 of them the whole
+    # list again; the lines of tabs listed before are as the client last saw them.
+    async with connect() as mcp:
+        first = result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["activeTabId"]
+        home = result_of(ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/")})))[
+            "tabId"
+        ]
+        for _ in range(4):
+            ok(
+                await mcp.call_tool(
+                    "browser_tabs", {"action": "new", "url": site.url("/page/b"), "background": True}
+                )
+            )
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        ids = [t["id"] for t in result_of(listed)["tabs"]]
+        assert len(ids) == 6 and first in ids
+
+        snap = section(await mcp.call_tool("browser_snapshot", {"tabId": home, "full": True}), "Snapshot")
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Open A in new tab")}))
+        (opened,) = result_of(clicked)["openedTabIds"]
+        shown = ", ".join(f"{i}{' (active)' if i == home else ''}" for i in [*ids, opened])
+        assert section(clicked, "Tabs") == (
+            f"7 open, as last listed but the new one: {shown}\n"
+            f"- tab {opened}: Page a ({site.url('/page/a')}) [opened by tab {home}]"
+        )
+
+        closed = ok(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": ids[-1]}))
+        left = ", ".join(f"{i}{' (active)' if i == home else ''}" for i in [*ids[:-1], opened])
+        assert section(closed, "Tabs") == f"6 open, as last listed: {left}"
+        # A list asked for is whole.
+        again = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert (
+            tab_line(again, opened)
+            == f"- tab {opened}: Page a ({site.url('/page/a')}) [opened by tab {home}]"
+        )
+        assert tab_line(again, first).startswith(f"- tab {first}: ")
+
+
 async def test_new_close_and_activate_follow_the_contract(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabEvent, TabInfo, TabpilotError
+from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabEvent, TabInfo, TabManager, TabpilotError
 
 from .advice import (
     DEFAULT_CALLS,
@@ -49,6 +49,10 @@ MAX_CHANGED_LINES = 200
 """More changed lines than this are cut: the agent can take the whole snapshot instead."""
 MAX_REMOVED_SHOWN = 5
 """Removed lines up to this many are named (which row of a list went); more are counted."""
+BRIEF_TABS_FROM = 6
+"""From this many open tabs, a `### Tabs` after tabs opened or closed lists every id and the lines
+of the new tabs only (the others as last listed): a whole list of 16 tabs was most of the answer
+of a click that opened one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,10 +348,19 @@ class Response:
         # The client has every line from the last list when the same tabs are open and only the
         # active one moved: their ids say it (a list asked for is always given whole).
         same_tabs = shown is not None and not errors and not dropped and _set_of(shape) == _set_of(shown)
+        ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
         if same_tabs and infos and (self._brief_tabs or not self._force_tabs):
             data["activeTabId"] = active_id
-            ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
             return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
+        new = self._new_tabs(manager, infos, shown, errors or dropped)
+        if new is not None:
+            data["activeTabId"] = active_id
+            session.seen_pages.update((i.id, (i.url, i.title)) for i in new)
+            if not new:  # tabs closed, none opened: the ids say which are left
+                return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
+            but = "the new one" if len(new) == 1 else "the new ones"
+            head = f"{len(infos)} open, as last listed but {but}: {ids}"
+            return Section("Tabs", "\n".join([head, *(tab_line(info, active_id=active_id) for info in new)]))
         self._tabs_listed = True
         session.seen_pages = {i.id: (i.url, i.title) for i in infos}
         if self._structured:
@@ -374,6 +387,26 @@ class Response:
         if (errors or dropped) and session.config.shows_network:  # browser_observe is offered
             lines.append("(see errors with browser_observe(what='errors', tabId=N))")
         return Section("Tabs", "\n".join(lines) if lines else "(no open tabs)")
+
+    def _new_tabs(
+        self,
+        manager: TabManager,
+        infos: Sequence[TabInfo],
+        shown: tuple[tuple[int, bool, bool], ...] | None,
+        news: object,
+    ) -> list[TabInfo] | None:
+        """The tabs new since the list this client was last shown, when the rest of a long list is
+        as shown then (`BRIEF_TABS_FROM`); None: the list is to be given whole (a short one, one
+        asked for, new error counts, a dialog opened or closed, several browsers, mostly new tabs)."""
+        if shown is None or self._force_tabs or news or len(infos) < BRIEF_TABS_FROM:
+            return None
+        if len({i.instance_id for i in infos} | {i.id for i in manager.instances if i.state == "open"}) > 1:
+            return None
+        before = {tab_id: dialog for tab_id, _, dialog in shown}
+        if any(before[i.id] != (i.dialog is not None) for i in infos if i.id in before):
+            return None
+        new = [i for i in infos if i.id not in before]
+        return new if len(new) * 2 <= len(infos) else None
 
     def _structured_tabs(
         self, infos: Sequence[TabInfo], errors: dict[int, int], dropped: set[int], data: dict[str, Any]

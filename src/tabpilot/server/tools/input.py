@@ -97,7 +97,7 @@ def report(
         )
     # (A script its tab's close cut short says so itself.)
     closed = f"Tab {tab.id} closed itself afterwards." if result.closed_itself and result.returned else ""
-    if closed and not _made_another_active(call, tab.id):
+    if closed and not _made_another_active(call, tab):
         call.response.told("tab_closed", tab.id)  # ### Events would say it again
 
     def text() -> str:
@@ -145,10 +145,13 @@ def _open_tab(call: Call, tab_id: int | None) -> Tab | None:
     return None if found.leaving else found
 
 
-def _made_another_active(call: Call, tab_id: int) -> bool:
-    """Whether the close of tab `tab_id` made another tab active (its `tab_closed` event says which)."""
-    closes = [e for e in call.manager.events.history(tab_id=tab_id) if e.type == "tab_closed"]
-    return not closes or bool(closes[-1].data.get("activeChanged"))
+def _made_another_active(call: Call, tab: Tab) -> bool:
+    """Whether the close of `tab` made (or, not told yet, will make) another tab active: its
+    `tab_closed` event says which."""
+    closes = [e for e in call.manager.events.history(tab_id=tab.id) if e.type == "tab_closed"]
+    if closes:
+        return bool(closes[-1].data.get("activeChanged"))
+    return tab.host.active_tab is tab
 
 
 def _opened_text(
