@@ -49,6 +49,7 @@ from .cli_flags import (
 )
 from .server.config import (
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SNAPSHOT_CHARS,
     DEFAULT_MAX_TOTAL_TABS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
     ServerConfig,
@@ -367,6 +368,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _option(
         tools,
+        "--max-snapshot-chars",
+        metavar="N",
+        type=positive,
+        help="the most characters of a page's accessibility tree an answer shows (navigate, a new tab, "
+        "browser_snapshot without full=true); a larger tree is cut at a whole line, saying how much was "
+        f"left out and how to read the rest (default {DEFAULT_MAX_SNAPSHOT_CHARS})",
+    )
+    _option(
+        tools,
         "--structured-content",
         action="store_true",
         help="also send each response's facts as MCP structured content (JSON), for clients that parse "
@@ -593,6 +603,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         tools=tool_sets,
         caps=caps,
         navigate_returns=values.get("navigate_returns", "snapshot"),
+        max_snapshot_chars=values.get("max_snapshot_chars", DEFAULT_MAX_SNAPSHOT_CHARS),
         structured_content=values.get("structured_content", False),
         allowed_file_roots=tuple(values.get("allowed_file_root") or ()),
         secrets=secrets,

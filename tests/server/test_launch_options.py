@@ -27,6 +27,7 @@ from tabpilot import BrowserOptions, Telemetry
 from tabpilot.cli import SERVE_OPTIONS, build_parser, config_from_args
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
+from tabpilot.server.config import DEFAULT_MAX_SNAPSHOT_CHARS
 
 
 def server(browser_path: str, **options: Any) -> Client:
@@ -303,6 +304,18 @@ def test_the_buffer_size_help_gives_the_default_the_recorder_keeps() -> None:
     build_parser()  # which fills SERVE_OPTIONS
     default = inspect.signature(Telemetry).parameters["max_entries"].default
     assert SERVE_OPTIONS["buffer-size"]["help"].endswith(f"(default {default})")
+
+
+def test_the_snapshot_limit_is_an_option_whose_help_gives_its_default() -> None:
+    assert (
+        config_from_args(build_parser().parse_args(["serve"])).max_snapshot_chars
+        == DEFAULT_MAX_SNAPSHOT_CHARS
+    )
+    given = build_parser().parse_args(["serve", "--max-snapshot-chars", "5000"])
+    assert config_from_args(given).max_snapshot_chars == 5000
+    assert SERVE_OPTIONS["max-snapshot-chars"]["help"].endswith(f"(default {DEFAULT_MAX_SNAPSHOT_CHARS})")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--max-snapshot-chars", "0"])
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse
 from support import data, free_port, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
+from tabpilot.server.config import DEFAULT_MAX_SNAPSHOT_CHARS
 
 
 async def _open(mcp: Client, url: str, *, background: bool = True) -> int:
@@ -669,3 +670,85 @@ async def test_navigate_and_new_tab_answer_with_the_snapshot_or_only_the_page_as
         assert "Page b (" in section(went, "Page")
         # The tree was never shown: the next snapshot shows it whole.
         assert 'heading "Page b"' in section(await mcp.call_tool("browser_snapshot", {}), "Snapshot")
+
+
+def _yaml_lines(snapshot_section: str) -> list[str]:
+    """The tree's lines of a `### Snapshot` section (the lines inside its yaml block)."""
+    return snapshot_section.split("```yaml\n", 1)[1].split("\n```", 1)[0].splitlines()
+
+
+async def test_a_large_page_is_cut_in_whole_lines_saying_how_much_went_and_how_to_read_on(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # 1,000 buttons and 1,000 links: about 100,000 characters of tree. A navigation answered with all
+    # of it (a table of 3,000 rows: 716,746 characters), though the agent never asked for it.
+    url = site.url("/many?n=1000")
+    async with connect() as mcp:
+        went = ok(await mcp.call_tool("browser_navigate", {"url": url}))
+        shown = section(went, "Snapshot")
+        assert len(text(went)) < DEFAULT_MAX_SNAPSHOT_CHARS + 1_000, len(text(went))
+        cut = data(went)["snapshotCut"]
+        assert cut["shownChars"] <= DEFAULT_MAX_SNAPSHOT_CHARS < cut["totalChars"]
+        left = cut["totalLines"] - cut["shownLines"]
+        assert (
+            f"(Cut at {DEFAULT_MAX_SNAPSHOT_CHARS:,} characters, the server's limit: {left:,} more lines "
+            f"({cut['totalChars'] - cut['shownChars']:,} characters) are left out"
+        ) in shown
+        # It says how to read the rest: the top levels whole (they fit), a part, or all of it.
+        assert "browser_snapshot(tabId=1, depth=1) shows the tree to depth 1 whole" in shown
+        assert "browser_snapshot(tabId=1, full=true) all of it" in shown
+
+        everything = ok(await mcp.call_tool("browser_snapshot", {"full": True}))
+        whole = _yaml_lines(section(everything, "Snapshot"))
+        assert len(whole) == cut["totalLines"] and "### Snapshot" in text(everything)
+        assert "Cut at" not in text(everything) and "snapshotCut" not in data(everything)
+        # Whole lines, the first ones of the tree.
+        assert _yaml_lines(shown) == whole[: cut["shownLines"]]
+        # Refs work, of the part shown and of the part left out alike.
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(shown, 'button "Button 1"')}))
+        assert 'link "Link 1000"' not in shown
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of("\n".join(whole), 'link "Link 1000"')}))
+
+        opened = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": url}))
+        assert len(text(opened)) < DEFAULT_MAX_SNAPSHOT_CHARS + 1_000, len(text(opened))
+        assert "(Cut at 40,000 characters" in section(opened, "Snapshot")
+
+
+async def test_an_unchanged_large_page_says_how_large_it_is_whole(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect() as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/many?n=1000")}))
+        again = ok(await mcp.call_tool("browser_snapshot", {}))
+        total = len(data(ok(await mcp.call_tool("browser_snapshot", {"full": True})))["snapshot"])
+        assert section(again, "Result") == (
+            f"Tab 1 is unchanged since its previous snapshot; its refs still hold (full=true shows it: all "
+            f"{total:,} characters)."
+        )
+
+
+async def test_a_snapshot_asked_for_is_cut_at_the_servers_limit_too_and_a_depth_or_a_ref_reads_on(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    async with connect(max_snapshot_chars=3_000) as mcp:
+        tab = await _open(mcp, site.url("/many?n=100"))
+        read = ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True}))
+        whole = data(read)["snapshot"]
+        assert len(whole) > 3_000 and "Cut at" not in text(read)
+
+        cut = ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "depth": 3}))
+        shown = section(cut, "Snapshot")
+        assert len(data(cut)["snapshot"]) <= 3_000
+        assert "(Cut at 3,000 characters, the server's limit:" in shown
+        assert f"browser_snapshot(tabId={tab}, depth=3, full=true) all of it" in shown
+        # The depth it names fits whole, and shows the refs of the parts to read.
+        assert f"browser_snapshot(tabId={tab}, depth=1) shows the tree to depth 1 whole" in shown
+        outline = ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "depth": 1}))
+        assert "Cut at" not in text(outline)
+        nav = ref_of(section(outline, "Snapshot"), "navigation")
+        part = ok(await mcp.call_tool("browser_snapshot", {"ref": nav}))
+        assert "(Cut at 3,000 characters" in section(part, "Snapshot")
+        # Its top level alone (100 links) is over the limit: no depth is named.
+        assert "shows the tree to depth" not in section(part, "Snapshot")
+        all_of_it = ok(await mcp.call_tool("browser_snapshot", {"ref": nav, "full": True}))
+        assert 'link "Link 100"' in section(all_of_it, "Snapshot") and "Cut at" not in text(all_of_it)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tabpilot.server.response import changed_lines
+from tabpilot.server.response import changed_lines, cut_snapshot
 
 PAGE = """- generic [active] [ref=e1]:
   - heading "Form" [level=1] [ref=e2]
@@ -48,3 +48,18 @@ def test_the_line_that_went_is_named_not_the_one_in_its_place() -> None:
 
 def test_an_unchanged_page_has_no_changes() -> None:
     assert changed_lines(PAGE, PAGE) == ([], [])
+
+
+def test_a_snapshot_over_the_limit_keeps_its_first_whole_lines_and_names_the_depth_that_fits() -> None:
+    tree = "- list [ref=e1]:\n" + "\n".join(
+        f'  - listitem "Item {i}" [ref=e{i + 2}]:\n    - text: {i}' for i in range(50)
+    )
+    assert cut_snapshot(tree, len(tree)) is None
+    cut = cut_snapshot(tree, 1_000)
+    assert cut is not None
+    assert len(cut.text) <= 1_000 and tree.startswith(cut.text + "\n")
+    assert cut.shown_lines == len(cut.text.splitlines()) and cut.total_lines == 101
+    # Its top level alone (the list and its 50 items, about 1,600 characters) is over 1,000.
+    assert cut.depth is None
+    roomy = cut_snapshot(tree, 2_000)
+    assert roomy is not None and roomy.depth == 1

@@ -23,6 +23,9 @@ DEFAULT_MAX_TOTAL_TABS = 64
 """Open tabs of all sessions and instances together."""
 DEFAULT_MAX_SESSIONS = 16
 """HTTP sessions at once; each holds a browser context with its tabs."""
+DEFAULT_MAX_SNAPSHOT_CHARS = 40_000
+"""Characters of an accessibility tree a response shows (about 10,000 tokens): a page of 300
+buttons and 300 links fits whole; a table of thousands of rows is cut, saying how to read on."""
 SHUTDOWN_TIMEOUT = 5.0
 """Seconds a stopping server gives its browsers to close."""
 
@@ -55,6 +58,9 @@ class ServerConfig:
     navigate_returns: Literal["snapshot", "page"] = "snapshot"
     """What browser_navigate and browser_tabs new (with a url) answer with: the loaded page's
     snapshot (saves the read that follows nearly every navigation) or only its URL and title."""
+    max_snapshot_chars: int = DEFAULT_MAX_SNAPSHOT_CHARS
+    """The most characters of an accessibility tree a response shows (navigate, a new tab, an
+    action that loads a page, browser_snapshot without full=true): more is cut at a whole line."""
     structured_content: bool = False
     """Also send every response's facts as MCP structured content (JSON). Off by default: hosts
     that get both forms show the model the JSON instead of the text (Claude Code, VS Code) or

@@ -9,11 +9,12 @@ which adds what the client has not heard yet. Sections, in order:
     ### Page        url and title of the tab the tool worked on (`set_page(tab)`), unless
                     ### Tabs is in the same response (its line there says the same)
     ### Snapshot    the whole snapshot (`set_snapshot`), or after an action only the lines that
-                    changed on that tab (`set_page(tab, changes=True)`)
+                    changed on that tab (`set_page(tab, changes=True)`); a tree is cut at the
+                    server's limit (--max-snapshot-chars), saying what went and how to read on
 
 With `structured` (the server's --structured-content), MCP structured content carries the same
 facts under fixed keys: `result`, `error`, `events`, `tabs`, `activeTabId`, `page`, `snapshot`,
-`snapshotChanges`. It is off by default: a host that gets both forms shows the model the JSON
+`snapshotChanges`, `snapshotCut`. It is off by default: a host that gets both forms shows the model the JSON
 instead of the text, or both. Images (screenshots) go in as image content.
 `render` writes sections as text and `parse_response` reads them back (clients and tests).
 """
@@ -31,7 +32,17 @@ from typing import Any
 
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent
 
-from tabpilot import DialogOpenError, Secrets, Snapshot, Tab, TabEvent, TabInfo, TabManager, TabpilotError
+from tabpilot import (
+    DialogOpenError,
+    Secrets,
+    Snapshot,
+    Tab,
+    TabEvent,
+    TabInfo,
+    TabManager,
+    TabpilotError,
+    parse_ref,
+)
 
 from .advice import (
     DEFAULT_CALLS,
@@ -114,6 +125,71 @@ def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
 _REF = re.compile(r"\[ref=([^\]]+)\]")
 
 
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A snapshot cut to the server's limit (`cut_snapshot`): the whole lines kept, and what went."""
+
+    text: str
+    total_chars: int
+    total_lines: int
+    shown_lines: int
+    depth: int | None
+    """The most levels of the tree that fit the limit whole (what a read at that depth shows), or
+    None when not even the top level does."""
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "shownChars": len(self.text),
+            "totalChars": self.total_chars,
+            "shownLines": self.shown_lines,
+            "totalLines": self.total_lines,
+        }
+
+
+def cut_snapshot(text: str, limit: int) -> Cut | None:
+    """`text` cut after its last whole line within `limit` characters; None when it fits. Every
+    ref of the tree keeps working (the whole tree was read): the cut is only of what is shown."""
+    if len(text) <= limit:
+        return None
+    lines = text.splitlines()
+    size = shown = 0
+    for line in lines:
+        size += len(line) + (1 if shown else 0)
+        if size > limit:
+            break
+        shown += 1
+    by_level: dict[int, int] = {}
+    for line in lines:
+        level = (len(line) - len(line.lstrip(" "))) // 2
+        by_level[level] = by_level.get(level, 0) + len(line) + 1
+    depth: int | None = None
+    upto = 0
+    for level in range(max(by_level)):  # all levels are the tree that does not fit
+        upto += by_level.get(level, 0)
+        if upto - 1 > limit:
+            break
+        if level >= 1:  # depth=1 is the root and its children
+            depth = level
+    return Cut("\n".join(lines[:shown]), len(text), len(lines), shown, depth)
+
+
+def cut_note(cut: Cut, limit: int, tab_id: int, *, depth: int | None = None, ref: str | None = None) -> str:
+    """What a cut snapshot says below its lines: how much went, and the reads that show the rest."""
+    left_lines = cut.total_lines - cut.shown_lines
+    of = f"ref='{tab_id}{parse_ref(ref)[1]}'" if ref is not None else f"tabId={tab_id}"
+    ways = []
+    if cut.depth is not None:
+        ways.append(f"browser_snapshot({of}, depth={cut.depth}) shows the tree to depth {cut.depth} whole")
+    ways.append("browser_snapshot(ref=...) one element's subtree")
+    same = f", depth={depth}" if depth is not None else ""
+    ways.append(f"browser_snapshot({of}{same}, full=true) all of it")
+    return (
+        f"(Cut at {limit:,} characters, the server's limit: {left_lines:,} more lines "
+        f"({cut.total_chars - len(cut.text):,} characters) are left out, of {cut.total_lines:,} lines in all; "
+        f"their refs work too. To read on: {'; '.join(ways)}.)"
+    )
+
+
 def _yaml(text: str) -> str:
     if not text.strip():  # about:blank, a page still empty
         return "(the page is empty: nothing in its accessibility tree)"
@@ -147,6 +223,8 @@ class Response:
         self._page_changes = False
         self._page_into_result = False
         self._snapshot: Snapshot | None = None
+        self._snapshot_read: tuple[int | None, str | None, bool] = (None, None, False)
+        """The depth and ref `_snapshot` was read with, and whether it is shown whole (full=true)."""
         self._images: list[ImageContent] = []
         self._plain: str | None = None
         self._plain_data: Any = None
@@ -231,10 +309,20 @@ class Response:
         self._page_changes = changes
         self._page_into_result = into_result
 
-    def set_snapshot(self, snapshot: Snapshot, tab: Tab) -> None:
-        """Show a whole snapshot (browser_snapshot)."""
+    def set_snapshot(
+        self,
+        snapshot: Snapshot,
+        tab: Tab,
+        *,
+        depth: int | None = None,
+        ref: str | None = None,
+        whole: bool = False,
+    ) -> None:
+        """Show a snapshot (browser_snapshot), read with `depth` and `ref`: up to the server's limit
+        (--max-snapshot-chars), or `whole`."""
         self._page_tab = tab
         self._snapshot = snapshot
+        self._snapshot_read = (depth, ref, whole)
 
     def add_image(self, data: bytes, mime_type: str = "image/png") -> None:
         self._images.append(
@@ -280,7 +368,9 @@ class Response:
             manager = session.manager
             # Re-reading the acted-on tab and waiting for the tabs it opened overlap: neither needs the other.
             # No grace: an action has waited for the tabs it opens (a list or a read opens none).
-            _, page = await asyncio.gather(manager.settle(grace=0), self._page_sections(data))
+            _, page = await asyncio.gather(
+                manager.settle(grace=0), self._page_sections(data, session.config.max_snapshot_chars)
+            )
             # Tabs may have appeared while the snapshot was read; from here on nothing awaits, so
             # the events and the tab list below describe the same moment.
             await manager.settle(grace=0)
@@ -299,7 +389,7 @@ class Response:
             if read is not None and read.leaving:
                 # Closed (or closing) while it was read: not shown as a page to work on.
                 page_section = snapshot_section = None
-                for key in ("page", "snapshot", "snapshotChanges"):
+                for key in ("page", "snapshot", "snapshotChanges", "snapshotCut"):
                     data.pop(key, None)
             if page_section is not None and not self._page_news(session, data):
                 page_section = None
@@ -426,16 +516,18 @@ class Response:
         else:
             data["tabs"] = [{**i.to_dict(), **counts(i)} for i in infos]
 
-    async def _page_sections(self, data: dict[str, Any]) -> tuple[Section | None, Section | None]:
+    async def _page_sections(self, data: dict[str, Any], limit: int) -> tuple[Section | None, Section | None]:
         tab = self._page_tab
         if tab is None or tab.leaving:  # going: the result says so
             return None, None
         snapshot: Section | None = None
         if self._snapshot is not None:
-            data["snapshot"] = self._snapshot.text
-            snapshot = Section("Snapshot", _yaml(self._snapshot.text))
+            depth, ref, whole = self._snapshot_read
+            snapshot = _tree(
+                self._snapshot.text, None if whole else limit, tab.id, data, depth=depth, ref=ref
+            )
         elif self._page_changes:
-            snapshot = await self._changes(tab, data)
+            snapshot = await self._changes(tab, data, limit)
             if tab.is_gone:  # it closed itself after the action (window.close): `build` drops its keys
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
@@ -451,7 +543,7 @@ class Response:
         page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}{mark}")
         return page, snapshot
 
-    async def _changes(self, tab: Tab, data: dict[str, Any]) -> Section:
+    async def _changes(self, tab: Tab, data: dict[str, Any], limit: int) -> Section:
         previous = tab.last_snapshot
         try:
             fresh = await tab.snapshot()
@@ -468,11 +560,16 @@ class Response:
         # same document under another URL (a #fragment, an app's pushState route) keeps its refs:
         # its changes, as after any action.
         if previous is None or not previous.refs & fresh.refs:
-            data["snapshot"] = fresh.text
-            return Section("Snapshot", _yaml(fresh.text))
+            return _tree(fresh.text, limit, tab.id, data)
         added, removed = changed_lines(previous.text, fresh.text)
-        cut = max(0, len(added) - MAX_CHANGED_LINES)
         shown = added[:MAX_CHANGED_LINES]
+        size = 0
+        for at, line in enumerate(shown):  # long lines, too, are cut at the limit
+            size += len(line) + 1
+            if size > limit:
+                shown = shown[:at]
+                break
+        cut = len(added) - len(shown)
         data["snapshotChanges"] = {
             "tabId": tab.id,
             "lines": shown,
@@ -492,6 +589,26 @@ class Response:
             tail.append(f"({cut} more changed lines cut; take a snapshot to see them)")
         lines = [_yaml("\n".join(shown))] if shown else []  # only removals: no empty block
         return Section("Snapshot", "\n".join([head, *lines, *tail]))
+
+
+def _tree(
+    text: str,
+    limit: int | None,
+    tab_id: int,
+    data: dict[str, Any],
+    *,
+    depth: int | None = None,
+    ref: str | None = None,
+) -> Section:
+    """`### Snapshot` with a tree (`data["snapshot"]`), cut to `limit` (None: whole) with a note."""
+    cut = None if limit is None else cut_snapshot(text, limit)
+    if limit is None or cut is None:
+        data["snapshot"] = text
+        return Section("Snapshot", _yaml(text))
+    data["snapshot"] = cut.text
+    data["snapshotCut"] = {"tabId": tab_id, **cut.to_dict()}
+    note = cut_note(cut, limit, tab_id, depth=depth, ref=ref)
+    return Section("Snapshot", f"{_yaml(cut.text)}\n{note}" if cut.text else note)
 
 
 def _set_of(shape: Sequence[tuple[int, bool, bool]]) -> list[tuple[int, bool]]:

@@ -18,15 +18,17 @@ async def browser_snapshot(
     tabId: TabIdArg = None,
     depth: Annotated[int | None, Field(ge=1, description="Levels to read.")] = None,
     ref: Annotated[str | None, Field(description="Only this element's subtree.")] = None,
-    full: Annotated[bool, Field(description="Show it even if unchanged.")] = False,
+    full: Annotated[bool, Field(description="Show it even if unchanged, and all of a large tree.")] = False,
 ) -> None:
     previous = tab.last_snapshot
     snap = await tab.snapshot(depth=depth, ref=ref)
     whole = depth is None and ref is None
     if whole and not full and previous is not None and (previous.url, previous.text) == (snap.url, snap.text):
         # The client has this tree already (its last snapshot, or that and the changes since).
+        limit = call.session.config.max_snapshot_chars
+        size = f": all {len(snap.text):,} characters" if len(snap.text) > limit else ""
         call.response.result(
-            f"Tab {tab.id} is unchanged since its previous snapshot; its refs still hold (full=true shows it).",
+            f"Tab {tab.id} is unchanged since its previous snapshot; its refs still hold (full=true shows it{size}).",
             {"tabId": tab.id, "url": snap.url, "title": snap.title, "unchanged": True},
         )
         call.response.set_page(tab)
@@ -36,7 +38,7 @@ async def browser_snapshot(
         f"Snapshot of tab {tab.id}{scope}.", {"tabId": tab.id, "url": snap.url, "title": snap.title}
     )
     call.response.show_tabs(brief=True)  # a state read names every tab id, in few words
-    call.response.set_snapshot(snap, tab)
+    call.response.set_snapshot(snap, tab, depth=depth, ref=ref, whole=full)
 
 
 TOOLS = [
