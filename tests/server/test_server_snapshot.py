@@ -752,3 +752,36 @@ async def test_a_snapshot_asked_for_is_cut_at_the_servers_limit_too_and_a_depth_
         assert "shows the tree to depth" not in section(part, "Snapshot")
         all_of_it = ok(await mcp.call_tool("browser_snapshot", {"ref": nav, "full": True}))
         assert 'link "Link 100"' in section(all_of_it, "Snapshot") and "Cut at" not in text(all_of_it)
+
+
+async def test_a_snapshot_of_a_part_says_so_in_one_line_when_it_is_as_this_client_last_read_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Repeating {"depth": 3} or {"ref": ...} on an unchanged page repeated the whole (sub)tree.
+    site.set_content(
+        "/parts",
+        "<h1>Parts</h1><nav><a href='#a'>Alpha</a><a href='#b'>Beta</a></nav>"
+        "<p>idle</p><button onclick=\"document.querySelector('p').textContent = 'pressed'\">Press</button>",
+    )
+    async with connect() as mcp:
+        went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/parts")}))
+        nav = ref_of(section(went, "Snapshot"), "navigation")
+        press = ref_of(section(went, "Snapshot"), 'button "Press"')
+        for args, part in (({"depth": 1}, "depth 1"), ({"ref": nav}, f"subtree of {nav}")):
+            first = ok(await mcp.call_tool("browser_snapshot", args))
+            assert "### Snapshot" in text(first), text(first)
+            again = ok(await mcp.call_tool("browser_snapshot", args))
+            assert section(again, "Result") == (
+                f"Tab 1 ({part}) is unchanged since its previous snapshot; its refs still hold (full=true shows it)."
+            )
+            assert "### Snapshot" not in text(again) and data(again)["result"]["unchanged"] is True
+            forced = ok(await mcp.call_tool("browser_snapshot", {**args, "full": True}))
+            assert section(forced, "Snapshot") == section(first, "Snapshot")
+        # Another part, or the same part at another depth, is no read the client has.
+        deeper = ok(await mcp.call_tool("browser_snapshot", {"ref": nav, "depth": 1}))
+        assert "### Snapshot" in text(deeper)
+        # The refs it holds still work; a read after the page changed shows it again.
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(section(first, "Snapshot"), 'link "Alpha"')}))
+        ok(await mcp.call_tool("browser_click", {"ref": press}))
+        changed = ok(await mcp.call_tool("browser_snapshot", {"depth": 1}))
+        assert "pressed" in section(changed, "Snapshot")

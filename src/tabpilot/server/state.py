@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import signal
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,6 +63,8 @@ if TYPE_CHECKING:  # the SDK is imported by the server, not by its state (see ru
 logger = logging.getLogger("tabpilot.server")
 
 LOCAL_SESSION = "local"
+MAX_PART_READS = 64
+"""Reads of a part of a page (a subtree, a depth) a session remembers, to say one is unchanged."""
 EXTENSION_FIRST_WAIT = 20.0
 """Seconds a session's first call waits for the browser extension to connect (it may be on its way)."""
 _SESSION_HEADER = "mcp-session-id"
@@ -108,6 +112,9 @@ class SessionState:
         self.seen_pages: dict[int, tuple[str, str]] = {}
         """Each tab's URL and title as this client last saw them (a `### Page` line, a tab list),
         to leave out a `### Page` that would say the same again."""
+        self._part_reads: OrderedDict[tuple[int, int | None, str | None], tuple[str, bytes]] = OrderedDict()
+        """This client's latest read of each part of a page it read (tab, depth, ref): its URL and a
+        digest of its text (`read_again`)."""
         self.start_error: Exception | None = None
         """Why the browser the options name could not be had at the last try (None: it was, or
         the agent launched or connected one since): calls that need it try again
@@ -141,6 +148,18 @@ class SessionState:
         if found is None:
             found = self._extras[kind] = kind()
         return found
+
+    def read_again(self, tab_id: int, depth: int | None, ref: str | None, url: str, text: str) -> bool:
+        """Whether this client's previous read of the same part of tab `tab_id` (`depth`, `ref`) gave
+        this URL and text; from now on this one is its previous read."""
+        key = (tab_id, depth, ref)
+        seen = (url, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+        same = self._part_reads.get(key) == seen
+        self._part_reads[key] = seen
+        self._part_reads.move_to_end(key)
+        while len(self._part_reads) > MAX_PART_READS:
+            self._part_reads.popitem(last=False)
+        return same
 
     def take_events(self) -> list[TabEvent]:
         """The events this client has not been told of yet; from now on it has."""

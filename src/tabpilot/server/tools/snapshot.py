@@ -22,13 +22,18 @@ async def browser_snapshot(
 ) -> None:
     previous = tab.last_snapshot
     snap = await tab.snapshot(depth=depth, ref=ref)
-    whole = depth is None and ref is None
-    if whole and not full and previous is not None and (previous.url, previous.text) == (snap.url, snap.text):
+    if depth is None and ref is None:
         # The client has this tree already (its last snapshot, or that and the changes since).
+        unchanged = previous is not None and (previous.url, previous.text) == (snap.url, snap.text)
+    else:  # the same part as its previous read of it gave: the refs in it were read again just now
+        unchanged = call.session.read_again(tab.id, depth, ref and ref.strip(), snap.url, snap.text)
+    if unchanged and not full:
+        part = ", ".join([*([f"subtree of {ref}"] if ref else []), *([f"depth {depth}"] if depth else [])])
         limit = call.session.config.max_snapshot_chars
         size = f": all {len(snap.text):,} characters" if len(snap.text) > limit else ""
         call.response.result(
-            f"Tab {tab.id} is unchanged since its previous snapshot; its refs still hold (full=true shows it{size}).",
+            f"Tab {tab.id}{f' ({part})' if part else ''} is unchanged since its previous snapshot; its refs "
+            f"still hold (full=true shows it{size}).",
             {"tabId": tab.id, "url": snap.url, "title": snap.title, "unchanged": True},
         )
         call.response.set_page(tab)
