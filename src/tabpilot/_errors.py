@@ -450,6 +450,7 @@ ActionReason = Literal[
     "detached",
     "timeout",
     "busy",
+    "too_large",
     "loading",
     "unresponsive",
     "tab_closed",

@@ -56,6 +56,9 @@ RESPONSIVE_TIMEOUT = 1.0
 """Seconds a page has to answer a trivial script before it counts as not responding."""
 STAYS_OPEN = ("unshared", "unreachable", "released", "privileged")
 """Close causes of a tab that left the agent's reach but stays open in its browser."""
+TREE_READ_GRACE = 5.0
+"""Seconds at least a page whose snapshot timed out has to answer, to count as one whose tree
+took the time (it goes on building it) rather than one stuck in a script."""
 CLOSE_NOTICE = 0.5
 """Seconds within which a page whose document ended under a call without a navigation is seen
 closing, if that is what ended it."""
@@ -972,6 +975,7 @@ class Tab:
             try:
                 raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
             except ActionError as exc:
+                await self._raise_if_read_too_long(exc, timeout)
                 await self.raise_what_the_page_says(exc, what)
                 raise
             if moves == self._frame_refs.moves:
@@ -995,10 +999,34 @@ class Tab:
         try:
             await self._read_snapshot(page, what, None, None, timeout)
         except ActionError as exc:
+            await self._raise_if_read_too_long(exc, timeout)
             await self.raise_what_the_page_says(exc, what)
             raise
         self._refs |= refs
         return snap
+
+    async def _raise_if_read_too_long(self, exc: ActionError, timeout: float) -> None:
+        """After a snapshot timed out (`exc`): the page goes on building the tree after the wait is
+        given up, and answers nothing meanwhile, so it would be taken for one stuck in a script.
+        When it answers within as long again (`TREE_READ_GRACE` at least), its tree is what took the
+        time: raise that."""
+        handle = self._handle
+        if exc.reason not in ("timeout", "busy") or self._stuck or self.closed or handle is None:
+            return
+        if self.document_due or self.dialog is not None:
+            return  # said as it is by `raise_what_the_page_says`
+        try:
+            await asyncio.wait_for(handle.evaluate("1"), max(timeout, TREE_READ_GRACE))
+        except Exception:  # still no answer (stuck, or a dialog), closed, navigating: the page says
+            return
+        raise ActionError(
+            f"{exc.fact.rstrip('.')}, though the page answers: its accessibility tree may be too large to "
+            "read in that time.",
+            "Read a part of it: fewer levels (depth), or one element's subtree (ref).",
+            tab_id=self.id,
+            ref=exc.ref,
+            reason="too_large",
+        ) from exc
 
     async def _read_snapshot(
         self, page: PageHandle, what: str, ref: str | None, depth: int | None, timeout: float

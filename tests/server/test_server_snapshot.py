@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.types import CallToolResult
 from starlette.responses import RedirectResponse
 
-from support import data, free_port, ok, poll, ref_of, result_of, section, tab_line, text
+from support import data, error, free_port, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions
 from tabpilot.demo.site import LocalSite
 from tabpilot.server.config import DEFAULT_MAX_SNAPSHOT_CHARS
@@ -785,3 +785,21 @@ async def test_a_snapshot_of_a_part_says_so_in_one_line_when_it_is_as_this_clien
         ok(await mcp.call_tool("browser_click", {"ref": press}))
         changed = ok(await mcp.call_tool("browser_snapshot", {"depth": 1}))
         assert "pressed" in section(changed, "Snapshot")
+
+
+async def test_a_tree_too_large_to_read_in_time_says_so_and_to_read_a_part_not_that_the_page_is_stuck(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The page goes on building the tree after the read is given up, so it did not answer the
+    # check for a stuck script: "tab 1 is not responding (a script on it keeps it busy)", of a page
+    # without a script; or "The page may be busy: take a new browser_snapshot and retry".
+    quick = BrowserOptions(timeout_action=0.05)  # far less than 2,000 elements take to read
+    async with connect(browser=quick) as mcp:
+        went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/many?n=2000")}))
+        for said in (section(went, "Snapshot"), error(await mcp.call_tool("browser_snapshot", {}))):
+            assert (
+                "though the page answers: its accessibility tree may be too large to read in that time"
+                in said
+            )
+            assert "browser_snapshot(tabId=1, depth=3)" in said and "browser_snapshot(ref=...)" in said, said
+            assert "not responding" not in said

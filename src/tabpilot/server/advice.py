@@ -155,6 +155,12 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         "no_option": "Options match by value or label; use one of them.",
         "timeout": f"The page may be busy or still loading: {f'take a new {snap} and ' if snap else ''}retry.",
         "busy": f"The page may be busy: {f'take a new {snap} and ' if snap else ''}retry.",
+        "too_large": (
+            f"Read a part of it: its top levels with browser_snapshot(tabId={exc.tab_id}, depth=3), then the "
+            "part you need with browser_snapshot(ref=...) of an element there."
+            if calls is DEFAULT_CALLS
+            else f"{f'Take a new {snap} in a while' if snap else 'Retry in a while'}: the page may be faster then."
+        ),
         "not_happened": f"Take a new {snap} to see the page as it is." if snap else exc.advice,
         "unresponsive": _unresponsive_advice(exc, calls),
         "tab_closed": f"List tabs with {calls.list_tabs} to see what is open.",
