@@ -164,7 +164,7 @@ def cut_snapshot(text: str, limit: int) -> Cut | None:
         by_level[level] = by_level.get(level, 0) + len(line) + 1
     depth: int | None = None
     upto = 0
-    for level in range(max(by_level)):  # all levels are the tree that does not fit
+    for level in range(max(by_level)):  # not the deepest: all levels are the tree, which does not fit
         upto += by_level.get(level, 0)
         if upto - 1 > limit:
             break
@@ -185,8 +185,8 @@ def cut_note(cut: Cut, limit: int, tab_id: int, *, depth: int | None = None, ref
     ways.append(f"browser_snapshot({of}{same}, full=true) all of it")
     return (
         f"(Cut at {limit:,} characters, the server's limit: {left_lines:,} more lines "
-        f"({cut.total_chars - len(cut.text):,} characters) are left out, of {cut.total_lines:,} lines in all; "
-        f"their refs work too. To read on: {'; '.join(ways)}.)"
+        f"({cut.total_chars - len(cut.text):,} characters) are left out, of {cut.total_lines:,} lines in all. "
+        f"To read on: {'; '.join(ways)}.)"
     )
 
 
