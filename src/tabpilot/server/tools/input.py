@@ -233,7 +233,7 @@ async def browser_click(
     doubleClick: Annotated[bool, Field()] = False,
     followNewTab: Annotated[
         bool | None,
-        Field(description="Activate a tab the click opens (default: the server's --follow-new-tabs)."),
+        Field(description="Activate a tab the click opens (default: --follow-new-tabs)."),
     ] = None,
 ) -> None:
     result = await click(

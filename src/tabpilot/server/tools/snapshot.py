@@ -18,7 +18,7 @@ async def browser_snapshot(
     tabId: TabIdArg = None,
     depth: Annotated[int | None, Field(ge=1, description="Levels to read.")] = None,
     ref: Annotated[str | None, Field(description="Only this element's subtree.")] = None,
-    full: Annotated[bool, Field(description="Show it even if unchanged, and all of a large tree.")] = False,
+    full: Annotated[bool, Field(description="All of it, even if unchanged or long.")] = False,
 ) -> None:
     previous = tab.last_snapshot
     snap = await tab.snapshot(depth=depth, ref=ref)
