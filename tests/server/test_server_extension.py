@@ -870,19 +870,26 @@ async def test_a_call_under_way_when_the_user_stops_sharing_its_tab_says_so(
         assert await user_tab_alive(chromium)
 
 
+async def agent_tab_the_user_sends(
+    mcp: Client, chromium: ExtensionChromium, site: LocalSite, url: str
+) -> int:
+    """An agent tab (on /page/a) that the user then sends to `url` in their browser; its id."""
+    tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+    listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+    (chrome_id,) = [t["chromeTabId"] for t in listed if t["id"] == tab]
+    await asyncio.to_thread(
+        chromium.in_extension, f"chrome.tabs.update({chrome_id}, {{url: {url!r}}}).then(t => t.id)"
+    )
+    return int(tab)
+
+
 async def test_an_agent_tab_the_user_sends_to_a_chrome_page_is_out_of_reach_not_closed(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:
     """The extension's debugger may not follow a tab to chrome://: it was told as closed (by
     external), though it stays open in the user's browser."""
     async with paired_client(chromium) as (mcp, _):
-        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
-        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
-        (chrome_id,) = [t["chromeTabId"] for t in listed if t["id"] == tab]
-        await asyncio.to_thread(
-            chromium.in_extension,
-            f"chrome.tabs.update({chrome_id}, {{url: 'chrome://version'}}).then(t => t.id)",
-        )
+        tab = await agent_tab_the_user_sends(mcp, chromium, site, "chrome://version")
         gone = await poll(
             lambda: call(mcp, "browser_tabs", action="list"), lambda r: gone_from(tab, r), timeout=10
         )
@@ -985,13 +992,7 @@ async def test_a_navigation_the_url_policy_refuses_in_the_users_browser_is_told_
     # Playwright's route and the tab's own session both refuse it there: it was told twice.
     other = f"http://localhost:{site.port}"
     async with paired_client(chromium, blocked_origins=(other,)) as (mcp, _):
-        tab = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
-        listed = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
-        (chrome_id,) = [t["chromeTabId"] for t in listed if t["id"] == tab]
-        await asyncio.to_thread(
-            chromium.in_extension,
-            f"chrome.tabs.update({chrome_id}, {{url: '{other}/page/b'}}).then(t => t.id)",
-        )
+        tab = await agent_tab_the_user_sends(mcp, chromium, site, f"{other}/page/b")
         told: list[dict[str, Any]] = []
         said: list[str] = []
 
