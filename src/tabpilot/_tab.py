@@ -1018,6 +1018,9 @@ class Tab:
         try:
             await asyncio.wait_for(handle.evaluate("1"), max(timeout, TREE_READ_GRACE))
         except Exception:  # still no answer (stuck, or a dialog), closed, navigating: the page says
+            # unless its whole browser went silent meanwhile (a grid that ended the session), which
+            # is then the reason (its tabs are closed by then, and the page says nothing).
+            await self.host.ensure_answering()
             return
         raise ActionError(
             f"{exc.fact.rstrip('.')}, though the page answers: its accessibility tree may be too large to "

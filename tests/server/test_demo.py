@@ -61,7 +61,7 @@ def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(
 
     popup = re.search(rf"tab (\d+) opened \(popup\) by tab {start_tab}", transcript)
     assert popup, transcript
-    assert f"tab {popup.group(1)} closed (by page)" in transcript
+    assert f"popup tab {popup.group(1)} closed itself (tab_closed by page)" in transcript
     assert "Signed in as ada" in transcript
 
     # Neither the server nor its Chromium outlives the demo (the last of them may still be exiting).
