@@ -981,6 +981,7 @@ class Instance:
         # From here the new tab has its place: a tab a page opens meanwhile goes over the cap.
         with self._tracker.holding_place():
             if victim is not None:
+                victim.over_total = self._registry.staying() < rules.max_tabs  # room but for the total
                 await self.close_tab(victim, cause="cap")
             with self._tracker.creating(url):
                 with map_playwright_errors(Doing(f"Opening a tab in instance {self.id}")):

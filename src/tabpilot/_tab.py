@@ -183,6 +183,9 @@ class Tab:
         self.closed = False
         self.closing_cause: CloseCause | None = None
         """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
+        self.over_total = False
+        """Closed by the tab cap: the total one shared with other managers (`TabBudget`), not its
+        manager's own `max_tabs`."""
         self._url = url
         self.asked_url = asked_url
         """The URL its opener's page asked its window to load (`Page.windowOpen`), until its first

@@ -477,13 +477,15 @@ class TabTracker:
         """Close a tab at once when a page-opened one goes over the cap; True if it was `new_tab`."""
         rules = self._services.rules
         over_total = rules.budget is not None and rules.budget.over
-        if self.registry.staying() + self._reserved <= rules.max_tabs and not over_total:
+        over_own = self.registry.staying() + self._reserved > rules.max_tabs
+        if not over_own and not over_total:
             return False
         victim = (
             self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None
         )
         victim = victim or new_tab
         victim.closing_cause = "cap"
+        victim.over_total = not over_own  # the cap shared with other managers, not this one's
         self.spawn(self.close_target(victim))
         self.tab_gone(victim, "cap")
         return victim is new_tab
@@ -688,6 +690,8 @@ class TabTracker:
             was_active = False
         active = self.registry.active if self._is_open() else None
         new_active = active.id if active is not None else None
+        # Which cap: the instance's own, or the total shared with other managers (`TabBudget`).
+        limit = {"limit": "total" if tab.over_total else "own"} if cause == "cap" else {}
         self._host.emit(
             "tab_closed",
             tab.id,
@@ -695,6 +699,7 @@ class TabTracker:
             activeTabId=new_active,
             activeChanged=was_active,
             url=tab.named_url,
+            **limit,
         )
         if was_active and new_active is not None:
             self._host.emit("tab_activated", new_active, previousTabId=tab.id, reason="promoted")

@@ -348,6 +348,7 @@ async def test_the_reject_cap_closes_a_page_opened_tab_and_refuses_a_tool_tab(
         opened = events_of(manager, instance, since, "tab_opened")
         closed = events_of(manager, instance, since, "tab_closed")
         assert closed[0].tab_id == opened[0].tab_id and closed[0].data["by"] == "cap"
+        assert closed[0].data["limit"] == "own"  # this manager's max_tabs, not a total budget's
         # Refused before its page came: named by the URL the link asked for, not "".
         assert opened[0].data["url"] == closed[0].data["url"] == site.url("/page/a")
         assert len(instance.tabs) == 2

@@ -606,8 +606,11 @@ def loading_said(tab_id: int, page: str | None) -> str:
     return f"Tab {tab_id} is loading {page or 'a new page'}; its server has not sent it yet."
 
 
-def closed_as(cause: object) -> str:
-    """A close cause in words, as `closed (...)` says it: `by page`, `over the tab limit`."""
+def closed_as(cause: object, limit: object = None) -> str:
+    """A close cause in words, as `closed (...)` says it: `by page`, `over the tab limit`; of the
+    tab cap, which one (`limit` of the event: the total of all sessions and instances, or none)."""
+    if cause == "cap" and limit == "total":
+        return "over the tab limit of all sessions and instances together, --max-total-tabs"
     return _CLOSED_AS.get(str(cause), f"by {cause}")
 
 
@@ -652,7 +655,7 @@ def event_line(event: TabEvent, *, default_instance: str | None = None) -> str:
                 tail = f"; active tab is now {active}" if active is not None else "; no tab is active"
         if d.get("by") in LEFT_OPEN:
             return f"tab {tab} is {LEFT_OPEN[str(d['by'])]}{tail}"
-        return f"tab {tab} closed ({closed_as(d.get('by'))}){tail}"
+        return f"tab {tab} closed ({closed_as(d.get('by'), d.get('limit'))}){tail}"
     if event.type == "tab_activated":
         return f"tab {tab} is now active"
     if event.type == "tab_crashed":

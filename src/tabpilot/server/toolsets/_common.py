@@ -267,7 +267,7 @@ async def closes_to_tell(call: Call, *, told: Iterable[int] = ()) -> list[tuple[
     await call.manager.settle(grace=0)
     said = set(told)
     return [
-        (e, left_words(e.data.get("by"), f"closed ({closed_as(e.data.get('by'))})"))
+        (e, left_words(e.data.get("by"), f"closed ({closed_as(e.data.get('by'), e.data.get('limit'))})"))
         for e in closed_untold(call)
         if e.tab_id not in said
     ]
