@@ -759,7 +759,9 @@ class Tab:
             reason="loading",
         )
 
-    async def raise_what_the_page_says(self, exc: ActionError, what: str) -> None:
+    async def raise_what_the_page_says(
+        self, exc: ActionError, what: str, *, read_for: float | None = None
+    ) -> None:
         """After page work (`what`, e.g. "Clicking 3e5 on tab 3") failed (`exc`): raise what the
         page's state says of the failure, if it says more; otherwise return, for `exc` to be raised.
         - Timed out: when the page does not answer at all (a script stuck in a loop), an error that
@@ -768,7 +770,11 @@ class Tab:
         - The page crashed ("crashed", before its crash event came): the crash error, as after it.
         - Its document ended ("navigated") with no navigation under way: the tab closing (the user
           closed it, through the extension) ends the document a moment before the page counts as
-          closed; when the tab is seen closing within `CLOSE_NOTICE`, the tab-closed error."""
+          closed; when the tab is seen closing within `CLOSE_NOTICE`, the tab-closed error.
+        `read_for`: the work was a read of the accessibility tree, given up after that many seconds.
+        The page goes on building the tree, answering nothing meanwhile: it has as long again
+        (`TREE_READ_GRACE` at least) to answer, and when it does, the tree may be too large to read
+        in that time (not a page stuck in a script)."""
         if exc.reason == "crashed":  # Playwright said so before the page's crash event came
             self.mark_crashed()
             raise TabCrashedError(self.id, self.url) from exc
@@ -785,14 +791,26 @@ class Tab:
             raise DialogOpenError(
                 holder.id, info, waiting_tab_id=None if holder is self else self.id
             ) from exc
+        tree = read_for is not None and not self._stuck
+        wait = max(read_for or 0.0, TREE_READ_GRACE) if tree else RESPONSIVE_TIMEOUT
         try:
-            await asyncio.wait_for(self._handle.evaluate("1"), RESPONSIVE_TIMEOUT)
-            self._stuck = False
-            return
+            await asyncio.wait_for(self._handle.evaluate("1"), wait)
         except TimeoutError:
             answered = False
         except Exception:  # closed, navigating (answered in its own way), or its browser went
             answered = True
+        else:
+            self._stuck = False
+            if not tree:
+                return
+            raise ActionError(
+                f"{exc.fact.rstrip('.')}, though the page answers: its accessibility tree may be too large "
+                "to read in that time.",
+                "Read a part of it: fewer levels (depth), or one element's subtree (ref).",
+                tab_id=self.id,
+                ref=exc.ref,
+                reason="too_large",
+            ) from exc
         # Neither the work nor the page answered: its whole browser may have gone without its
         # connection saying so (a grid that ended the session), which is then the reason.
         await self.host.ensure_answering()
@@ -978,8 +996,7 @@ class Tab:
             try:
                 raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
             except ActionError as exc:
-                await self._raise_if_read_too_long(exc, timeout)
-                await self.raise_what_the_page_says(exc, what)
+                await self.raise_what_the_page_says(exc, what, read_for=timeout)
                 raise
             if moves == self._frame_refs.moves:
                 break
@@ -1002,37 +1019,10 @@ class Tab:
         try:
             await self._read_snapshot(page, what, None, None, timeout)
         except ActionError as exc:
-            await self._raise_if_read_too_long(exc, timeout)
-            await self.raise_what_the_page_says(exc, what)
+            await self.raise_what_the_page_says(exc, what, read_for=timeout)
             raise
         self._refs |= refs
         return snap
-
-    async def _raise_if_read_too_long(self, exc: ActionError, timeout: float) -> None:
-        """After a snapshot timed out (`exc`): the page goes on building the tree after the wait is
-        given up, and answers nothing meanwhile, so it would be taken for one stuck in a script.
-        When it answers within as long again (`TREE_READ_GRACE` at least), its tree is what took the
-        time: raise that."""
-        handle = self._handle
-        if exc.reason not in ("timeout", "busy") or self._stuck or self.closed or handle is None:
-            return
-        if self.document_due or self.dialog is not None:
-            return  # said as it is by `raise_what_the_page_says`
-        try:
-            await asyncio.wait_for(handle.evaluate("1"), max(timeout, TREE_READ_GRACE))
-        except Exception:  # still no answer (stuck, or a dialog), closed, navigating: the page says
-            # unless its whole browser went silent meanwhile (a grid that ended the session), which
-            # is then the reason (its tabs are closed by then, and the page says nothing).
-            await self.host.ensure_answering()
-            return
-        raise ActionError(
-            f"{exc.fact.rstrip('.')}, though the page answers: its accessibility tree may be too large to "
-            "read in that time.",
-            "Read a part of it: fewer levels (depth), or one element's subtree (ref).",
-            tab_id=self.id,
-            ref=exc.ref,
-            reason="too_large",
-        ) from exc
 
     async def _read_snapshot(
         self, page: PageHandle, what: str, ref: str | None, depth: int | None, timeout: float

@@ -438,16 +438,16 @@ class Response:
         # The client has every line from the last list when the same tabs are open and only the
         # active one moved: their ids say it (a list asked for is always given whole).
         same_tabs = shown is not None and not errors and not dropped and _set_of(shape) == _set_of(shown)
-        ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
-        if same_tabs and infos and (self._brief_tabs or not self._force_tabs):
+        brief_tabs = same_tabs and bool(infos) and (self._brief_tabs or not self._force_tabs)
+        new = None if brief_tabs else self._new_tabs(manager, infos, shown, errors or dropped)
+        if brief_tabs or new is not None:
+            # The tabs listed before by their ids (only the active one moved, or tabs closed), and
+            # the lines of the new ones: the full list is built only when it is given.
             data["activeTabId"] = active_id
-            return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
-        new = self._new_tabs(manager, infos, shown, errors or dropped)
-        if new is not None:
-            data["activeTabId"] = active_id
-            session.seen_pages.update((i.id, (i.url, i.title)) for i in new)
-            if not new:  # tabs closed, none opened: the ids say which are left
+            ids = ", ".join(f"{i.id}{' (active)' if i.id == active_id else ''}" for i in infos)
+            if not new:
                 return Section("Tabs", f"{len(infos)} open, as last listed: {ids}")
+            session.seen_pages.update((i.id, (i.url, i.title)) for i in new)
             but = "the new one" if len(new) == 1 else "the new ones"
             head = f"{len(infos)} open, as last listed but {but}: {ids}"
             return Section("Tabs", "\n".join([head, *(tab_line(info, active_id=active_id) for info in new)]))
