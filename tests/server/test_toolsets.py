@@ -1302,6 +1302,20 @@ def closes_by_itself(site: LocalSite) -> threading.Event:
     return closing
 
 
+async def popup_closed_by_itself(
+    mcp: Client, site: LocalSite, closing: threading.Event, *, switch_to: bool
+) -> None:
+    """browser-use opens the opener's popup (tab 2), switches to it or not, and waits until the
+    popup has closed by itself (`closes_by_itself`) and the close is reported."""
+    await call(mcp, "browser_navigate", {"url": site.url("/opener")})
+    await call(mcp, "browser_get_state")
+    await call(mcp, "browser_click", {"index": 1})
+    if switch_to:
+        await call(mcp, "browser_switch_tab", {"tab_id": "2"})
+    await asyncio.to_thread(closing.wait, 10)
+    await asyncio.sleep(0.5)  # the close, reported: the next call settles what is under way
+
+
 async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_once_and_says_so(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -1312,12 +1326,7 @@ async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_onc
     # It says when it closes (no call of the agent's may be under way then: its answer would tell it).
     closing = closes_by_itself(site)
     async with connect(tools=("browser-use",)) as mcp:
-        await call(mcp, "browser_navigate", {"url": site.url("/opener")})
-        await call(mcp, "browser_get_state")
-        await call(mcp, "browser_click", {"index": 1})
-        await call(mcp, "browser_switch_tab", {"tab_id": "2"})
-        await asyncio.to_thread(closing.wait, 10)
-        await asyncio.sleep(0.5)  # the close, reported: the next call settles what is under way
+        await popup_closed_by_itself(mcp, site, closing, switch_to=True)
         refused = await mcp.call_tool("browser_scroll", {})
         assert blocks(refused) == [
             f'Error: Tab # 2 closed (by page), now on tab_id "1": {site.url("/opener")}\n'
@@ -1358,11 +1367,7 @@ async def test_an_action_that_fails_after_another_tab_closed_by_itself_still_tel
     site.set_content("/opener", OPENER)
     closing = closes_by_itself(site)
     async with connect(tools=("browser-use",)) as mcp:
-        await call(mcp, "browser_navigate", {"url": site.url("/opener")})
-        await call(mcp, "browser_get_state")
-        await call(mcp, "browser_click", {"index": 1})  # the popup opens; tab 1 stays current
-        await asyncio.to_thread(closing.wait, 10)
-        await asyncio.sleep(0.5)  # the close, reported
+        await popup_closed_by_itself(mcp, site, closing, switch_to=False)  # tab 1 stays current
         failed = await mcp.call_tool("browser_click", {"index": 99})
         assert failed.is_error and blocks(failed)[0].startswith("Error: Element with index 99"), blocks(
             failed
