@@ -372,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         type=positive,
         help="the most characters of a page's accessibility tree an answer shows (navigate, a new tab, "
-        "browser_snapshot without full=true); a larger tree is cut at a whole line, saying how much was "
+        "browser_snapshot, pilo's get_snapshot and browser-use's browser_get_state without full=true); a "
+        "larger tree is cut at a whole line (browser_get_state: a whole element), saying how much was "
         f"left out and how to read the rest (default {DEFAULT_MAX_SNAPSHOT_CHARS})",
     )
     _option(

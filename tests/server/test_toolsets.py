@@ -212,6 +212,53 @@ async def test_browser_use_get_state_gives_the_tab_ids_that_switch_and_close_tak
         assert closed == f"Closed tab # {child['tab_id']}, now on {site.url('/')}"
 
 
+async def test_pilo_and_browser_use_cut_a_large_page_at_the_servers_limit_and_read_all_of_it_with_full(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # 150 buttons and 150 links: about 7,000 characters of tree, 20,000 of browser-use's state JSON.
+    limit = 4_000
+    async with connect(tools=("browser-use", "pilo"), max_snapshot_chars=limit) as mcp:
+        await call(mcp, "goto", {"url": site.url("/many?n=150")})
+        snap = await call(mcp, "get_snapshot")
+        cut = re.search(r"\(Cut at 4,000 characters, the server's limit: (\d+) more lines .*\)$", snap)
+        assert cut is not None, snap[-400:]
+        assert snap.endswith("To read on: get_snapshot(full=true) shows all of it.)")
+        tree = snap.split("\nCurrent page (Tab ", 1)[1].split("\n", 1)[1].rsplit("\n(Cut at", 1)[0]
+        assert len(tree) <= limit and 'button "Button 1"' in tree and 'link "Link 150"' not in tree
+        whole = await call(mcp, "get_snapshot", {"full": True})
+        assert "Cut at" not in whole
+        lines = whole.split("\nCurrent page (Tab ", 1)[1].splitlines()[1:]
+        assert lines[: len(tree.splitlines())] == tree.splitlines()  # whole lines, the first ones
+        assert len(lines) - len(tree.splitlines()) == int(cut.group(1))
+        # A ref of the part left out works: the whole page was read.
+        await call(mcp, "click", {"ref": ref_of(whole, 'link "Link 150"')})
+
+        state = await call(mcp, "browser_get_state")
+        assert len(state) <= limit
+        cut_state = state_of(state)
+        listed = cut_state["interactive_elements"]
+        assert listed[0] == {"index": 1, "tag": "button", "text": "Button 1"}
+        left = 300 - len(listed)
+        assert cut_state[browser_use.CUT_KEY].startswith(
+            f"Cut at 4,000 characters, the server's limit: {left} more elements are left out, of 300 in all"
+        )
+        assert cut_state[browser_use.CUT_KEY].endswith("browser_get_state(full=true) lists them all.")
+        everything = state_of(await call(mcp, "browser_get_state", {"full": True}))
+        assert browser_use.CUT_KEY not in everything
+        assert everything["interactive_elements"][: len(listed)] == listed
+        assert everything["interactive_elements"][-1] == {
+            "index": 300,
+            "tag": "a",
+            "text": "Link 150",
+            "href": "#150",
+        }
+        # An index the cut state left out works too (it was read with the page).
+        await call(mcp, "browser_click", {"index": 299})
+        assert state_of(await call(mcp, "browser_get_state", {"full": True}))["url"] == site.url(
+            "/many?n=150#149"
+        )
+
+
 async def test_browser_use_says_a_new_tab_is_active_when_the_server_follows_new_tabs(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -60,7 +60,8 @@ class ServerConfig:
     snapshot (saves the read that follows nearly every navigation) or only its URL and title."""
     max_snapshot_chars: int = DEFAULT_MAX_SNAPSHOT_CHARS
     """The most characters of an accessibility tree a response shows (navigate, a new tab, an
-    action that loads a page, browser_snapshot without full=true): more is cut at a whole line."""
+    action that loads a page, browser_snapshot and the compatible sets' page reads without
+    full=true): more is cut at a whole line."""
     structured_content: bool = False
     """Also send every response's facts as MCP structured content (JSON). Off by default: hosts
     that get both forms show the model the JSON instead of the text (Claude Code, VS Code) or

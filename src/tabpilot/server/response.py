@@ -173,9 +173,19 @@ def cut_snapshot(text: str, limit: int) -> Cut | None:
     return Cut("\n".join(lines[:shown]), len(text), len(lines), shown, depth)
 
 
-def cut_note(cut: Cut, limit: int, tab_id: int, *, depth: int | None = None, ref: str | None = None) -> str:
-    """What a cut snapshot says below its lines: how much went, and the reads that show the rest."""
+def cut_note(cut: Cut, limit: int, ways: Sequence[str]) -> str:
+    """What a cut snapshot says below its lines: how much went, and `ways`, the reads that show the
+    rest (in the calls of the answer's tool set)."""
     left_lines = cut.total_lines - cut.shown_lines
+    return (
+        f"(Cut at {limit:,} characters, the server's limit: {left_lines:,} more lines "
+        f"({cut.total_chars - len(cut.text):,} characters) are left out, of {cut.total_lines:,} lines in all. "
+        f"To read on: {'; '.join(ways)}.)"
+    )
+
+
+def _reads_on(cut: Cut, tab_id: int, *, depth: int | None, ref: str | None) -> list[str]:
+    """The `browser_snapshot` reads that show what a cut left out."""
     of = f"ref='{tab_id}{parse_ref(ref)[1]}'" if ref is not None else f"tabId={tab_id}"
     ways = []
     if cut.depth is not None:
@@ -183,11 +193,7 @@ def cut_note(cut: Cut, limit: int, tab_id: int, *, depth: int | None = None, ref
     ways.append("browser_snapshot(ref=...) one element's subtree")
     same = f", depth={depth}" if depth is not None else ""
     ways.append(f"browser_snapshot({of}{same}, full=true) all of it")
-    return (
-        f"(Cut at {limit:,} characters, the server's limit: {left_lines:,} more lines "
-        f"({cut.total_chars - len(cut.text):,} characters) are left out, of {cut.total_lines:,} lines in all. "
-        f"To read on: {'; '.join(ways)}.)"
-    )
+    return ways
 
 
 def _yaml(text: str) -> str:
@@ -607,7 +613,7 @@ def _tree(
         return Section("Snapshot", _yaml(text))
     data["snapshot"] = cut.text
     data["snapshotCut"] = {"tabId": tab_id, **cut.to_dict()}
-    note = cut_note(cut, limit, tab_id, depth=depth, ref=ref)
+    note = cut_note(cut, limit, _reads_on(cut, tab_id, depth=depth, ref=ref))
     return Section("Snapshot", f"{_yaml(cut.text)}\n{note}" if cut.text else note)
 
 

@@ -25,7 +25,9 @@ Interactive elements are numbered by `index` (1, 2, ...) in page order, as brows
 come from the accessibility snapshot (links, buttons, fields, and other elements the page makes
 clickable). Indexes belong to the latest `browser_get_state`: they act on that state's tab only
 while it is the active tab; after a switch, a navigation or a page change the agent is told to
-get the state again, instead of clicking whatever now has that number.
+get the state again, instead of clicking whatever now has that number. A state whose JSON is over
+the server's `--max-snapshot-chars` lists the elements that fit (`interactive_elements_cut` says
+how many went; their indexes work); the optional `full=true`, beyond browser-use, lists them all.
 
 Beyond browser-use, an action that opens a tab says so on a line of its own
 (`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text. A tab a
@@ -290,6 +292,9 @@ async def browser_get_state(
     include_screenshot: Annotated[
         bool, Field(description="Whether to include a screenshot of the current page")
     ] = False,
+    full: Annotated[
+        bool, Field(description="List every element, however many (cut at the server's limit otherwise)")
+    ] = False,
 ) -> None:
     manager = call.manager
     tab, snap, elements, details, accepted = await _read_state(call)
@@ -312,10 +317,42 @@ async def browser_get_state(
     }
     if accepted:  # beyond browser-use's keys: what the page asked, and was answered
         result["accepted_dialogs"] = accepted
+    if not full:
+        _cut_elements(result, call.session.config.max_snapshot_chars)
     if include_screenshot:
         # A viewport can be wider than a model takes a picture (--viewport-size up to 10000).
         call.response.add_image(await screenshot(tab, max_width=MAX_SIDE, max_height=MAX_SIDE))
     call.response.plain(json.dumps(result, indent=2), result)
+
+
+CUT_KEY = "interactive_elements_cut"
+"""Beyond browser-use's keys: what a state over the server's limit left out, and how to see it."""
+
+
+def _cut_elements(result: dict[str, Any], limit: int) -> None:
+    """`result`'s interactive elements cut to those its JSON lists within `limit` characters,
+    with `CUT_KEY` saying how many went: a page of a thousand links is over what hosts take from a
+    tool. Every index still works (the whole page was read): the cut is only of what is listed."""
+    listed: list[dict[str, Any]] = result["interactive_elements"]
+    whole = len(json.dumps(result, indent=2))
+    if whole <= limit:
+        return
+
+    def note(shown: int) -> str:
+        return (
+            f"Cut at {limit:,} characters, the server's limit: {len(listed) - shown:,} more elements are "
+            f"left out, of {len(listed):,} in all ({whole:,} characters); their indexes work too. "
+            "browser_get_state(full=true) lists them all."
+        )
+
+    shown = len(listed)
+    size = whole + len(json.dumps(note(0))) + len(CUT_KEY) + 8  # the key's line
+    while shown and size > limit:  # each element is its JSON indented by 4 more, and ",\n"
+        entry = json.dumps(listed[shown - 1], indent=2)
+        size -= len(entry) + 4 * (entry.count("\n") + 1) + 2
+        shown -= 1
+    result["interactive_elements"] = listed[:shown]
+    result[CUT_KEY] = note(shown)
 
 
 async def _read_state(

@@ -13,7 +13,9 @@ Pilo's agent works on one "current" tab and reads a snapshot every step; the pro
   Hosts, not full URLs, as the seed shows (it keeps the prompt short; a URL without a host, such
   as about:blank, is shown whole). `list_tabs()` gives the full URLs. Then come the tab events
   since the previous snapshot (`BROWSER_TAB_OPENED: Tab 4 (opened by Tab 3): <url>`), the page's
-  URL and title, and the aria snapshot with refs.
+  URL and title, and the aria snapshot with refs, cut at the server's `--max-snapshot-chars` as
+  `browser_snapshot` is (a page's tree alone can be over what hosts take from a tool); the
+  optional `full=true`, beyond the seed, shows all of it.
 - New tabs are never switched to (the seed's decision): the click that opened one names it in its
   own response (`BROWSER_TAB_OPENED: ...`), and the next snapshot lists it and reports the event.
 - `click(ref)`, `fill(ref, value)` and `goto(url)` act on the current tab, so a Pilo agent can do
@@ -41,6 +43,7 @@ from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, parse_re
 from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short, tab_limit_closed
+from ..response import cut_note, cut_snapshot
 from ..tools.base import Call, ToolSpec, WholeInt
 from ._common import (
     NOTHING_DONE,
@@ -242,7 +245,12 @@ async def close_tab(call: Call, tabId: TabIdParam) -> None:
     call.response.plain(f"Closed tab {closed.closed_tab_id}. Current tab: {current}.")
 
 
-async def get_snapshot(call: Call) -> None:
+async def get_snapshot(
+    call: Call,
+    full: Annotated[
+        bool, Field(description="All of the page, however long (cut at the server's limit otherwise)")
+    ] = False,
+) -> None:
     manager = call.manager
     tab, note = await _current(call)
     await manager.settle(grace=0)
@@ -267,8 +275,15 @@ async def get_snapshot(call: Call) -> None:
     events = event_lines(manager.events.history(since=since), tabs) + ([note] if note else [])
     if events:
         parts.append("Tab events since the last snapshot:\n" + "\n".join(events))
-    parts.append(f'Current page (Tab {tab.id}): {short(snap.url)} - "{short(snap.title, 200)}"\n{snap.text}')
-    call.response.plain("\n\n".join(parts), {"tabId": tab.id, "url": snap.url, "title": snap.title})
+    facts: dict[str, Any] = {"tabId": tab.id, "url": snap.url, "title": snap.title}
+    limit = call.session.config.max_snapshot_chars
+    cut = None if full else cut_snapshot(snap.text, limit)
+    tree = snap.text
+    if cut is not None:  # a page whose tree alone is over what hosts take from a tool
+        tree = f"{cut.text}\n{cut_note(cut, limit, ['get_snapshot(full=true) shows all of it'])}"
+        facts["snapshotCut"] = cut.to_dict()
+    parts.append(f'Current page (Tab {tab.id}): {short(snap.url)} - "{short(snap.title, 200)}"\n{tree}')
+    call.response.plain("\n\n".join(parts), facts)
 
 
 async def click(
