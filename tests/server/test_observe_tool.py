@@ -57,7 +57,7 @@ async def test_observing_a_background_tab_returns_only_its_entries_tagged_in_tex
         lines = section(logs, "Result").splitlines()
         assert lines[1].startswith(f"[tab {quiet}] ")
         assert "fetched /api/text?n=5 200" in lines[1]
-        assert f"currently_tracked_tab: {active}" in lines[0]
+        assert lines[0].startswith(f"logs: 1 entry of tab {quiet} (currently_tracked_tab: {active}, ")
 
         both = await observe_until(mcp, {"what": "logs"}, lambda r: r["returned_entries"] == 2)
         assert sorted((e["tabId"], e["text"]) for e in result_of(both)["entries"]) == sorted(

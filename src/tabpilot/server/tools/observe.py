@@ -85,7 +85,7 @@ async def browser_observe(
 
     scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
     head = (
-        f"{result.returned_entries} {what} entr{'y' if result.returned_entries == 1 else 'ies'} of {scope} "
+        f"{what}: {result.returned_entries} entr{'y' if result.returned_entries == 1 else 'ies'} of {scope} "
         f"(currently_tracked_tab: {_or_none(result.currently_tracked_tab)}, total_entries_all_tabs: "
         f"{result.total_entries_all_tabs}, dropped: {result.dropped}, next_cursor: {result.next_cursor})."
     )
