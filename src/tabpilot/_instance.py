@@ -81,6 +81,10 @@ CLOSE_AGAIN_AFTER = 0.5
 BLOCK_TOLD_ONCE = 1.0
 """Seconds within which the URL policy's two checks refusing the same URL in a tab refused one
 navigation, told once."""
+UNPLACED_BLOCK_WAIT = 2.0
+"""Seconds a refused first request of a new tab, whose page did not exist yet, waits for its tab
+to be known (its target comes a few milliseconds later), to be told of that tab."""
+UNPLACED_BLOCK_STEP = 0.02
 DRIVER_STOPPED = "Playwright's driver stopped: it was killed or ran out of memory"
 """The loss reason of an instance whose browser outlived the driver that connected to it."""
 _OUTLIVE_DRIVER = ("extension", "cdp", "playwright-server", "grid")
@@ -611,12 +615,43 @@ class Instance:
         if blocked is None:
             return False
         if page is None:
-            self._emit_blocked(None, blocked, url, in_frame)
+            self._place_blocked(blocked, url, in_frame)
         else:
             self._tracker.with_tab(
                 page, lambda tab: self._tab_blocked(tab, blocked, url, in_frame, "route"), lambda: None
             )
         return True
+
+    def _place_blocked(self, blocked: NavigationBlockedError, url: str, in_frame: bool) -> None:
+        """A new tab's first request, refused before its page existed (a popup's, a link's to a new
+        tab): told of the tab asked to load `url` once that tab is known (its target may come a
+        moment later), and of "a new tab" only if none is within UNPLACED_BLOCK_WAIT seconds. The
+        tab is the earliest such one not told of a refusal yet, else the one whose own session
+        refused the same URL last, just now (the same request, seen by both checks)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + UNPLACED_BLOCK_WAIT
+
+        def place() -> None:
+            asked = [tab for tab in self.tabs if url in (tab.asked_url, tab.url)]
+            tab = next((tab for tab in asked if tab.block_told is None), None)
+            if tab is None:
+                now = time.monotonic()
+                just_told = [
+                    (told[3], tab)
+                    for tab in asked
+                    if (told := tab.block_told) is not None
+                    and told[:3] == (url, in_frame, "session")
+                    and now - told[3] < BLOCK_TOLD_ONCE
+                ]
+                tab = max(just_told, key=lambda pair: pair[0])[1] if just_told else None
+            if tab is not None:
+                self._tab_blocked(tab, blocked, url, in_frame, "route")  # told once, if told just now
+            elif self.state == "open" and loop.time() < deadline:
+                loop.call_later(UNPLACED_BLOCK_STEP, place)
+            else:
+                self._emit_blocked(None, blocked, url, in_frame)
+
+        place()
 
     def _refuses_in_tab(self, tab: Tab, url: str, in_frame: bool) -> bool:
         """`_refuses` for a document request of `tab` its own session saw (`guard_documents`), a

@@ -542,10 +542,10 @@ async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_sa
             (e["tabId"], e["url"]) for e in data(clicked)["events"] if e["type"] == "tab_opened"
         ]
         assert url == target, "the URL it was kept from, not the error page's own"
-        # Said of the new tab after the news that it opened, or of "a new tab" when its first
-        # request came before its page existed (whichever check saw the request first).
+        # Said of the new tab, after the news that it opened.
         events = section(clicked, "Events")
         assert f"- tab {opened} opened (link) by tab {tab}" in events and why in events, events
+        assert f"- tab {opened} was kept from loading" in events, events
         listed = await poll(
             lambda: mcp.call_tool("browser_tabs", {"action": "list"}),
             lambda listed: tab_line(listed, opened).endswith(f"{blocked_mark}"),
@@ -561,6 +561,34 @@ async def test_a_navigation_to_a_blocked_url_that_a_page_or_a_redirect_starts_sa
             f"{other}/page/a is blocked: {other} is not in --allowed-origins. Choose a URL on an allowed origin."
         )
         assert section(framed, "Page") == f"tab {tab}: Framed ({site.url('/framed')})"
+
+
+async def test_a_new_tabs_first_page_the_url_policy_refuses_is_told_of_that_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """A new tab's first request can reach the policy before its page exists (whichever check sees
+    it first): it was told of "a new tab", leaving the agent to guess which of its tabs that was."""
+    target = f"http://localhost:{site.port}/page/c"
+    site.set_content(
+        "/opens",
+        f'<title>Opens</title><a href="{target}" target="_blank">link</a>'
+        f'<a href="{target}" target="_blank" rel="noopener">noopener link</a>'
+        f"<button onclick=\"window.open('{target}')\">popup</button>",
+    )
+    for _ in range(4):  # which check sees it first varies, most of all in a fresh context
+        async with connect(allowed_origins=(site.origin,)) as mcp:
+            tab = await _open(mcp, site.url("/opens"), background=False)
+            shown = await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})
+            for name in ("link", "noopener link", "popup"):
+                ref = ref_of(section(shown, "Snapshot"), name)
+                clicked = ok(await mcp.call_tool("browser_click", {"tabId": tab, "ref": ref}))
+                events = data(clicked)["events"]
+                (opened,) = [e["tabId"] for e in events if e["type"] == "tab_opened"]
+                told = [e["tabId"] for e in events if e["type"] == "navigation_blocked"]
+                assert told == [opened], (name, section(clicked, "Events"))
+                assert f"- tab {opened} was kept from loading a URL the URL policy blocks" in section(
+                    clicked, "Events"
+                )
 
 
 async def test_a_server_redirect_to_a_blocked_origin_is_blocked_too(
