@@ -11,11 +11,22 @@ PAGE = """- generic [active] [ref=e1]:
 
 
 def test_a_changed_line_is_shown_in_its_new_form_and_not_counted_as_removed() -> None:
+    named = PAGE.replace('textbox "Name" [ref=e3]', 'textbox "Full name" [ref=e3]')
+    assert changed_lines(PAGE, named) == (['  - textbox "Full name" [ref=e3]'], [])
+
+
+def test_a_line_that_only_lost_the_focus_is_left_out_the_one_that_has_it_now_is_shown() -> None:
+    # The page's root, focused after a load, read as the parent of whatever changed below it.
     focused = PAGE.replace("- generic [active] [ref=e1]", "- generic [ref=e1]").replace(
         'textbox "Name" [ref=e3]', 'textbox "Name" [active] [ref=e3]'
     )
-    assert changed_lines(PAGE, focused) == (
-        ["- generic [ref=e1]:", '  - textbox "Name" [active] [ref=e3]'],
+    assert changed_lines(PAGE, focused) == (['  - textbox "Name" [active] [ref=e3]'], [])
+    # [active] comes before other marks ([level=1], [pressed]): a line that lost it and changed
+    # otherwise too is shown.
+    heading = '- heading "Form" [active] [level=1] [ref=e2]'
+    assert changed_lines(heading, '- heading "Form" [level=1] [ref=e2]') == ([], [])
+    assert changed_lines(heading, '- heading "Sent" [level=1] [ref=e2]') == (
+        ['- heading "Sent" [level=1] [ref=e2]'],
         [],
     )
 

@@ -94,19 +94,34 @@ def parse_response(text: str) -> dict[str, str]:
     return sections
 
 
+_FOCUS = " [active]"
+
+
+def _lost_focus(line: str, focused: dict[str, str]) -> bool:
+    """Whether `line` is an element's line of `focused` (the old lines with ` [active]`, by ref)
+    less that mark alone."""
+    ref = _REF.search(line)
+    was = focused.get(ref.group(1)) if ref is not None else None
+    return was is not None and was.replace(_FOCUS, "", 1) == line
+
+
 def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     """Lines of `after` that are new or changed compared with `before`, and the lines of `before`
     that are gone: an element is gone when its ref is (a changed one is shown in its new form, not
-    as removed); a line without a ref when its text is, unless a new line without one took its
-    place in the same run of changes (its text changed)."""
+    as removed, unless it only lost the focus); a line without a ref when its text is, unless a
+    new line without one took its place in the same run of changes (its text changed)."""
     old, new = before.splitlines(), after.splitlines()
     old_lines, new_lines = set(old), set(new)
     new_refs = {m.group(1) for m in _REF.finditer(after)}
+    focused = {ref.group(1): line for line in old if _FOCUS in line and (ref := _REF.search(line))}
     added: list[str] = []
     removed: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op in ("replace", "insert"):
-            added.extend(new[j1:j2])
+            # A line that only lost the focus is left out: the line that has it now says where it
+            # went, and the old one read as the parent of the lines below it (the page's root,
+            # focused after a load, after nearly every first click).
+            added.extend(line for line in new[j1:j2] if not _lost_focus(line, focused))
         if op in ("replace", "delete"):
             retexted = sum(1 for line in new[j1:j2] if not _REF.search(line) and line not in old_lines)
             for line in old[i1:i2]:
