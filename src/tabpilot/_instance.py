@@ -231,6 +231,8 @@ class Instance:
             lost_cause="unreachable" if kind == "extension" else "crash",
             users_browser=kind in ("extension", "cdp") and not owns_context,
             popups_blocked=kind in ("extension", "cdp"),
+            # Through the extension, only the user closes tabs besides tabpilot and their pages.
+            closed_outside="user" if kind == "extension" else "external",
         )
         self._registry = self._tracker.registry
         self._disposers: list[Disposer] = []

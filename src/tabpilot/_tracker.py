@@ -63,14 +63,18 @@ class TabTracker:
         lost_cause: CloseCause = "crash",
         users_browser: bool = False,
         popups_blocked: bool = False,
+        closed_outside: CloseCause = "external",
     ) -> None:
         """`refuses(tab, url, in_frame)`: the URL policy, for every document request of a tab's
         page (`guard_documents`); None when the policy restricts nothing. `lost_cause`: how its
         tabs leave when the instance is lost. `users_browser`: the instance is the user's own
         browser (the extension, a CDP endpoint's own context), whose tabs that neither tabpilot nor
         its tabs' pages opened are the user's (`Tab.users_own`). `popups_blocked`: the browser's
-        popup blocker is on (a browser Playwright did not start)."""
+        popup blocker is on (a browser Playwright did not start). `closed_outside`: the cause of a
+        close that neither tabpilot nor the tab's page made (`user` where only the user closes
+        tabs: their browser, through the extension)."""
         self._popups_blocked = popups_blocked
+        self._closed_outside = closed_outside
         self.lost_cause: CloseCause = lost_cause
         self._users_browser = users_browser
         self.registry = TabRegistry(host.instance_id)
@@ -421,7 +425,10 @@ class TabTracker:
             child.on_close(release)
 
         session.attach_children(on_child)
-        tab.add_disposer(watch_titles(session, tab.title_reported))
+        closing = None
+        if self._users_browser:  # its user closes tabs too: its page tells when it closes itself
+            tab.close_told, closing = False, tab.closing_itself
+        tab.add_disposer(watch_titles(session, tab.title_reported, closing=closing))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
         tab.add_disposer(session.on_events(("Page.windowOpen",), on_window_open))
@@ -645,7 +652,7 @@ class TabTracker:
             self._checking[tab.id] = (tab, was_active, False)
             self.spawn(self._report_unexplained_close(tab))
             return
-        self._report_close(tab, cause or _unexplained_close_cause(tab), was_active)
+        self._report_close(tab, cause or self._unexplained_close_cause(tab), was_active)
 
     async def _report_unexplained_close(self, tab: Tab) -> None:
         try:
@@ -660,9 +667,12 @@ class TabTracker:
                 cause = (
                     self.lost_cause
                     if self._state() == "lost"
-                    else tab.closing_cause or _unexplained_close_cause(tab)
+                    else tab.closing_cause or self._unexplained_close_cause(tab)
                 )
                 self._report_close(tab, cause, checked[1])
+
+    def _unexplained_close_cause(self, tab: Tab) -> CloseCause:
+        return "page" if tab.may_close_itself else self._closed_outside
 
     def closed_every_tab_first(self) -> bool:
         """Whether every tab went before the browser did, each close still being checked: a browser
@@ -742,7 +752,3 @@ def _document_event(tab: Tab, method: str, raw: str) -> str | None:
 
 DIALOG_TITLE_WAIT = 2.0
 """Seconds the browser has to say a tab's title when a dialog opens on it."""
-
-
-def _unexplained_close_cause(tab: Tab) -> CloseCause:
-    return "page" if tab.may_close_itself else "external"

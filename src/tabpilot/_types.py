@@ -21,11 +21,13 @@ CloseCause = Literal[
     "unreachable",
     "released",
     "privileged",
+    "user",
 ]
 CLOSED_BY: dict[str, str] = {
     "tool": "It was closed by a call to tabpilot.",
     "page": "Its page closed it.",
     "external": "It was closed outside tabpilot (by the user or another client).",
+    "user": "The user closed it in their browser.",
     "crash": "Its browser was lost, and the tab with it.",
     "cap": "It was closed to keep the tab limit.",
     "shutdown": "It was closed as its manager shut down (a server does that when a client's session ends).",

@@ -1007,3 +1007,46 @@ async def test_a_navigation_the_url_policy_refuses_in_the_users_browser_is_told_
         await listed()
         assert [(e["tabId"], e["url"]) for e in told] == [(tab, f"{other}/page/b")], told
         assert "".join(said).count("was kept from loading") == 1, said
+
+
+def user_closes(url_part: str) -> str:
+    """The extension's worker closes the tab at the URL as the user does in Chrome (its X, Ctrl-W)."""
+    return f"""(async () => {{
+  const tab = (await chrome.tabs.query({{}})).find((t) => (t.url || "").includes({json.dumps(url_part)}));
+  await chrome.tabs.remove(tab.id);
+  return tab.id;
+}})()"""
+
+
+async def test_a_tab_the_user_closes_in_their_browser_is_told_as_closed_by_them_not_by_its_page(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """A tab a page opened that the user closed was told as closed (by page), and the agent's own
+    as closed (by external): only a page's own window.close() is its page closing it."""
+    site.set_content(
+        "/page/openers",
+        "<title>Openers</title><a href='/close-self?n=1' target='_blank'>One</a>"
+        "<a href='/close-self?n=2' target='_blank'>Two</a>",
+    )
+    async with paired_client(chromium) as (mcp, _):
+        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/openers")))[
+            "tabId"
+        ]
+        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
+        opened = []
+        for name in ("One", "Two"):
+            clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, name))
+            opened.append(result_of(clicked)["openedTabIds"][0])
+        itself, users = opened
+        page = section(await call(mcp, "browser_snapshot", full=True, tabId=itself), "Snapshot")
+        closed = await call(mcp, "browser_click", ref=ref_of(page, "Close me"))
+        told = text(closed)
+        for part, tab in (("close-self?n=2", users), ("/page/openers", agent)):
+            await asyncio.to_thread(chromium.in_extension, user_closes(part))
+            listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, tab))
+            told += text(listed)
+        assert f"Tab {itself} closed itself afterwards." in told, told
+        for tab in (users, agent):
+            assert f"tab {tab} closed (by the user, in their browser)" in told, told
+        assert "by external" not in told and f"tab {users} closed (by page)" not in told, told
+

@@ -594,7 +594,12 @@ def page_line(title: str, url: str) -> str:
     return f"{short(title, 200)} ({short(url)})"
 
 
-_CLOSED_AS = {"cap": "over the tab limit", "shutdown": "its session ended", "crash": "its browser was lost"}
+_CLOSED_AS = {
+    "cap": "over the tab limit",
+    "shutdown": "its session ended",
+    "crash": "its browser was lost",
+    "user": "by the user, in their browser",
+}
 """How a `tab_closed` event says its cause where "by <cause>" would not read right. (`crash` is
 the cause of the tabs of a lost instance, whatever took it: a kill, a quit, a grid that ended its
 session; the `instance_lost` event beside says which.)"""

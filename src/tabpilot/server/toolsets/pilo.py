@@ -200,7 +200,11 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     return note_lines(*lines)
 
 
-_CLOSED_BY = {"cap": "the tab limit", "crash": "the loss of its browser"}
+_CLOSED_BY = {
+    "cap": "the tab limit",
+    "crash": "the loss of its browser",
+    "user": "the user, in their browser",
+}
 """A close cause in words where its name says little."""
 
 
