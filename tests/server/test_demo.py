@@ -55,7 +55,7 @@ def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(
     link = re.search(r"tab (\d+) opened \(link\) by tab (\d+)", transcript)
     assert link, transcript
     new_tab, start_tab = link.groups()
-    assert f"It opened tab {new_tab} in the background" in transcript
+    assert f"It opened tab {new_tab}, which did not become the active tab" in transcript
     assert f"browser_snapshot(tabId={new_tab})" in transcript
     assert f'browser_tabs(action="close", tabId={new_tab})' in transcript
 

@@ -73,7 +73,7 @@ async def test_a_target_blank_click_names_the_new_tab_and_its_opener_in_its_own_
         line = tab_line(result, new)
         assert f"opened by tab {home}" in line and "active" not in line.split("[")[1]
         assert "active" in tab_line(result, home)
-        assert f"It opened tab {new} in the background" in section(result, "Result")
+        assert f"It opened tab {new}, which did not become the active tab" in section(result, "Result")
         assert data(result)["result"]["openedTabIds"] == [new]
         assert data(result)["activeTabId"] == home
         assert await active_tab(mcp) == home
@@ -170,9 +170,9 @@ async def test_with_follow_new_tabs_a_click_that_opens_two_tabs_names_the_one_no
         assert section(clicked, "Result").endswith(
             f"It opened tabs {first}, {second}; tab {active} is now the active tab."
         )
-        assert "in the background" not in section(clicked, "Result")
+        assert "did not become the active tab" not in section(clicked, "Result")
 
-        # followNewTab=false keeps what this click opens in the background: it was ignored.
+        # followNewTab=false keeps what this click opens from becoming the active tab: it was ignored.
         closed = ok(await mcp.call_tool("browser_tabs", {"action": "close_others", "tabId": home}))
         assert data(closed)["result"]["activeTabId"] == home, text(closed)
         kept = ok(
@@ -182,7 +182,7 @@ async def test_with_follow_new_tabs_a_click_that_opens_two_tabs_names_the_one_no
         )
         first, second = sorted(e["tabId"] for e in opened_events(kept))
         assert section(kept, "Result").endswith(
-            f"It opened tabs {first}, {second} in the background (use tabId={first})."
+            f"It opened tabs {first}, {second}, none of which became the active tab (use tabId={first})."
         ), section(kept, "Result")
         assert await active_tab(mcp) == home
 
@@ -278,7 +278,10 @@ async def test_a_popup_that_closes_itself_meanwhile_is_never_offered_as_a_tab_to
                     assert f"tabId={popup}" not in said, text(clicked)
                     assert f"It opened tab {popup}, which closed again." in said, text(clicked)
                 else:
-                    assert f"It opened tab {popup} in the background (use tabId={popup})." in said
+                    assert (
+                        f"It opened tab {popup}, which did not become the active tab (use tabId={popup})."
+                        in said
+                    )
 
 
 async def test_a_popup_gone_before_the_click_returns_is_counted_as_opened_and_closed_again(
@@ -782,7 +785,7 @@ async def test_a_note_after_an_evaluate_result_starts_below_its_code_block(
         (popup,) = data(result)["result"]["openedTabIds"]
         assert section(result, "Result") == (
             f'Ran the script on tab {tab}. Result:\n```json\n"ok"\n```\n'
-            f"It opened tab {popup} in the background (use tabId={popup})."
+            f"It opened tab {popup}, which did not become the active tab (use tabId={popup})."
         )
 
 
@@ -2054,7 +2057,7 @@ async def test_a_tab_that_opens_while_two_calls_work_on_its_opener_is_told_as_ei
             said = section(ok(result), "Result")
             assert f"It opened tab {opened}" not in said, said
             assert (
-                f"Tab {opened} opened while it ran, in the background (use tabId={opened}); another call was "
+                f"Tab {opened} opened while it ran, not as the active tab (use tabId={opened}); another call was "
                 f"at work on tab {tab} too, and either may have opened it."
             ) in said, said
             assert data(result)["result"]["openedShared"] == [opened]
@@ -2083,7 +2086,9 @@ async def test_a_middle_click_beside_a_read_on_another_tab_reports_its_tab(
                 mcp.call_tool("browser_wait_for", {"time": 2, "tabId": other}), click()
             )
             (opened,) = data(ok(clicked))["result"]["openedTabIds"]
-            assert f"It opened tab {opened} in the background" in section(clicked, "Result")
+            assert f"It opened tab {opened}, which did not become the active tab" in section(
+                clicked, "Result"
+            )
             assert (
                 f"- tab {opened} opened (link) by tab {tab}: {site.url('/page/c')}"
                 in section(clicked, "Events").splitlines()

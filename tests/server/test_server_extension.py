@@ -1050,3 +1050,23 @@ async def test_a_tab_the_user_closes_in_their_browser_is_told_as_closed_by_them_
             assert f"tab {tab} closed (by the user, in their browser)" in told, told
         assert "by external" not in told and f"tab {users} closed (by page)" not in told, told
 
+
+CHROME_SHOWS = """(async () => (await chrome.tabs.query({active: true})).map((t) => t.url))()"""
+"""The URLs of the tabs Chrome shows, one per window."""
+
+
+async def test_a_tab_a_click_opens_in_the_users_browser_is_not_said_to_be_in_the_background(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """It was said "in the background" while Chrome showed it in front: the words now say what
+    is the case, that tabpilot's active tab did not change."""
+    async with paired_client(chromium) as (mcp, _):
+        home = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/")))["tabId"]
+        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=home), "Snapshot")
+        clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, "Open A in new tab"))
+        (opened,) = result_of(clicked)["openedTabIds"]
+        said = section(clicked, "Result")
+        assert f"It opened tab {opened}, which did not become the active tab (use tabId={opened})." in said
+        assert "background" not in said, said
+        assert site.url("/page/a") in await asyncio.to_thread(chromium.in_extension, CHROME_SHOWS)
+        assert f"- tab {home}: " in tab_line(clicked, home) and "[active]" in tab_line(clicked, home)

@@ -498,7 +498,9 @@ async def test_by_default_responses_are_text_only_and_the_text_names_every_id(
         event = section(clicked, "Events")
         popup = int(re.match(rf"- tab (\d+) opened \(link\) by tab {home}: ", event).group(1))  # type: ignore[union-attr]
         assert popup not in (home, new)
-        assert f"It opened tab {popup} in the background (use tabId={popup})." in section(clicked, "Result")
+        assert f"It opened tab {popup}, which did not become the active tab (use tabId={popup})." in section(
+            clicked, "Result"
+        )
         assert f"[opened by tab {home}" in tab_line(clicked, popup)
         refused = await mcp.call_tool("browser_tabs", {"action": "close", "tabId": 9999})
         assert refused.is_error and refused.structured_content is None

@@ -175,7 +175,10 @@ def _opened_text(
     elif followed in here:
         said.append(f"It opened {_tabs(here)}; tab {followed} is now the active tab.")
     elif here:
-        said.append(f"It opened {_tabs(here)} in the background (use tabId={here[0]}).")
+        # Not "in the background": the user's Chrome (a headed one too) shows a tab a link opens
+        # in front; tabpilot's active tab, what calls without tabId use, stays as it was.
+        which = "which did not become" if len(here) == 1 else "none of which became"
+        said.append(f"It opened {_tabs(here)}, {which} the active tab (use tabId={here[0]}).")
     unfollowed = ""
     if follow and followed is None:
         unfollowed = f" before {'it' if len(gone) == 1 else 'one'} could become the active tab"
@@ -190,7 +193,7 @@ def _opened_text(
     if maybe:
         # A page does not say which of the calls at work on it opened a tab: both are told.
         said.append(
-            f"{_tabs(maybe).capitalize()} opened while it ran, in the background (use tabId={maybe[0]}); another "
+            f"{_tabs(maybe).capitalize()} opened while it ran, not as the active tab (use tabId={maybe[0]}); another "
             f"call was at work on tab {on} too, and either may have opened {'it' if len(maybe) == 1 else 'them'}."
         )
     return " ".join(said)
@@ -341,7 +344,7 @@ TOOLS = [
     ToolSpec(
         "browser_click",
         browser_click,
-        "Click an element. Tabs it opens stay in the background unless followNewTab.",
+        "Click an element. Tabs it opens do not become active unless followNewTab.",
         _ACTS.model_copy(update={"title": "Click"}),
         tab=True,
     ),
