@@ -712,23 +712,25 @@ class Relay:
 
     def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: Reply) -> None:
         """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
-        session); a later one is answered with the contexts seen, replayed to that session (once
-        the first is answered)."""
-        if tab.runtime == "off":
+        session); a later one is answered with the contexts seen, replayed to that session. Each
+        goes to the tab in its turn, and a later one's replay waits for its answer: the session
+        hears of the contexts after the answers to the commands it sent before, as from Chromium
+        (Playwright drops a context of a frame its `Page.getFrameTree` has not named yet: a tab
+        that came into scope loaded, its tracker's session first, kept no main world, and each
+        evaluate in it waited for ever)."""
+        first = tab.runtime == "off"
+        if first:
             tab.runtime = "enabling"
 
-            def enabled(result: Any, error: LinkError | None) -> None:
+        def enabled(result: Any, error: LinkError | None) -> None:
+            if first:
                 tab.runtime = "on" if error is None else "off"
+            if first or error is not None:
                 reply.settle(result, error)
-                waiting, tab.runtime_waiting = tab.runtime_waiting, []
-                for later, later_reply in waiting:
-                    self._replay_contexts(tab, later, later_reply)
+            else:
+                self._replay_contexts(tab, session, reply)
 
-            self._forward(tab, None, "Runtime.enable", params, enabled)
-        elif tab.runtime == "enabling":
-            tab.runtime_waiting.append((session, reply))
-        else:
-            self._replay_contexts(tab, session, reply)
+        self._forward(tab, None, "Runtime.enable", params, enabled)
 
     @staticmethod
     def _replay_contexts(tab: TabRecord, session: Session, reply: Reply) -> None:

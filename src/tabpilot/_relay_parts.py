@@ -61,8 +61,6 @@ class TabRecord:
     """Domain -> ids of the sessions that enabled it."""
     runtime: Literal["off", "enabling", "on"] = "off"
     """Whether a session's Runtime.enable went to the tab, and was answered."""
-    runtime_waiting: list[tuple[Session, Reply]] = field(default_factory=list)
-    """Later Runtime.enable commands waiting for the first one's answer."""
     window_opens: deque[tuple[str, bool]] = field(default_factory=lambda: deque(maxlen=WINDOW_OPENS_KEPT))
     """(url, noopener) of the windows this tab's pages opened lately (who may reach their opener)."""
     children: dict[str, ChildRecord] = field(default_factory=dict)

@@ -376,6 +376,37 @@ async def test_with_scope_all_every_tab_is_the_agents_and_tabs_the_user_opens_ar
             assert manager.events.history(tab_id=later.id)[0].data["cause"] == "external"
 
 
+USER_TYPES_INTO_A_NEW_TAB = """(async (url) => {
+  const tab = await chrome.tabs.create({});  // Ctrl-T: Chrome's New Tab page, out of reach
+  await new Promise((done) => setTimeout(done, 500));
+  await chrome.tabs.update(tab.id, {url});  // the user types a URL into it
+  return tab.id;
+})"""
+
+
+async def test_with_scope_all_a_new_tab_the_user_types_a_url_into_loads_and_answers(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """It stayed `loading`, and every evaluate in it waited: the tab comes into scope loaded, the
+    relay replayed its execution contexts to Playwright ahead of the frame tree Playwright had
+    asked for first, and Playwright dropped its main world. (Half the tabs did; four are made.)"""
+    async with ExtensionBridge(port=0, token="test-token", scope="all") as bridge:
+        await asyncio.to_thread(chromium.open, bridge.connect_url)
+        async with TabManager() as manager:
+            await manager.connect_extension(bridge, timeout=20)
+            for n in range(4):
+                await user_types_into_a_new_tab(chromium, manager, site.url(f"/page/typed-{n}"))
+
+
+async def user_types_into_a_new_tab(chromium: ExtensionChromium, manager: TabManager, url: str) -> None:
+    await asyncio.to_thread(chromium.in_extension, f"{USER_TYPES_INTO_A_NEW_TAB}({json.dumps(url)})")
+    await wait_until(lambda: any(t.url == url for t in manager.tabs()), 10)
+    tab = manager.tab(next(t.id for t in manager.tabs() if t.url == url))
+    assert (await evaluate(tab, "() => location.href")).value == url  # it answers
+    await wait_until(lambda: tab.status == "complete", 5)
+    assert manager.events.history(tab_id=tab.id)[0].data["cause"] == "external"
+
+
 async def test_a_cross_site_iframe_works_through_the_child_sessions_of_the_tab(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:
