@@ -59,7 +59,7 @@ from ._errors import (
     id_shown,
     quoted,
 )
-from ._events import EventBus, EventNumbers
+from ._events import EventBus, EventNumbers, EventStream
 from ._grid import split_grid_url
 from ._ids import TabIds, port_number
 from ._instance import Instance
@@ -133,6 +133,7 @@ __all__ = [
     "ErrorEntry",
     "EventBus",
     "EventNumbers",
+    "EventStream",
     "EventType",
     "ExtensionBridge",
     "ExtensionNotConnectedError",

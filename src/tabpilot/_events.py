@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import time
+import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._types import EventType, TabEvent
@@ -30,6 +30,42 @@ class EventNumbers:
         return self.last
 
 
+class EventStream:
+    """`EventBus.stream()`: its events from its making on, as an async iterator (`async for`);
+    at most `size` unread (more are counted in the bus's `dropped`)."""
+
+    def __init__(self, bus: EventBus, size: int) -> None:
+        self._bus = bus
+        self._queue: asyncio.Queue[TabEvent | None] = asyncio.Queue(size)
+        bus._streams.add(self)
+
+    def offer(self, event: TabEvent | None) -> bool:
+        """Hold `event` (None: the bus ended) for the consumer; False when the stream is full."""
+        try:
+            self._queue.put_nowait(event)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> TabEvent:
+        if self not in self._bus._streams or (self._bus.ended and self._queue.empty()):
+            raise StopAsyncIteration
+        event = await self._queue.get()
+        if event is None:  # the end (`EventBus.end`)
+            await self.aclose()
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        """Stop the stream: it holds no more events, and its iteration ends (a read waiting too)."""
+        if self in self._bus._streams:
+            self._bus._streams.discard(self)
+            self.offer(None)
+
+
 class EventBus:
     """Delivers every tab event to callbacks and streams, and keeps the last `history_size`."""
 
@@ -40,7 +76,8 @@ class EventBus:
         self._listeners: list[Listener] = []
         self._running: set[asyncio.Future[Any]] = set()
         """Calls of `async def` listeners under way (held here: the loop keeps only weak refs)."""
-        self._queues: list[asyncio.Queue[TabEvent | None]] = []
+        self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
+        """Streams being read (a stream its consumer dropped goes by itself)."""
         self._ended = False
         self._stream_queue_size = stream_queue_size
         self._numbers = numbers or EventNumbers()
@@ -76,10 +113,8 @@ class EventBus:
                     running.add_done_callback(self._listener_done)
             except Exception:  # a broken subscriber must not break the browser's event loop
                 logger.exception("an event listener failed on %s of tab %s", type, tab_id)
-        for queue in self._queues:
-            try:
-                queue.put_nowait(event)
-            except asyncio.QueueFull:
+        for stream in list(self._streams):
+            if not stream.offer(event):
                 self.dropped += 1
         return event
 
@@ -113,24 +148,19 @@ class EventBus:
         ]
         return events if limit is None else events[len(events) - limit :]
 
-    async def stream(self) -> AsyncGenerator[TabEvent, None]:
-        """Yield events as they happen, from now on, until the consumer stops iterating or the
+    def stream(self) -> EventStream:
+        """The events from now on (this call, not the first read: events between the two are
+        not lost), as an async iterator, until the consumer stops (`aclose`, or drops it) or the
         bus ends (`end`: its manager closed), once the events it holds are yielded."""
-        queue: asyncio.Queue[TabEvent | None] = asyncio.Queue(self._stream_queue_size)
-        self._queues.append(queue)
-        try:
-            while not (self._ended and queue.empty()):
-                event = await queue.get()
-                if event is None:  # the end (`end`)
-                    return
-                yield event
-        finally:
-            self._queues.remove(queue)
+        return EventStream(self, self._stream_queue_size)
 
     def end(self) -> None:
         """No more events come (the manager closed): every stream ends once it has yielded what
         it holds (an `async for` over one waited for ever)."""
         self._ended = True
-        for queue in self._queues:
-            with contextlib.suppress(asyncio.QueueFull):  # a full one ends once read (`stream`)
-                queue.put_nowait(None)
+        for stream in list(self._streams):
+            stream.offer(None)  # a full one ends once read (`EventStream.__anext__`)
+
+    @property
+    def ended(self) -> bool:
+        return self._ended

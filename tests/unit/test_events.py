@@ -67,6 +67,27 @@ async def test_a_stream_ends_once_the_bus_ends_after_the_events_it_holds() -> No
     assert seen == [1, 2] and bus.dropped == 1
 
 
+async def test_a_stream_holds_the_events_from_its_making_not_from_its_first_read() -> None:
+    # An async generator: its queue came with the first read, so the usual "read it in a task"
+    # missed what came before the task ran (uncounted), and a read after an action waited for ever.
+    bus = EventBus()
+    stream = bus.stream()
+    bus.emit("tab_opened", 1, "inst_1")
+    assert (await asyncio.wait_for(stream.__anext__(), 1)).tab_id == 1
+    reader = asyncio.ensure_future(stream.__anext__())
+    await asyncio.sleep(0)
+    await stream.aclose()  # a read waiting ends too
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(reader, 1)
+    bus.emit("tab_opened", 2, "inst_1")
+    assert bus.dropped == 0  # a closed stream holds nothing, and misses nothing
+    dropped = bus.stream()
+    del dropped  # a stream its consumer dropped goes by itself: it fills up no queue
+    for tab in range(3, 1010):
+        bus.emit("tab_opened", tab, "inst_1")
+    assert bus.dropped == 9  # 1,009 events in a history of 1,000: only its evictions
+
+
 def test_a_tab_events_cursor_before_events_the_history_dropped_is_told_it_missed_them() -> None:
     # `missed` was never set for tab events: a reader could not tell its page had a gap.
     bus = EventBus(history_size=2)
