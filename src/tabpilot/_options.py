@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -161,6 +162,11 @@ def call_timeout(timeout: float | None, default: float) -> float:
     return default if timeout is None else check_seconds(timeout, "timeout")
 
 
+_SWITCHES = ("headless", "ignore_https_errors")
+_PATHS = ("browser_path", "user_data_dir", "storage_state", "downloads_dir")
+_TEXTS = ("user_agent", "proxy_server", "proxy_bypass")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrowserOptions:
     """Options for launching a local Chromium and for reaching a remote one.
@@ -199,10 +205,7 @@ class BrowserOptions:
     """Unused by the library: room for a front end's own settings in the same file."""
 
     def __post_init__(self) -> None:
-        for name in ("init_scripts", "browser_args"):
-            value = getattr(self, name)
-            if isinstance(value, str):  # one string is a sequence of its characters
-                raise TypeError(f"{name} takes a tuple of strings, not one string: write ({value!r},)")
+        self._check_types()
         check_seconds(self.timeout_action, "timeout_action")
         check_seconds(self.timeout_navigation, "timeout_navigation")
         if self.storage_state is not None:
@@ -233,6 +236,39 @@ class BrowserOptions:
                     f"browser argument {arg!r}: give the profile as the user data dir option "
                     "(--user-data-dir), not as a browser argument"
                 )
+
+    def _check_types(self) -> None:
+        """A value of another type is refused here, saying what the option takes: the launch
+        failed in Playwright's words, which read as a browser that does not run. A path may be
+        given as a `Path` (kept as text)."""
+        for name in _SWITCHES:
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} takes True or False, not {value!r}")
+        for name in _PATHS:
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                object.__setattr__(self, name, os.fspath(value))
+            elif value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} takes a path (text or a Path), not {value!r}")
+        for name in _TEXTS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} takes text, not {value!r}")
+        for name in ("init_scripts", "browser_args"):
+            value = getattr(self, name)
+            if isinstance(value, str | os.PathLike):  # one string is a sequence of its characters
+                raise TypeError(f"{name} takes a tuple of strings, not one string: write ({value!r},)")
+            items = tuple(
+                os.fspath(v) if name == "init_scripts" and isinstance(v, os.PathLike) else v for v in value
+            )
+            wrong = next((v for v in items if not isinstance(v, str)), None)
+            if wrong is not None:
+                raise TypeError(f"{name} takes a tuple of strings, and {wrong!r} is not one")
+            object.__setattr__(self, name, items)
+        for header in self.cdp_headers:
+            if not (len(header) == 2 and all(isinstance(part, str) for part in header)):
+                raise TypeError(f"cdp_headers takes (name, value) pairs of text, and {header!r} is not one")
 
     def replace(self, **changes: Any) -> BrowserOptions:
         return dataclasses.replace(self, **changes)
