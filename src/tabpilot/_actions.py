@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -401,13 +401,20 @@ async def hover(tab: Tab, ref: str, *, timeout: float | None = None) -> ActionRe
 
 
 async def fill_form(
-    tab: Tab, fields: Sequence[tuple[str, FieldValue]], *, timeout: float | None = None
+    tab: Tab,
+    fields: Sequence[tuple[str, FieldValue]] | Mapping[str, FieldValue],
+    *,
+    timeout: float | None = None,
 ) -> ActionResult:
-    """Fill several fields in one call: text for text fields, True/False (or the text 'true' or
-    'false') for checkboxes and radio buttons, a value (or values) for selects. Every ref is
-    checked before anything is filled."""
+    """Fill several fields in one call, `[(ref, value), ...]` or `{ref: value}`: text for text
+    fields, True/False (or the text 'true' or 'false') for checkboxes and radio buttons, a value
+    (or values) for selects. Every ref is checked before anything is filled."""
+    if isinstance(fields, Mapping):
+        fields = list(fields.items())
     if not fields:
         raise ValueError("fields must name at least one field: [(ref, value), ...].")
+    if isinstance(fields, str) or not all(isinstance(f, list | tuple) and len(f) == 2 for f in fields):
+        raise TypeError("fields takes (ref, value) pairs, [('3e5', 'Ada'), ...], or a dict {'3e5': 'Ada'}.")
     for ref, value in fields:
         if isinstance(value, list | tuple) and not value:  # it cleared the choice, saying "= ."
             raise ValueError(f"The value for {ref} is an empty list: give the option (or options) to select.")
@@ -594,11 +601,20 @@ async def wait_for(
     (each for up to `timeout` seconds)."""
     if text is None and text_gone is None and time is None:
         raise ValueError("wait_for needs text, text_gone or time: what to wait for.")
-    if time is not None and not time >= 0:  # NaN too: a sleep of NaN never ends
-        raise ValueError(f"time must be zero or more seconds, not {time!r}.")
+    if time is not None:
+        if isinstance(time, bool) or not isinstance(time, int | float):  # True read as 1 s
+            raise TypeError(f"time takes a number of seconds, such as 2; it was given {time!r}.")
+        if not 0 <= time <= MAX_WAIT_TIME:  # NaN too: a sleep of NaN never ends
+            raise ValueError(
+                f"time must be 0 to {MAX_WAIT_TIME:g} seconds, not {time!r}: to wait longer for a page, "
+                "wait for its text, with a timeout."
+            )
     timeout = call_timeout(timeout, WAIT_FOR_TIMEOUT)
     for which, value in (("to appear", text), ("to disappear", text_gone)):
-        if value is not None and not value.strip():
+        if (
+            value is not None
+            and not text_given(value, "text" if which == "to appear" else "text_gone", "'Done'").strip()
+        ):
             raise ValueError(
                 f"The text to wait for {which} is empty: give its words, or wait a time in seconds instead."
             )
@@ -614,7 +630,7 @@ async def wait_for(
             dispose = handle.on_close(closed.set)
             try:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(closed.wait(), min(time, MAX_WAIT_TIME))
+                    await asyncio.wait_for(closed.wait(), time)
             finally:
                 dispose()
             if closed.is_set() or handle.is_closed():

@@ -318,7 +318,10 @@ class TabManager:
         """Refuse an instance id an instance has before anything is started for it (a browser
         launched for it ran on, unowned, with its temporary profile)."""
         if instance_id is not None and instance_id in self._instances:
-            raise ValueError(f"instance id {instance_id!r} is in use")
+            raise ValueError(
+                f"instance id {instance_id!r} is in use: give another id, or close that instance first "
+                f"(close_instance({instance_id!r}))"
+            )
 
     def _successor(self, instance_id: str) -> str | None:
         current = self._instances.get(instance_id)
@@ -943,6 +946,7 @@ class TabManager:
         return self.instance_of(tab).info_of(tab)
 
     def active_tab(self, instance_id: str | int | None = None) -> Tab:
+        self._check_open()  # its instances are closed, and "list the open ones" would find none
         instance = self.instance(instance_id)
         instance.ensure_usable()
         tab = instance.active_tab
@@ -1023,6 +1027,9 @@ class TabManager:
         for has arrived, and every close is reported. After Playwright work on `tab.page`, also at
         least `grace` seconds, for a tab a script opens a moment after a click returned (tabpilot's
         own actions wait for those themselves: 0 will do after them)."""
+        check_seconds(timeout, "timeout")
+        if grace != 0:
+            check_seconds(grace, "grace")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

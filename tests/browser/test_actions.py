@@ -20,6 +20,7 @@ from tabpilot import (
     Tab,
     TabManager,
     TabNotFoundError,
+    Telemetry,
     click,
     evaluate,
     fill_form,
@@ -399,12 +400,28 @@ async def test_a_timeout_the_driver_cannot_time_is_refused_before_the_action(
             await navigate(tab, "goto", site.url("/page/a"), timeout=bad)
         with pytest.raises(ValueError, match=r"^timeout: "):
             await wait_for(tab, text="Ready", timeout=bad)
+        with pytest.raises(ValueError, match=r"^timeout: "):  # returned at once, as if settled
+            await manager.settle(timeout=bad)
+        with pytest.raises(ValueError, match=r"^timeout: "):
+            await Telemetry().settle(timeout=bad)
+    with pytest.raises(ValueError, match=r"^grace: "):
+        await manager.settle(grace=-1)
     with pytest.raises(
         ValueError, match="action must be 'goto', 'back', 'forward', 'reload', not 'sideways'"
     ):
         await navigate(tab, "sideways")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="time must be zero or more seconds, not nan"):
+    with pytest.raises(ValueError, match="time must be 0 to 30 seconds, not nan"):
         await asyncio.wait_for(wait_for(tab, time=float("nan")), 5)  # slept forever
+    # Each was taken as another: 100 s waited 30, True 1 s; the others failed in Python's words.
+    with pytest.raises(ValueError, match="time must be 0 to 30 seconds, not 100: to wait longer for a page"):
+        await wait_for(tab, time=100)
+    for wrong in (True, "2"):
+        with pytest.raises(
+            TypeError, match=f"time takes a number of seconds, such as 2; it was given {wrong!r}"
+        ):
+            await wait_for(tab, time=wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="text_gone takes text, such as 'Done'; it was given 5 \\(int\\)"):
+        await wait_for(tab, text_gone=5)  # type: ignore[arg-type]
     result = tab.page.locator("#result")
     assert tab.url == site.url("/form") and await result.text_content() == ""
     with pytest.raises(ValueError, match=r"timeout_navigation: 3000000\.0 is more than 2,000,000 seconds"):
@@ -470,6 +487,11 @@ async def test_fill_form_checks_every_field_before_filling_any(
     await fill_form(tab, [(free, "typed"), (size, "M")])
     both = "() => document.querySelector('input').value + document.querySelector('select').value"
     assert (await evaluate(tab, both)).value == "typedM"
+    # A dict, Python's form for this, failed with "too many values to unpack".
+    await fill_form(tab, {free: "dict", size: "S"})
+    assert (await evaluate(tab, both)).value == "dictS"
+    with pytest.raises(TypeError, match=r"fields takes \(ref, value\) pairs"):
+        await fill_form(tab, [free, "typed"])  # type: ignore[list-item]
 
 
 async def test_one_path_or_value_given_as_a_string_is_one_not_its_characters(

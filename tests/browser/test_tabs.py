@@ -854,7 +854,7 @@ async def test_a_launch_that_times_out_or_names_an_id_in_use_leaves_no_browser_n
         first = await m.launch()
         with pytest.raises(ConnectError):
             await m.launch(timeout=0.01)
-        with pytest.raises(ValueError, match="instance id 'inst_1' is in use"):
+        with pytest.raises(ValueError, match=r"instance id 'inst_1' is in use: give another id, or close"):
             await m.launch(instance_id=first.id)
         await asyncio.sleep(1)  # what a browser still exiting would write, it has written
         assert len(list(tmp_path.glob("tabpilot-profile-*"))) == 1  # the first instance's
@@ -940,6 +940,9 @@ async def test_a_closed_manager_starts_no_browser_that_would_outlive_it(browser_
     for reach in (ended.launch(), ended.connect_cdp("http://127.0.0.1:9"), ended.start(), ended.new_tab()):
         with pytest.raises(TabpilotError, match=r"^This TabManager is closed .* Make a new TabManager"):
             await reach
+    for read in (ended.active_tab, ended.resolve):  # "... list the instances to see the open ones"
+        with pytest.raises(TabpilotError, match=r"^This TabManager is closed .* Make a new TabManager"):
+            read()
     # A close while a launch is under way (the driver shared, so it still runs): the browser the
     # launch started is closed with the manager, and the launch says why it has no instance.
     before = _launched_browsers()

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._cdp import TargetSession
+from .._options import check_seconds
 from .._ring import ALL_TABS, AllTabs, Ring
 from ._entries import (
     PREVIEW_CAP,
@@ -221,6 +222,7 @@ class Telemetry:
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait (up to `timeout` s) until entries that need a browser round trip are recorded."""
+        check_seconds(timeout, "timeout")
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 while self._tasks:
