@@ -27,6 +27,9 @@ MAX_URL_CHARS = 2 * 1024 * 1024
 """Chromium's limit on a URL's length."""
 _HAS_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _HOST_PORT = re.compile(r"^[\w.-]+:\d+(?:[/?#]|$)")
+_HOST_NAME = re.compile(r"[\w.\-:%]+")
+"""What a host can be made of, as `urlsplit` gives it: names (also international ones), IPv4, and
+IPv6 without its brackets (with a zone after %)."""
 _LOCAL_HOST = re.compile(r"^(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])(?:[:/?#]|$)")
 TAB_SCHEMES = frozenset(
     {"http", "https", "file", "data", "blob", "filesystem", "about", "javascript", "view-source"}
@@ -108,7 +111,7 @@ def normalize_url(url: str) -> str:
         except ValueError:  # an unclosed [IPv6 address: the policy check says so
             return text
         wrong = "it names no host" if not host else f"{host!r} cannot be a host name"
-        if not host or any(ch.isspace() for ch in host):
+        if not host or not _HOST_NAME.fullmatch(host):  # `ht!tp://a` read as the host ht!tp
             raise ValueError(
                 f"{url.strip()!r} is not a URL: {wrong}. Pass a URL such as https://example.com/page."
             )

@@ -81,6 +81,8 @@ def test_text_that_names_no_web_host_is_refused_instead_of_looked_up() -> None:
     for text, why in (
         ("not a url", "'not a url' cannot be a host name"),
         ("https://a b/", "'a b' cannot be a host name"),
+        # Read as https://ht!tp://bad, with --allowed-origins refused as an origin not allowed.
+        ("ht!tp://bad", "'ht!tp' cannot be a host name"),
         ("http://", "it names no host"),
     ):
         with pytest.raises(ValueError) as refused:
