@@ -187,7 +187,7 @@ async def test_navigating_a_background_tab_shows_its_page_and_keeps_the_active_t
         assert data(reloaded)["snapshot"]
 
 
-async def test_going_back_without_history_says_so(connect: Callable[..., Client]) -> None:
+async def test_going_back_without_history_says_so(connect: Callable[..., Client], site: LocalSite) -> None:
     async with connect() as mcp:
         result = await mcp.call_tool("browser_navigate", {"action": "back"})
         assert not result.is_error, text(result)
@@ -195,6 +195,18 @@ async def test_going_back_without_history_says_so(connect: Callable[..., Client]
         assert section(result, "Result") == (
             "There is no page to go back to in tab 1's history; it stays on about:blank."
         ), section(result, "Result")
+        # A tab opened on a URL, or a blank tab's first page, has no page before it: back went to
+        # the blank page a new tab starts on, said as "Navigated back".
+        opened = data(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/a")}))
+        tab = opened["result"]["tabId"]
+        for which in (tab, 1):
+            if which == 1:
+                ok(await mcp.call_tool("browser_navigate", {"tabId": 1, "url": site.url("/page/b")}))
+            back = ok(await mcp.call_tool("browser_navigate", {"tabId": which, "action": "back"}))
+            page = "a" if which == tab else "b"
+            assert section(back, "Result") == (
+                f"There is no page to go back to in tab {which}'s history; it stays on {site.url(f'/page/{page}')}."
+            ), section(back, "Result")
 
 
 async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_next_page(

@@ -720,7 +720,10 @@ class PageHandle:
         that iframe shows now."""
         deadline = asyncio.get_running_loop().time() + timeout
         go = self.page.go_back if action == "back" else self.page.go_forward
-        if not await self._step_keeps_url(action):
+        step = await self._history_step(action)
+        if step == "blank start":
+            return None  # nothing to go back to: the caller says so
+        if step == "other url":
             response = await go(timeout=_ms(timeout), wait_until="commit")
             return await self._loaded(response, deadline)
         going = asyncio.ensure_future(go(timeout=_ms(timeout), wait_until="commit"))
@@ -749,23 +752,29 @@ class PageHandle:
         framed.cancel()
         return await self._loaded(await going, deadline)  # its timeout comes with ours, if neither moved
 
-    async def _step_keeps_url(self, action: Literal["back", "forward"]) -> bool:
-        """Whether the history entry a step back or forward goes to has the URL of the current one:
-        an iframe's own step (or a pushState that kept the URL). False when the browser does not say."""
+    async def _history_step(self, action: Literal["back", "forward"]) -> str:
+        """Where a step back or forward goes: "same url" (an iframe's own step, or a pushState that
+        kept the URL), "blank start" (back to the blank page a new tab starts on, which Playwright
+        opens before it loads the tab's first page: not a page to go back to), else "other url"
+        (also when the browser does not say)."""
         try:
             session = await self.page.context.new_cdp_session(self.page)
         except PlaywrightError:
-            return False
+            return "other url"
         try:
             history = await session.send("Page.getNavigationHistory")
         except PlaywrightError:
-            return False
+            return "other url"
         finally:
             with contextlib.suppress(PlaywrightError):
                 await session.detach()
         entries, now = history["entries"], history["currentIndex"]
         to = now - 1 if action == "back" else now + 1
-        return 0 <= to < len(entries) and bool(entries[to]["url"] == entries[now]["url"])
+        if not 0 <= to < len(entries):
+            return "other url"
+        if to == 0 and entries[0]["url"] == "about:blank" and entries[now]["url"] != "about:blank":
+            return "blank start"
+        return "same url" if entries[to]["url"] == entries[now]["url"] else "other url"
 
     async def _loaded(self, response: Response | None, deadline: float) -> Response | None:
         """`response` (of a step that committed), once the page says it is loaded, by `deadline`."""
