@@ -614,3 +614,47 @@ def test_the_auth_token_is_checked_and_can_come_from_the_environment(
     assert config.auth_token == "from-the-environment"  # and so a non-loopback bind is allowed
     stdio = cli.config_from_args(parser.parse_args(["serve"]))
     assert stdio.auth_token is None
+
+
+async def test_a_call_whose_client_went_away_is_cancelled_and_frees_its_tab(
+    shared_browser: Instance, site: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that drops its connection while its call runs gets no answer: the call is cancelled
+    (as `notifications/cancelled` would), the next call on the tab does not wait for it, and the
+    log says why."""
+    # Each key takes the page 30 ms: typing 2000 keys holds the tab's input for over a minute.
+    site.set_content(
+        "/box", '<input aria-label="Box" onkeydown="const t = Date.now(); while (Date.now() - t < 30) {}">'
+    )
+    caplog.set_level(logging.INFO, logger="tabpilot")
+    async with serve(shared_browser) as url, httpx2.AsyncClient(timeout=60) as http:
+        headers = await raw_session(http, url)
+        box = ref_of(
+            answer(await raw_call(http, url, headers, "browser_navigate", {"url": site.url("/box")})), "Box"
+        )
+        length = {"function": "() => document.querySelector('input').value.length"}
+
+        async def typed() -> int:
+            said = answer(await raw_call(http, url, headers, "browser_evaluate", length))
+            return int(said.split("```")[1].strip().split()[-1]) if "```" in said else int(said.split()[-1])
+
+        slow = {"ref": box, "text": "y" * 2000, "slowly": True}
+        request = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "browser_type", "arguments": slow},
+        }
+        async with http.stream("POST", url, headers=headers, json=request) as typing:
+            assert typing.status_code == 200
+            await poll(typed, lambda n: n > 0, timeout=20)
+        # The connection is gone: the next action on the tab gets its turn at once, not after the
+        # 2000 keys.
+        with anyio.fail_after(30):
+            clicked = answer(await raw_call(http, url, headers, "browser_click", {"ref": box}))
+        assert "Clicked" in clicked, clicked
+        first = await typed()
+        await asyncio.sleep(0.5)
+        assert await typed() == first  # the typing stopped
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("tabpilot")]
+    assert any("browser_type" in s and "disconnected" in s for s in said), said

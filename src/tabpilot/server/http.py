@@ -136,6 +136,7 @@ class _Guard:
         answering = scope["method"] != "GET"
         self.answering += answering
         started = ended = False
+        request = _Watched(receive) if scope["method"] == "POST" else None
 
         async def send_tracked(message: Message) -> None:
             nonlocal started, ended
@@ -144,15 +145,70 @@ class _Guard:
             await send(message)
 
         try:
-            await self._serve(scope, receive, send_tracked)
+            await self._serve(scope, receive if request is None else request.receive, send_tracked)
         finally:
             self.answering -= answering
+        if request is not None and request.left and started and not ended:
+            await self._cancel(scope, request)
         if started and not ended:
             # The SDK leaves a client's notification stream (GET) open-ended when the server stops
             # (its session's task group is cancelled): end it, so the client reads the end of the
             # stream and uvicorn logs no "ASGI callable returned without completing response".
             with contextlib.suppress(Exception):  # the client left already
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _cancel(self, scope: Scope, request: _Watched) -> None:
+        """The client of a request left before its answer (it closed the connection): the SDK
+        keeps running the request's handler to its end (nothing would read its answer: no event
+        store keeps it for a client that resumes), and the tab's next action waited for it. It is
+        cancelled as the client's `notifications/cancelled` would cancel it, sent to the SDK on
+        the session's behalf, and the log says so."""
+        headers = dict(scope["headers"])
+        session = headers.get(b"mcp-session-id", b"").decode("latin-1")
+        if request.id is None or not session or request.method == "initialize":
+            return
+        state = self.server.state
+        found = state.sessions.get(session) if state is not None else None
+        known = request.tool in self.server.tools  # a name the client made up is not logged
+        what = f"{request.tool} call" if known else "tools/call" if request.tool else "request"
+        whose = f"HTTP session {found.number}" if found is not None else "an HTTP session"
+        logger.info(
+            "the client of a %s of %s disconnected before its answer: the call is cancelled", what, whose
+        )
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request.id, "reason": "the client disconnected"},
+            }
+        ).encode()
+        kept = {b"host", b"origin", b"mcp-session-id", b"mcp-protocol-version"}
+        cancel: Scope = {
+            **scope,
+            "method": "POST",
+            "headers": [(k, v) for k, v in scope["headers"] if k.lower() in kept]
+            + [
+                (b"content-type", b"application/json"),
+                (b"accept", b"application/json, text/event-stream"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: Message) -> None:  # the SDK's 202 (or 404: the session ended)
+            pass
+
+        try:
+            await self.app(cancel, receive, send)
+        except Exception:  # the server stops meanwhile: nothing more to cancel
+            logger.debug("could not cancel a request whose client left", exc_info=True)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
@@ -188,6 +244,45 @@ class _Guard:
             await self.app(scope, receive, send)
         if scope.get("method") == "DELETE":
             await state.release(session, "its client ended it")
+
+
+class _Watched:
+    """The `receive` of a POST, watched: the JSON-RPC request its body holds (id, method, tool),
+    and whether its client left (`http.disconnect`) while it was served."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._body: list[bytes] | None = []
+        self.id: int | str | None = None
+        self.method = ""
+        self.tool = ""
+        self.left = False
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.disconnect":
+            self.left = True
+        elif message["type"] == "http.request" and self._body is not None:
+            self._body.append(message.get("body", b""))
+            if not message.get("more_body"):
+                body, self._body = b"".join(self._body), None
+                self._read(body)
+        return message
+
+    def _read(self, body: bytes) -> None:
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return
+        if not isinstance(value, dict) or not isinstance(value.get("method"), str):
+            return
+        request_id = value.get("id")
+        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+            self.id = request_id
+        self.method = value["method"]
+        params = value.get("params")
+        if self.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+            self.tool = params["name"]
 
 
 def http_app(server: TabpilotServer, config: ServerConfig) -> _Guard:
