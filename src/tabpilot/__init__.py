@@ -76,6 +76,7 @@ from ._options import (
     seconds_problem,
 )
 from ._policy import UrlPolicy
+from ._profile import clean_up_at_exit
 from ._pw import Driver, MouseButton
 from ._refs import parse_ref, scope_snapshot
 from ._secrets import Secrets
@@ -192,6 +193,7 @@ __all__ = [
     "check_proxy_server",
     "check_seconds",
     "check_storage_state",
+    "clean_up_at_exit",
     "click",
     "describe_wait",
     "dialog_noun",

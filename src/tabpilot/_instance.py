@@ -831,7 +831,7 @@ class Instance:
     def _remove_profile(self, *, forget: bool = True) -> None:
         """Remove the temporary profile (`forget=False`: and remove it again at close)."""
         if self._temp_profile is not None:
-            remove_profile(self._temp_profile)
+            remove_profile(self._temp_profile, for_good=forget)
             if forget:
                 self._temp_profile = None
 

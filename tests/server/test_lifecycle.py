@@ -163,19 +163,39 @@ def test_a_stop_leaves_no_browser_and_no_profile_and_no_traceback(browser_path: 
         assert served.proc.returncode == expected, (how, served.proc.returncode)
 
 
-def test_a_second_sigterm_while_stopping_ends_the_server_as_stopped_by_sigterm(browser_path: str) -> None:
-    # The user (or a supervisor) insists: the server leaves at once, as stopped by SIGTERM (it
-    # exited 130, a Ctrl-C's status), and its browser goes with it.
+@contextlib.contextmanager
+def _browser_held_up(browsers: list[int]) -> Iterator[None]:
+    """The browser's processes stopped (SIGSTOP): a server stopping now waits for its close (up to
+    its bound) until a second signal comes. Killed on the way out if the server left them."""
+    for pid in browsers:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in browsers:
+            if pid_alive(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_a_second_signal_while_stopping_ends_the_server_at_once_and_leaves_nothing(
+    browser_path: str, how: str
+) -> None:
+    # The user (or a supervisor) insists: the server leaves at once, as stopped by that signal (a
+    # second SIGTERM exited 130, a Ctrl-C's status), its browser goes with it, and its temporary
+    # profile too (it stayed in the temp dir).
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         served = Served(browser_path, tmp)
-        served.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.01)
-        took, _ = served.stop("SIGTERM")
-        assert served.proc.returncode == -signal.SIGTERM and took < 5, served.proc.returncode
-        deadline = time.monotonic() + 10
-        while any(pid_alive(pid) for pid in served.children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(pid_alive(pid) for pid in served.children)
+        with _browser_held_up([p for p in served.children if "chrom" in comm(p)]):
+            served.proc.send_signal(getattr(signal, how))
+            time.sleep(0.3)  # the stop waits for the browser to close
+            took, stderr = served.stop(how)
+            expected = {"SIGINT": 130, "SIGTERM": -signal.SIGTERM}[how]
+            assert served.proc.returncode == expected and took < 5, served.proc.returncode
+            assert f"{how} again while stopping: exiting at once" in stderr, stderr
+            _assert_left_nothing(served.children, tmp, stderr)
 
 
 @pytest.mark.parametrize("how", ["stdin", "SIGTERM", "http SIGTERM"])
@@ -554,24 +574,26 @@ async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs
         _assert_stopped_cleanly(proc, browsers, tmp)
 
 
-async def test_over_http_a_second_ctrl_c_while_stopping_exits_at_once_without_a_traceback(
-    browser_path: str,
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+async def test_over_http_a_second_signal_while_stopping_exits_at_once_and_leaves_nothing(
+    browser_path: str, how: str
 ) -> None:
     # uvicorn's forced exit cut its shutdown short and raised the signals again: two tracebacks
-    # (uvicorn's lifespan, asyncio's shutdown).
+    # (uvicorn's lifespan, asyncio's shutdown). Exiting at once then left the temporary profile.
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         async with _served_over_http(browser_path, tmp) as (proc, _mcp, browsers):
-            proc.send_signal(signal.SIGINT)
-            await asyncio.sleep(0.01)
-            proc.send_signal(signal.SIGINT)
-            await asyncio.to_thread(proc.wait, 10)
-        assert proc.returncode == 130 and proc.stderr is not None
-        stderr = proc.stderr.read().decode(errors="replace")
-        assert "Traceback" not in stderr and " ERROR " not in stderr, stderr
-        deadline = time.monotonic() + 10
-        while any(pid_alive(p) for p in browsers) and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert not [p for p in browsers if pid_alive(p)], "the driver took its browser along"
+            with _browser_held_up(browsers):
+                proc.send_signal(getattr(signal, how))
+                await asyncio.sleep(0.3)  # the stop waits for the browser to close
+                proc.send_signal(getattr(signal, how))
+                await asyncio.to_thread(proc.wait, 10)
+                expected = {"SIGINT": 130, "SIGTERM": -signal.SIGTERM}[how]
+                assert proc.returncode == expected and proc.stderr is not None
+                stderr = proc.stderr.read().decode(errors="replace")
+                assert " ERROR " not in stderr and f"{how} again while stopping: exiting at once" in stderr, (
+                    stderr
+                )
+                _assert_left_nothing(browsers, tmp, stderr)
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])

@@ -19,7 +19,7 @@ from .._browser_path import find_browser, user_cache_dir
 from .._errors import ConnectError
 from .._options import BrowserOptions
 from .._process import WATCH_EVERY, launch_ends, launched_browser, pid_ends
-from .._profile import remove_profile
+from .._profile import forget_temporary, made_temporary, remove_profile
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
 from .handles import (
     BrowserHandle,
@@ -118,7 +118,7 @@ def _private_temp_dir() -> str | None:
     user's temp dir serves as it is, as it would without tabpilot."""
     made = tempfile.mkdtemp(prefix=PRIVATE_TEMP_PREFIX)
     if socket_fits(made):
-        return made
+        return made_temporary(made, profile=False)
     os.rmdir(made)
     return None
 
@@ -210,6 +210,7 @@ class Driver:
         temp_dirs, self._temp_dirs = self._temp_dirs, []
         for temp_dir in temp_dirs:
             shutil.rmtree(temp_dir, ignore_errors=True)
+            forget_temporary(temp_dir)
 
     async def _chromium(self) -> Any:
         await self.start()
@@ -250,7 +251,7 @@ class Driver:
         chromium = await self._chromium()
         temp = None
         if options.user_data_dir is None:
-            temp = profile = tempfile.mkdtemp(prefix="tabpilot-profile-")
+            temp = profile = made_temporary(tempfile.mkdtemp(prefix="tabpilot-profile-"), profile=True)
         else:
             profile = options.user_data_dir
         launching = asyncio.ensure_future(

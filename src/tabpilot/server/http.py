@@ -374,8 +374,8 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """uvicorn's handler of SIGINT and SIGTERM. A second signal while stopping ends the process
-        at once, as over stdio (uvicorn's forced exit cut its own shutdown short, with tracebacks);
-        Playwright's driver closes the browsers it launched as the process goes."""
+        at once, as over stdio (uvicorn's forced exit cut its own shutdown short, with tracebacks),
+        its browsers killed and their temporary profiles removed first (`exit_as_stopped_by`)."""
         if self.stopped_by is not None:
             logger.warning("%s again while stopping: exiting at once", signal.Signals(sig).name)
             sys.stderr.flush()

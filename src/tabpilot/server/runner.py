@@ -30,7 +30,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from .. import __version__
+from .. import __version__, clean_up_at_exit
 from .about import NAME, TITLE, instructions
 from .config import SHUTDOWN_TIMEOUT, ServerConfig
 from .handshake import Greeting
@@ -83,8 +83,9 @@ async def _stop_on_signals(
 
             async def insist() -> None:
                 async for again in signals:
-                    # The user insists: leave now (Playwright's driver closes the browsers it
-                    # launched when this process's end closes its pipe).
+                    # The user insists: leave now (the browsers on temporary profiles are
+                    # killed and their profiles removed; Playwright's driver closes the others
+                    # when this process's end closes its pipe).
                     logger.warning("%s again while stopping: exiting at once", signal.Signals(again).name)
                     sys.stderr.flush()
                     exit_as_stopped_by(again)  # as stopped by it: a second SIGTERM is no Ctrl-C
@@ -99,7 +100,9 @@ async def _stop_on_signals(
 def exit_as_stopped_by(signum: int) -> None:
     """End the process as stopped by `signum`, over stdio and HTTP alike: SIGTERM ends it as
     stopped by SIGTERM (status 143 in a shell, what a supervisor that sent it expects), SIGINT
-    with 130, SIGHUP with 0."""
+    with 130, SIGHUP with 0. A browser still running on a temporary profile (a second signal cut
+    the clean stop short, or it ran out of time) is killed first and the profile removed."""
+    clean_up_at_exit()
     if signum == getattr(signal, "SIGTERM", None) and hasattr(os, "kill"):
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
