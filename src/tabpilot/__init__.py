@@ -1,228 +1,37 @@
 """tabpilot: control a real browser with many tabs, and never lose one.
 
 The library is the core; the MCP server (`tabpilot.server`) uses only these names.
+
+The names (listed in `_api`) are loaded on first use (PEP 562): `import tabpilot` alone imports
+none of the library (Playwright, most of it), so the `tabpilot` command's entry
+(`__main__.main`) is reached at once and a Ctrl-C while the rest loads ends it without a
+traceback. `from tabpilot import X`, `tabpilot.X` and `from tabpilot import *` work as before,
+and type checkers read the names from `_api`.
 """
 
 from __future__ import annotations
 
-from ._actions import (
-    ActionResult,
-    FieldValue,
-    ImageType,
-    KeyModifier,
-    check_file_paths,
-    click,
-    describe_wait,
-    drag,
-    evaluate,
-    fill_form,
-    hover,
-    key_name,
-    path_in_roots,
-    press_key,
-    resize,
-    screenshot,
-    select_option,
-    type_text,
-    upload_files,
-    wait_for,
-)
-from ._bridge import DEFAULT_PORT as DEFAULT_EXTENSION_PORT
-from ._bridge import ExtensionBridge, ExtensionScope, extension_id, extension_path
-from ._browser_path import ENV_VAR as BROWSER_ENV_VAR
-from ._browser_path import find_browser
-from ._cdp import TargetSession
-from ._endpoints import check_endpoint, check_profile_dir
-from ._errors import (
-    ActionError,
-    BrowserNotFoundError,
-    ConnectError,
-    DialogOpenError,
-    ExtensionNotConnectedError,
-    ForeignRefError,
-    InstanceError,
-    InstanceLostError,
-    InstanceNotFoundError,
-    InstanceUnreachableError,
-    LastTabError,
-    NavigationBlockedError,
-    NoDialogError,
-    PathNotAllowedError,
-    RefError,
-    StaleRefError,
-    TabCrashedError,
-    TabError,
-    TabLimitError,
-    TabNotFoundError,
-    TabpilotError,
-    TabSummary,
-    id_shown,
-    quoted,
-)
-from ._events import EventBus, EventNumbers, EventStream
-from ._grid import split_grid_url
-from ._ids import TabIds, port_number
-from ._instance import Instance
-from ._manager import CloseResult, TabManager
-from ._navigation import NavigateAction, NavigationResult, navigate, normalize_url
-from ._options import (
-    MAX_SECONDS,
-    BrowserOptions,
-    check_proxy_server,
-    check_seconds,
-    check_storage_state,
-    parse_header,
-    parse_viewport,
-    seconds_problem,
-)
-from ._policy import UrlPolicy
-from ._profile import clean_up_at_exit
-from ._pw import Driver, MouseButton
-from ._refs import parse_ref, scope_snapshot
-from ._secrets import Secrets
-from ._services import BrowserClaims, TabBudget
-from ._tab import Snapshot, Tab
-from ._telemetry import (
-    ActionEntry,
-    BodyEntry,
-    ConsoleEntry,
-    ErrorEntry,
-    NetworkEntry,
-    ObservedEntry,
-    ObserveResult,
-    PendingRequest,
-    Query,
-    Telemetry,
-    TelemetryKind,
-    WebSocketEntry,
-    query_tab_events,
-)
-from ._types import (
-    CloseCause,
-    DialogInfo,
-    EventType,
-    InstanceInfo,
-    InstanceKind,
-    OpenCause,
-    TabEvent,
-    TabInfo,
-    TabLimitPolicy,
-    TabStatus,
-    dialog_noun,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+if TYPE_CHECKING:
+    from ._api import *  # noqa: F403
+    from ._api import __all__ as __all__
+else:
 
-__all__ = [
-    "BROWSER_ENV_VAR",
-    "DEFAULT_EXTENSION_PORT",
-    "MAX_SECONDS",
-    "ActionEntry",
-    "ActionError",
-    "ActionResult",
-    "BodyEntry",
-    "BrowserClaims",
-    "BrowserNotFoundError",
-    "BrowserOptions",
-    "CloseCause",
-    "CloseResult",
-    "ConnectError",
-    "ConsoleEntry",
-    "DialogInfo",
-    "DialogOpenError",
-    "Driver",
-    "ErrorEntry",
-    "EventBus",
-    "EventNumbers",
-    "EventStream",
-    "EventType",
-    "ExtensionBridge",
-    "ExtensionNotConnectedError",
-    "ExtensionScope",
-    "FieldValue",
-    "ForeignRefError",
-    "ImageType",
-    "Instance",
-    "InstanceError",
-    "InstanceInfo",
-    "InstanceKind",
-    "InstanceLostError",
-    "InstanceNotFoundError",
-    "InstanceUnreachableError",
-    "KeyModifier",
-    "LastTabError",
-    "MouseButton",
-    "NavigateAction",
-    "NavigationBlockedError",
-    "NavigationResult",
-    "NetworkEntry",
-    "NoDialogError",
-    "ObserveResult",
-    "ObservedEntry",
-    "OpenCause",
-    "PathNotAllowedError",
-    "PendingRequest",
-    "Query",
-    "RefError",
-    "Secrets",
-    "Snapshot",
-    "StaleRefError",
-    "Tab",
-    "TabBudget",
-    "TabCrashedError",
-    "TabError",
-    "TabEvent",
-    "TabIds",
-    "TabInfo",
-    "TabLimitError",
-    "TabLimitPolicy",
-    "TabManager",
-    "TabNotFoundError",
-    "TabStatus",
-    "TabSummary",
-    "TabpilotError",
-    "TargetSession",
-    "Telemetry",
-    "TelemetryKind",
-    "UrlPolicy",
-    "WebSocketEntry",
-    "__version__",
-    "check_endpoint",
-    "check_file_paths",
-    "check_profile_dir",
-    "check_proxy_server",
-    "check_seconds",
-    "check_storage_state",
-    "clean_up_at_exit",
-    "click",
-    "describe_wait",
-    "dialog_noun",
-    "drag",
-    "evaluate",
-    "extension_id",
-    "extension_path",
-    "fill_form",
-    "find_browser",
-    "hover",
-    "id_shown",
-    "key_name",
-    "navigate",
-    "normalize_url",
-    "parse_header",
-    "parse_ref",
-    "parse_viewport",
-    "path_in_roots",
-    "port_number",
-    "press_key",
-    "query_tab_events",
-    "quoted",
-    "resize",
-    "scope_snapshot",
-    "screenshot",
-    "seconds_problem",
-    "select_option",
-    "split_grid_url",
-    "type_text",
-    "upload_files",
-    "wait_for",
-]
+    def _names() -> Any:
+        return importlib.import_module("tabpilot._api")  # the module holding every public name
+
+    def __getattr__(name: str) -> Any:
+        # Not a private name: a submodule the import system asks about (`_api` itself, as it loads).
+        if name.startswith("_") and not name.endswith("__"):
+            raise AttributeError(f"module 'tabpilot' has no attribute {name!r}")
+        api = _names()
+        if name != "__all__" and name not in api.__all__:
+            raise AttributeError(f"module 'tabpilot' has no attribute {name!r}")
+        value = getattr(api, name)
+        globals()[name] = value  # found directly from now on
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_names().__all__})

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -223,6 +224,41 @@ def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: st
             if proc.poll() is None:
                 proc.kill()
         _assert_left_nothing(browsers, tmp, proc.stderr.read().decode(errors="replace"))
+
+
+_INTERRUPTED_WHILE_LOADING = """
+import os, runpy, signal, sys
+
+class CtrlC:  # Ctrl-C as Python loads Playwright (the first moments of the command)
+    def find_spec(self, name, path=None, target=None):
+        if name == "playwright":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["tabpilot", "serve", "--browser-path", sys.argv[2]]
+if sys.argv_entry == "-m":
+    runpy.run_module("tabpilot", run_name="__main__", alter_sys=True)
+else:
+    module, _, name = sys.argv_entry.partition(":")
+    sys.exit(getattr(__import__(module, fromlist=[name]), name)())
+"""
+
+
+@pytest.mark.parametrize("entry", ["script", "-m"])
+def test_a_ctrl_c_while_the_command_loads_ends_it_without_a_traceback(browser_path: str, entry: str) -> None:
+    """The `tabpilot` script (as pyproject names it) and `python -m tabpilot`, interrupted as they
+    import the library: Python printed a KeyboardInterrupt traceback (the package's import came
+    before the command's own `except KeyboardInterrupt`)."""
+    scripts = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["scripts"]
+    code = _INTERRUPTED_WHILE_LOADING.replace(
+        "sys.argv_entry", repr("-m" if entry == "-m" else scripts["tabpilot"])
+    ).replace("sys.argv[2]", repr(browser_path))
+    ended = subprocess.run(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in ended.stderr and "KeyboardInterrupt" not in ended.stderr, ended.stderr
+    assert ended.returncode == 130, (ended.returncode, ended.stderr)
 
 
 def test_the_server_state_and_runner_load_without_the_mcp_sdk() -> None:
