@@ -13,6 +13,10 @@ What this adds to the SDK's `streamable_http_app`:
   then gets a session.
 - The SDK's refusal of a session beyond `--max-sessions` (HTTP 503, "Too many open sessions")
   also names the limit and the ways to make room (`_refusal_reworded`).
+- A request whose client drops its connection before the answer is cancelled, as the client's
+  `notifications/cancelled` would cancel it (`_Guard._cancel`): the SDK's transport of the
+  handshake era ends the response stream but runs the handler to its end (a slow action held
+  the tab's input from the next call). Its sessionless transport cancels on a disconnect itself.
 - A stop in two steps (`_Server`): on a stop signal the tool calls under way are cut short and
   answered that the server stops, and only once those answers are out is uvicorn told to exit.
   Told at once, it ends every SSE response stream of the SDK (sse-starlette ends them when uvicorn

@@ -6,7 +6,8 @@ is read by a thread no cancellation reaches): it cuts the calls under way short,
 the server stops (up to `ANSWER_GRACE` for those answers), closes the browsers itself (bounded),
 then ends the process (status 130 after SIGINT, 0 after SIGHUP, as stopped by SIGTERM after
 SIGTERM: as the HTTP server ends). Either way no browser process and no
-temporary profile outlive the server. A second signal while stopping exits at once. No traceback.
+temporary profile outlive the server. A second signal while stopping exits at once, the browsers on
+temporary profiles killed and those profiles removed first (`exit_as_stopped_by`). No traceback.
 
 `serve_stdio` claims stdin and stdout and starts reading them first (the handshake is answered
 from there while the SDK loads: `stdio.StdioTransport`), then starts the browser, and builds the
