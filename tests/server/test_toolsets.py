@@ -1380,6 +1380,17 @@ async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_onc
             "Nothing was done: call again to act on it."
         ], blocks(refused)
         assert await call(mcp, "browser_scroll") == "Scrolled down"  # once: now it acts on tab 1
+    # An action on an element of the popup cannot work called again (the element was the popup's):
+    # it said "call again", and the next call failed as the index was of another tab's state.
+    closing.clear()
+    async with connect(tools=("browser-use",)) as mcp:
+        await popup_closed_by_itself(mcp, site, closing, switch_to=True)
+        refused = await mcp.call_tool("browser_click", {"index": 1})
+        assert blocks(refused) == [
+            f'Error: Tab # 2 closed (by page), now on tab_id "1": {site.url("/opener")}\n'
+            "Nothing was done: element 1 is of the tab that left. Call browser_get_state to get the current "
+            "tab's indexes."
+        ], blocks(refused)
     # Pilo's actions would load the popup away from its timer: it closes once its field is filled.
     site.set_content(
         "/closer",
@@ -1401,7 +1412,10 @@ async def test_an_action_after_the_current_tab_closed_by_itself_does_nothing_onc
         assert said.startswith("Error: BROWSER_TAB_CLOSED: Tab 2 (closed by page).\nCurrent tab: Tab 1: "), (
             said
         )
-        assert said.endswith("Nothing was done: call again to act on it."), said
+        assert said.endswith(
+            f"Nothing was done: ref {code['ref']} is of the tab that left. Call get_snapshot() to get the current "
+            "tab's refs."
+        ), said
         going = {"url": site.url("/page/b")}
         assert (await call(mcp, "goto", going)).startswith("Navigated tab 1 to")  # once
 

@@ -257,7 +257,15 @@ async def current_tab_left(call: Call) -> bool:
 
 
 NOTHING_DONE = "Nothing was done: call again to act on it."
-"""What an action refused for its current tab's leaving adds to the set's words of the leaving."""
+"""What an action refused for its current tab's leaving adds to the set's words of the leaving,
+for an action that names nothing of the tab that left (a URL, a scroll): calling again works."""
+
+
+def nothing_done_on(element: str, read: str, elements: str) -> str:
+    """`NOTHING_DONE` for an action on an element (`element`: `ref 3e5`, `element 2`) read from the
+    tab that left: calling again cannot work, the element being that tab's; `read` (the set's call
+    that reads the current tab) gives the current tab's `elements` (`refs`, `indexes`)."""
+    return f"Nothing was done: {element} is of the tab that left. Call {read} to get the current tab's {elements}."
 
 
 async def closes_to_tell(call: Call, *, told: Iterable[int] = ()) -> list[tuple[TabEvent, str]]:

@@ -83,6 +83,7 @@ from ._common import (
     loading_note,
     navigate_accepting,
     note_lines,
+    nothing_done_on,
     shown_url,
 )
 
@@ -198,12 +199,12 @@ def _url_shown(url: str) -> str:
     return short(url) if url else "(loading, no URL yet)"
 
 
-async def _active(call: Call, *, acting: bool = False) -> tuple[Tab, str]:
+async def _active(call: Call, *, acting: str | None = None) -> tuple[Tab, str]:
     """The active tab, with a dialog that blocks it accepted (browser-use accepts them by itself).
     `acting`: for an action, refused once when the active tab left since the previous answer
-    (`current_tab_left`)."""
-    if acting and await current_tab_left(call):
-        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{NOTHING_DONE}")
+    (`current_tab_left`), with this said of what was not done."""
+    if acting is not None and await current_tab_left(call):
+        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{acting}")
     tab = call.tab(None)
     return tab, await accept_dialog(tab)
 
@@ -242,6 +243,11 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
             line += f', now on tab_id "{now}": {short(urls[now])}'
         closes.append(line)
     return lines + note_lines(*closes)
+
+
+def _index_done(index: int) -> str:
+    """What an action on element `index` refused for its tab's leaving says: the index is that tab's."""
+    return nothing_done_on(f"element {index}", "browser_get_state", "indexes")
 
 
 def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
@@ -441,7 +447,7 @@ async def browser_navigate(
             + await _closed_lines(call)  # a tab the tab limit closed to make room
         )
         return
-    tab, note = await _active(call, acting=True)
+    tab, note = await _active(call, acting=NOTHING_DONE)
     result, accepted = await navigate_accepting(tab, "goto", url)
     call.response.plain(
         f"Navigated to: {short(url.strip())}"
@@ -484,7 +490,7 @@ async def browser_click(
     manager = call.manager
     element: SnapshotElement | None = None
     try:
-        tab, note = await _active(call, acting=True)
+        tab, note = await _active(call, acting=_index_done(index))
         element = _element(call, tab, index)
         if new_tab and element.href:
             full_url = await _link_url(tab, element)
@@ -542,7 +548,7 @@ async def browser_type(
     index: Annotated[int, Field(description="The index of the input element (from browser_get_state)")],
     text: Annotated[str, Field(description="The text to type")],
 ) -> None:
-    tab, note = await _active(call, acting=True)
+    tab, note = await _active(call, acting=_index_done(index))
     element = _element(call, tab, index)  # no such index: its own message says what to do
     try:
         result = await type_text(tab, element.ref, text, dialogs="accept")
@@ -559,7 +565,7 @@ async def browser_type(
 
 
 async def browser_go_back(call: Call) -> None:
-    tab, note = await _active(call, acting=True)
+    tab, note = await _active(call, acting=NOTHING_DONE)
     result, accepted = await navigate_accepting(tab, "back")
     if result.stayed and not result.dialog:  # no page to go back to (or a download): it did not
         said = f"Did not navigate back: {result.note}"
@@ -572,7 +578,7 @@ async def browser_scroll(
     call: Call,
     direction: Annotated[Literal["up", "down"], Field(description="Direction to scroll")] = "down",
 ) -> None:
-    tab, note = await _active(call, acting=True)
+    tab, note = await _active(call, acting=NOTHING_DONE)
     try:
         await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
     except TabpilotError as exc:  # said as a scroll: this set has no script tool

@@ -57,6 +57,7 @@ from ._common import (
     loading_note,
     navigate_accepting,
     note_lines,
+    nothing_done_on,
     shown_url,
 )
 
@@ -124,13 +125,13 @@ CALLS = ToolCalls(
 """This set's calls, as an error's advice names them."""
 
 
-async def _current(call: Call, *, opening: bool = False, acting: bool = False) -> tuple[Tab, str]:
+async def _current(call: Call, *, opening: bool = False, acting: str | None = None) -> tuple[Tab, str]:
     """The current tab, with a dialog that blocks it accepted (this set has no dialog tool). With
     no tab open (the user closed the last one in their browser), `opening` (goto) opens one: this
     set has no other way to. `acting`: for an action, refused once when the current tab left since
-    the previous answer (`current_tab_left`)."""
-    if acting and await current_tab_left(call):
-        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{NOTHING_DONE}")
+    the previous answer (`current_tab_left`), with this said of what was not done."""
+    if acting is not None and await current_tab_left(call):
+        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{acting}")
     instance = call.manager.default_instance
     if instance is not None and instance.state == "open" and not instance.tabs:
         if not opening:
@@ -198,6 +199,11 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     if current is not None and any(e.data.get("activeChanged") for e in closed):
         lines.append(f"Current tab: Tab {current.id}: {_page_words(manager.info(current))}.")
     return note_lines(*lines)
+
+
+def _ref_done(ref: str) -> str:
+    """What an action on `ref` refused for its tab's leaving says: the ref is that tab's."""
+    return nothing_done_on(f"ref {ref}", "get_snapshot()", "refs")
 
 
 _CLOSED_BY = {
@@ -294,7 +300,7 @@ async def click(
     call: Call, ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")]
 ) -> None:
     manager = call.manager
-    tab, note = await _current(call, acting=True)
+    tab, note = await _current(call, acting=_ref_done(ref))
     _own_ref(call.manager, tab, ref)
     since = manager.events.last_seq
     result = await click_ref(tab, ref, dialogs="accept")
@@ -318,7 +324,7 @@ async def fill(
     ref: Annotated[str, Field(description="The element ref from the snapshot, e.g. 3e5")],
     value: Annotated[str, Field(description="The text to put in the field")],
 ) -> None:
-    tab, note = await _current(call, acting=True)
+    tab, note = await _current(call, acting=_ref_done(ref))
     _own_ref(call.manager, tab, ref)
     result = await type_text(tab, ref, value, dialogs="accept")
     call.response.plain(
@@ -332,7 +338,7 @@ async def goto(
     if not url.strip():
         call.response.error("goto needs url: the address to load, e.g. https://example.com.")
         return
-    tab, note = await _current(call, opening=True, acting=True)
+    tab, note = await _current(call, opening=True, acting=NOTHING_DONE)
     result, accepted = await navigate_accepting(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
     call.response.plain(
