@@ -515,6 +515,16 @@ async def open_tab(
     try:
         return OpenedTab(tab, (await navigate(tab, "goto", target)).note)
     except TabpilotError as exc:
-        if isinstance(exc, ActionError) and exc.reason == "loading":  # the tab is open, its page on its way
-            return OpenedTab(tab, loading_said(tab.id, target), loading=True)
+        loading = loading_instead(exc, tab, target)
+        if loading is not None:  # the tab is open, its page on its way
+            return OpenedTab(tab, loading, loading=True)
         return OpenedTab(tab, failed=error_text(exc, calls))
+
+
+def loading_instead(exc: TabpilotError, tab: Tab, page: str | None) -> str | None:
+    """What a load into `tab` (of `page`, if known) that raised `exc` says instead of failing when
+    its page is only slow to come (its server has not sent it in time): the tab is loading it, and
+    the action is done (`loading_said`). None for every other error: a failure."""
+    if isinstance(exc, ActionError) and exc.reason == "loading":
+        return loading_said(tab.id, page or tab.due_url or None)
+    return None

@@ -22,13 +22,15 @@ from tabpilot import (
     TabEvent,
     TabInfo,
     TabManager,
+    TabpilotError,
     dialog_noun,
     navigate,
+    normalize_url,
     parse_ref,
 )
 
 from ..advice import LEFT_OPEN, closed_as, dialog_said, loading_said, short
-from ..tools.base import Call
+from ..tools.base import Call, loading_instead
 
 INTERACTIVE_ROLES = frozenset(
     {
@@ -174,8 +176,17 @@ async def navigate_accepting(
     """`navigate`, for the sets that accept dialogs by themselves (they have no dialog tool): a
     dialog that holds the navigation up (a beforeunload dialog asking to leave, an alert as the
     next page loads) is accepted, and the result is where the tab is then, with notes saying what
-    was accepted instead of the advice to handle the dialog."""
-    result = await navigate(tab, action, url)
+    was accepted instead of the advice to handle the dialog. A page only slow to come (its server
+    has not sent it in time) is no failure, as in a tab these sets open: the result is of the page
+    the tab is loading, its note says so (`loading_instead`)."""
+    try:
+        result = await navigate(tab, action, url)
+    except TabpilotError as exc:
+        target = tab.due_url or (normalize_url(url) if url else None)
+        loading = loading_instead(exc, tab, target)
+        if loading is None:
+            raise
+        return NavigationResult(tab.id, target or tab.url, None, loading), []
     notes: list[str] = []
     while result.dialog and len(notes) < MAX_ACCEPTED and tab.blocked_by() is not None:
         notes.append(await accept_dialog(tab))
