@@ -997,6 +997,7 @@ class Tab:
             raise ValueError(f"depth must be a whole number from 1 (None: the whole tree), not {depth!r}")
         page = await self.usable()
         what = f"Taking a snapshot of tab {self.id}"
+        await self._document_or_loading(what)
         timeout = self.host.timeouts.action
         for _ in range(3):
             # An iframe that loads another page while the tree is read may be read as it was: then
@@ -1202,6 +1203,24 @@ class Tab:
                 tab_id=self.id,
             )
         return element
+
+    async def _document_or_loading(self, what: str) -> None:
+        """Before page work (`what`) that would wait for the tab's next document (the page answers
+        nothing until it comes): if the document has not come within `RESPONSIVE_TIMEOUT`, raise
+        `loading_error` at once, not after the work's whole timeout (a snapshot waited 5 s, and
+        when the page came meanwhile, put the time down to a large tree)."""
+        handle = self._handle
+        if handle is None or not self.document_due or self._stuck:
+            return
+        try:
+            await asyncio.wait_for(handle.evaluate("1"), RESPONSIVE_TIMEOUT)
+        except TimeoutError:
+            if self.document_due:
+                raise self.loading_error(
+                    ActionError(f"{what} cannot begin yet", "", tab_id=self.id, reason="timeout")
+                ) from None
+        except Exception:  # its document came meanwhile (or it closed): the work finds out which
+            return
 
     def _loading_what(self) -> str:
         return f"loading {self._due_url}" if self._due_url else "loading its next page"

@@ -7,6 +7,7 @@ sets of one server, and the failure each seed describes is shown not to happen h
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -528,6 +529,28 @@ async def test_a_slow_page_loaded_in_the_current_tab_is_no_failure_but_said_load
     async with connect(tools=("pilo",), browser=BrowserOptions(timeout_navigation=0.3)) as mcp:
         await call(mcp, "goto", {"url": site.url("/page/a")})
         assert await call(mcp, "goto", {"url": slow}) == f"Navigated tab 1 to {slow}. {loading}"
+
+
+async def test_reading_a_page_still_on_its_way_says_so_at_once_in_each_sets_words(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # get_snapshot waited the action timeout (5 s), and when the page came meanwhile, blamed a
+    # "too large" tree; browser_get_state waited as long and gave an empty element list.
+    slow = site.url("/api/slow?ms=3500")
+    for tools, load, read in (
+        ("pilo", "goto", "get_snapshot"),
+        ("browser-use", "browser_navigate", "browser_get_state"),
+    ):
+        async with connect(tools=(tools,), browser=BrowserOptions(timeout_navigation=0.3)) as mcp:
+            await call(mcp, load, {"url": site.url("/page/a")})
+            await call(mcp, load, {"url": slow})
+            said = await fail(mcp, read, {})
+            assert (
+                said.startswith("Error: ") and f"tab 1 is loading {slow}, whose server has not sent" in said
+            )
+            assert said.endswith(f"take a new {read} in a while, or load another page."), said
+            assert "too large" not in said
+            await poll(functools.partial(mcp.call_tool, read, {}), lambda r: not r.is_error, timeout=10)
 
 
 async def test_browser_use_names_a_tab_a_page_opened_after_its_click_was_answered(
