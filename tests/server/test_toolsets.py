@@ -523,11 +523,9 @@ async def test_a_slow_page_loaded_in_the_current_tab_is_no_failure_but_said_load
     # error (isError, "Error: ... did not finish loading"): an agent retried or gave up on it.
     slow = site.url("/api/slow?ms=2000")
     loading = f"Tab 1 is loading {slow}; its server has not sent it yet."
-    async with connect(tools=("browser-use",), browser=BrowserOptions(timeout_navigation=0.3)) as mcp:
-        await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
+    async with connect(tools=("browser-use",), browser=BrowserOptions(timeout_navigation=1)) as mcp:
         assert await call(mcp, "browser_navigate", {"url": slow}) == f"Navigated to: {slow}\n{loading}"
-    async with connect(tools=("pilo",), browser=BrowserOptions(timeout_navigation=0.3)) as mcp:
-        await call(mcp, "goto", {"url": site.url("/page/a")})
+    async with connect(tools=("pilo",), browser=BrowserOptions(timeout_navigation=1)) as mcp:
         assert await call(mcp, "goto", {"url": slow}) == f"Navigated tab 1 to {slow}. {loading}"
 
 
@@ -536,13 +534,12 @@ async def test_reading_a_page_still_on_its_way_says_so_at_once_in_each_sets_word
 ) -> None:
     # get_snapshot waited the action timeout (5 s), and when the page came meanwhile, blamed a
     # "too large" tree; browser_get_state waited as long and gave an empty element list.
-    slow = site.url("/api/slow?ms=3500")
+    slow = site.url("/api/slow?ms=4000")
     for tools, load, read in (
         ("pilo", "goto", "get_snapshot"),
         ("browser-use", "browser_navigate", "browser_get_state"),
     ):
-        async with connect(tools=(tools,), browser=BrowserOptions(timeout_navigation=0.3)) as mcp:
-            await call(mcp, load, {"url": site.url("/page/a")})
+        async with connect(tools=(tools,), browser=BrowserOptions(timeout_navigation=1)) as mcp:
             await call(mcp, load, {"url": slow})
             said = await fail(mcp, read, {})
             assert (
@@ -551,6 +548,32 @@ async def test_reading_a_page_still_on_its_way_says_so_at_once_in_each_sets_word
             assert said.endswith(f"take a new {read} in a while, or load another page."), said
             assert "too large" not in said
             await poll(functools.partial(mcp.call_tool, read, {}), lambda r: not r.is_error, timeout=10)
+
+
+async def test_a_tab_the_loaded_page_opens_is_named_by_the_answer_of_each_set(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # browser-use's browser_navigate named it; Pilo's goto, browser_tab new and tabs_create did not,
+    # though every set's instructions say such a tab is named in the answer of the action.
+    site.set_content("/onload", "<title>OL</title><script>window.open('/page/p')</script>")
+    onload, popup = site.url("/onload"), site.url("/page/p")
+    async with connect(tools=("pilo", "browser-tab", "foxmcp")) as mcp:
+        went = await call(mcp, "goto", {"url": onload})
+        assert went.splitlines() == [
+            f"Navigated tab 1 to {onload}.",
+            f"BROWSER_TAB_OPENED: Tab 2 (opened by Tab 1): {popup}. It is not the current tab: call switch_tab "
+            'with tabId "2" to use it.',
+        ], went
+        made = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": onload}))
+        assert made["tabId"] == 3 and made["openedTabs"] == [{"tabId": 4, "openerTabId": 3, "url": popup}], (
+            made
+        )
+        created = await call(mcp, "tabs_create", {"url": onload})
+        assert created.splitlines()[1:] == [f"Tab 6 opened by tab 5: {popup}"], created
+        assert (
+            await call(mcp, "goto", {"url": site.url("/page/a")})
+            == f"Navigated tab 5 to {site.url('/page/a')}."
+        )
 
 
 async def test_browser_use_names_a_tab_a_page_opened_after_its_click_was_answered(
@@ -948,6 +971,39 @@ async def test_pilo_completes_an_oauth_style_popup_flow_with_the_tab_tools(
             await asyncio.sleep(0.05)
             done = await call(mcp, "get_snapshot")
         assert "Signed in as ada" in done
+
+
+async def test_browser_use_tells_a_popup_that_closed_itself_after_its_click_in_its_own_words(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The call right after Authorize (whose popup then closes itself) could hit the closing tab and
+    # fail in the default set's words ("Checking ref element 1 on tab 3 failed: ... List tabs with
+    # browser_list_tabs"). How far the close has got when that call comes varies: a few rounds.
+    def index_of(state: str, needle: str) -> int:
+        return int(next(e["index"] for e in state_of(state)["interactive_elements"] if needle in e["text"]))
+
+    async with connect(tools=("browser-use",)) as mcp:
+        for _ in range(4):
+            await call(mcp, "browser_navigate", {"url": site.url("/oauth/start")})
+            await call(
+                mcp, "browser_click", {"index": index_of(await call(mcp, "browser_get_state"), "Sign in")}
+            )
+            popup = json.loads(await call(mcp, "browser_list_tabs"))[-1]["tab_id"]
+            await call(mcp, "browser_switch_tab", {"tab_id": popup})
+            form = await poll(lambda: call(mcp, "browser_get_state"), lambda s: "Authorize" in s, timeout=10)
+            await call(mcp, "browser_type", {"index": index_of(form, ""), "text": "ada"})
+            clicked = await mcp.call_tool("browser_click", {"index": index_of(form, "Authorize")})
+            after = await mcp.call_tool("browser_click", {"index": 1})
+            said = "\n".join(blocks(clicked) + blocks(after))
+            assert not clicked.is_error, said
+            assert "Checking ref" not in said and "during the action" not in said, said
+            if after.is_error and blocks(after)[0].startswith("Error: Tab # "):
+                assert blocks(after)[0].startswith(
+                    f"Error: Tab # {popup} closed (by page), now on tab_id "
+                ), said
+                assert blocks(after)[0].endswith(
+                    "Call browser_get_state to get the current tab's indexes."
+                ), said
 
 
 async def test_pilo_closes_a_tab_that_is_not_current_and_stays_where_it_is(

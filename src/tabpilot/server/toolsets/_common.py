@@ -209,6 +209,14 @@ def shown_url(info: TabInfo) -> str:
     return info.url
 
 
+def url_of(manager: TabManager, event: TabEvent) -> str:
+    """The URL of the tab `event` is of, as these sets list it now (its event's, once it closed)."""
+    for info in manager.tabs():
+        if info.id == event.tab_id:
+            return shown_url(info) or "about:blank"
+    return str(event.data.get("url") or "about:blank")
+
+
 def note_lines(*notes: str) -> str:
     """Notes as lines to append to an answer, each after a line break; empty ones left out."""
     return "".join(f"\n{note}" for note in notes if note)
@@ -248,6 +256,25 @@ def closed_untold(call: Call) -> list[TabEvent]:
     return closed
 
 
+def opened_untold(call: Call, *, told: Iterable[int] = ()) -> list[TabEvent]:
+    """Tabs a page opened since this client's previous answer (a page's script as it loaded, a
+    timer after a click was answered) that no answer named; `told`: tabs the answer names itself
+    (a click's popups). The caller names them (the sets' instructions promise that the action's
+    answer does): they are taken as told. Settle first: a tab asked for is then announced."""
+    said = set(told)
+    opened = [
+        e
+        for e in call.manager.events.history(since=call.session.last_event_seq)
+        if e.type == "tab_opened"
+        and e.tab_id is not None
+        and e.data.get("cause") != "tool"
+        and not e.data.get("back")
+        and e.tab_id not in said
+    ]
+    call.response.told("tab_opened", *(e.tab_id for e in opened if e.tab_id is not None))
+    return opened
+
+
 def _closes_since(call: Call) -> list[TabEvent]:
     """`closed_untold`'s events, read only: not taken as told."""
     events = call.manager.events.history(since=call.session.last_event_seq)
@@ -265,6 +292,14 @@ async def current_tab_left(call: Call) -> bool:
     return default is not None and any(
         e.data.get("activeChanged") and e.instance_id == default.id for e in _closes_since(call)
     )
+
+
+async def left_during(call: Call, tab: Tab) -> bool:
+    """Whether an action on `tab` that failed did so because `tab`, the current tab, closed or
+    left the agent as it began (its page's window.close() not yet reported when the call came):
+    the set then refuses it as it refuses one that comes after the close (`current_tab_left`),
+    in its own words, not with the library's error."""
+    return tab.leaving and await current_tab_left(call)
 
 
 NOTHING_DONE = "Nothing was done: call again to act on it."

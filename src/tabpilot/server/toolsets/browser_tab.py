@@ -4,7 +4,9 @@ One tool, `browser_tab(action, instanceId, tabId, keepTabId, url)`; its text con
 the seed (two-space indented) and its structured content the same object:
 
     list          {"tabs": [{"id", "url", "title", "active", "index"}], "activeTabId", "count"}
-    new           {"tabId", "url", "title"}
+    new           {"tabId", "url", "title"}, and beyond the seed "note" (its page still loading),
+                  "openedTabs" [{"tabId", "openerTabId", "url"}] (tabs its page opened as it
+                  loaded) and "closedTabs" [{"tabId", "how"}] (the tab limit closed to make room)
     close         {"success": true, "closedTabId"}
     close_others  {"success": true, "closedCount", "remainingTabId"}
     activate      {"success": true, "activeTabId"}
@@ -32,7 +34,8 @@ from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, Tabpi
 
 from ..advice import ToolCalls, short
 from ..tools.base import Call, OptionalInstanceId, TabIdValue, ToolSpec, open_tab
-from ._common import closes_to_tell, shown_url
+from ._common import closes_to_tell, opened_untold, shown_url
+from ._common import url_of as _url_of
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
@@ -200,7 +203,12 @@ async def _run(
             made["note"] = opened.note
         # A tab the tab limit closed to make room (close-oldest), or one that closed by itself.
         left = [{"tabId": e.tab_id, "how": how} for e, how in await closes_to_tell(call)]
-        return made | {"closedTabs": left} if left else made
+        # A tab the page opened as it loaded (its script's window.open): the agent would not know it.
+        popups = [
+            {"tabId": e.tab_id, "openerTabId": e.data.get("openerId"), "url": short(_url_of(manager, e))}
+            for e in opened_untold(call)
+        ]
+        return made | ({"openedTabs": popups} if popups else {}) | ({"closedTabs": left} if left else {})
     if action == "close_others":
         if keep_tab_id is None:
             raise ValueError("keepTabId is required for action=close_others (the tab to keep open).")

@@ -80,10 +80,12 @@ from ._common import (
     describe_elements,
     dialog_note,
     interactive_elements,
+    left_during,
     loading_note,
     navigate_accepting,
     note_lines,
     nothing_done_on,
+    opened_untold,
     shown_url,
 )
 
@@ -215,17 +217,7 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
     action's own tab, closed by its page's window.close()), with the tab that is active now:
     later calls act on that one. `told`: tabs the answer already names (a click's popups)."""
     closed = await closes_to_tell(call, told=told)
-    events = call.manager.events.history(since=call.session.last_event_seq)
-    said = set(told)
-    opened = [
-        e.tab_id
-        for e in events
-        if e.type == "tab_opened"
-        and e.tab_id is not None
-        and e.data.get("cause") != "tool"
-        and not e.data.get("back")
-        and e.tab_id not in said
-    ]
+    opened = [e.tab_id for e in opened_untold(call, told=told) if e.tab_id is not None]
     if not closed and not opened:
         return ""  # the usual answer: no list of the tabs to build
     active_id = None
@@ -529,6 +521,9 @@ async def browser_click(
         call.response.error(_stale(index))
         return
     except TabpilotError as exc:
+        if await left_during(call, tab):
+            call.response.error(f"{(await _closed_lines(call)).strip()}\n{_index_done(index)}")
+            return
         call.response.error(_failed(exc, index, element))
         return
     text = f"Clicked element {index}"
@@ -556,6 +551,9 @@ async def browser_type(
         call.response.error(_stale(index))
         return
     except TabpilotError as exc:
+        if await left_during(call, tab):
+            call.response.error(f"{(await _closed_lines(call)).strip()}\n{_index_done(index)}")
+            return
         said = re.sub(rf"^Typing into element {index} on tab \d+ failed: ", "", _failed(exc, index, element))
         call.response.error(f"could not type into element {index}: {said}")
         return

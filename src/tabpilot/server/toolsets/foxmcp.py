@@ -33,7 +33,7 @@ from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_sh
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
-from ._common import closes_to_tell, shown_url
+from ._common import closes_to_tell, opened_untold, shown_url, url_of
 
 TabIdParam = Annotated[WholeInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
@@ -146,6 +146,14 @@ async def tabs_create(
     # A tab the tab limit closed to make room (--tab-limit-policy close-oldest), or one that closed
     # by itself meanwhile: FoxMCP lists no events, and the next list would only leave it out.
     closed = "".join(f"\nTab {event.tab_id} {left}" for event, left in await closes_to_tell(call))
+    # A tab the page opened as it loaded (its script's window.open): FoxMCP's list would only show it.
+    closed = (
+        "".join(
+            f"\nTab {e.tab_id} opened by tab {e.data.get('openerId')}: {short(url_of(manager, e))}"
+            for e in opened_untold(call)
+        )
+        + closed
+    )
     said = f"\n{opened.note}" if opened.note else ""  # its page still loading, or an HTTP error status
     call.response.plain(created_text(manager.info(tab)) + said + closed)
 

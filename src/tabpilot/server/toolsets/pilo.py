@@ -53,11 +53,13 @@ from ._common import (
     current_tab_left,
     dialog_note,
     host_of,
+    left_during,
     left_words,
     loading_note,
     navigate_accepting,
     note_lines,
     nothing_done_on,
+    opened_untold,
     shown_url,
 )
 
@@ -303,7 +305,12 @@ async def click(
     tab, note = await _current(call, acting=_ref_done(ref))
     _own_ref(call.manager, tab, ref)
     since = manager.events.last_seq
-    result = await click_ref(tab, ref, dialogs="accept")
+    try:
+        result = await click_ref(tab, ref, dialogs="accept")
+    except TabpilotError:
+        if await left_during(call, tab):
+            raise ValueError(f"{(await _closed_lines(call)).strip()}\n{_ref_done(ref)}") from None
+        raise
     dialogs = [dialog_note(d) for d in result.accepted_dialogs]
     opened = [
         e
@@ -326,7 +333,12 @@ async def fill(
 ) -> None:
     tab, note = await _current(call, acting=_ref_done(ref))
     _own_ref(call.manager, tab, ref)
-    result = await type_text(tab, ref, value, dialogs="accept")
+    try:
+        result = await type_text(tab, ref, value, dialogs="accept")
+    except TabpilotError:
+        if await left_during(call, tab):
+            raise ValueError(f"{(await _closed_lines(call)).strip()}\n{_ref_done(ref)}") from None
+        raise
     call.response.plain(
         f"Filled {ref} with {value!r}." + note_lines(note, loading_note(result)) + await _closed_lines(call)
     )
@@ -341,8 +353,10 @@ async def goto(
     tab, note = await _current(call, opening=True, acting=NOTHING_DONE)
     result, accepted = await navigate_accepting(tab, "goto", url)
     tail = f" {result.note}" if result.note else ""
+    await call.manager.settle(grace=0)  # a tab the page opened as it loaded: named, as a click's
+    opened = _opened_text(call.manager, opened_untold(call), None)
     call.response.plain(
-        f"Navigated tab {tab.id} to {short(result.url)}.{tail}"
+        f"Navigated tab {tab.id} to {short(result.url)}.{tail}{opened}"
         + note_lines(note, *accepted)
         + await _closed_lines(call)
     )
