@@ -1563,9 +1563,15 @@ async def test_a_compatible_set_says_once_that_the_browser_was_lost_and_launched
             assert answer.startswith("Open tabs (1 found):"), answer  # the set's own answer, whole
             assert len(notes) == 1, notes
             assert f"the browser process (pid {doomed.pid}) ended: it was killed or crashed" in notes[0]
-            assert (
-                "was launched in place of lost instance" in notes[0] and "the old tabs are gone" in notes[0]
-            )
+            # In the set's words (it has no instances), and with the tab that is active now: it said
+            # "no tab is active" of the moment the old tabs closed, beside the new browser's tab.
+            (new_tab,) = re.findall(r"ID (\d+):", answer)
+            lines = notes[0].splitlines()
+            assert lines[0].startswith("Note: the browser was lost: "), lines
+            assert lines[-1] == (
+                f"Note: a new browser was launched in its place: the old tabs are gone; active tab is now {new_tab}."
+            ), lines
+            assert "instance" not in notes[0] and "no tab is" not in notes[0], notes[0]
             again = await mcp.call_tool("tabs_list", {})
             assert len(again.content) == 1  # said once
 

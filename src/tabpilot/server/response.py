@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import difflib
 import re
 from collections.abc import Callable, Sequence
@@ -369,7 +370,7 @@ class Response:
                 events = session.take_events()
                 if self._structured:  # the JSON forms are built only for clients that get them
                     data["events"] = [e.to_dict() for e in events]
-                notes = _browser_notes(events) + _close_notes_of(events, self._told)
+                notes = _plain_notes(events, self._told, session.manager)
             if self._plain_later is not None:
                 # Unless that moment has no answer (the browser was lost meanwhile): the first stands.
                 with contextlib.suppress(TabpilotError):
@@ -665,22 +666,42 @@ def _outgoing(value: Any, key: str = "") -> Any:
     return value
 
 
-def _close_notes_of(events: list[TabEvent], told: set[tuple[str, int]]) -> list[str]:
-    """What a compatible set's answer adds of tabs closed since the client's previous answer by no
-    call (a popup's window.close(), the user, the tab cap) that the answer did not tell (an error,
-    a state or list call): the next calls act on another tab, and the agent is told which."""
-    return [
-        f"Note: {event_line(e)}."
-        for e in events
-        if e.type == "tab_closed"
-        and e.data.get("by") != "tool"
-        and e.tab_id is not None
-        and ("tab_closed", e.tab_id) not in told
-    ]
-
-
-def _browser_notes(events: list[TabEvent]) -> list[str]:
-    """What a compatible set's answer adds of a browser lost since the client's previous answer
-    (those sets show no `### Events`): without it, the tabs it had would vanish from their lists
-    unexplained, and new ids appear."""
-    return [f"Note: {event_line(e)}." for e in events if e.type in ("instance_lost", "instance_relaunched")]
+def _plain_notes(events: list[TabEvent], told: set[tuple[str, int]], manager: TabManager) -> list[str]:
+    """What a compatible set's answer adds, in a block of its own (those sets show no `### Events`),
+    in words free of the default set's (no instances, no tools of its): a browser lost and launched
+    again since the client's previous answer (without it, its tabs would vanish from the lists
+    unexplained, and new ids appear), and the tabs closed by no call (a popup's window.close(), the
+    user, the tab cap) that the answer did not tell (an error, a state or list call): the next calls
+    act on another tab, and the agent is told which, as it is now."""
+    several = sum(1 for i in manager.instances if i.state == "open") > 1
+    lost: list[str] = []
+    closed: list[str] = []
+    back: list[str] = []
+    moved = False
+    for e in events:
+        browser = f"the browser ({e.instance_id})" if several else "the browser"
+        if e.type == "instance_lost":
+            lost.append(f"{browser} was lost: {e.data.get('reason')}")
+        elif e.type == "instance_relaunched":
+            again = e.data.get("reconnected") or e.data.get("kind") == "extension"
+            tabs = "its tabs keep their ids" if e.data.get("tabsKept") else "the old tabs are gone"
+            back.append(
+                f"a new browser was {'connected again' if again else 'launched'} in its place: {tabs}"
+            )
+            moved = True
+        elif (
+            e.type == "tab_closed"
+            and e.data.get("by") != "tool"
+            and e.tab_id is not None
+            and ("tab_closed", e.tab_id) not in told
+        ):
+            # The active tab as it is now, once below: the event's was of its moment (no tab at all
+            # while a lost browser's tabs closed, before its successor opened one).
+            moved = moved or bool(e.data.get("activeChanged"))
+            closed.append(event_line(dataclasses.replace(e, data={**e.data, "activeChanged": False})))
+    lines = lost + closed + back  # a lost browser's tabs close before it is said lost
+    if lines and moved:
+        default = manager.default_instance
+        active = default.active_tab if default is not None and default.state == "open" else None
+        lines[-1] += f"; active tab is now {active.id}" if active is not None else "; no tab is open"
+    return [f"Note: {line}." for line in lines]
