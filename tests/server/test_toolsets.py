@@ -849,6 +849,11 @@ async def test_foxmcp_tools_answer_in_foxmcps_text_formats(
         assert (await fail(mcp, "tabs_close", {"tab_id": 9999})).startswith(
             "Error closing tab: No tab with ID 9999."
         )
+        # On one line, as FoxMCP's errors are, its lines still sentences ("Field required Fix them").
+        assert await fail(mcp, "tabs_create", {}) == (
+            "Error creating tab: Invalid arguments for tabs_create: argument 'url': Field required. "
+            "Fix them and call again."
+        )
 
 
 # -- Pilo -----------------------------------------------------------------------------------------

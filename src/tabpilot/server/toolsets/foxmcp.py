@@ -85,6 +85,20 @@ def windows_text(manager: TabManager, *, populate: bool) -> str:
     return "".join(lines)
 
 
+def _one_line(text: str) -> str:
+    """`text` on one line, as FoxMCP's errors are: each line (less a list's dash) a sentence of its
+    own (its lines run together, "Field required Fix them and call again")."""
+    parts: list[str] = []
+    for line in text.splitlines():
+        line = " ".join(line.split()).removeprefix("- ")
+        if not line:
+            continue
+        if parts and not parts[-1].endswith((".", ":", ";", "!", "?")):
+            parts[-1] += "."
+        parts.append(line)
+    return " ".join(parts)
+
+
 def _problem(manager: TabManager, exc: TabpilotError) -> str:
     # Library errors list the open tabs over several lines; FoxMCP's errors are one line.
     if isinstance(exc, TabNotFoundError):
@@ -109,7 +123,7 @@ CALLS = ToolCalls(
     close_tabs="tabs_close",
     open_tab="tabs_create(url=...)",
     handle_dialog=None,
-    plain_error=lambda tool, text: f"Error {_DOING.get(tool, 'calling ' + tool)}: {' '.join(text.split())}",
+    plain_error=lambda tool, text: f"Error {_DOING.get(tool, 'calling ' + tool)}: {_one_line(text)}",
 )
 """This set's calls, as an error's advice names them."""
 
