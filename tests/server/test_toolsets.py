@@ -346,8 +346,11 @@ async def test_browser_use_opens_a_link_in_a_new_tab_where_a_click_on_it_leads(
         await call(mcp, "browser_navigate", {"url": site.url("/based/page")})
         clicked_in = state_of(await call(mcp, "browser_get_state"))["tabs"][0]["tab_id"]
         opened = await call(mcp, "browser_click", {"index": 1, "new_tab": True})
-        tab_id = re.search(rf'New tab: tab_id "(\d+)" \(parent_tab_id "{clicked_in}"\)', opened)
+        tab_id = re.search(
+            rf'New tab: tab_id "(\d+)" \(parent_tab_id "{clicked_in}"\) (\S+), now active', opened
+        )
         assert tab_id is not None, opened
+        assert tab_id.group(2) == site.url("/elsewhere/dir/target"), opened  # in full, unlike the line above
         listed = {t["tab_id"]: t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))}
         assert listed[tab_id.group(1)] == site.url("/elsewhere/dir/target")
         # Its parent is the tab clicked in (it was null: the server opens the URL in a tab of its own).

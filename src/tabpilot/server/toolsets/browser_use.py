@@ -509,7 +509,8 @@ async def browser_click(
             call.response.plain(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
                 + note_lines(
-                    f'New tab: tab_id "{opened.tab.id}" (parent_tab_id "{tab.id}"), now active.',
+                    # The URL in full (the line above cuts it at 20 characters, as browser-use does).
+                    f'New tab: tab_id "{opened.tab.id}" (parent_tab_id "{tab.id}") {short(full_url)}, now active.',
                     opened.note,
                     note,
                 )
