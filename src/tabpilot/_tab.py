@@ -183,9 +183,6 @@ class Tab:
         self.closed = False
         self.closing_cause: CloseCause | None = None
         """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
-        self.close_told: bool | None = None
-        """Whether its page told it is closing itself (`window.close()`, `_titles`): None where
-        pages do not tell (only the user's browser asks them: its user closes tabs too)."""
         self.over_total = False
         """Closed by the tab cap: the total one shared with other managers (`TabBudget`), not its
         manager's own `max_tabs`."""
@@ -335,15 +332,9 @@ class Tab:
 
     @property
     def may_close_itself(self) -> bool:
-        """Whether a close tabpilot did not make may be its page's (`window.close()`): only of a
-        tab a page opened (a popup, a link's new tab), and where its page tells (`close_told`), one
-        whose page said so. Any other came from outside (the user's tab strip, another client)."""
-        opened_by_page = self.opener_id is not None or self.cause in ("link", "popup")
-        return opened_by_page and self.close_told is not False
-
-    def closing_itself(self) -> None:
-        """Its page called `window.close()` (`_titles`): the close that follows is the page's."""
-        self.close_told = True
+        """Whether its page may close it (`window.close()`): only a tab a page opened (a popup,
+        a link's new tab). A close of any other that tabpilot did not make came from outside."""
+        return self.opener_id is not None or self.cause in ("link", "popup")
 
     @property
     def is_gone(self) -> bool:

@@ -13,12 +13,6 @@ whenever either changes: the <head> changing (a new <title>, its text), the docu
 being replaced, a same-document navigation; and once the document is parsed and once it is
 loaded (for a <title> the parser put in the body).
 
-Where asked (`closing`), the observer also tells when the page closes its own tab: Chromium runs a
-tab's `beforeunload` listeners within the page's `window.close()`, and `window.closed` reads true
-once that returns, in every world; a close from outside (the user's tab strip, another client)
-runs them with `window.closed` false. It reports `"closing"` then (the page cannot call the
-binding, so a page cannot pose as closing itself either).
-
 A report counts only for the URL it names: `Tab.title_live` holds while the tab's URL is the
 one its page last reported with its title. Reports need Runtime enabled on the session, which
 the watcher does (without telemetry, which enables it too, titles had stayed as the page first
@@ -70,34 +64,19 @@ SOURCE = (
   document.addEventListener("DOMContentLoaded", report);
   addEventListener("load", report);
   watch();
-  if (CLOSE_WATCH) {
-    addEventListener("beforeunload", () => queueMicrotask(() => window.closed && send('"closing"')), true);
-  }
 })();
 //# sourceURL=tabpilot://titles.js"""
 ).replace("BINDING", BINDING)
-CLOSING_REPORT = '"closing"'
-"""What the observer reports when its page closes its own tab."""
 
 
-def watch_titles(
-    session: TargetSession,
-    report: Callable[[str, str], None],
-    *,
-    closing: Callable[[], None] | None = None,
-) -> Callable[[], None]:
-    """Start the observer on a tab's session; `report(title, href)` for each report, and, if
-    given, `closing()` when the page closes its own tab. Returns the disposer of the listener (the
-    observer goes with the session)."""
+def watch_titles(session: TargetSession, report: Callable[[str, str], None]) -> Callable[[], None]:
+    """Start the observer on a tab's session; `report(title, href)` for each report. Returns the
+    disposer of the listener (the observer goes with the session)."""
     session.send("Runtime.addBinding", {"name": BINDING, "executionContextName": WORLD})
     session.enable("Runtime")  # reports come only with Runtime enabled (telemetry needs it too)
     session.send(
         "Page.addScriptToEvaluateOnNewDocument",
-        {
-            "source": SOURCE.replace("CLOSE_WATCH", "true" if closing is not None else "false"),
-            "worldName": WORLD,
-            "runImmediately": True,
-        },
+        {"source": SOURCE, "worldName": WORLD, "runImmediately": True},
     )
 
     def on_binding(_method: str, raw: str) -> None:
@@ -105,10 +84,6 @@ def watch_titles(
             return
         params: dict[str, Any] = json.loads(raw).get("params") or {}
         if params.get("name") != BINDING:
-            return
-        if params.get("payload") == CLOSING_REPORT:
-            if closing is not None:
-                closing()
             return
         try:
             title, href = json.loads(params.get("payload", ""))

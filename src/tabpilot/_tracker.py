@@ -71,8 +71,8 @@ class TabTracker:
         browser (the extension, a CDP endpoint's own context), whose tabs that neither tabpilot nor
         its tabs' pages opened are the user's (`Tab.users_own`). `popups_blocked`: the browser's
         popup blocker is on (a browser Playwright did not start). `closed_outside`: the cause of a
-        close that neither tabpilot nor the tab's page made (`user` where only the user closes
-        tabs: their browser, through the extension)."""
+        close tabpilot did not make, of a tab its page could not close (`Tab.may_close_itself`):
+        `user` where only the user closes tabs (their browser, through the extension)."""
         self._popups_blocked = popups_blocked
         self._closed_outside = closed_outside
         self.lost_cause: CloseCause = lost_cause
@@ -425,10 +425,7 @@ class TabTracker:
             child.on_close(release)
 
         session.attach_children(on_child)
-        closing = None
-        if self._users_browser:  # its user closes tabs too: its page tells when it closes itself
-            tab.close_told, closing = False, tab.closing_itself
-        tab.add_disposer(watch_titles(session, tab.title_reported, closing=closing))
+        tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
         tab.add_disposer(session.on_events(("Page.windowOpen",), on_window_open))
