@@ -1027,10 +1027,18 @@ async def test_pilo_closes_a_tab_that_is_not_current_and_stays_where_it_is(
             await call(mcp, "close_tab", {"tabId": str(other)})
             == f"Closed tab {other}. Current tab: {start}."
         )
+        # The open tabs as Pilo's snapshot header lists them, not in tabpilot's own format.
         unknown = await fail(mcp, "switch_tab", {"tabId": str(other)})
-        assert unknown.startswith(
-            f"Error: Tab {other} not found. It was closed by a call to tabpilot. Open tabs:"
-        )
+        assert unknown.splitlines() == [
+            f"Error: Tab {other} not found. It was closed by a call to tabpilot.",
+            "Available tabs:",
+            f'Tab {start} (current): about:blank - "about:blank"',
+            "Use one of these IDs (list_tabs() lists them too).",
+        ], unknown
+        assert (await fail(mcp, "close_tab", {"tabId": 99})).splitlines()[:2] == [
+            "Error: Tab 99 not found.",
+            "Available tabs:",
+        ]
 
 
 async def test_pilo_tools_carry_the_descriptions_of_the_seed(connect: Callable[..., Client]) -> None:

@@ -39,7 +39,17 @@ from typing import Annotated, Any
 from mcp.types import ToolAnnotations
 from pydantic import Field, StrictStr
 
-from tabpilot import Tab, TabEvent, TabInfo, TabManager, TabpilotError, parse_ref, type_text
+from tabpilot import (
+    Tab,
+    TabEvent,
+    TabInfo,
+    TabManager,
+    TabNotFoundError,
+    TabpilotError,
+    id_shown,
+    parse_ref,
+    type_text,
+)
 from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short, tab_limit_closed
@@ -232,15 +242,33 @@ async def list_tabs(call: Call) -> None:
     call.response.plain_later(listing)
 
 
+def _tab(call: Call, tab_id: int | str) -> Tab:
+    """The tab `tab_id` names; an unknown id is refused listing the open tabs as Pilo's snapshot
+    header does (`Tab 1: host - "title"`), with why the tab is gone when that is known."""
+    try:
+        return call.tab(tab_id)
+    except TabNotFoundError as exc:
+        if not exc.open_tabs or exc.kept_by is not None or exc.no_instance is not None:
+            raise  # no tab to list, or the way back is the library's to say
+        why = f" {exc.reason}" if exc.reason else ""
+        current = call.manager.default_instance
+        active = current.active_tab if current is not None and current.state == "open" else None
+        tabs = available_tabs_text(call.manager.tabs(), active.id if active is not None else None)
+        raise ValueError(
+            f"Tab {id_shown(exc.tab_id if exc.tab_id is not None else tab_id)} not found.{why}\n{tabs}\n"
+            "Use one of these IDs (list_tabs() lists them too)."
+        ) from None
+
+
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
-    tab = call.manager.activate(call.tab(tabId).id)
+    tab = call.manager.activate(_tab(call, tabId).id)
     words = _page_words(call.manager.info(tab))
     call.response.plain(f"Switched to tab {tab.id}: {words}. The next snapshot will show this tab.")
 
 
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
     manager = call.manager
-    tab = call.tab(tabId)
+    tab = _tab(call, tabId)
     if tab.status == "crashed" and not any(
         t.id != tab.id for t in manager.tabs(tab.instance_id) if not t.users_own
     ):
