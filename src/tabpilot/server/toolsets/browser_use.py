@@ -206,9 +206,15 @@ async def _active(call: Call, *, acting: str | None = None) -> tuple[Tab, str]:
     `acting`: for an action, refused once when the active tab left since the previous answer
     (`current_tab_left`), with this said of what was not done."""
     if acting is not None and await current_tab_left(call):
-        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{acting}")
+        raise ValueError(await _left_said(call, acting))
     tab = call.tab(None)
     return tab, await accept_dialog(tab)
+
+
+async def _left_said(call: Call, done: str) -> str:
+    """An action refused because the current tab left: the set's words of its leaving, then
+    `done` (what was not done, and what to do instead)."""
+    return f"{(await _closed_lines(call)).strip()}\n{done}"
 
 
 async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
@@ -523,7 +529,7 @@ async def browser_click(
         return
     except TabpilotError as exc:
         if await left_during(call, tab):
-            call.response.error(f"{(await _closed_lines(call)).strip()}\n{_index_done(index)}")
+            call.response.error(await _left_said(call, _index_done(index)))
             return
         call.response.error(_failed(exc, index, element))
         return
@@ -553,7 +559,7 @@ async def browser_type(
         return
     except TabpilotError as exc:
         if await left_during(call, tab):
-            call.response.error(f"{(await _closed_lines(call)).strip()}\n{_index_done(index)}")
+            call.response.error(await _left_said(call, _index_done(index)))
             return
         said = re.sub(rf"^Typing into element {index} on tab \d+ failed: ", "", _failed(exc, index, element))
         call.response.error(f"could not type into element {index}: {said}")

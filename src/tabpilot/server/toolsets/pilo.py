@@ -143,7 +143,7 @@ async def _current(call: Call, *, opening: bool = False, acting: str | None = No
     set has no other way to. `acting`: for an action, refused once when the current tab left since
     the previous answer (`current_tab_left`), with this said of what was not done."""
     if acting is not None and await current_tab_left(call):
-        raise ValueError(f"{(await _closed_lines(call)).strip()}\n{acting}")
+        raise ValueError(await _left_said(call, acting))
     instance = call.manager.default_instance
     if instance is not None and instance.state == "open" and not instance.tabs:
         if not opening:
@@ -188,6 +188,12 @@ def _opened_text(manager: TabManager, events: Sequence[TabEvent], current: int |
                 tail = "It closed again."
             said.append(f"\n{line}. {tail}")
     return "".join(said)
+
+
+async def _left_said(call: Call, done: str) -> str:
+    """An action refused because the current tab left: the set's words of its leaving, then
+    `done` (what was not done, and what to do instead)."""
+    return f"{(await _closed_lines(call)).strip()}\n{done}"
 
 
 async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
@@ -337,7 +343,7 @@ async def click(
         result = await click_ref(tab, ref, dialogs="accept")
     except TabpilotError:
         if await left_during(call, tab):
-            raise ValueError(f"{(await _closed_lines(call)).strip()}\n{_ref_done(ref)}") from None
+            raise ValueError(await _left_said(call, _ref_done(ref))) from None
         raise
     dialogs = [dialog_note(d) for d in result.accepted_dialogs]
     opened = [
@@ -365,7 +371,7 @@ async def fill(
         result = await type_text(tab, ref, value, dialogs="accept")
     except TabpilotError:
         if await left_during(call, tab):
-            raise ValueError(f"{(await _closed_lines(call)).strip()}\n{_ref_done(ref)}") from None
+            raise ValueError(await _left_said(call, _ref_done(ref))) from None
         raise
     call.response.plain(
         f"Filled {ref} with {value!r}." + note_lines(note, loading_note(result)) + await _closed_lines(call)
