@@ -200,13 +200,7 @@ async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_
     arrives; attaching half a second late makes that certain. The document request is still
     in the waterfall, from the page's navigation timing."""
     telemetry = Telemetry()
-    instance = await manager.attach_isolated(manager.instances[0])
-    opener = await open_tab(manager, instance, site.url("/page/a"))
-    hooks.late[instance.id] = attached_late(telemetry)
-    try:
-        await opener.page.evaluate("window.open('/page/b')")
-        await wait_until(lambda: len(instance.tabs) == 2)
-        popup = next(t for t in instance.tabs if t is not opener)
+    async with popup_attached_late(manager, hooks, telemetry, site.url("/page/a"), "/page/b") as popup:
         await wait_until(lambda: telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries)
         (row,) = telemetry.query(Query("network_waterfall", tab_id=popup.id)).entries
         assert isinstance(row, NetworkEntry)
@@ -217,6 +211,21 @@ async def test_a_popup_document_that_loaded_before_its_feed_was_on_is_recovered_
             "document",
         )
         assert row.duration_ms >= 0 and row.response_body_size
+
+
+@contextlib.asynccontextmanager
+async def popup_attached_late(
+    manager: TabManager, hooks: _Hooks, telemetry: Telemetry, opener_url: str, popup_path: str
+) -> AsyncIterator[Tab]:
+    """The popup a page at `opener_url` opens on `popup_path`, in an instance of its own (closed
+    after) whose tabs `telemetry` attaches to half a second late (`attached_late`)."""
+    instance = await manager.attach_isolated(manager.instances[0])
+    try:
+        opener = await open_tab(manager, instance, opener_url)
+        hooks.late[instance.id] = attached_late(telemetry)
+        await opener.page.evaluate(f"window.open({json.dumps(popup_path)})")
+        await wait_until(lambda: len(instance.tabs) == 2)
+        yield next(t for t in instance.tabs if t is not opener)
     finally:
         await manager.close_instance(instance.id)
 
@@ -284,14 +293,8 @@ async def test_a_popups_redirect_chain_that_went_before_its_feed_was_on_is_count
     from the page's timing, and its two redirects, of which the page tells only the count, are
     counted as dropped."""
     telemetry = Telemetry()
-    instance = await manager.attach_isolated(manager.instances[0])
     redirect_chain(site)
-    opener = await open_tab(manager, instance, site.url("/opener"))
-    hooks.late[instance.id] = attached_late(telemetry)
-    try:
-        await opener.page.evaluate("window.open('/r1')")
-        await wait_until(lambda: len(instance.tabs) == 2)
-        popup = next(t for t in instance.tabs if t is not opener)
+    async with popup_attached_late(manager, hooks, telemetry, site.url("/opener"), "/r1") as popup:
         await wait_until(lambda: chain_rows(telemetry, site, popup.id))
         await telemetry.settle()
         result = telemetry.query(Query("network_waterfall", tab_id=popup.id))
@@ -300,8 +303,6 @@ async def test_a_popups_redirect_chain_that_went_before_its_feed_was_on_is_count
             2,
             (),
         )
-    finally:
-        await manager.close_instance(instance.id)
 
 
 async def test_websocket_frames_in_both_directions_and_the_close_are_recorded_per_tab(
