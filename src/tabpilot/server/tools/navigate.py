@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import NavigationBlockedError, Tab, navigate
+from tabpilot import NavigationBlockedError, Tab, TabpilotError, navigate
 
 from ..advice import short
-from .base import Call, TabIdArg, ToolSpec
+from .base import Call, TabIdArg, ToolSpec, loading_instead
 
 
 async def browser_navigate(
@@ -37,6 +37,19 @@ async def browser_navigate(
         # Back, forward or a reload to a URL the policy refuses: the error says what the event would.
         call.response.told("navigation_blocked", tab.id)
         raise
+    except TabpilotError as exc:
+        loading = loading_instead(exc, tab, None)
+        if loading is None:
+            raise
+        # A page only slow to come: the navigation is done, the browser keeps waiting for it, as
+        # for a click or a new tab. A snapshot would wait for it as long again: none here.
+        page = tab.due_url or None
+        call.response.result(
+            f"{loading} Take a snapshot of tab {tab.id} in a while.",
+            {"tabId": tab.id, "url": page or tab.url, "status": None, "loading": page},
+        )
+        call.response.set_page(tab)
+        return
     # The URL it ended on is in ### Page.
     done = {"goto": "Navigated", "back": "Went back on", "forward": "Went forward on", "reload": "Reloaded"}
     # A dialog holds the navigation up, or the URL was a download: the note says so.
