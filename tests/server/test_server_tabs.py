@@ -527,7 +527,7 @@ async def test_an_argument_the_action_does_not_use_is_refused_and_nothing_happen
             "browser_tabs", {"action": "new", "tabId": 1, "url": site.url("/page/b")}
         )
         assert error(refused) == (
-            "browser_tabs action='new' does not use tabId (tabId is for actions 'close', 'close_others', "
+            "browser_tabs(action='new') does not use tabId (tabId is for actions 'close', 'close_others', "
             "'activate', 'pin', 'unpin'). Call again without tabId."
         )
         back = await mcp.call_tool("browser_navigate", {"action": "back", "url": site.url("/page/b")})

@@ -801,6 +801,39 @@ async def test_foxmcp_and_pilo_refuse_closing_the_last_tab_without_naming_instan
         assert "only tab of its browser" in await fail(mcp, "close_tab", {"tabId": last})
 
 
+async def test_browser_tab_names_every_call_as_the_seed_calls_its_tool(
+    connect: Callable[..., Client],
+) -> None:
+    # Its advice said `browser_tab(action='list')` in one error and `(action=list)` or
+    # `browser_tab action=close or close_others` in others: one tool, called one way.
+    said: list[str] = []
+    async with connect(tools=("browser-tab",), max_tabs=2) as mcp:
+        start = json.loads(await call(mcp, "browser_tab", {"action": "list"}))["activeTabId"]
+        said.append(await fail(mcp, "browser_tab", {"action": "activate"}))
+        assert said[-1] == (
+            "tabId is required for browser_tab(action='activate'). List tabs to get valid IDs "
+            "(browser_tab(action='list'))."
+        )
+        said.append(await fail(mcp, "browser_tab", {"action": "close"}))
+        said.append(await fail(mcp, "browser_tab", {"action": "close_others"}))
+        assert said[-1] == (
+            "keepTabId is required for browser_tab(action='close_others'): the tab to keep open. List tabs "
+            "to get valid IDs (browser_tab(action='list'))."
+        )
+        said.append(await fail(mcp, "browser_tab", {"action": "close", "tabId": 99}))
+        said.append(await fail(mcp, "browser_tab", {"action": "new", "tabId": start}))
+        assert said[-1].startswith("browser_tab(action='new') does not use tabId"), said[-1]
+        said.append(await fail(mcp, "browser_tab", {"action": "close", "tabId": start}))
+        await call(mcp, "browser_tab", {"action": "new"})
+        said.append(await fail(mcp, "browser_tab", {"action": "new"}))  # over the limit of 2
+        assert said[-1].endswith(
+            "Close tabs you no longer need (browser_tab(action='close', tabId=...) or "
+            "browser_tab(action='close_others', keepTabId=...)), then retry."
+        ), said[-1]
+    for text_ in said:
+        assert re.findall(r"browser_tab\b(?!\(action=')|(?<!browser_tab\()action=", text_) == [], text_
+
+
 async def test_browser_tab_at_a_tab_limit_of_one_does_not_advise_opening_a_tab(
     connect: Callable[..., Client],
 ) -> None:
@@ -1332,7 +1365,7 @@ async def test_browser_tab_with_two_instances_says_where_a_tab_is_and_advises_ca
         # An argument the action does not use is refused, as browser_tabs refuses it, in this set's words.
         refused = await fail(mcp, "browser_tab", {"action": "new", "tabId": 1})
         assert refused == (
-            "browser_tab action='new' does not use tabId (tabId is for actions 'close', 'activate'). "
+            "browser_tab(action='new') does not use tabId (tabId is for actions 'close', 'activate'). "
             "Call again without tabId."
         )
         await mcp.call_tool("browser_instance", {"action": "close", "instanceId": "inst_2"})

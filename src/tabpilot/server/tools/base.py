@@ -160,7 +160,7 @@ class ToolSpec:
             return None
         uses = "; ".join(f"{name} is for {_actions(self.action_args[name])}" for name in unused)
         which = " or ".join(unused)
-        return f"{self.name} action={action!r} does not use {which} ({uses}). Call again without {which}."
+        return f"{self.name}(action={action!r}) does not use {which} ({uses}). Call again without {which}."
 
 
 @dataclass(slots=True)

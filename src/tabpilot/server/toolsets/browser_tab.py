@@ -40,12 +40,23 @@ from ._common import url_of as _url_of
 Action = Literal["list", "new", "close", "close_others", "activate"]
 
 
+def _call(action: str, **arguments: object) -> str:
+    """A call of this set's one tool, spelt as every answer of the set spells it:
+    `browser_tab(action='close', tabId=3)`; `...` stands for a value the agent picks."""
+    given = "".join(
+        f", {name}={'...' if value is ... else repr(value)}"
+        for name, value in arguments.items()
+        if value is not None
+    )
+    return f"browser_tab(action={action!r}{given})"
+
+
 CALLS = ToolCalls(
     read=None,
-    list_tabs="browser_tab(action='list')",
-    close_tab=lambda tab: f"browser_tab(action='close', tabId={tab})",
-    close_tabs="browser_tab action=close or close_others",
-    open_tab="browser_tab(action='new', url=...)",
+    list_tabs=_call("list"),
+    close_tab=lambda tab: _call("close", tabId=tab),
+    close_tabs=f"{_call('close', tabId=...)} or {_call('close_others', keepTabId=...)}",
+    open_tab=_call("new", url=...),
     handle_dialog=None,
     plain_error=lambda tool, text: text,  # the seed's errors are their text alone ("Tab not found: ...")
 )
@@ -83,11 +94,6 @@ def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str,
 
 def _several(manager: TabManager) -> bool:
     return sum(i.state == "open" for i in manager.instances) > 1
-
-
-def _call(action: str, **arguments: object) -> str:
-    given = "".join(f", {name}={value!r}" for name, value in arguments.items() if value is not None)
-    return f"browser_tab(action={action!r}{given})"
 
 
 def _tab_not_found(
@@ -211,13 +217,18 @@ async def _run(
         return made | ({"openedTabs": popups} if popups else {}) | ({"closedTabs": left} if left else {})
     if action == "close_others":
         if keep_tab_id is None:
-            raise ValueError("keepTabId is required for action=close_others (the tab to keep open).")
+            raise ValueError(
+                f"keepTabId is required for {_call(action)}: the tab to keep open. List tabs to get valid IDs "
+                f"({CALLS.list_tabs})."
+            )
         keep = manager.resolve(keep_tab_id, instance_id=instance_id)
         call.acted_tab = keep
         closed = await manager.close_others(keep.id)
         return {"success": True, "closedCount": len(closed), "remainingTabId": keep.id}
     if tab_id is None:
-        raise ValueError(f"tabId is required for action={action}. List tabs to get valid IDs (action=list).")
+        raise ValueError(
+            f"tabId is required for {_call(action)}. List tabs to get valid IDs ({CALLS.list_tabs})."
+        )
     tab = manager.resolve(tab_id, instance_id=instance_id)
     call.acted_tab = tab
     if action == "close":
