@@ -7,6 +7,7 @@ sets of one server, and the failure each seed describes is shown not to happen h
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import os
@@ -22,13 +23,13 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from starlette.requests import Request
 from starlette.responses import Response
 
-from support import png_size, poll, ref_of, result_of, text, wait_until
+from support import free_port, png_size, poll, ref_of, result_of, text, wait_until
 from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
 from tabpilot.server.app import PEER_TOOLS
 from tabpilot.server.toolsets import browser_use, foxmcp, pilo
-from tabpilot.server.toolsets._common import interactive_elements
+from tabpilot.server.toolsets._common import interactive_elements, shown_title
 
 
 def tab_info(tab_id: int, url: str, title: str, *, active: bool = False, pinned: bool = False) -> TabInfo:
@@ -117,6 +118,23 @@ def test_pilo_available_tabs_header_matches_the_seed() -> None:
         'Tab 4: support.example.com - "Help Center"\n'
         'Tab 5: about:blank - ""'
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "title"),
+    [
+        ("http://127.0.0.1:9/x", "127.0.0.1"),
+        ("https://localhost:8443/", "localhost"),
+        ("http://[::1]:8000/y", "[::1]"),
+        ("http://xn--bcher-kva.invalid/", "bücher.invalid"),
+        ("file:///nonexistent/a%20b.html", "file:///nonexistent/a%20b.html"),
+    ],
+)
+def test_a_tab_on_the_error_page_is_titled_as_chromium_titles_that_page(url: str, title: str) -> None:
+    """What Chromium's error page says in its <title> (and the browser's record of the tab) for
+    each URL, as read on Chromium 156: the host of an http(s) URL, in Unicode; any other URL whole."""
+    assert shown_title(dataclasses.replace(tab_info(2, url, ""), error_page=True)) == title
+    assert shown_title(tab_info(2, url, "")) == ""  # a page that gives itself no title
 
 
 def test_browser_use_tabs_carry_tab_id_and_parent_tab_id_as_the_seeds_fix_proposes() -> None:
@@ -258,6 +276,34 @@ async def test_pilo_and_browser_use_cut_a_large_page_at_the_servers_limit_and_re
         assert state_of(await call(mcp, "browser_get_state", {"full": True}))["url"] == site.url(
             "/many?n=150#149"
         )
+
+
+async def test_a_tab_on_the_error_page_has_the_title_its_page_shows_in_every_set(
+    connect: Callable[..., Client],
+) -> None:
+    # Pilo's snapshot header listed it as `127.0.0.1:PORT - ""` above `Current page (Tab 1): ... -
+    # "127.0.0.1"` (the page's own title), and browser-use's state gave it "" in `tabs` beside
+    # "127.0.0.1" as the page's title: the systems of the seeds read the title the browser has.
+    failed = f"http://127.0.0.1:{free_port()}/x"  # nothing listens: the connection is refused
+    host = failed.split("/")[2]
+    async with connect(tools=("pilo", "browser-use", "foxmcp", "browser-tab")) as mcp:
+        assert (await fail(mcp, "goto", {"url": failed})).startswith(
+            f"Error: Loading {failed} on tab 1 failed"
+        )
+        snapshot = await call(mcp, "get_snapshot")
+        assert snapshot.startswith(
+            f'Available tabs:\nTab 1 (current): {host} - "127.0.0.1"\n\n'
+            f'Current page (Tab 1): {failed} - "127.0.0.1"\n'
+        ), snapshot
+        assert json.loads(await call(mcp, "list_tabs"))["tabs"][0]["title"] == "127.0.0.1"
+        state = state_of(await call(mcp, "browser_get_state"))
+        assert state["title"] == state["tabs"][0]["title"] == "127.0.0.1"
+        assert json.loads(await call(mcp, "browser_list_tabs"))[0]["title"] == "127.0.0.1"
+        assert (
+            await call(mcp, "tabs_list") == f"Open tabs (1 found):\n- ID 1: 127.0.0.1 - {failed} (active)\n"
+        )
+        listed = json.loads(await call(mcp, "browser_tab", {"action": "list"}))
+        assert listed["tabs"][0]["title"] == "127.0.0.1"
 
 
 async def test_browser_use_says_a_new_tab_is_active_when_the_server_follows_new_tabs(
@@ -1232,7 +1278,7 @@ async def test_a_new_tab_with_a_url_that_cannot_load_opens_nothing_or_names_the_
         assert navigated.startswith('Error: Opened new tab tab_id "4" (now active), but loading failed:'), (
             navigated
         )
-        assert (await call(mcp, "tabs_list")).endswith(f"- ID 4: No title - {unsafe} (active)\n")
+        assert (await call(mcp, "tabs_list")).endswith(f"- ID 4: 127.0.0.1 - {unsafe} (active)\n")
 
 
 async def test_a_new_tab_another_call_closes_as_it_loads_is_answered_as_closed_in_every_set(

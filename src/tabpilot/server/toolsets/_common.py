@@ -209,6 +209,29 @@ def shown_url(info: TabInfo) -> str:
     return info.url
 
 
+def shown_title(info: TabInfo) -> str:
+    """A tab's title as these sets list it: its page's; for a tab on the browser's error page
+    (tabpilot's own lists give that page no title, and mark it), the title the browser gives it,
+    which the systems of the seeds read from the browser and the page itself says (a snapshot's
+    title), so that a set's list agrees with the page it shows."""
+    return error_page_title(info.url) if info.error_page else info.title
+
+
+def error_page_title(url: str) -> str:
+    """The title of Chromium's error page for `url` (components/error_page, `LocalizedError`):
+    the host of an http(s) URL, in Unicode; the whole URL of any other."""
+    parts = urlsplit(url)
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host:
+        return url
+    if ":" in host:  # an IPv6 address, bracketed as in the URL
+        return f"[{host}]"
+    try:
+        return host.encode("ascii").decode("idna")
+    except UnicodeError:  # not a name IDNA reads (an empty label): as the URL has it
+        return host
+
+
 def url_of(manager: TabManager, event: TabEvent) -> str:
     """The URL of the tab `event` is of, as these sets list it now (its event's, once it closed)."""
     for info in manager.tabs():

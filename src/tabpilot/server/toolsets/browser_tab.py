@@ -34,7 +34,7 @@ from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, Tabpi
 
 from ..advice import ToolCalls, short
 from ..tools.base import Call, OptionalInstanceId, TabIdValue, ToolSpec, open_tab
-from ._common import closes_to_tell, opened_untold, shown_url
+from ._common import closes_to_tell, opened_untold, shown_title, shown_url
 from ._common import url_of as _url_of
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
@@ -81,7 +81,7 @@ def list_result(manager: TabManager, instance_id: str | int | None) -> dict[str,
             {
                 "id": i.id,
                 "url": short(shown_url(i)),
-                "title": short(i.title, 200),
+                "title": short(shown_title(i), 200),
                 "active": i.active,
                 "index": i.index,
             }

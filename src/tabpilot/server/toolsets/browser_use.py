@@ -86,6 +86,7 @@ from ._common import (
     note_lines,
     nothing_done_on,
     opened_untold,
+    shown_title,
     shown_url,
 )
 
@@ -132,7 +133,7 @@ def tab_entry(info: TabInfo, parents: Mapping[int, int] | None = None) -> dict[s
     parent = info.opener_id if info.opener_id is not None else (parents or {}).get(info.id)
     return {
         "url": short(shown_url(info)),  # a 100k URL was in every state and list, whole, twice (as its title)
-        "title": short(info.title, 200),
+        "title": short(shown_title(info), 200),
         "tab_id": str(info.id),
         "parent_tab_id": str(parent) if parent is not None else None,
     }
@@ -140,7 +141,10 @@ def tab_entry(info: TabInfo, parents: Mapping[int, int] | None = None) -> dict[s
 
 def list_tabs_json(tabs: Sequence[TabInfo]) -> str:
     return json.dumps(
-        [{"tab_id": str(t.id), "url": short(shown_url(t)), "title": short(t.title or "", 200)} for t in tabs],
+        [
+            {"tab_id": str(t.id), "url": short(shown_url(t)), "title": short(shown_title(t), 200)}
+            for t in tabs
+        ],
         indent=2,
     )
 
@@ -281,7 +285,8 @@ def _stale(index: int) -> str:
 def _not_found(manager: TabManager, tab_id: object) -> str:
     tabs = (
         "; ".join(
-            f'tab_id "{t.id}": {short(t.title, 200) or "(no title)"} ({short(t.url)})' for t in manager.tabs()
+            f'tab_id "{t.id}": {short(shown_title(t), 200) or "(no title)"} ({short(t.url)})'
+            for t in manager.tabs()
         )
         or "none"
     )

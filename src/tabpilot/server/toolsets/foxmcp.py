@@ -33,7 +33,7 @@ from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_sh
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
-from ._common import closes_to_tell, opened_untold, shown_url, url_of
+from ._common import closes_to_tell, opened_untold, shown_title, shown_url, url_of
 
 TabIdParam = Annotated[WholeInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
@@ -42,7 +42,7 @@ def tab_line(info: TabInfo) -> str:
     """`- ID {id}: {title} - {url}` with ` (active)` and ` (pinned)` markers."""
     active = " (active)" if info.active else ""
     pinned = " (pinned)" if info.pinned else ""
-    return f"- ID {info.id}: {short(info.title, 200) or 'No title'} - {short(shown_url(info)) or 'No URL'}{active}{pinned}"
+    return f"- ID {info.id}: {short(shown_title(info), 200) or 'No title'} - {short(shown_url(info)) or 'No URL'}{active}{pinned}"
 
 
 def tabs_list_text(tabs: Sequence[TabInfo]) -> str:
@@ -54,7 +54,7 @@ def tabs_list_text(tabs: Sequence[TabInfo]) -> str:
 
 
 def created_text(info: TabInfo) -> str:
-    return f"Created tab: ID {info.id} - {short(info.title, 200) or 'Loading...'} - {short(shown_url(info))}"
+    return f"Created tab: ID {info.id} - {short(shown_title(info), 200) or 'Loading...'} - {short(shown_url(info))}"
 
 
 def windows_text(manager: TabManager, *, populate: bool) -> str:

@@ -70,6 +70,7 @@ from ._common import (
     note_lines,
     nothing_done_on,
     opened_untold,
+    shown_title,
     shown_url,
 )
 
@@ -87,7 +88,7 @@ TabIdParam = Annotated[StrictStr | WholeInt, Field(description="The tab ID from 
 def _page_words(info: TabInfo) -> str:
     """`example.com - "Home"`: a tab's page as this set names it (a page on its way by the host it
     loads)."""
-    return f'{host_of(shown_url(info))} - "{short(info.title, 200)}"'
+    return f'{host_of(shown_url(info))} - "{short(shown_title(info), 200)}"'
 
 
 def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
@@ -117,7 +118,7 @@ def list_tabs_result(tabs: Sequence[TabInfo], current_id: int | None) -> dict[st
     return {
         "activeTabId": str(current_id) if current_id is not None else None,
         "tabs": [
-            {"id": str(t.id), "url": shown_url(t), "title": t.title, "isActive": t.id == current_id}
+            {"id": str(t.id), "url": shown_url(t), "title": shown_title(t), "isActive": t.id == current_id}
             for t in tabs
         ],
     }
