@@ -518,13 +518,17 @@ async def test_browser_use_types_scrolls_goes_back_and_sends_a_screenshot_as_an_
         assert await call(mcp, "browser_scroll", {"direction": "down"}) == "Scrolled down"
         await call(mcp, "browser_navigate", {"url": site.url("/page/a")})
         assert await call(mcp, "browser_go_back") == "Navigated back"
-        # Nothing to go back to (a new tab back on its blank page): said so, not "Navigated back".
+        # Nothing to go back to (a new tab's first page): said so, not "Navigated back",
+        # naming the tab as this set does (it said "in tab 2's history").
         fresh = await call(mcp, "browser_navigate", {"url": site.url("/page/c"), "new_tab": True})
-        await call(mcp, "browser_go_back")
-        stayed = await call(mcp, "browser_go_back")
-        assert stayed.startswith("Did not navigate back: There is no page to go back to in tab "), stayed
         fresh_id = re.search(r'tab_id "(\d+)"', fresh)
         assert fresh_id is not None
+        await call(mcp, "browser_go_back")
+        stayed = await call(mcp, "browser_go_back")
+        assert stayed == (
+            "Did not navigate back: There is no page to go back to in the history of "
+            f'tab_id "{fresh_id.group(1)}"; it stays on {site.url("/page/c")}.'
+        ), stayed
         await call(mcp, "browser_close_tab", {"tab_id": fresh_id.group(1)})  # back on the tab before
         await call(mcp, "browser_navigate", {"url": "about:blank"})
         assert state_of(await call(mcp, "browser_get_state"))["interactive_elements"] == []
@@ -558,7 +562,10 @@ async def test_browser_use_navigate_says_a_file_was_downloaded_and_an_http_error
         fetched = await call(mcp, "browser_navigate", {"url": binary})
         first, said = fetched.split("\n", 1)
         assert first == f"Navigated to: {binary}"
-        assert said.startswith(f"{binary} is a file, not a page: the browser downloads it, and tab "), said
+        assert (
+            said
+            == f'{binary} is a file, not a page: the browser downloads it, and tab_id "1" stays on {site.url("/page/a")}.'
+        ), said
         assert "###" not in said  # this set shows no sections
         assert state_of(await call(mcp, "browser_get_state"))["url"] == site.url("/page/a")
         missing = await call(mcp, "browser_navigate", {"url": site.url("/api/status/404")})
@@ -573,7 +580,11 @@ async def test_a_slow_page_loaded_in_the_current_tab_is_no_failure_but_said_load
     slow = site.url("/api/slow?ms=2000")
     loading = f"Tab 1 is loading {slow}; its server has not sent it yet."
     async with connect(tools=("browser-use",), browser=BrowserOptions(timeout_navigation=1)) as mcp:
-        assert await call(mcp, "browser_navigate", {"url": slow}) == f"Navigated to: {slow}\n{loading}"
+        said = await call(mcp, "browser_navigate", {"url": slow})
+        assert (
+            said
+            == f'Navigated to: {slow}\nTab with tab_id "1" is loading {slow}; its server has not sent it yet.'
+        )
     async with connect(tools=("pilo",), browser=BrowserOptions(timeout_navigation=1)) as mcp:
         assert await call(mcp, "goto", {"url": slow}) == f"Navigated tab 1 to {slow}. {loading}"
 
@@ -965,7 +976,8 @@ async def test_compatible_sets_say_a_click_made_the_tab_load_a_slow_page(
         link_index = next(e["index"] for e in state["interactive_elements"] if e["tag"] == "a")
         clicked = await call(mcp, "browser_click", {"index": link_index})
         assert re.fullmatch(
-            rf"Clicked element {link_index}\nTab \d+ is loading {re.escape(slow)}; its server has not sent it yet\.",
+            rf'Clicked element {link_index}\nTab with tab_id "\d+" is loading {re.escape(slow)}; its server has '
+            r"not sent it yet\.",
             clicked,
         )
 
@@ -1328,7 +1340,10 @@ async def test_a_new_tab_whose_page_is_slow_to_come_is_opened_not_failed_in_ever
         assert not new.is_error and f"Opened tab 4 and activated it. {loading.format(tab=4)}" in text(new)
     async with connect(tools=("browser-use",), browser=options) as mcp:
         navigated = await call(mcp, "browser_navigate", {"url": slow, "new_tab": True})
-        assert navigated.splitlines()[1:] == ['New tab: tab_id "2", now active.', loading.format(tab=2)]
+        assert navigated.splitlines()[1:] == [
+            'New tab: tab_id "2", now active.',
+            loading.replace("Tab {tab}", 'Tab with tab_id "2"'),
+        ]
     async with connect(tools=("default", "pilo"), browser=options) as mcp:
         await call(mcp, "goto", {"url": site.url("/page/a")})
         await mcp.call_tool("browser_tabs", {"action": "new", "url": slow, "background": True})

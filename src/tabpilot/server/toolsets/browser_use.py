@@ -31,7 +31,9 @@ how many went; their indexes work); the optional `full=true`, beyond browser-use
 
 Beyond browser-use, an action that opens a tab says so on a line of its own
 (`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text. A tab a
-page opens after the answer (on a timer) is named so by the next action's answer.
+page opens after the answer (on a timer) is named so by the next action's answer. What the set adds
+to browser-use's texts names a tab by its tab_id, as there (`_tab_named`), tabpilot's notes too
+(`There is no page to go back to in the history of tab_id "5"`).
 JavaScript dialogs are accepted, as browser-use's own watchdog does (this set has no dialog tool),
 and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`; in
 `browser_get_state`'s JSON, under `accepted_dialogs`), also one that holds
@@ -123,6 +125,22 @@ TabIdParam = Annotated[
 ]
 
 
+def _tab_named(tab_id: int | str) -> str:
+    """A tab in this set's own words: by the tab_id its calls take and its state and lists give
+    (`tab_id "5"`). browser-use's own texts keep theirs ("Switched to tab 5", "Closed tab # 5")."""
+    return f'tab_id "{tab_id}"'
+
+
+def _in_own_words(note: str, tab_id: int) -> str:
+    """A note of tabpilot's about tab `tab_id` (where a navigation left it, the page it is
+    loading) with the tab named as this set names tabs (`_tab_named`), not `tab 5`. Only for
+    notes that quote nothing of a page's (a dialog's message, an element's name could say `tab 5`)."""
+    named = _tab_named(tab_id)
+    note = re.sub(rf"\b[Tt]ab {tab_id}'s (\w+)", lambda m: f"the {m.group(1)} of {named}", note)
+    note = re.sub(rf"\bTab {tab_id}\b", f"Tab with {named}", note)
+    return re.sub(rf"\btab {tab_id}\b", named, note)
+
+
 class _UnknownIndex(TabpilotError):
     pass
 
@@ -176,15 +194,15 @@ def new_tab_lines(manager: TabManager, tab_ids: Sequence[int], *, active_id: int
         info = infos.get(tab_id)
         if info is None:
             said = f"but {tab_limit_closed(manager, CALLS)}" if tab_id in closed_by_cap else "closed again"
-            lines.append(f'\nNew tab: tab_id "{tab_id}", {said}.')
+            lines.append(f"\nNew tab: {_tab_named(tab_id)}, {said}.")
             continue
         parent = f' (parent_tab_id "{info.opener_id}")' if info.opener_id is not None else ""
         tail = (
             "now active."
             if info.id == active_id
-            else f'not active: call browser_switch_tab with tab_id "{info.id}" to use it.'
+            else f"not active: call browser_switch_tab with {_tab_named(info.id)} to use it."
         )
-        lines.append(f'\nNew tab: tab_id "{info.id}"{parent} {_url_shown(shown_url(info))}, {tail}')
+        lines.append(f"\nNew tab: {_tab_named(info.id)}{parent} {_url_shown(shown_url(info))}, {tail}")
     return "".join(lines)
 
 
@@ -242,7 +260,7 @@ async def _closed_lines(call: Call, *, told: Sequence[int] = ()) -> str:
         line = f"Tab # {event.tab_id} {left}"
         now = event.data.get("activeTabId")
         if event.data.get("activeChanged") and now in urls:
-            line += f', now on tab_id "{now}": {short(urls[now])}'
+            line += f", now on {_tab_named(now)}: {short(urls[now])}"
         closes.append(line)
     return lines + note_lines(*closes)
 
@@ -262,8 +280,8 @@ def _element(call: Call, tab: Tab, index: int) -> SnapshotElement:
         )
     if state_tab != tab.id:
         raise _UnknownIndex(
-            f'Element with index {index} not found: indexes are from the state of tab_id "{state_tab}", '
-            f'and the active tab is tab_id "{tab.id}". Call browser_get_state to get this tab\'s elements.'
+            f"Element with index {index} not found: indexes are from the state of {_tab_named(state_tab)}, "
+            f"and the active tab is {_tab_named(tab.id)}. Call browser_get_state to get this tab's elements."
         )
     element = elements.get(index)
     if element is None:
@@ -285,7 +303,7 @@ def _stale(index: int) -> str:
 def _not_found(manager: TabManager, tab_id: object) -> str:
     tabs = (
         "; ".join(
-            f'tab_id "{t.id}": {short(shown_title(t), 200) or "(no title)"} ({short(t.url)})'
+            f"{_tab_named(t.id)}: {short(shown_title(t), 200) or '(no title)'} ({short(t.url)})"
             for t in manager.tabs()
         )
         or "none"
@@ -437,16 +455,17 @@ async def browser_navigate(
         opened = await open_tab(call, url, CALLS)
         gone = opened.closed_since()
         if gone is not None:  # an error: the agent reads tab_id and would go on with a closed tab
-            call.response.error(f'Opened new tab tab_id "{opened.tab.id}", but {gone}.')
+            call.response.error(f"Opened new tab {_tab_named(opened.tab.id)}, but {gone}.")
             return
         if opened.failed is not None:
             call.response.error(
-                f'Opened new tab tab_id "{opened.tab.id}" (now active), but loading failed: {opened.failed}'
+                f"Opened new tab {_tab_named(opened.tab.id)} (now active), but loading failed: {opened.failed}"
             )
             return
         call.response.plain(
-            f'Opened new tab with URL: {short(url.strip())}\nNew tab: tab_id "{opened.tab.id}", now active.'
-            + note_lines(opened.note)  # its page still loading, or an HTTP error status
+            f"Opened new tab with URL: {short(url.strip())}\nNew tab: {_tab_named(opened.tab.id)}, now active."
+            # Its page still loading, or an HTTP error status.
+            + note_lines(_in_own_words(opened.note, opened.tab.id))
             + await _closed_lines(call)  # a tab the tab limit closed to make room
         )
         return
@@ -455,7 +474,7 @@ async def browser_navigate(
     call.response.plain(
         f"Navigated to: {short(url.strip())}"
         # What the browser-use text leaves out: a file downloaded instead, an HTTP error status.
-        + note_lines(note, *accepted, result.note)
+        + note_lines(note, *accepted, _in_own_words(result.note, tab.id))
         + await _closed_lines(call)
     )
 
@@ -508,12 +527,12 @@ async def browser_click(
             gone = opened.closed_since()
             if gone is not None:
                 call.response.error(
-                    f'Opened element {index} in new tab tab_id "{opened.tab.id}", but {gone}.'
+                    f"Opened element {index} in new tab {_tab_named(opened.tab.id)}, but {gone}."
                 )
                 return
             if opened.failed is not None:
                 call.response.error(
-                    f'Opened element {index} in new tab tab_id "{opened.tab.id}" (now active), but loading '
+                    f"Opened element {index} in new tab {_tab_named(opened.tab.id)} (now active), but loading "
                     f"failed: {opened.failed}"
                 )
                 return
@@ -521,8 +540,8 @@ async def browser_click(
                 f"Clicked element {index} and opened in new tab {full_url[:20]}..."
                 + note_lines(
                     # The URL in full (the line above cuts it at 20 characters, as browser-use does).
-                    f'New tab: tab_id "{opened.tab.id}" (parent_tab_id "{tab.id}") {short(full_url)}, now active.',
-                    opened.note,
+                    f'New tab: {_tab_named(opened.tab.id)} (parent_tab_id "{tab.id}") {short(full_url)}, now active.',
+                    _in_own_words(opened.note, opened.tab.id),
                     note,
                 )
                 + await _closed_lines(call)
@@ -545,7 +564,7 @@ async def browser_click(
     call.response.plain(
         text
         + new_tab_lines(manager, result.opened_tab_ids, active_id=result.followed_tab_id)
-        + note_lines(note, *dialogs, loading_note(result))
+        + note_lines(note, *dialogs, _in_own_words(loading_note(result), tab.id))
         + await _closed_lines(call, told=result.opened_tab_ids)
     )
 
@@ -570,17 +589,20 @@ async def browser_type(
         call.response.error(f"could not type into element {index}: {said}")
         return
     call.response.plain(
-        typed_text(index, text) + note_lines(note, loading_note(result)) + await _closed_lines(call)
+        typed_text(index, text)
+        + note_lines(note, _in_own_words(loading_note(result), tab.id))
+        + await _closed_lines(call)
     )
 
 
 async def browser_go_back(call: Call) -> None:
     tab, note = await _active(call, acting=NOTHING_DONE)
     result, accepted = await navigate_accepting(tab, "back")
+    where = _in_own_words(result.note, tab.id)
     if result.stayed and not result.dialog:  # no page to go back to (or a download): it did not
-        said = f"Did not navigate back: {result.note}"
+        said = f"Did not navigate back: {where}"
     else:
-        said = "Navigated back" + (f" ({result.note})" if result.note else "")
+        said = "Navigated back" + (f" ({where})" if where else "")
     call.response.plain(said + note_lines(note, *accepted) + await _closed_lines(call))
 
 
