@@ -1171,6 +1171,39 @@ async def test_ids_agree_across_every_tool_set_of_one_server(
         assert json.loads(await call(mcp, "browser_tab", {"action": "list"}))["count"] == 1
 
 
+async def test_the_id_of_a_tab_that_closed_is_refused_saying_why_in_every_set(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Pilo said why ("Its page closed it."); the other sets only that no open tab had the id, and an
+    # agent could take its ids for unstable (a popup that closed itself, another client's close).
+    site.set_content("/opener", OPENER)
+    site.set_content("/closer", CLOSER)
+    async with connect(tools=("pilo", "browser-use", "foxmcp", "browser-tab")) as mcp:
+        await call(mcp, "goto", {"url": site.url("/opener")})
+        await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Open"')})
+        await call(mcp, "switch_tab", {"tabId": "2"})
+        await until_title(mcp, 2, "Closer")
+        await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "Done"')})
+        opened = json.loads(await call(mcp, "browser_tab", {"action": "new", "url": site.url("/page/a")}))
+        await call(mcp, "tabs_close", {"tab_id": opened["tabId"]})
+        by_page, by_call = "Its page closed it.", "It was closed by a call to tabpilot."
+        for tab, why in ((2, by_page), (opened["tabId"], by_call)):
+            assert await fail(mcp, "browser_switch_tab", {"tab_id": str(tab)}) == (
+                f"Error: No tab with tab_id '{tab}'. {why} Open tabs: tab_id \"1\": Opener "
+                f"({site.url('/opener')}). Use a tab_id from browser_list_tabs or browser_get_state."
+            )
+            assert await fail(mcp, "tabs_close", {"tab_id": tab}) == (
+                f"Error closing tab: No tab with ID {tab}. {why} Open tab IDs: 1. Call tabs_list to see them."
+            )
+            assert await fail(mcp, "browser_tab", {"action": "activate", "tabId": tab}) == (
+                f"Tab not found: no open tab has id {tab}. {why} Open tab ids: 1. List tabs to get valid IDs "
+                "(browser_tab(action='list'))."
+            )
+            assert (await fail(mcp, "switch_tab", {"tabId": tab})).startswith(
+                f"Error: Tab {tab} not found. {why}\n"
+            )
+
+
 async def test_each_sets_errors_name_its_own_tools_for_the_next_call(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -22,6 +22,7 @@ from tabpilot import (
     TabEvent,
     TabInfo,
     TabManager,
+    TabNotFoundError,
     TabpilotError,
     dialog_noun,
     navigate,
@@ -230,6 +231,12 @@ def error_page_title(url: str) -> str:
         return host.encode("ascii").decode("idna")
     except UnicodeError:  # not a name IDNA reads (an empty label): as the URL has it
         return host
+
+
+def why_gone(exc: TabpilotError) -> str:
+    """Why the tab an unknown id names is gone, to follow the sentence that refuses the id (`. Its
+    page closed it.`, with its leading space), when `exc` says (a tab that closed); else ''."""
+    return f" {exc.reason}" if isinstance(exc, TabNotFoundError) and exc.reason else ""
 
 
 def url_of(manager: TabManager, event: TabEvent) -> str:

@@ -34,7 +34,7 @@ from tabpilot import Instance, LastTabError, TabManager, TabNotFoundError, Tabpi
 
 from ..advice import ToolCalls, short
 from ..tools.base import Call, OptionalInstanceId, TabIdValue, ToolSpec, open_tab
-from ._common import closes_to_tell, opened_untold, shown_title, shown_url
+from ._common import closes_to_tell, opened_untold, shown_title, shown_url, why_gone
 from ._common import url_of as _url_of
 
 Action = Literal["list", "new", "close", "close_others", "activate"]
@@ -120,7 +120,10 @@ def _tab_not_found(
         if several
         else _call("list")
     )
-    return f"Tab not found: no open tab has id {id_shown(tab_id)}. Open tab ids: {ids}. List tabs to get valid IDs ({listing})."
+    return (
+        f"Tab not found: no open tab has id {id_shown(tab_id)}.{why_gone(exc)} Open tab ids: {ids}. List tabs to get "
+        f"valid IDs ({listing})."
+    )
 
 
 def _last_tab(manager: TabManager, exc: LastTabError) -> str:

@@ -90,6 +90,7 @@ from ._common import (
     opened_untold,
     shown_title,
     shown_url,
+    why_gone,
 )
 
 CALLS = ToolCalls(
@@ -300,7 +301,8 @@ def _stale(index: int) -> str:
     )
 
 
-def _not_found(manager: TabManager, tab_id: object) -> str:
+def _not_found(manager: TabManager, tab_id: object, exc: TabpilotError) -> str:
+    """An id that names no open tab, with why its tab is gone when that is known, and the open tabs."""
     tabs = (
         "; ".join(
             f"{_tab_named(t.id)}: {short(shown_title(t), 200) or '(no title)'} ({short(t.url)})"
@@ -309,7 +311,7 @@ def _not_found(manager: TabManager, tab_id: object) -> str:
         or "none"
     )
     return (
-        f"No tab with tab_id {id_shown(str(tab_id))}. Open tabs: {tabs}. "
+        f"No tab with tab_id {id_shown(str(tab_id))}.{why_gone(exc)} Open tabs: {tabs}. "
         "Use a tab_id from browser_list_tabs or browser_get_state."
     )
 
@@ -421,8 +423,8 @@ async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
     manager = call.manager
     try:
         tab = manager.activate(call.tab(tab_id).id)
-    except TabpilotError:
-        call.response.error(_not_found(manager, tab_id))
+    except TabpilotError as exc:
+        call.response.error(_not_found(manager, tab_id, exc))
         return
     call.response.plain(f"Switched to tab {tab.id}: {_url_shown(tab.url)}")
 
@@ -431,8 +433,8 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
     manager = call.manager
     try:
         tab = call.tab(tab_id)
-    except TabpilotError:
-        call.response.error(_not_found(manager, tab_id))
+    except TabpilotError as exc:
+        call.response.error(_not_found(manager, tab_id, exc))
         return
     closed = await manager.close_tab(tab.id)
     if closed.active_tab_id is None:  # its browser went away meanwhile

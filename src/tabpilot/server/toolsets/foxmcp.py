@@ -33,7 +33,7 @@ from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_sh
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
-from ._common import closes_to_tell, opened_untold, shown_title, shown_url, url_of
+from ._common import closes_to_tell, opened_untold, shown_title, shown_url, url_of, why_gone
 
 TabIdParam = Annotated[WholeInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
@@ -103,7 +103,7 @@ def _problem(manager: TabManager, exc: TabpilotError) -> str:
     # Library errors list the open tabs over several lines; FoxMCP's errors are one line.
     if isinstance(exc, TabNotFoundError):
         ids = ", ".join(str(i.id) for i in manager.tabs()) or "none"
-        return f"No tab with ID {id_shown(exc.tab_id)}. Open tab IDs: {ids}. Call tabs_list to see them."
+        return f"No tab with ID {id_shown(exc.tab_id)}.{why_gone(exc)} Open tab IDs: {ids}. Call tabs_list to see them."
     return error_text(exc, CALLS)
 
 

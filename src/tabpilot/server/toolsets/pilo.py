@@ -72,6 +72,7 @@ from ._common import (
     opened_untold,
     shown_title,
     shown_url,
+    why_gone,
 )
 
 
@@ -257,12 +258,11 @@ def _tab(call: Call, tab_id: int | str) -> Tab:
     except TabNotFoundError as exc:
         if not exc.open_tabs or exc.kept_by is not None or exc.no_instance is not None:
             raise  # no tab to list, or the way back is the library's to say
-        why = f" {exc.reason}" if exc.reason else ""
         current = call.manager.default_instance
         active = current.active_tab if current is not None and current.state == "open" else None
         tabs = available_tabs_text(call.manager.tabs(), active.id if active is not None else None)
         raise ValueError(
-            f"Tab {id_shown(exc.tab_id if exc.tab_id is not None else tab_id)} not found.{why}\n{tabs}\n"
+            f"Tab {id_shown(exc.tab_id if exc.tab_id is not None else tab_id)} not found.{why_gone(exc)}\n{tabs}\n"
             "Use one of these IDs (list_tabs() lists them too)."
         ) from None
 
