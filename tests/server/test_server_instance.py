@@ -68,7 +68,7 @@ async def test_one_server_drives_a_cdp_browser_a_playwright_server_and_a_launche
                 f"The browser at {alias} is the one instance {first['id']} is connected to (as {remote.http}): "
                 "one browser is driven by one instance, so that each of its tabs has one id. "
                 f"Use instance {first['id']}: its tabs are in browser_tabs(action='list'); to connect the browser "
-                f"again, close it first (browser_instance action=close, instanceId={first['id']!r})."
+                f"again, close it first (browser_instance(action='close', instanceId={first['id']!r}))."
             ), text(again)
         assert [
             i["id"] for i in result_of(await call(client, "browser_instance", action="list"))["instances"]

@@ -67,7 +67,7 @@ def test_the_total_tab_limit_says_whose_tabs_are_open_and_what_the_caller_can_do
 
     assert refused(3, 3) == (
         "Cannot open a new tab: 3 tabs are open in all sessions and instances together, the limit "
-        "(--max-total-tabs 3). Close tabs you no longer need (browser_tabs action=close or close_others), "
+        "(--max-total-tabs 3). Close tabs you no longer need (browser_tabs(action='close') or browser_tabs(action='close_others')), "
         "then retry."
     )
     assert "; 2 of them are this session's. Close tabs you no longer need" in refused(3, 2)

@@ -30,7 +30,7 @@ tabpilot drives a real Chromium with many tabs. The rules, said once for every t
   (browser_observe what='errors' shows them). An open dialog blocks only its tab: handle it with
   browser_handle_dialog.
 - Text like {{NAME}} in typed text is a secret the server fills in; responses show the name only.
-- Close tabs you no longer need (browser_tabs action=close or close_others).
+- Close tabs you no longer need (browser_tabs(action='close') or browser_tabs(action='close_others')).
 """
 
 OBSERVE_HINT = "\n  (browser_observe what='errors' shows them)"

@@ -133,7 +133,7 @@ DEFAULT_CALLS = ToolCalls(
     read=lambda tab: f"browser_snapshot(tabId={tab})" if tab is not None else "browser_snapshot",
     list_tabs="browser_tabs(action='list')",
     close_tab=lambda tab: f"browser_tabs(action='close', tabId={tab})",
-    close_tabs="browser_tabs action=close or close_others",
+    close_tabs="browser_tabs(action='close') or browser_tabs(action='close_others')",
     open_tab="browser_tabs(action='new', url=...)",
     handle_dialog=lambda tab: f"browser_handle_dialog(tabId={tab}, accept=true|false)",
     instances=True,
@@ -244,7 +244,7 @@ def _wrong_field_advice(field: str, snap: str | None, calls: ToolCalls) -> str:
 
 def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:
     if exc.reason == "use_cdp":
-        return "It looks like a Chrome DevTools endpoint: connect it with cdpEndpoint instead (browser_instance action=connect)."
+        return "It looks like a Chrome DevTools endpoint: connect it with cdpEndpoint instead (browser_instance(action='connect'))."
     if exc.reason == "no_debugging":
         return (
             f"{exc.advice} Then call again (tabpilot serve --auto-connect reads the DevToolsActivePort file of "
@@ -252,8 +252,8 @@ def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:
         )
     if exc.reason == "already_connected" and exc.instance_id is not None:
         return f"Use instance {exc.instance_id}: its tabs are in {calls.list_tabs}" + (
-            f"; to connect the browser again, close it first (browser_instance action=close, "
-            f"instanceId={exc.instance_id!r})."
+            f"; to connect the browser again, close it first "
+            f"(browser_instance(action='close', instanceId={exc.instance_id!r}))."
             if calls.instances
             else "."
         )
@@ -448,7 +448,7 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
             if e.instance_id
             else f"Connect it again with {CONNECT_EXTENSION}."
             if e.extension
-            else "Launch one (browser_instance action=launch) or connect one."
+            else "Launch one (browser_instance(action='launch')) or connect one."
         ),
     ),
     (ActionError, _action_advice),
@@ -665,8 +665,8 @@ def event_line(event: TabEvent, *, default_instance: str | None = None) -> str:
         return f"tab {tab} is now active"
     if event.type == "tab_crashed":
         return (
-            f"tab {tab} crashed; it takes no more work: close it (browser_tabs action=close) and open "
-            f"{short(str(d.get('url') or 'its page'))} again in a new tab (browser_tabs action=new)"
+            f"tab {tab} crashed; it takes no more work: close it (browser_tabs(action='close')) and open "
+            f"{short(str(d.get('url') or 'its page'))} again in a new tab (browser_tabs(action='new'))"
         )
     if event.type == "dialog_opened":
         return (

@@ -186,7 +186,7 @@ async def browser_instance(
     else:  # close
         if instanceId is None:
             raise ValueError(
-                "close needs instanceId: the instance to close (see browser_instance action='list')."
+                "close needs instanceId: the instance to close (see browser_instance(action='list'))."
             )
         instance = manager.instance(instanceId)
         tab_ids = [t.id for t in instance.tabs]
