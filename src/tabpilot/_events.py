@@ -31,20 +31,44 @@ class EventNumbers:
 
 
 class EventStream:
-    """`EventBus.stream()`: its events from its making on, as an async iterator (`async for`);
-    at most `size` unread (more are counted in the bus's `dropped`)."""
+    """`EventBus.stream()`: its events from its making on, as an async iterator (`async for`).
+
+    It holds at most `size` unread events. Those that come while it is full are not held, and
+    `missed` tells how many, at the place they were missing: it grows as the first event after
+    them is yielded (or as the iteration ends, for those at the end)::
+
+        told = 0
+        async for event in stream:
+            if stream.missed > told:  # stream.missed - told events came just before this one
+                gap = [e for e in bus.history(since=previous.seq) if e.seq < event.seq]
+                told = stream.missed
+            previous = event
+
+    (the history holds them while they are among its last events). The bus's `dropped` counts
+    them too.
+    """
 
     def __init__(self, bus: EventBus, size: int) -> None:
         self._bus = bus
-        self._queue: asyncio.Queue[TabEvent | None] = asyncio.Queue(size)
+        self._queue: asyncio.Queue[tuple[int, TabEvent] | None] = asyncio.Queue(size)
+        """Each event with the number of events missed just before it (None: the end)."""
+        self._gap = 0
+        """Events missed since the last one held: told with the next one held, or at the end."""
+        self.missed = 0
+        """Events this stream did not hold (it was full) before the events it has yielded."""
         bus._streams.add(self)
 
     def offer(self, event: TabEvent | None) -> bool:
-        """Hold `event` (None: the bus ended) for the consumer; False when the stream is full."""
+        """Hold `event` (None: the bus ended) for the consumer; False when the stream is full (an
+        event not held is counted in `missed` once the consumer reads past it)."""
         try:
-            self._queue.put_nowait(event)
+            self._queue.put_nowait(None if event is None else (self._gap, event))
         except asyncio.QueueFull:
+            if event is not None:
+                self._gap += 1
             return False
+        if event is not None:
+            self._gap = 0
         return True
 
     def __aiter__(self) -> EventStream:
@@ -52,12 +76,21 @@ class EventStream:
 
     async def __anext__(self) -> TabEvent:
         if self not in self._bus._streams or (self._bus.ended and self._queue.empty()):
+            self._end()
             raise StopAsyncIteration
-        event = await self._queue.get()
-        if event is None:  # the end (`EventBus.end`)
+        held = await self._queue.get()
+        if held is None:  # the end (`EventBus.end`)
+            self._end()
             await self.aclose()
             raise StopAsyncIteration
+        gap, event = held
+        self.missed += gap
         return event
+
+    def _end(self) -> None:
+        """The iteration ends: events missed after the last one yielded are told now."""
+        self.missed += self._gap
+        self._gap = 0
 
     async def aclose(self) -> None:
         """Stop the stream: it holds no more events, and its iteration ends (a read waiting too)."""
@@ -82,7 +115,8 @@ class EventBus:
         self._stream_queue_size = stream_queue_size
         self._numbers = numbers or EventNumbers()
         self.dropped = 0
-        """Events evicted from the history, plus events a slow stream consumer missed."""
+        """Events evicted from the history, plus events a slow stream consumer missed (each
+        stream's own are its `missed`)."""
         self.evicted_through = 0
         """The sequence number of the newest event evicted from the history (0: none): a cursor
         before it missed events."""
@@ -148,11 +182,21 @@ class EventBus:
         ]
         return events if limit is None else events[len(events) - limit :]
 
-    def stream(self) -> EventStream:
+    def stream(self, *, size: int | None = None) -> EventStream:
         """The events from now on (this call, not the first read: events between the two are
         not lost), as an async iterator, until the consumer stops (`aclose`, or drops it) or the
-        bus ends (`end`: its manager closed), once the events it holds are yielded."""
-        return EventStream(self, self._stream_queue_size)
+        bus ends (`end`: its manager closed), once the events it holds are yielded. It holds at
+        most `size` unread events (by default the bus's `stream_queue_size`, 1,000); its `missed`
+        tells the events it could not hold, and where."""
+        if size is None:
+            size = self._stream_queue_size
+        elif isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(
+                f"size takes an int, the most unread events a stream holds; it was given {size!r}."
+            )
+        elif size < 1:
+            raise ValueError(f"size must be at least 1 event, not {size}.")
+        return EventStream(self, size)
 
     def end(self) -> None:
         """No more events come (the manager closed): every stream ends once it has yielded what

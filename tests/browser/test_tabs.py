@@ -647,6 +647,28 @@ async def test_events_reach_callbacks_streams_and_the_bounded_history(
     assert [e.type for e in manager.events.history(tab_id=tab.id)][:2] == ["tab_opened", "tab_activated"]
 
 
+async def test_a_stream_that_was_full_tells_its_reader_how_many_events_it_missed_and_where(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # A full stream's missed events were counted only in the bus's dropped, with every other
+    # stream's and the history's: its reader could not tell that what it read had a gap.
+    stream = manager.events.stream(size=2)
+    opener = await manager.new_tab(site.url("/page/a"), instance_id=instance.id)  # 2 events: held
+    await opener.page.evaluate("() => { window.open('/page/b'); }")  # its popup's: not held
+    await manager.settle()
+    first = await asyncio.wait_for(stream.__anext__(), 5)
+    second = await asyncio.wait_for(stream.__anext__(), 5)
+    assert (first.type, second.type, stream.missed) == ("tab_opened", "tab_activated", 0)
+    popup = next(t for t in instance.tabs if t.opener_id == opener.id)
+    await manager.close_tab(popup.id)
+    after_gap = await asyncio.wait_for(stream.__anext__(), 5)
+    await stream.aclose()
+    gap = [e for e in manager.events.history(since=second.seq) if e.seq < after_gap.seq]
+    assert stream.missed == len(gap) > 0  # told with the first event after them
+    assert ("tab_opened", popup.id) in [(e.type, e.tab_id) for e in gap]
+    assert (after_gap.type, after_gap.tab_id) == ("tab_closed", popup.id)
+
+
 async def test_a_stream_of_events_ends_when_its_manager_closes_after_the_tabs_closes(
     browser_path: str,
 ) -> None:

@@ -53,9 +53,10 @@ async def test_a_stream_ends_once_the_bus_ends_after_the_events_it_holds() -> No
     # `async for` over a stream waited for ever after its manager closed.
     bus = EventBus(stream_queue_size=2)
     seen: list[int | None] = []
+    stream = bus.stream()
 
     async def follow() -> None:
-        async for event in bus.stream():
+        async for event in stream:
             seen.append(event.tab_id)
 
     following = asyncio.ensure_future(follow())
@@ -65,6 +66,24 @@ async def test_a_stream_ends_once_the_bus_ends_after_the_events_it_holds() -> No
     bus.end()
     await asyncio.wait_for(following, 2)
     assert seen == [1, 2] and bus.dropped == 1
+    assert stream.missed == 1  # the stream's own: missed at its end
+
+
+async def test_a_full_stream_tells_its_missed_events_with_the_first_event_after_them() -> None:
+    # They were counted only in the bus's dropped, with every other stream's and the history's.
+    bus = EventBus()
+    stream, roomy = bus.stream(size=2), bus.stream()
+    for tab in (1, 2, 3, 4):  # 3 and 4 do not fit
+        bus.emit("tab_opened", tab, "inst_1")
+    read = [(await stream.__anext__()).tab_id for _ in range(2)]
+    assert read == [1, 2] and stream.missed == 0  # the gap comes after them
+    bus.emit("tab_opened", 5, "inst_1")
+    assert (await stream.__anext__()).tab_id == 5 and stream.missed == 2
+    assert roomy.missed == 0 and bus.dropped == 2
+    with pytest.raises(TypeError, match="size takes an int"):
+        bus.stream(size=2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="size must be at least 1 event, not 0"):
+        bus.stream(size=0)
 
 
 async def test_a_stream_holds_the_events_from_its_making_not_from_its_first_read() -> None:
