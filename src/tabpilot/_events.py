@@ -171,8 +171,14 @@ class EventBus:
     def history(
         self, *, since: int | None = None, tab_id: int | None = None, limit: int | None = None
     ) -> list[TabEvent]:
-        """Events with a sequence number above `since`, oldest first, optionally of one tab; with
-        `limit`, only the last `limit` of them."""
+        """The events the history holds with a sequence number above `since`, oldest first,
+        optionally of one tab; with `limit`, only the last `limit` of them.
+
+        The history holds the last `history_size` events only: those evicted before this call
+        are not in the list, and nothing in it says so. When `since < evicted_through`, events
+        after `since` were evicted: the list does not follow on from that cursor.
+        `query_tab_events(bus, Query("tab_events", since=...))` reads the same history, a page at
+        a time, and says so (`missed`)."""
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be zero or more events, not {limit}")
         events = [
