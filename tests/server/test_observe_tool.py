@@ -504,6 +504,12 @@ async def test_a_filter_for_another_kind_is_an_error_that_says_where_it_applies(
         upside_down = await mcp.call_tool("browser_observe", crossed)
         assert upside_down.is_error
         assert "statusMin 500 is above statusMax 200" in section(upside_down, "Error")
+        # The library names its Query's fields (status_min); the tool names its own arguments.
+        logs = await mcp.call_tool("browser_observe", {"what": "logs", "statusMin": 400})
+        assert logs.is_error
+        assert "The statusMin filter applies to network_waterfall and network_bodies, not to logs." in (
+            section(logs, "Error")
+        )
 
 
 async def test_a_slow_request_of_a_background_tab_shows_as_still_in_flight(

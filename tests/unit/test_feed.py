@@ -245,6 +245,16 @@ def test_a_query_refuses_a_tab_id_or_cursor_that_is_no_int() -> None:
         Query("logs", limit="5")  # type: ignore[arg-type]
 
 
+def test_a_query_names_its_filters_by_their_python_names() -> None:
+    # It named status_min and status_max as the MCP tool spells its arguments (statusMin).
+    with pytest.raises(
+        ValueError, match="The status_min filter applies to network_waterfall and network_bodies"
+    ):
+        Query("logs", status_min=400)
+    with pytest.raises(ValueError, match="status_min 500 is above status_max 200: no status is both"):
+        Query("network_waterfall", status_min=500, status_max=200)
+
+
 async def test_a_pages_request_that_started_unseen_is_recorded_from_its_answer_or_counted() -> None:
     # A popup's first fetch can go before its feed has Network on (a busy machine): its row was
     # missing, and nothing was counted as dropped.

@@ -73,8 +73,8 @@ class Query:
             ("level", self.level, what == "logs", "logs"),
             ("url", self.url, what not in ("actions", "tab_events"), "every kind but actions and tab_events"),
             ("method", self.method, what in _NETWORK, "network_waterfall and network_bodies"),
-            ("statusMin", self.status_min, what in _NETWORK, "network_waterfall and network_bodies"),
-            ("statusMax", self.status_max, what in _NETWORK, "network_waterfall and network_bodies"),
+            ("status_min", self.status_min, what in _NETWORK, "network_waterfall and network_bodies"),
+            ("status_max", self.status_max, what in _NETWORK, "network_waterfall and network_bodies"),
             ("direction", self.direction, what == "websocket_events", "websocket_events"),
         ):
             if value is not None and not applies:
@@ -82,8 +82,8 @@ class Query:
         low, high = self.status_min, self.status_max
         if low is not None and high is not None and low > high:
             raise ValueError(
-                f"statusMin {low} is above statusMax {high}: no status is both. Pass the lower bound as "
-                "statusMin, or only one of them."
+                f"status_min {low} is above status_max {high}: no status is both. Pass the lower bound as "
+                "status_min, or only one of them."
             )
         for name, text in (("level", self.level), ("url", self.url), ("method", self.method)):
             if text is not None and not isinstance(text, str):

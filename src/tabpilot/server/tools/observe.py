@@ -9,6 +9,7 @@ The text shows the same metadata on one line, then one line per entry, each star
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
@@ -22,6 +23,10 @@ from .base import Call, TabIdValue, ToolSpec
 ObserveWhat = Literal[
     "errors", "logs", "network_waterfall", "network_bodies", "websocket_events", "actions", "tab_events"
 ]
+
+_ARGUMENT_OF = {"status_min": "statusMin", "status_max": "statusMax"}
+"""This tool's argument for each `Query` field it names otherwise."""
+_QUERY_FIELD = re.compile(rf"\b({'|'.join(_ARGUMENT_OF)})\b")
 
 SETTLE_SECONDS = 1.0
 """How long to wait for entries still being completed (sizes, headers, bodies need a round trip)."""
@@ -60,18 +65,21 @@ async def browser_observe(
 ) -> None:
     tab_id = _tab_filter(call, tabId)
     active = _active_tab_id(call)
-    query = Query(
-        what,
-        tab_id=tab_id,
-        limit=limit,
-        since=since,
-        level=level,
-        url=url,
-        method=method,
-        status_min=statusMin,
-        status_max=statusMax,
-        direction=direction,
-    )
+    try:
+        query = Query(
+            what,
+            tab_id=tab_id,
+            limit=limit,
+            since=since,
+            level=level,
+            url=url,
+            method=method,
+            status_min=statusMin,
+            status_max=statusMax,
+            direction=direction,
+        )
+    except ValueError as exc:  # said with the library's names of the filters, not this tool's
+        raise ValueError(_QUERY_FIELD.sub(lambda m: _ARGUMENT_OF[m[0]], str(exc))) from exc
     if what == "tab_events":
         result = query_tab_events(call.manager.events, query, active_tab_id=active)
     else:
