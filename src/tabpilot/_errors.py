@@ -80,6 +80,18 @@ def text_given(value: object, what: str, example: str) -> str:
     return value
 
 
+def check_tab_id(value: object, *, text: bool = False) -> None:
+    """Refuse a `value` that is no int (with `text`, no int or str: a decimal string or a CDP
+    target id names a tab too) with a TypeError that says what a tab id is: `3.0` and `True`
+    were looked up as they were, said as not found, or found tabs 3 and 1 in a dict."""
+    if isinstance(value, bool) or not isinstance(value, (int, str) if text else int):
+        given = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+        takes = (
+            "an int such as 3, its decimal string or the tab's CDP target id" if text else "an int such as 3"
+        )
+        raise TypeError(f"tab_id takes a tab id, {takes}; it was given {given} ({type(value).__name__}).")
+
+
 def id_shown(tab_id: object) -> str:
     """A tab id as a caller gave it, for a message: a number as it is, text quoted and cut (an
     empty or a 100k-character id is shown as such, not as nothing or whole)."""

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._errors import check_tab_id
 from ._types import EventType, TabEvent
 
 Listener = Callable[[TabEvent], None] | Callable[[TabEvent], Awaitable[None]]
@@ -181,6 +182,8 @@ class EventBus:
         a time, and says so (`missed`)."""
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be zero or more events, not {limit}")
+        if tab_id is not None:
+            check_tab_id(tab_id)
         events = [
             e
             for e in self._history

@@ -33,6 +33,7 @@ from ._errors import (
     TabLike,
     TabLimitError,
     TabNotFoundError,
+    check_tab_id,
 )
 from ._navigation import navigate, normalize_url
 from ._policy import UrlPolicy
@@ -265,6 +266,7 @@ class Instance:
         return self._registry.active
 
     def get_tab(self, tab_id: int) -> Tab | None:
+        check_tab_id(tab_id)
         return self._registry.get(tab_id)
 
     def tab_for_target(self, target_id: str) -> Tab | None:

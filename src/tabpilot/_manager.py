@@ -30,6 +30,7 @@ from ._errors import (
     TabLimitError,
     TabNotFoundError,
     TabpilotError,
+    check_tab_id,
 )
 from ._events import EventBus, EventNumbers
 from ._extension_watch import ExtensionWatch
@@ -873,14 +874,14 @@ class TabManager:
         return [info for instance in self._instances.values() for info in instance.tab_infos()]
 
     def tab(self, tab_id: int | str) -> Tab:
-        """The open tab with this id (an int, its decimal string, or its full CDP target id).
+        """The open tab with this id (an int, its decimal string, or its full CDP target id; an id
+        of another type, such as 3.0 or True, raises TypeError).
 
         Never falls back to another tab: an unknown id raises TabNotFoundError listing open tabs.
         For a tab of an instance lost with Playwright's driver, whose browser keeps it, the error
         says so and how to reach the tab again (`kept_by`), whichever check found the loss.
         """
-        if isinstance(tab_id, bool) or not isinstance(tab_id, int | str):
-            raise TabNotFoundError(repr(tab_id), self._open_tabs(), reason="Tab ids are integers.")
+        check_tab_id(tab_id, text=True)
         key = tab_id
         if isinstance(tab_id, str):
             number = decimal_id(tab_id)
@@ -937,6 +938,7 @@ class TabManager:
 
     def ever_opened(self, tab_id: int) -> bool:
         """Whether a tab of this manager ever had this id: open now, or closed since."""
+        check_tab_id(tab_id)
         return tab_id in self._given
 
     def instance_of(self, tab: Tab) -> Instance:

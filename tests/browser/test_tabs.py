@@ -10,7 +10,7 @@ import os
 import signal
 import tempfile
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -696,6 +696,33 @@ async def test_tab_opened_of_a_new_tab_names_the_url_it_opens_for(
     blank = await manager.new_tab(instance_id=instance.id)
     opened = {e.tab_id: e.data["url"] for e in events_of(manager, instance, since, "tab_opened")}
     assert opened == {tab.id: site.url("/page/a"), blank.id: "about:blank"}
+
+
+async def test_a_tab_id_that_is_no_int_is_a_type_error_wherever_the_library_takes_one(
+    manager: TabManager, instance: Instance
+) -> None:
+    # manager.tab(3.0) said no tab 3.0 was open; ever_opened(3.0) and instance.get_tab(3.0) found
+    # tab 3 (True tab 1), and events.history(tab_id="3") was empty.
+    tab = await manager.new_tab(instance_id=instance.id)
+    calls: list[Callable[[Any], object]] = [
+        manager.tab,
+        manager.activate,
+        manager.pin,
+        manager.ever_opened,
+        instance.get_tab,
+        lambda given: manager.events.history(tab_id=given),
+        lambda given: Telemetry().record_action(given, "click", {}, "done", ok=True),
+    ]
+    for call in calls:
+        for given in (float(tab.id), True, [tab.id]):
+            with pytest.raises(TypeError, match=r"takes a tab id, an int such as 3.*; it was given"):
+                call(given)
+    for wrong in (float(tab.id), None):
+        with pytest.raises(TypeError, match="its decimal string or the tab's CDP target id; it was given"):
+            await manager.close_tab(wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"tab_id takes a tab id, an int such as 3; it was given '{tab.id}'"):
+        manager.events.history(tab_id=str(tab.id))  # type: ignore[arg-type]
+    assert manager.tab(str(tab.id)) is manager.tab(tab.id) is instance.get_tab(tab.id) is tab
 
 
 async def test_an_instance_without_tabs_says_so_when_its_active_tab_is_asked_for(

@@ -227,9 +227,11 @@ async def test_what_console_lines_past_the_rate_showed_is_released_in_the_page_a
 
 def test_a_query_refuses_a_tab_id_or_cursor_that_is_no_int() -> None:
     # Query(tab_id="2") matched no entry (entries carry ints) and said nothing was recorded.
-    for bad in ({"tab_id": "2"}, {"since": "5"}, {"tab_id": True}):
-        with pytest.raises(TypeError, match="must be an int or None, not"):
-            Query("logs", **bad)
+    for tab_id in ("2", True, 2.0):
+        with pytest.raises(TypeError, match="tab_id takes a tab id, an int such as 3; it was given"):
+            Query("logs", tab_id=tab_id)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="since must be an int or None, not '5'"):
+        Query("logs", since="5")  # type: ignore[arg-type]
     assert Query("logs", tab_id=2, since=5).tab_id == 2
     # Python's own errors said `'<=' not supported between 'int' and 'str'`, or matched nothing.
     for kind, wrong in (

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal, Protocol
 
+from .._errors import check_tab_id
 from .._ring import ALL_TABS, AllTabs
 from ._entries import TELEMETRY_KINDS, Direction, ObserveResult
 
@@ -54,14 +55,14 @@ class Query:
             raise ValueError(
                 f"what must be one of {', '.join((*TELEMETRY_KINDS, 'tab_events'))}; got {self.what!r}"
             )
+        if self.tab_id is not None:
+            check_tab_id(self.tab_id)  # a tab id as text ('2') matched no entry: entries carry ints
         numbers = (
-            ("tab_id", self.tab_id),
             ("since", self.since),
             ("status_min", self.status_min),
             ("status_max", self.status_max),
         )
         for name, number in numbers:
-            # A tab id as text ('2') matched no entry: entries carry ints.
             if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
                 raise TypeError(f"{name} must be an int or None, not {number!r}")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int):

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._cdp import TargetSession
+from .._errors import check_tab_id
 from .._options import check_seconds
 from .._ring import ALL_TABS, AllTabs, Ring
 from ._entries import (
@@ -234,6 +235,8 @@ class Telemetry:
         self, tab_id: int | None, tool: str, arguments: Mapping[str, object], outcome: str, *, ok: bool
     ) -> None:
         """Note an action a front end performed (long argument strings are cut)."""
+        if tab_id is not None:
+            check_tab_id(tab_id)  # a query of the tab would not find it
         args = {
             k: cut(v, PREVIEW_CAP) if isinstance(v, str) else v for k, v in arguments.items() if v is not None
         }
