@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import logging
 import os
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -163,6 +164,24 @@ class TabManager:
     @property
     def headless(self) -> bool:
         return self.options.headless
+
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        # As asyncio's transports do: a manager dropped without close() leaves its browsers, their
+        # temporary profiles and Playwright's driver to the end of the process (`_warn` is kept
+        # as the interpreter shuts down, when the module's globals may be gone).
+        if getattr(self, "_closed", True):  # closed, or its __init__ refused its arguments
+            return
+        held = [f"instance {i}" for i in self._instances]
+        if self._owns_driver and self._driver.running:
+            held.append("Playwright's driver")
+        if held:
+            _warn(
+                f"unclosed TabManager holding {', '.join(held)}: close it (await manager.close(), or "
+                "async with TabManager() as manager:), so that what it launched ends and its "
+                "temporary profiles are removed.",
+                ResourceWarning,
+                source=self,
+            )
 
     async def __aenter__(self) -> TabManager:
         await self.start()

@@ -8,6 +8,7 @@ import functools
 import gc
 import os
 import signal
+import sys
 import tempfile
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -1004,6 +1005,46 @@ async def test_a_closed_manager_starts_no_browser_that_would_outlive_it(browser_
             await launching
         assert manager.instances == []
         await wait_until(lambda: _launched_browsers() <= before, timeout=10)
+
+
+async def test_a_manager_dropped_without_being_closed_warns_as_an_unclosed_resource(
+    browser_path: str,
+) -> None:
+    # A manager never closed said nothing: its browser's temporary profile stayed on disk. As
+    # asyncio's transports do, it gives a ResourceWarning when collected; one closed, or one that
+    # never started anything, gives none. A process of its own: in this one, the module's driver
+    # keeps every manager's objects reachable.
+    script = f"""
+import asyncio, gc, warnings
+import tabpilot
+from tabpilot import TabManager
+
+async def main() -> None:
+    async with TabManager(browser_path={browser_path!r}) as closed:
+        await closed.launch()
+    never_closed = TabManager(browser_path={browser_path!r})
+    await never_closed.launch()
+    TabManager()  # holds nothing
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    asyncio.run(main())
+    gc.collect()
+tabpilot.clean_up_at_exit()
+for warning in caught:
+    if "TabManager" in str(warning.message):
+        print(warning.category.__name__, warning.message)
+"""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    output = (await asyncio.wait_for(process.communicate(), 60))[0].decode()
+    assert process.returncode == 0, output
+    assert output.splitlines() == [
+        "ResourceWarning unclosed TabManager holding instance inst_1, Playwright's driver: close it (await "
+        "manager.close(), or async with TabManager() as manager:), so that what it launched ends and its "
+        "temporary profiles are removed."
+    ], output
 
 
 async def test_a_title_the_page_changes_is_listed_without_telemetry_or_a_refresh(

@@ -198,6 +198,11 @@ class Driver:
                 except Exception as exc:
                     raise driver_error(exc, users) from exc
 
+    @property
+    def running(self) -> bool:
+        """Whether a driver process was started and not stopped since."""
+        return self._playwright is not None
+
     async def stop(self) -> None:
         """Stop the driver (Playwright waits for it to exit), then remove the temp dirs of this
         one and of any it replaced. Stop the browsers first: they put files there."""
