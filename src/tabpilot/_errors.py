@@ -287,9 +287,10 @@ class TabCrashedError(TabError):
 class TabNotFoundError(TabError):
     """`reason` adds why (it was closed, its instance was lost); `open_tabs` lists what is open;
     `no_instance`: why no tab can be opened either (no instance is open, or the default one was
-    lost and waits for the user), when that is so; `kept_by`: the loss of the instance whose
-    browser still has the tab (lost with Playwright's driver), whose advice says how to reach it
-    again."""
+    lost and waits for the user), when that is so; `no_room`: why no tab can be opened either
+    because of a tab limit (the total, when other managers hold every tab it allows), when that is
+    so; `kept_by`: the loss of the instance whose browser still has the tab (lost with Playwright's
+    driver), whose advice says how to reach it again."""
 
     def __init__(
         self,
@@ -298,6 +299,7 @@ class TabNotFoundError(TabError):
         *,
         reason: str = "",
         no_instance: InstanceError | None = None,
+        no_room: TabLimitError | None = None,
         kept_by: InstanceLostError | None = None,
         no_active_in: str | None = None,
     ) -> None:
@@ -305,6 +307,7 @@ class TabNotFoundError(TabError):
         self.open_tabs = summarize(open_tabs)
         self.reason = reason
         self.no_instance = no_instance
+        self.no_room = no_room
         self.kept_by = kept_by
         why = f" {reason}" if reason else ""
         head = (
@@ -320,6 +323,8 @@ class TabNotFoundError(TabError):
             if self.open_tabs
             else str(no_instance)
             if no_instance is not None
+            else f"None can be opened either: {no_room}"
+            if no_room is not None
             else "No tab is open: open one.",
             tab_id=tab_id,
         )

@@ -931,7 +931,13 @@ class TabManager:
         closed = [e for e in self.events.history(tab_id=key) if e.type == "tab_closed"]
         if closed:
             reason = f"{closed_reason(closed[-1].data.get('by'))} {reason}"
-        raise TabNotFoundError(key, self._open_tabs(), reason=reason.strip(), no_instance=self._no_new_tab())
+        raise TabNotFoundError(
+            key,
+            self._open_tabs(),
+            reason=reason.strip(),
+            no_instance=self._no_new_tab(),
+            no_room=self._no_room(),
+        )
 
     def _no_new_tab(self) -> InstanceError | None:
         """Why a new tab cannot be opened now, when that is so: no instance is open, or the default
@@ -955,6 +961,14 @@ class TabManager:
                     return lost
         return None
 
+    def _no_room(self) -> TabLimitError | None:
+        """Why this manager, which has no open tab, cannot open one either, when that is so: the
+        managers sharing its total tab budget hold every tab it allows (it has none to close)."""
+        budget = self.rules.budget
+        if budget is None or not budget.full or self._open_tabs():
+            return None
+        return TabLimitError("", budget.used, budget.limit, self.rules.tab_limit_policy, total=True, own=0)
+
     def ever_opened(self, tab_id: int) -> bool:
         """Whether a tab of this manager ever had this id: open now, or closed since."""
         check_tab_id(tab_id)
@@ -972,7 +986,9 @@ class TabManager:
         instance.ensure_usable()
         tab = instance.active_tab
         if tab is None:
-            raise TabNotFoundError("(active)", self._open_tabs(), no_active_in=instance.id)
+            raise TabNotFoundError(
+                "(active)", self._open_tabs(), no_active_in=instance.id, no_room=self._no_room()
+            )
         return tab
 
     def resolve(self, tab_id: int | str | None = None, *, instance_id: str | int | None = None) -> Tab:

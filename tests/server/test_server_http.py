@@ -473,6 +473,30 @@ async def test_the_total_tab_cap_counts_the_tabs_sessions_use_not_the_shared_bro
         ok(await b.call_tool("browser_tabs", {"action": "new"}))  # the room a made
 
 
+async def test_a_session_left_without_a_tab_by_the_total_cap_is_told_why_before_it_tries_to_open_one(
+    shared_browser: Instance, site: Any
+) -> None:
+    # b's first page call was told to open a tab, which the total refused: a second call to learn
+    # that the other sessions hold every tab there may be.
+    async with serve(shared_browser, max_total_tabs=2) as url, Client(url) as a, Client(url) as b:
+        ok(await a.call_tool("browser_tabs", {"action": "list"}))
+        ok(await a.call_tool("browser_tabs", {"action": "new"}))
+        said = error(await b.call_tool("browser_navigate", {"url": site.url("/page/b")}))
+        assert said.startswith("Instance inst_1 has no open tab to work on."), said
+        assert said.endswith(
+            "None can be opened either: 2 tabs are open in all sessions and instances together, the "
+            "limit (--max-total-tabs 2), and the other sessions hold them all. Open one with "
+            "browser_tabs(action='new', url=...) once they have closed tabs or ended, or ask whoever "
+            "runs the server to raise --max-total-tabs."
+        ), said
+        # Once there is room, the error says to open one, and that works.
+        tabs = result_of(ok(await a.call_tool("browser_tabs", {"action": "list"})))["tabs"]
+        ok(await a.call_tool("browser_tabs", {"action": "close", "tabId": tabs[0]["id"]}))
+        said = error(await b.call_tool("browser_snapshot", {}))
+        assert said.endswith("No tab is open: open one with browser_tabs(action='new', url=...)."), said
+        ok(await b.call_tool("browser_tabs", {"action": "new", "url": site.url("/page/b")}))
+
+
 async def test_a_session_with_its_one_tab_at_the_total_cap_is_told_to_use_that_tab(
     shared_browser: Instance,
 ) -> None:

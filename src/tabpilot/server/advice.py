@@ -352,6 +352,14 @@ def _not_found_advice(exc: TabNotFoundError, calls: ToolCalls) -> str:
         return f"Use one of these ids, or list tabs again with {calls.list_tabs}."
     if exc.no_instance is not None:  # no tab can be opened either: what gives an instance
         return f"{exc.no_instance.fact} {_advice_for(exc.no_instance, calls)}"
+    if exc.no_room is not None:  # nor can one be opened: the other sessions hold every tab there may be
+        room = exc.no_room
+        then = f"Open one with {calls.open_tab}" if calls.open_tab else "Retry"
+        return (
+            f"None can be opened either: {_tabs_open(room.count)} in all sessions and instances together, "
+            f"the limit (--max-total-tabs {room.limit}), and the other sessions hold them all. {then} once "
+            "they have closed tabs or ended, or ask whoever runs the server to raise --max-total-tabs."
+        )
     return f"No tab is open: open one with {calls.open_tab}." if calls.open_tab else exc.advice
 
 
