@@ -188,6 +188,25 @@ async def test_a_sessions_saved_cookies_are_its_own(
             )
 
 
+async def test_a_sessions_default_storage_file_never_overwrites_one_an_earlier_run_saved(
+    shared_browser: Instance, site: Any, tmp_path: Path
+) -> None:
+    # Session numbers start again at 1 with each run of the server: the first session of the next
+    # run, often another agent, wrote its cookies over the file the first one of this run saved.
+    async def save(name: str) -> list[str]:
+        async with serve(shared_browser, allowed_file_roots=(str(tmp_path),)) as url, Client(url) as client:
+            login = {"action": "new", "url": site.url(f"/api/set-cookie?name=login&value={name}")}
+            ok(await client.call_tool("browser_tabs", login))
+            return [result_of(ok(await client.call_tool("browser_storage_state", {})))["path"] for _ in "12"]
+
+    first = await save("alice")
+    assert first == [str(tmp_path / "storage-state-1.json")] * 2  # a session's own file, saved again
+    second = await save("bob")
+    assert second == [str(tmp_path / "storage-state-1-2.json")] * 2
+    for path, name in ((first[0], "alice"), (second[0], "bob")):
+        assert [c["value"] for c in json.loads(Path(path).read_text())["cookies"]] == [name]
+
+
 async def test_a_cursor_kept_from_an_ended_session_reads_the_next_sessions_entries_from_there(
     shared_browser: Instance, site: Any
 ) -> None:

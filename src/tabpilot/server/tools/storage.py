@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -16,13 +18,32 @@ from ..state import SessionState
 from .base import Call, OptionalInstanceId, ToolSpec
 
 DEFAULT_NAME = "storage-state.json"
-"""The file written when the call names none; over HTTP each session's own (`default_name`: the
+"""The file written when the call names none; over HTTP each session's own (`default_path`: the
 tool's description leaves that out, the tool list is at its size budget, and the answer names the file)."""
 
 
-def default_name(session: SessionState) -> str:
-    """Over HTTP, sessions share the file roots: each has a file of its own."""
-    return DEFAULT_NAME if session.config.http_host is None else f"storage-state-{session.number}.json"
+@dataclass(slots=True)
+class DefaultFile:
+    """The file an HTTP session saves to when its call names none, once chosen (`default_path`)."""
+
+    path: Path | None = None
+
+
+def default_path(session: SessionState, roots: list[str]) -> Path:
+    """Over stdio, `storage-state.json`. Over HTTP, sessions share the file roots: each has a file
+    of its own, `storage-state-N.json` (N: its number) unless one of that name is there already,
+    then `storage-state-N-2.json` and so on. Numbers start again with each run of the server, so
+    such a file is most likely the cookies a session of an earlier run saved, perhaps another
+    agent's: never written over. The session's later saves go to the file it got."""
+    if session.config.http_host is None:
+        return writable_path(DEFAULT_NAME, roots)
+    kept = session.state_for(DefaultFile)
+    if kept.path is None:
+        stem = f"storage-state-{session.number}"
+        names = (f"{stem}.json" if n == 1 else f"{stem}-{n}.json" for n in itertools.count(1))
+        paths = (writable_path(name, roots) for name in names)
+        kept.path = next(path for path in paths if not path.exists())
+    return kept.path
 
 
 def writable_path(path: str, roots: list[str]) -> Path:
@@ -46,7 +67,8 @@ async def browser_storage_state(
     instanceId: Annotated[OptionalInstanceId, Field()] = None,
 ) -> None:
     instance = call.manager.instance(instanceId)
-    target = writable_path(path or default_name(call.session), file_roots(call.session.config))
+    roots = file_roots(call.session.config)
+    target = writable_path(path, roots) if path else default_path(call.session, roots)
     call.session.saved_state(str(target))
     try:
         counts = await instance.save_storage_state(target)
