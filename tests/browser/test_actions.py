@@ -94,7 +94,7 @@ async def test_typing_selecting_and_clicking_on_a_background_tab_leave_the_activ
     # The server's advice: look at the page, not "the page may be busy or still loading" (a guess
     # that did not fit: the page had answered all along).
     assert error_text(half.value).endswith(
-        f"Take a new browser_snapshot(tabId={form.id}) to see the page as it is."
+        f"Call browser_snapshot(tabId={form.id}) again to see the page as it is."
     )
     with pytest.raises(ActionError) as first:
         await wait_for(form, text_gone="Name=Ada", text="Never there", timeout=0.3)

@@ -119,7 +119,7 @@ async def test_a_value_of_the_wrong_kind_for_a_field_is_refused_saying_what_the_
         assert f"element {subscribe} is a checkbox, not a text field. Click it to change it" in typed
         assert (
             f"element {submit} is a button, not a text field. Click it, or use a ref of the field you meant "
-            f"(take a new browser_snapshot(tabId={form}) to find it)."
+            f"(call browser_snapshot(tabId={form}) to find it)."
         ) in await refused("browser_type", {"ref": submit, "text": "yes"})
         assert "a form fill takes true or false for it" in typed
         # The label around the checkbox: Playwright would act on the checkbox, so it is judged as one.

@@ -832,7 +832,7 @@ async def test_a_tree_too_large_to_read_in_time_says_so_and_to_read_a_part_not_t
 ) -> None:
     # The page goes on building the tree after the read is given up, so it did not answer the
     # check for a stuck script: "tab 1 is not responding (a script on it keeps it busy)", of a page
-    # without a script; or "The page may be busy: take a new browser_snapshot and retry".
+    # without a script; or "The page may be busy: call browser_snapshot again and retry".
     quick = BrowserOptions(timeout_action=0.05)  # far less than 2,000 elements take to read
     async with connect(browser=quick) as mcp:
         went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/many?n=2000")}))

@@ -457,7 +457,7 @@ async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
         said = [await fail(mcp, "browser_type", {"index": i, "text": "hi"}) for i in (1, 2, 3, 4)]
         assert said[0].endswith(
             "element 1 is a button, not a text field. Click it, or use an index of the field you meant "
-            "(take a new browser_get_state to find it)."
+            "(call browser_get_state to find it)."
         ), said[0]
         assert said[1].endswith(
             "element 2 is a drop-down list, not a text field. It takes one of its options, which no tool "
@@ -465,7 +465,7 @@ async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
         ), said[1]
         assert said[2].endswith("element 3 is a checkbox, not a text field. Click it to change it."), said[2]
         assert said[3].endswith(
-            "Use an index of a textbox, searchbox or combobox (take a new browser_get_state to find it)."
+            "Use an index of a textbox, searchbox or combobox (call browser_get_state to find it)."
         ), said[3]
         for text_ in said:
             assert not re.search(r"\bref\b|snapshot|form fill|Select one", text_), text_
@@ -605,7 +605,7 @@ async def test_reading_a_page_still_on_its_way_says_so_at_once_in_each_sets_word
             assert (
                 said.startswith("Error: ") and f"tab 1 is loading {slow}, whose server has not sent" in said
             )
-            assert said.endswith(f"take a new {read} in a while, or load another page."), said
+            assert said.endswith(f"call {read} in a while, or load another page."), said
             assert "too large" not in said
             await poll(functools.partial(mcp.call_tool, read, {}), lambda r: not r.is_error, timeout=10)
 

@@ -148,23 +148,23 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
     snap = calls.read(exc.tab_id) if calls.read is not None else None
     advice = {
         "covered": (
-            f"Close or dismiss what covers it (a dialog, banner or menu; take a new {snap} to find it), then retry."
+            f"Close or dismiss what covers it (a dialog, banner or menu; call {snap} to find it), then retry."
             if snap
             else "Close or dismiss what covers it (a dialog, banner or menu), then retry."
         ),
         "no_option": "Options match by value or label; use one of them.",
-        "timeout": f"The page may be busy or still loading: {f'take a new {snap} and ' if snap else ''}retry.",
-        "busy": f"The page may be busy: {f'take a new {snap} and ' if snap else ''}retry.",
+        "timeout": f"The page may be busy or still loading: {f'call {snap} again and ' if snap else ''}retry.",
+        "busy": f"The page may be busy: {f'call {snap} again and ' if snap else ''}retry.",
         "too_large": (
             f"Read a part of it: its top levels with browser_snapshot(tabId={exc.tab_id}, depth=3), then the "
             "part you need with browser_snapshot(ref=...) of an element there."
             if calls is DEFAULT_CALLS
-            else f"{f'Take a new {snap} in a while' if snap else 'Retry in a while'}: the page may be faster then."
+            else f"{f'Call {snap} again in a while' if snap else 'Retry in a while'}: the page may be faster then."
         ),
-        "not_happened": f"Take a new {snap} to see the page as it is." if snap else exc.advice,
+        "not_happened": f"Call {snap} again to see the page as it is." if snap else exc.advice,
         "unresponsive": _unresponsive_advice(exc, calls),
         "tab_closed": f"List tabs with {calls.list_tabs} to see what is open.",
-        "navigated": f"Take a new {snap} and retry." if snap else "Retry.",
+        "navigated": f"Call {snap} again and retry." if snap else "Retry.",
         "dialog": (
             f"Handle it with {calls.handle_dialog(exc.tab_id)}, then retry."
             if calls.handle_dialog is not None
@@ -177,7 +177,7 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
             "user to show it), then take the screenshot again."
         )
     if exc.reason == "loading" and snap:  # the page is on its way: its read call, in a while
-        return _SNAPSHOT_OF_TAB.sub(lambda m: f"{m.group()[0]}ake a new {snap}", exc.advice)
+        return _SNAPSHOT_OF_TAB.sub(lambda m: f"{'C' if m.group()[0] == 'T' else 'c'}all {snap}", exc.advice)
     if exc.reason == "wrong_field" and exc.field is not None:
         return _wrong_field_advice(exc.field, snap, calls)
     if exc.reason == "certificate":
@@ -194,7 +194,7 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         return exc.advice.replace("(BrowserOptions.proxy_server)", "(--proxy-server)")
     if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached") and snap:
         return (
-            f"Take a new {snap} and use {calls.element} of an element you can act on (open the menu or section "
+            f"Call {snap} again and use {calls.element} of an element you can act on (open the menu or section "
             "that holds it first)."
         )
     return advice.get(exc.reason, exc.advice)
@@ -225,7 +225,7 @@ def _wrong_field_advice(field: str, snap: str | None, calls: ToolCalls) -> str:
     """What to do with an element that takes something else than the action gives it, said with
     the set's tools (`snap`: the call that reads the page, if the set has one)."""
     if field in ("button", "not_text"):
-        find = f"take a new {snap} to find it" if snap else "read the page again to find it"
+        find = f"call {snap} to find it" if snap else "read the page again to find it"
         which = "the field you meant" if field == "button" else "a textbox, searchbox or combobox"
         return f"{'Click it, or use' if field == 'button' else 'Use'} {calls.element} of {which} ({find})."
     if field == "text":

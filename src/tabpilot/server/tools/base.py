@@ -387,7 +387,7 @@ async def _run(spec: ToolSpec, state: ServerState, call: Call, kwargs: dict[str,
         response.fail(exc)
     except Exception as exc:
         logger.exception("tool %s failed", spec.name)
-        read = f"take a new {spec.calls.read(None)} and " if spec.calls.read is not None else ""
+        read = f"call {spec.calls.read(None)} again and " if spec.calls.read is not None else ""
         response.error(
             f"{spec.name} failed unexpectedly: {type(exc).__name__}: {exc}. If the page changed, {read}retry; "
             "if it happens again, it is a bug in tabpilot."
