@@ -1065,3 +1065,40 @@ async def test_a_tab_a_click_opens_in_the_users_browser_is_not_said_to_be_in_the
         assert "background" not in said, said
         assert site.url("/page/a") in await asyncio.to_thread(chromium.in_extension, CHROME_SHOWS)
         assert f"- tab {home}: " in tab_line(clicked, home) and "[active]" in tab_line(clicked, home)
+
+
+def user_shows(url_part: str) -> str:
+    """The user brings the tab at the URL to the front of its window in Chrome."""
+    return f"""(async () => {{
+  const tab = (await chrome.tabs.query({{}})).find((t) => (t.url || "").includes({json.dumps(url_part)}));
+  await chrome.tabs.update(tab.id, {{active: true}});
+  return tab.id;
+}})()"""
+
+
+async def test_a_window_the_users_own_tab_opens_behind_an_agent_tab_stays_the_users(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """Chrome names the tab in front as the opener of a window a background tab opens: a window the
+    user's own tab (never shared) opened while the agent's tab was in front became the agent's
+    (listed, read, closed by close_others). And an agent's middle click on its tab behind the
+    user's was never told: Chrome named the user's tab as its opener."""
+    site.set_content("/page/links", "<title>Links</title><a href='/page/a'>Plain A</a>")
+    async with paired_client(chromium) as (mcp, _):
+        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/links")))["tabId"]
+        await call(mcp, "browser_tabs", action="activate", tabId=agent)  # in front in Chrome
+        await asyncio.to_thread(
+            user_runs_in, chromium, "/page/user", f"window.open({json.dumps('/page/private')})"
+        )
+        await wait_until(lambda: any("/page/private" in p["url"] for p in chromium.pages()), 5)
+        await asyncio.sleep(1)  # what the extension would announce has come by now
+        listed = await call(mcp, "browser_tabs", action="list")
+        assert "/page/private" not in text(listed), text(listed)
+        await call(mcp, "browser_tabs", action="close_others", keepTabId=agent)
+        assert any("/page/private" in p["url"] for p in chromium.pages())
+
+        await asyncio.to_thread(chromium.in_extension, user_shows("/page/user"))
+        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
+        clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, "Plain A"), button="middle")
+        (opened,) = result_of(clicked)["openedTabIds"]
+        assert f"tab {opened} opened (link) by tab {agent}" in section(clicked, "Events"), text(clicked)

@@ -63,12 +63,15 @@ const state = {
   leftEarly: new Map(), // tabId -> reason: tabs that left scope before the hello (told in it)
   front: new Map(), // windowId -> the tab it shows: Chrome draws no other (a screenshot of one waits for ever)
   closing: new Set(), // tabs the agent is closing (closeTab): their beforeunload dialog is accepted
+  lastInput: null, // {tabId, at}: the tab in scope the agent last sent a click or a key to
 };
 // A restarted worker gets the events of the attachments that outlived the old one at once (they
 // are what wakes it); they are kept, up to this many, and handed on after the hello.
 const EARLY_EVENTS_MAX = 10000;
 const HIDDEN_TAB = "tabpilot-hidden-tab"; // the server reads it in the error of such a screenshot
 const WINDOW_OPEN_MEMORY_MS = 10000;
+// A tab a middle click or a modifier click opens comes within this long of the agent's input.
+const INPUT_MEMORY_MS = 3000;
 
 const ready = load();
 
@@ -231,6 +234,7 @@ const handlers = {
       // Chrome draws only the tab each window shows: the capture would wait for a picture for ever.
       throw new Error(`${HIDDEN_TAB}: tab ${tabId} is behind another tab of its window`);
     }
+    if (method.startsWith("Input.")) state.lastInput = { tabId, at: Date.now() };
     const send = () => chrome.debugger.sendCommand(target, method, params || {});
     const attaching = state.attaching.get(tabId);
     if (attaching) return attaching.then(send);
@@ -465,7 +469,10 @@ chrome.action.onClicked.addListener(toggleSharing);
 // -- browser events --------------------------------------------------------------------------------------
 
 // The tab in scope that opened `tab`: the one whose page asked for a window at its URL lately
-// (Page.windowOpen comes before tabs.onCreated), or Chrome's openerTabId if that is in scope.
+// (Page.windowOpen comes before tabs.onCreated), else, for a link the agent middle-clicked or
+// modifier-clicked (no Page.windowOpen), the tab it clicked just now. Not Chrome's openerTabId: it
+// names the tab in front of the window, so a window the user's own tab opens behind the agent's
+// would become the agent's, and a tab the agent's click opens behind the user's would not.
 function openerInScope(tab) {
   const url = tab.pendingUrl || tab.url || "";
   const now = Date.now();
@@ -476,13 +483,15 @@ function openerInScope(tab) {
       return tabId;
     }
   }
-  return tab.openerTabId !== undefined && state.scope.has(tab.openerTabId) ? tab.openerTabId : null;
+  const input = state.lastInput;
+  const clicked = tab.openerTabId !== undefined && input && now - input.at < INPUT_MEMORY_MS;
+  return clicked && state.scope.has(input.tabId) ? input.tabId : null;
 }
 
 chrome.tabs.onCreated.addListener(async (tab) => {
   await ready;
   const opener = openerInScope(tab);
-  if (opener !== null) {
+  if (opener !== null && attachable(tab)) {
     await enter(tab, "opened", opener); // a popup, or a link a tab in scope opened
   } else if (state.mode === "all" && state.server && attachable(tab)) {
     await enter(tab, "all");
