@@ -494,3 +494,33 @@ async def test_cross_site_iframes_and_workers_are_recorded_as_their_tabs_through
         snapshot = await tab.snapshot()
         assert 'heading "Host"' in snapshot.text and 'heading "Mid"' in snapshot.text
         assert telemetry.listener_errors == 0
+
+
+BUTTON_ON = """(async () => {{
+  const tab = (await chrome.tabs.query({{}})).find((t) => (t.url || t.pendingUrl || "").includes({part}));
+  {before}
+  return [await chrome.action.getTitle({{tabId: tab.id}}), await chrome.action.getBadgeText({{tabId: tab.id}})];
+}})()"""
+"""The tooltip and badge of the toolbar button on the tab at the URL, after `before` (with `tab`)."""
+
+
+async def test_the_toolbar_button_says_what_a_click_does_on_a_tab_the_user_opens_after_pairing(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """A tab opened after pairing kept the manifest's "click to pair with a server", and a click on a
+    page the agent may not have (a browser page) did nothing and said nothing."""
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        chromium.open(site.url("/page/mine"))
+        title, badge = await asyncio.to_thread(
+            chromium.in_extension, BUTTON_ON.format(part='"/page/mine"', before="")
+        )
+        assert title == "tabpilot: click to share this tab with the agent" and badge == ""
+        chromium.open("chrome://version")
+        click = "await toggleSharing(tab);"
+        title, badge = await asyncio.to_thread(
+            chromium.in_extension, BUTTON_ON.format(part='"chrome://version"', before=click)
+        )
+        assert "cannot share" in title and "browser's own pages" in title and badge == "", title
+        assert all("chrome://version" not in t.url for t in manager.tabs())

@@ -431,6 +431,9 @@ async function group(tab) {
 
 // -- the action button: share or stop sharing a tab ----------------------------------------------------
 
+const TITLE_UNPAIRED = "tabpilot: click to pair with a server";
+const TITLE_SHARE = "tabpilot: click to share this tab with the agent";
+
 async function paintBadge(tabId) {
   const shared = state.scope.has(tabId);
   try {
@@ -438,10 +441,10 @@ async function paintBadge(tabId) {
     await chrome.action.setTitle({
       tabId,
       title: !state.server
-        ? "tabpilot: click to pair with a server"
+        ? TITLE_UNPAIRED
         : shared
           ? "tabpilot can see and control this tab (click to stop sharing it)"
-          : "tabpilot: click to share this tab with the agent",
+          : TITLE_SHARE,
     });
   } catch {
     // the tab closed meanwhile
@@ -449,6 +452,9 @@ async function paintBadge(tabId) {
 }
 
 async function paintAllBadges() {
+  // The title of the tabs painted by none of these (the ones opened later): Chrome's default is the
+  // manifest's, the unpaired one.
+  await chrome.action.setTitle({ title: state.server ? TITLE_SHARE : TITLE_UNPAIRED });
   for (const tab of await chrome.tabs.query({})) await paintBadge(tab.id);
 }
 
@@ -461,6 +467,14 @@ async function toggleSharing(tab) {
     await leave(tab.id, "unshared");
   } else if (attachable(tab)) {
     await enter(tab, "shared");
+  } else {
+    // Said where the user looks after a click that changed nothing (Chrome resets it as the tab
+    // navigates).
+    const files = state.files ? "" : ", local files";
+    await chrome.action.setTitle({
+      tabId: tab.id,
+      title: `tabpilot cannot share this page: the browser's own pages, extension pages${files} stay out of the agent's reach`,
+    });
   }
 }
 
