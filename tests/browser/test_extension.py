@@ -524,3 +524,27 @@ async def test_the_toolbar_button_says_what_a_click_does_on_a_tab_the_user_opens
         )
         assert "cannot share" in title and "browser's own pages" in title and badge == "", title
         assert all("chrome://version" not in t.url for t in manager.tabs())
+
+
+async def test_a_tab_the_user_shared_is_no_longer_shared_once_the_extension_forgets_the_server(
+    chromium: ExtensionChromium, bridge: ExtensionBridge
+) -> None:
+    """It stayed shared (badge ON) after "Disconnect and forget the server", a click on the button
+    then opened the pairing page instead of taking it back, and the next server paired got it."""
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        share = "await toggleSharing(tab);"
+        await asyncio.to_thread(chromium.in_extension, BUTTON_ON.format(part='"/page/user"', before=share))
+        await wait_until(lambda: any("/page/user" in t.url for t in manager.tabs()), 10)
+        await asyncio.to_thread(chromium.in_extension, "forget().then(() => true)")
+        title, badge = await asyncio.to_thread(
+            chromium.in_extension, BUTTON_ON.format(part='"/page/user"', before="")
+        )
+        assert badge == "" and title == "tabpilot: click to pair with a server"
+    async with ExtensionBridge(port=0, token="another-token") as other, TabManager() as manager:
+        chromium.open(other.connect_url)
+        await manager.connect_extension(other, timeout=20)
+        await manager.settle()
+        assert all("/page/user" not in t.url for t in manager.tabs())
+        assert user_tabs(chromium)

@@ -641,6 +641,11 @@ async function forget() {
   state.status = "unpaired";
   detachAll();
   if (socket) socket.close(CLOSE_FORGOTTEN, "the user made the extension forget this server");
+  // The user took back what they gave: their shared tabs are no server's now (the agent's tabs stay
+  // in scope, for this server again or the next).
+  for (const [tabId, entry] of [...state.scope]) {
+    if (entry.reason === "shared" || entry.reason === "all") await leave(tabId, "unshared");
+  }
   await paintAllBadges();
 }
 
