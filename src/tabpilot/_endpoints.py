@@ -4,12 +4,15 @@ DevToolsActivePort file through which a running Chrome with remote debugging on 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+import json
 import os
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ._errors import ConnectError
@@ -74,28 +77,100 @@ async def cdp_browser_id(endpoint: str, headers: Sequence[tuple[str, str]], time
     /json/version gives. None when the endpoint does not say: not reachable (connecting then says
     why), or a proxy whose URL names no browser (each connection may get another one). An endpoint
     that says nothing within `timeout` raises ConnectError: a connection would wait as long again."""
-    url = endpoint
-    if urlsplit(endpoint).scheme.lower() in ("http", "https"):
-        version = endpoint.rstrip("/") + "/json/version"
-        try:
-            status, reply = await asyncio.wait_for(
-                in_daemon_thread(
-                    lambda: request_json("GET", version, headers, timeout, env_proxy=False),
-                    name="tabpilot-cdp-version",
-                ),
-                timeout,
-            )
-        except TimeoutError:
-            raise ConnectError.no_answer(endpoint, timeout) from None
-        except (OSError, ValueError) as exc:
-            if isinstance(getattr(exc, "reason", None), TimeoutError):  # urllib's, connecting
-                raise ConnectError.no_answer(endpoint, timeout) from None
-            return None
-        if status != 200 or not isinstance(reply, dict):
-            return None
-        url = str(reply.get("webSocketDebuggerUrl") or "")
-    match = _BROWSER_ID.fullmatch(urlsplit(url).path)
+    url = await _browser_ws_url(endpoint, headers, timeout)
+    match = _BROWSER_ID.fullmatch(urlsplit(url or "").path)
     return match.group(1) if match else None
+
+
+async def _browser_ws_url(endpoint: str, headers: Sequence[tuple[str, str]], timeout: float) -> str | None:
+    """The browser's WebSocket URL at a CDP endpoint: a ws(s) endpoint itself, an http(s) one's
+    from its /json/version; None when that does not say. Silence for `timeout` raises ConnectError."""
+    if urlsplit(endpoint).scheme.lower() not in ("http", "https"):
+        return endpoint
+    version = endpoint.rstrip("/") + "/json/version"
+    try:
+        status, reply = await asyncio.wait_for(
+            in_daemon_thread(
+                lambda: request_json("GET", version, headers, timeout, env_proxy=False),
+                name="tabpilot-cdp-version",
+            ),
+            timeout,
+        )
+    except TimeoutError:
+        raise ConnectError.no_answer(endpoint, timeout) from None
+    except (OSError, ValueError) as exc:
+        if isinstance(getattr(exc, "reason", None), TimeoutError):  # urllib's, connecting
+            raise ConnectError.no_answer(endpoint, timeout) from None
+        return None
+    if status != 200 or not isinstance(reply, dict) or not reply.get("webSocketDebuggerUrl"):
+        return None
+    return str(reply["webSocketDebuggerUrl"])
+
+
+async def stalled_pages(
+    endpoint: str, headers: Sequence[tuple[str, str]], timeout: float = 2.0
+) -> list[tuple[str, str]]:
+    """(title, url) of each page of the browser at a CDP endpoint whose page does not answer a
+    trivial script within `timeout` seconds: a dialog waiting for the user (alert, confirm, prompt,
+    "Leave site?") holds its page so, as does a script that never stops. A connection is ready
+    only once every page has answered it, so one such tab holds it up: this says which.
+    [] when every page answers, or when the browser cannot be asked."""
+    from websockets.asyncio.client import connect
+
+    url = None
+    with contextlib.suppress(ConnectError):
+        url = await _browser_ws_url(endpoint, headers, timeout)
+    if url is None:
+        return []
+    ids = itertools.count(1)
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(timeout * 2):
+            async with connect(
+                url, additional_headers=list(headers), max_size=None, open_timeout=timeout
+            ) as ws:
+
+                async def send(method: str, params: dict[str, Any], session: str | None = None) -> int:
+                    message: dict[str, Any] = {"id": next(ids), "method": method, "params": params}
+                    if session is not None:
+                        message["sessionId"] = session
+                    await ws.send(json.dumps(message))
+                    return int(message["id"])
+
+                asked = await send("Target.getTargets", {})
+                pages: dict[str, tuple[str, str]] = {}
+                probes: dict[int, str] = {}  # the id of each page's script: its target
+                attaching: dict[int, str] = {}
+                waiting = True
+                loop = asyncio.get_running_loop()
+                deadline: float | None = None
+                while waiting or attaching or probes:
+                    left = None if deadline is None else deadline - loop.time()
+                    try:
+                        message = json.loads(await asyncio.wait_for(ws.recv(), left))
+                    except TimeoutError:  # those still asked did not answer
+                        break
+                    answered = message.get("id")
+                    if answered == asked:
+                        waiting = False
+                        for target in message.get("result", {}).get("targetInfos", []):
+                            if target.get("type") == "page":
+                                target_id = str(target["targetId"])
+                                pages[target_id] = (str(target.get("title", "")), str(target.get("url", "")))
+                                attach = {"targetId": target_id, "flatten": True}
+                                attaching[await send("Target.attachToTarget", attach)] = target_id
+                        deadline = loop.time() + timeout
+                    elif answered in attaching:
+                        target_id = attaching.pop(answered)
+                        session = message.get("result", {}).get("sessionId")
+                        if session is None:  # gone meanwhile
+                            pages.pop(target_id, None)
+                            continue
+                        probe = {"expression": "0", "returnByValue": True}
+                        probes[await send("Runtime.evaluate", probe, str(session))] = target_id
+                    elif answered in probes:
+                        pages.pop(probes.pop(answered), None)
+                return [pages[target_id] for target_id in probes.values() if target_id in pages]
+    return []
 
 
 def check_profile_dir(path: str, *, create: bool = True) -> str:

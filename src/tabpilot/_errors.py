@@ -237,6 +237,7 @@ ConnectReason = Literal[
     "already_connected",
     "driver",
     "no_debugging",
+    "stalled_tab",
     "failed",
 ]
 
@@ -247,7 +248,8 @@ class ConnectError(InstanceError):
     Selenium Grid (`not_grid`), no grid node offers the browser (`no_node`), a grid session without
     a CDP endpoint (`no_cdp`), a browser an open instance is connected to already (`already_connected`,
     `instance_id` is that instance), a Chrome profile without remote debugging on (`no_debugging`),
-    Playwright's driver that stopped as it started (`driver`: no browser option is at fault), other."""
+    a browser that answers but has a tab whose page does not (`stalled_tab`: a dialog waits for
+    its user; connecting waits for every page), Playwright's driver that stopped as it started (`driver`: no browser option is at fault), other."""
 
     def __init__(
         self, fact: str, advice: str = "", *, instance_id: str | None = None, reason: ConnectReason = "failed"
@@ -263,6 +265,21 @@ class ConnectError(InstanceError):
             "Check that the host and port are right and reachable from this machine, and that the browser "
             "(server) runs there.",
             reason="timeout",
+        )
+
+    @classmethod
+    def stalled_tabs(cls, endpoint: str, timeout: float, tabs: Sequence[tuple[str, str]]) -> ConnectError:
+        """The browser at `endpoint` answered, but these tabs' pages (title, url) did not, and a
+        connection waits for every page."""
+        named = "; ".join(f"{title!r} ({url})" if title and title != url else url for title, url in tabs)
+        which = "that tab" if len(tabs) == 1 else "those tabs"
+        return cls(
+            f"Could not connect to {endpoint} within {timeout:g} s: the browser answers, but the page of "
+            f"{'a tab' if len(tabs) == 1 else f'{len(tabs)} tabs'} does not, and connecting waits for "
+            f"every page: {named}. A dialog waiting for its user (an alert, a confirm or prompt, a "
+            "'Leave site?' question) stops its page so, as does a script that never ends.",
+            f"Answer the dialog in {which} (or close {which}) in that browser, then connect again.",
+            reason="stalled_tab",
         )
 
 

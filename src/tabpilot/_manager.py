@@ -20,6 +20,7 @@ from ._endpoints import (
     check_profile_dir,
     running_chrome_endpoint,
     stale_port_error,
+    stalled_pages,
 )
 from ._errors import (
     ConnectError,
@@ -509,7 +510,17 @@ class TabManager:
         if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
             self._refuse_connected(browser_id, endpoint)
         with self._claims.connecting(browser_id) if browser_id is not None else contextlib.nullcontext():
-            browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
+            try:
+                browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
+            except ConnectError as exc:
+                # The browser answered (it named itself), the connection did not: one of its tabs
+                # may hold it up. Say which, not "check the host and port".
+                if exc.reason != "timeout" or browser_id is None:
+                    raise
+                stalled = await stalled_pages(endpoint, self.options.cdp_headers)
+                if not stalled:
+                    raise
+                raise ConnectError.stalled_tabs(endpoint, timeout, stalled) from exc
             instance = await self._adopt(
                 kind="cdp",
                 endpoint=endpoint,

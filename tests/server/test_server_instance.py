@@ -537,3 +537,34 @@ async def test_a_browser_launched_with_options_is_relaunched_with_them(
         assert f"launched in place of lost instance {launched['instanceId']}" in section(after, "Events")
         seen = await call(client, "browser_evaluate", function="() => [innerWidth, navigator.userAgent]")
         assert result_of(seen)["value"] == [800, "tabpilot-test-agent"], text(seen)
+
+
+async def test_a_cdp_browser_whose_tab_waits_on_a_dialog_is_refused_naming_that_tab(
+    make_server: Any, browser_path: str, site: LocalSite
+) -> None:
+    """Playwright's connection waits for every page, and a page showing a dialog answers nothing
+    until its user does: the agent hears which tab holds it up and what to do, not that the
+    endpoint gave no answer (it answered) and to check its host and port."""
+    site.set_content("/asks", "<title>Asks</title><script>confirm('Discard your draft?')</script>")
+    with remote_chromium(browser_path) as chromium:
+        asking = chromium.open_tab(site.url("/asks"))
+        await poll(
+            lambda: asyncio.to_thread(chromium.targets), lambda ts: any(t["title"] == "Asks" for t in ts)
+        )
+        async with Client(make_server()) as client:
+            refused = await client.call_tool(
+                "browser_instance", {"action": "connect", "cdpEndpoint": chromium.http}
+            )
+            message = section(refused, "Error")
+            assert refused.is_error, text(refused)
+            assert f"'Asks' ({site.url('/asks')})" in message, message
+            assert "dialog" in message and "then connect again" in message, message
+            assert "host and port" not in message, message
+            listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
+            assert [i["kind"] for i in listed] == ["context"], "nothing was left connected"
+            chromium.close_tab(asking)  # what the error said to do
+            connected = result_of(
+                await call(client, "browser_instance", action="connect", cdpEndpoint=chromium.http)
+            )
+            tabs = result_of(await call(client, "browser_tabs", action="list"))["tabs"]
+            assert [t["url"] for t in tabs if t["instanceId"] == connected["instanceId"]] == ["about:blank"]
