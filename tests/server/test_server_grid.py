@@ -243,3 +243,46 @@ async def test_a_server_stopped_while_the_grid_queues_its_session_leaves_no_sess
         for session in held:
             await session.delete()
     assert not grid.sessions_end(keep=before)
+
+
+async def test_a_grid_session_waiting_for_a_slot_reports_progress_until_one_frees(
+    grid: SeleniumGrid, browser_path: str
+) -> None:
+    """Every slot is in use: the session request waits in the grid's queue, up to a minute, about
+    as long as MCP clients wait for an answer. Progress notifications say what the call waits for,
+    both for browser_instance connect and for the first call of a server whose browser is a grid
+    session, so that a client that asked for them keeps waiting; the call goes on once a slot frees."""
+    before = set(grid.session_ids())
+    held = await grid.take_every_slot()
+    config = ServerConfig(
+        browser=BrowserOptions(browser_path=browser_path), structured_content=True, selenium_grid=grid.url
+    )
+    try:
+        async with Client(create_server(config)) as client:
+            await _waits_for_a_slot_with_progress(client, grid, held, "browser_tabs", action="list")
+            await _waits_for_a_slot_with_progress(
+                client, grid, held, "browser_instance", action="connect", seleniumGrid=grid.url
+            )
+    finally:
+        for session in held:
+            await session.delete()
+    assert not grid.sessions_end(keep=before)
+
+
+async def _waits_for_a_slot_with_progress(
+    client: Client, grid: SeleniumGrid, held: list[Any], tool: str, **arguments: Any
+) -> None:
+    """Call `tool`, whose grid session waits in the queue; check it reports progress while it
+    waits, free one of `held`'s slots, and check the call then succeeds."""
+    said: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        said.append(message or "")
+
+    calling = asyncio.ensure_future(client.call_tool(tool, arguments, progress_callback=on_progress))
+    await wait_until(lambda: len(grid.queued()) == 1, timeout=30)
+    await wait_until(lambda: len(said) >= 2, timeout=10)
+    assert not calling.done()
+    await held.pop().delete()  # a slot frees: the queued request gets it
+    ok(await asyncio.wait_for(calling, 60))
+    assert any("connecting" in m for m in said), said

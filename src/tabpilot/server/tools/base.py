@@ -163,6 +163,26 @@ class ToolSpec:
         return f"{self.name}(action={action!r}) does not use {which} ({uses}). Call again without {which}."
 
 
+async def with_progress(
+    work: Awaitable[T], progress: Progress | None, *, total: float | None, message: str
+) -> T:
+    """Await `work`, reporting the seconds spent (of `total`) every PROGRESS_INTERVAL s."""
+    task = asyncio.ensure_future(work)
+    started = time.monotonic()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PROGRESS_INTERVAL)
+            if done:
+                return task.result()
+            if progress is not None:
+                await progress(round(time.monotonic() - started, 1), total, message)
+    finally:
+        task.cancel()
+        # Left behind (the call was cancelled: its session ended), its outcome is nobody's:
+        # read, so that an error it ends with is not logged as never retrieved.
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
 @dataclass(slots=True)
 class Call:
     """What a tool function works with: the client's session and the response being built."""
@@ -177,20 +197,7 @@ class Call:
 
     async def with_progress(self, work: Awaitable[T], *, total: float | None, message: str) -> T:
         """Await `work`, reporting the seconds spent (of `total`) every PROGRESS_INTERVAL s."""
-        task = asyncio.ensure_future(work)
-        started = time.monotonic()
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=PROGRESS_INTERVAL)
-                if done:
-                    return task.result()
-                if self.progress is not None:
-                    await self.progress(round(time.monotonic() - started, 1), total, message)
-        finally:
-            task.cancel()
-            # Left behind (the call was cancelled: its session ended), its outcome is nobody's:
-            # read, so that an error it ends with is not logged as never retrieved.
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return await with_progress(work, self.progress, total=total, message=message)
 
     @property
     def manager(self) -> TabManager:
@@ -341,7 +348,14 @@ async def _session(
     try:
         # browser_instance works when the browser the options name cannot be had: the agent can
         # launch or connect another one (every call failed with the start's error).
-        return await state.session(ctx, browser=name != "browser_instance")
+        # The first call waits while the browser starts (a grid session may wait for a free slot
+        # for a minute): progress keeps a client that asked for it from giving up meanwhile.
+        return await with_progress(
+            state.session(ctx, browser=name != "browser_instance"),
+            _progress_reporter(ctx),
+            total=None,
+            message="starting or connecting the browser",
+        )
     except TabpilotError as exc:
         response.fail(exc)
         from_options = isinstance(exc, BrowserNotFoundError) or (

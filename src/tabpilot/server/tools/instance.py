@@ -161,7 +161,11 @@ async def browser_instance(
         # --user-data-dir is its first browser's, and one Chromium at a time can use a profile.
         base = manager.options.replace(user_data_dir=None)
         chosen = launch_options(base, options, file_roots(call.session.config), call.session.check_not_others)
-        instance = await manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen)
+        instance = await call.with_progress(
+            manager.launch(headless=headless, user_data_dir=userDataDir, options=chosen),
+            total=None,
+            message="launching a browser",
+        )
         _opened(call, instance, "Launched")
     elif action == "connect":
         if sum(map(bool, (cdpEndpoint, wsEndpoint, seleniumGrid, extension))) != 1:
@@ -175,13 +179,19 @@ async def browser_instance(
         if extension:
             await _connect_extension(call)
             return
+        # A grid session waits in the grid's queue while every node is busy (up to a minute):
+        # progress keeps a client that asked for it from giving up meanwhile.
         if cdpEndpoint:
-            instance = await manager.connect_cdp(cdpEndpoint)
+            connecting, where = manager.connect_cdp(cdpEndpoint), cdpEndpoint
         elif wsEndpoint:
-            instance = await manager.connect_ws(wsEndpoint)
+            connecting, where = manager.connect_ws(wsEndpoint), wsEndpoint
         else:
             assert seleniumGrid is not None
-            instance = await manager.connect_grid(seleniumGrid, capabilities=capabilities)
+            connecting = manager.connect_grid(seleniumGrid, capabilities=capabilities)
+            where = (
+                f"the Selenium Grid at {seleniumGrid} (a session waits in its queue while every slot is busy)"
+            )
+        instance = await call.with_progress(connecting, total=None, message=f"connecting to {where}")
         _opened(call, instance, "Connected")
     else:  # close
         if instanceId is None:
