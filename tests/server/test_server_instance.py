@@ -568,3 +568,15 @@ async def test_a_cdp_browser_whose_tab_waits_on_a_dialog_is_refused_naming_that_
             )
             tabs = result_of(await call(client, "browser_tabs", action="list"))["tabs"]
             assert [t["url"] for t in tabs if t["instanceId"] == connected["instanceId"]] == ["about:blank"]
+
+
+async def test_an_unreachable_endpoint_the_server_starts_with_names_that_option_not_the_browser_path(
+    browser_path: str,
+) -> None:
+    """--browser-path is for a browser the server launches; with --cdp-endpoint it launches none,
+    so an endpoint that cannot be reached is no reason to check it."""
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    async with Client(own_browser_server(browser_path, cdp_endpoint=endpoint)) as client:
+        said = section(await client.call_tool("browser_tabs", {"action": "list"}), "Error")
+        assert f"Could not connect to {endpoint}" in said and "Check --cdp-endpoint." in said, said
+        assert "--browser-path" not in said, said

@@ -115,13 +115,16 @@ class ServerConfig:
         """The options set that decide how the browser starts or is reached, named as given: where to
         look when it does not start."""
         browser = self.browser
+        # The browser path is for a browser the server launches: with an endpoint it names none
+        # of what the server starts with (it serves a later browser_instance launch).
+        launches = not (self.cdp_endpoint or self.ws_endpoint or self.selenium_grid or self.auto_connect)
         set_ = {
             "cdp-endpoint": self.cdp_endpoint,
             "ws-endpoint": self.ws_endpoint,
             "selenium-grid": self.selenium_grid,
             "grid-capabilities": self.grid_capabilities,
             "auto-connect": self.auto_connect,
-            "browser-path": browser.browser_path,
+            "browser-path": launches and browser.browser_path,
             "user-data-dir": browser.user_data_dir,
             "storage-state": browser.storage_state,
             "init-script": browser.init_scripts,
