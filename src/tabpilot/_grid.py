@@ -39,9 +39,10 @@ class GridSession:
         """The session's WebDriver URL (`DELETE` it to end the session)."""
         return f"{self.grid}/session/{self.session_id}"
 
-    async def delete(self) -> None:
-        """End the session: the grid stops its browser. A session the grid already ended is fine."""
-        await asyncio.to_thread(_delete, self)
+    async def delete(self) -> str | None:
+        """End the session: the grid stops its browser. A session the grid already ended is fine.
+        Returns why it could not be ended (the grid did not answer), else None."""
+        return await asyncio.to_thread(_delete, self)
 
 
 def split_grid_url(url: str) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -106,7 +107,9 @@ async def create_session(
     # session it starts later is ended then (`unclaimed`), and a process that exits meanwhile
     # closes the connection, which takes the request off the queue.
     return await in_daemon_thread(
-        lambda: _create(grid, body, options, timeout), name="tabpilot-grid-create", unclaimed=_delete
+        lambda: _create(grid, body, options, timeout),
+        name="tabpilot-grid-create",
+        unclaimed=_end_unclaimed,
     )
 
 
@@ -211,11 +214,31 @@ def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: f
     return session
 
 
-def _delete(session: GridSession) -> None:
+_DELETE_TIMEOUT = 5.0
+
+
+def _delete(session: GridSession) -> str | None:
     try:
-        request_json("DELETE", session.url, session.options.cdp_headers, 10.0)
-    except (OSError, urllib.error.URLError):
-        pass  # the grid is gone, and the session with it
+        request_json("DELETE", session.url, session.options.cdp_headers, _DELETE_TIMEOUT)
+    except (OSError, urllib.error.URLError) as exc:
+        # A grid that does not answer (its hub down or stuck) keeps the session on its node, in
+        # a slot, until its own session timeout ends it.
+        reason = getattr(exc, "reason", exc)
+        why = (
+            f"the grid gave no answer within {_DELETE_TIMEOUT:g} s"
+            if isinstance(reason, TimeoutError)
+            else f"the grid is unreachable: {reason}"
+        )
+        return (
+            f"its grid session {session.url} could not be ended ({why}); it may run on until the grid "
+            f"times it out, holding a slot: end it there (DELETE {session.url}) once the grid answers"
+        )
+    return None
+
+
+def _end_unclaimed(session: GridSession) -> None:
+    """End a session nobody waits for any more (there is nobody to tell if that fails)."""
+    _delete(session)
 
 
 __all__ = ["GridSession", "create_session", "session_request", "split_grid_url"]

@@ -92,7 +92,8 @@ _OUTLIVE_DRIVER = ("extension", "cdp", "playwright-server", "grid")
 """Kinds whose browser the driver only connected to, and which `TabManager.ensure_default`
 connects again after the driver died."""
 
-Cleanup = Callable[[], Awaitable[None]]
+Cleanup = Callable[[], Awaitable[str | None]]
+"""A step of closing an instance; returns what it could not end (left running), else None."""
 T = TypeVar("T")
 
 
@@ -205,6 +206,8 @@ class Instance:
         self.lost_reason: str | None = None
         self.replaced_by: str | None = None
         """The instance launched in place of this one after it was lost."""
+        self.left_running: str | None = None
+        """Once closed: what closing it could not end (a grid session whose grid did not answer)."""
         self.tabs_at_loss: dict[str, int] = {}
         """The tabs it had when it was lost, by target id: an instance that connects to the same
         browser again gives the ones still there their ids back."""
@@ -815,7 +818,9 @@ class Instance:
         cleanup, self._cleanup = self._cleanup, []
         for step in cleanup:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(step(), 10)
+                self.left_running = await asyncio.wait_for(step(), 10) or self.left_running
+        if self.left_running:
+            logger.warning("instance %s closed, but %s", self.id, self.left_running)
         self.state = "closed"
 
     def _dispose(self) -> None:

@@ -621,10 +621,11 @@ class TabManager:
             raise
         iid = self._claim_id(instance_id)
 
-        async def end_session() -> None:
+        async def end_session() -> str | None:
             if self._grid_sessions.get(iid) is session:
                 del self._grid_sessions[iid]
-                await session.delete()
+                return await session.delete()
+            return None
 
         if new:  # an instance that fails to start is closed by `_adopt`: its cleanup ends the session
             self._grid_sessions[iid] = session

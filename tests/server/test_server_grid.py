@@ -5,6 +5,7 @@ by side, a session the grid ends, and no session left behind. The grid is real (
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -286,3 +287,31 @@ async def _waits_for_a_slot_with_progress(
     await held.pop().delete()  # a slot frees: the queued request gets it
     ok(await asyncio.wait_for(calling, 60))
     assert any("connecting" in m for m in said), said
+
+
+async def test_closing_a_grid_instance_whose_grid_does_not_answer_says_its_session_may_run_on(
+    grid: SeleniumGrid, make_server: Any
+) -> None:
+    """The hub is stuck (stopped): the session cannot be ended, and it runs on, holding a slot,
+    once the hub is back. The answer says so and how to end it, instead of that it was ended."""
+    before = set(grid.session_ids())
+    async with Client(make_server()) as client:
+        connected = result_of(
+            await client.call_tool("browser_instance", {"action": "connect", "seleniumGrid": grid.url})
+        )
+        os.kill(grid.hub.pid, signal.SIGSTOP)
+        try:
+            closed = await client.call_tool(
+                "browser_instance", {"action": "close", "instanceId": connected["instanceId"]}
+            )
+        finally:
+            os.kill(grid.hub.pid, signal.SIGCONT)
+        said = section(ok(closed), "Result")
+        session = connected["endpoint"]
+        assert f"its grid session {session} could not be ended" in said, said
+        assert f"end it there (DELETE {session})" in said and "was ended" not in said, said
+        running = grid.session_ids()
+        for left in set(running) - before:  # what the answer says to do
+            grid.delete_session(left)
+        assert session.rsplit("/", 1)[-1] in running, "it does run on"
+    assert not grid.sessions_end(keep=before)

@@ -204,12 +204,14 @@ async def browser_instance(
         await manager.close_instance(instance.id)
         if was_lost:
             what = "it had already been lost, and leaves the list"
+            if instance.left_running:
+                what += f"; {instance.left_running}"
         elif instance.kind == "launched":
             what = "its browser was shut down"
         elif instance.kind in ("cdp", "playwright-server"):
             what = "disconnected; the remote browser keeps running"
         elif instance.kind == "grid":
-            what = "its grid session was ended (the grid stops its browser)"
+            what = instance.left_running or "its grid session was ended (the grid stops its browser)"
         elif instance.kind == "extension":
             what = "disconnected; the user's browser and its tabs stay as they are"
         else:
