@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import urllib.error
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -169,6 +170,45 @@ def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, t
         )
 
 
+def _slots_in_use(grid: str, headers: Sequence[tuple[str, str]], browser: str) -> tuple[int, int] | None:
+    """(in use, all) of the grid's slots for `browser` on nodes that are up, from its /status;
+    None when it does not say."""
+    with contextlib.suppress(OSError, urllib.error.URLError):
+        status, payload = request_json("GET", f"{grid}/status", headers, 5.0)
+        nodes = (_value(payload) or {}).get("nodes") if status == 200 else None
+        if isinstance(nodes, list):
+            slots = [
+                slot
+                for node in nodes
+                if isinstance(node, dict) and node.get("availability", "UP") == "UP"
+                for slot in node.get("slots") or []
+                if isinstance(slot, dict)
+                and str((slot.get("stereotype") or {}).get("browserName", "")).lower() == browser.lower()
+            ]
+            return sum(1 for slot in slots if slot.get("session")), len(slots)
+    return None
+
+
+def _not_started(grid: str, headers: Sequence[tuple[str, str]], browser: str, timeout: float) -> ConnectError:
+    """The session request waited `timeout` seconds: say whether every slot was in use."""
+    fact = f"The Selenium Grid at {grid} did not start a session within {timeout:g} s"
+    slots = _slots_in_use(grid, headers, browser)
+    if slots is not None and slots[1] and slots[0] >= slots[1]:
+        return ConnectError(
+            f"{fact}: every one of its {slots[1]} slots for {browser} is in use, and the request waited in "
+            "its queue.",
+            "Close a grid instance you no longer need (that ends its session and frees its slot), retry "
+            "later, or give the grid more slots.",
+            reason="timeout",
+        )
+    return ConnectError(
+        f"{fact}.",
+        "Its nodes may have been busy (every slot in use) or slow to start a browser: retry later, "
+        "or give the grid more slots.",
+        reason="timeout",
+    )
+
+
 def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: float) -> GridSession:
     headers = options.cdp_headers
     browser = str(body["capabilities"]["alwaysMatch"].get("browserName", "chrome"))
@@ -178,12 +218,7 @@ def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: f
     except (OSError, urllib.error.URLError) as exc:
         error = _unreachable(grid, exc, timeout)
         if error.reason == "timeout":
-            error = ConnectError(
-                f"The Selenium Grid at {grid} did not start a session within {timeout:g} s.",
-                "Its nodes may all be busy (every slot in use) or slow to start a browser: retry later, "
-                "or give the grid more slots.",
-                reason="timeout",
-            )
+            error = _not_started(grid, headers, browser, timeout)
         raise error from exc
     value = _value(payload)
     if status != 200 or not isinstance(value, dict) or "sessionId" not in value:

@@ -27,6 +27,10 @@ async def test_a_session_request_given_up_on_leaves_the_grid_and_starts_no_sessi
             await asking
         assert time.monotonic() - started < 4
         assert refused.value.reason == "timeout"
+        # The grid says why it started none: no guess that its nodes "may" be busy.
+        slots = len(grid.session_ids())
+        assert f"every one of its {slots} slots for chrome is in use" in refused.value.fact, refused.value
+        assert "Close a grid instance you no longer need" in refused.value.advice
         await wait_until(lambda: not grid.queued(), timeout=5)
         await grid.assert_no_late_session(held, before, "no session started for the request given up on")
     finally:
