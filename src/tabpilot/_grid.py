@@ -40,6 +40,21 @@ class GridSession:
         """The session's WebDriver URL (`DELETE` it to end the session)."""
         return f"{self.grid}/session/{self.session_id}"
 
+    async def unreachable(self) -> str | None:
+        """Why the session is out of reach when the grid itself does not answer (its hub down or
+        stuck: the session may well run on, on its node), else None."""
+        try:
+            await in_daemon_thread(
+                lambda: request_json("GET", f"{self.grid}/status", self.options.cdp_headers, 3.0),
+                name="tabpilot-grid-status",
+            )
+        except (OSError, urllib.error.URLError):
+            return (
+                f"the Selenium Grid at {self.grid} stopped answering (its hub is down or stuck), and its "
+                f"session {self.url} is out of reach with it"
+            )
+        return None
+
     async def delete(self) -> str | None:
         """End the session: the grid stops its browser. A session the grid already ended is fine.
         Returns why it could not be ended (the grid did not answer), else None."""

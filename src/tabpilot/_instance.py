@@ -193,7 +193,10 @@ class Instance:
         user_data_dir: str | None = None,
         cleanup: Sequence[Cleanup] = (),
         link: BrowserLink | None = None,
+        loss_found: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
+        """`loss_found()`: asked once the instance is lost (and the driver still answers), a better
+        reason for the loss than the connection tells (a grid whose hub is down), or None."""
         self.id = instance_id
         self.kind: InstanceKind = kind
         self.endpoint = endpoint
@@ -249,6 +252,7 @@ class Instance:
         """Held by a tool opening a tab here (unless a budget's is), from the cap's check until
         the tab is counted: calls at the same time each saw room for one before."""
         self._link = link
+        self._loss_found = loss_found
         self._closing = asyncio.Event()
         """Set as the instance starts to close."""
         self._lost_signal: asyncio.Future[None] | None = None
@@ -866,10 +870,15 @@ class Instance:
             self.emit("instance_lost", None, reason=self.lost_reason)
 
     @staticmethod
-    async def _driver_stopped(browser: BrowserHandle) -> str | None:
+    async def _driver_stopped(
+        browser: BrowserHandle, then: Callable[[], Awaitable[str | None]] | None = None
+    ) -> str | None:
         """A browser the driver only connected to can seem to go away when the driver itself died
-        (a Playwright server's connection runs through it, a heartbeat goes unanswered)."""
-        return None if await browser.driver_answers() else DRIVER_STOPPED
+        (a Playwright server's connection runs through it, a heartbeat goes unanswered); if the
+        driver answers, what `then()` finds."""
+        if not await browser.driver_answers():
+            return DRIVER_STOPPED
+        return await then() if then is not None else None
 
     @staticmethod
     async def _process_ended(pid: int) -> str | None:
@@ -900,7 +909,7 @@ class Instance:
         self._dispose()
         finding: Awaitable[str | None] | None = None
         if self.kind in _OUTLIVE_DRIVER and self.browser is not None and reason != DRIVER_STOPPED:
-            finding = self._driver_stopped(self.browser)
+            finding = self._driver_stopped(self.browser, self._loss_found)
         elif reason in (DISCONNECTED, CONTEXT_CLOSED) and self.pid is not None:
             # A context's close comes first also when its whole browser went (killed, crashed).
             finding = self._process_ended(self.pid)

@@ -374,6 +374,7 @@ class TabManager:
         cleanup: Sequence[Cleanup] = (),
         link: BrowserLink | None = None,
         options: BrowserOptions | None = None,
+        loss_found: Callable[[], Awaitable[str | None]] | None = None,
     ) -> Instance:
         """`options`: those the browser was launched with, when not the manager's."""
         iid = self._claim_id(instance_id)
@@ -390,6 +391,7 @@ class TabManager:
             user_data_dir=user_data_dir,
             cleanup=cleanup,
             link=link,
+            loss_found=loss_found,
         )
         if self._closed:  # closed while the browser started or was reached: it must not outlive us
             await instance.close(cause="shutdown")
@@ -637,6 +639,7 @@ class TabManager:
             instance_id=iid,
             headless=session.options.headless,
             cleanup=[end_session],
+            loss_found=session.unreachable,
         )
         self._grid_sessions[iid] = session
         return instance

@@ -21,6 +21,7 @@ from support import (
     error,
     free_port,
     ok,
+    poll,
     ref_of,
     result_of,
     section,
@@ -314,4 +315,37 @@ async def test_closing_a_grid_instance_whose_grid_does_not_answer_says_its_sessi
         for left in set(running) - before:  # what the answer says to do
             grid.delete_session(left)
         assert session.rsplit("/", 1)[-1] in running, "it does run on"
+    assert not grid.sessions_end(keep=before)
+
+
+async def test_a_grid_whose_hub_stops_answering_is_named_as_the_reason_its_instance_was_lost(
+    grid: SeleniumGrid, make_server: Any
+) -> None:
+    """The hub is stuck (stopped), not the session ended nor its node gone: the loss says so, so
+    that whoever reads it looks at the hub."""
+    before = set(grid.session_ids())
+    async with Client(make_server()) as client:
+        connected = result_of(
+            await client.call_tool("browser_instance", {"action": "connect", "seleniumGrid": grid.url})
+        )
+        os.kill(grid.hub.pid, signal.SIGSTOP)
+        try:
+
+            async def lost() -> Any:
+                listed = result_of(await client.call_tool("browser_instance", {"action": "list"}))[
+                    "instances"
+                ]
+                return next(i for i in listed if i["id"] == connected["instanceId"])
+
+            listed = await poll(lost, lambda i: i["health"] == "lost", timeout=20)
+        finally:
+            os.kill(grid.hub.pid, signal.SIGCONT)
+        assert listed["lostReason"].startswith(
+            f"the Selenium Grid at {grid.url} stopped answering (its hub is down or stuck)"
+        ), listed
+        ok(
+            await client.call_tool(
+                "browser_instance", {"action": "close", "instanceId": connected["instanceId"]}
+            )
+        )
     assert not grid.sessions_end(keep=before)
