@@ -504,6 +504,14 @@ class TabManager:
         A browser an open instance is connected to already (by any URL) is refused: its pages
         have tab ids there.
         """
+        return await self._connect_cdp(endpoint, instance_id=instance_id, timeout=timeout, probe=True)
+
+    async def _connect_cdp(
+        self, endpoint: str, *, instance_id: str | None, timeout: float, probe: bool
+    ) -> Instance:
+        """`connect_cdp`; `probe`: on a timeout, look for the tabs that hold the connection up
+        (`stalled_pages`) over a connection of its own (not for the user's Chrome reached by
+        auto-connect: it may ask its user to allow every connection)."""
         self._check_open()
         check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
@@ -517,7 +525,7 @@ class TabManager:
             except ConnectError as exc:
                 # The browser answered (it named itself), the connection did not: one of its tabs
                 # may hold it up. Say which, not "check the host and port".
-                if exc.reason != "timeout" or browser_id is None:
+                if exc.reason != "timeout" or browser_id is None or not probe:
                     raise
                 stalled = await stalled_pages(endpoint, self.options.cdp_headers)
                 if not stalled:
@@ -654,7 +662,7 @@ class TabManager:
         profile = user_data_dir or self.options.user_data_dir
         endpoint = running_chrome_endpoint(profile)
         try:
-            return await self.connect_cdp(endpoint, instance_id=instance_id, timeout=timeout)
+            return await self._connect_cdp(endpoint, instance_id=instance_id, timeout=timeout, probe=False)
         except ConnectError as exc:
             if exc.reason in ("unreachable", "timeout"):
                 raise stale_port_error(endpoint, profile, exc) from exc
