@@ -5,11 +5,13 @@ by side, a session the grid ends, and no session left behind. The grid is real (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from mcp import Client
@@ -297,16 +299,11 @@ async def test_closing_a_grid_instance_whose_grid_does_not_answer_says_its_sessi
     once the hub is back. The answer says so and how to end it, instead of that it was ended."""
     before = set(grid.session_ids())
     async with Client(make_server()) as client:
-        connected = result_of(
-            await client.call_tool("browser_instance", {"action": "connect", "seleniumGrid": grid.url})
-        )
-        os.kill(grid.hub.pid, signal.SIGSTOP)
-        try:
+        connected = await _connect_grid(client, grid)
+        with _hub_stuck(grid):
             closed = await client.call_tool(
                 "browser_instance", {"action": "close", "instanceId": connected["instanceId"]}
             )
-        finally:
-            os.kill(grid.hub.pid, signal.SIGCONT)
         said = section(ok(closed), "Result")
         session = connected["endpoint"]
         assert f"its grid session {session} could not be ended" in said, said
@@ -325,21 +322,14 @@ async def test_a_grid_whose_hub_stops_answering_is_named_as_the_reason_its_insta
     that whoever reads it looks at the hub."""
     before = set(grid.session_ids())
     async with Client(make_server()) as client:
-        connected = result_of(
-            await client.call_tool("browser_instance", {"action": "connect", "seleniumGrid": grid.url})
-        )
-        os.kill(grid.hub.pid, signal.SIGSTOP)
-        try:
+        connected = await _connect_grid(client, grid)
 
-            async def lost() -> Any:
-                listed = result_of(await client.call_tool("browser_instance", {"action": "list"}))[
-                    "instances"
-                ]
-                return next(i for i in listed if i["id"] == connected["instanceId"])
+        async def lost() -> Any:
+            listed = result_of(await client.call_tool("browser_instance", {"action": "list"}))["instances"]
+            return next(i for i in listed if i["id"] == connected["instanceId"])
 
+        with _hub_stuck(grid):
             listed = await poll(lost, lambda i: i["health"] == "lost", timeout=20)
-        finally:
-            os.kill(grid.hub.pid, signal.SIGCONT)
         assert listed["lostReason"].startswith(
             f"the Selenium Grid at {grid.url} stopped answering (its hub is down or stuck)"
         ), listed
@@ -349,3 +339,21 @@ async def test_a_grid_whose_hub_stops_answering_is_named_as_the_reason_its_insta
             )
         )
     assert not grid.sessions_end(keep=before)
+
+
+async def _connect_grid(client: Client, grid: SeleniumGrid) -> Any:
+    """browser_instance connect to `grid`: its result (instanceId, endpoint: the session's URL)."""
+    return result_of(
+        await client.call_tool("browser_instance", {"action": "connect", "seleniumGrid": grid.url})
+    )
+
+
+@contextlib.contextmanager
+def _hub_stuck(grid: SeleniumGrid) -> Iterator[None]:
+    """The grid's hub stopped (SIGSTOP) for the block: a hub that hangs, taking connections and
+    answering nothing, while its node and sessions run on."""
+    os.kill(grid.hub.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(grid.hub.pid, signal.SIGCONT)

@@ -274,8 +274,8 @@ async def test_a_tab_a_page_opens_takes_work_before_its_first_page_has_come_and_
         waiting = error(await mcp.call_tool("browser_snapshot", {"tabId": 3}))
         assert waiting == (
             f"Tab 3 did not finish opening within 1 s: tab 3 is loading {slow}, whose server has not sent "
-            "it yet (the page answers nothing until it comes). The browser keeps waiting for it: take a "
-            "new browser_snapshot(tabId=3) in a while, or close the tab."
+            "it yet (the page answers nothing until it comes). The browser keeps waiting for it: call "
+            "browser_snapshot(tabId=3) in a while, or close the tab."
         ), waiting
 
 
