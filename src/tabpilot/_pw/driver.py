@@ -52,6 +52,11 @@ EXIT_GRACE = 1.0
 FAILED_LAUNCH_EXIT = 5.0
 """Seconds a browser whose launch failed (Playwright gave up on it) has to exit before its
 temporary profile is removed."""
+GIVEN_UP_SWEEP = 3.0
+"""Seconds after a failed launch during which its temporary profile is removed again if it
+comes back: the driver goes on with a launch it gave up on until its next check, and may make the
+profile's directory again after its error reached us (seen under load: an empty directory left
+for good, after a launch timeout of 10 ms)."""
 
 
 DRIVER_MALLOC_ARENAS = "2"
@@ -167,6 +172,8 @@ class Driver:
         self._playwright: Playwright | None = None
         self._starting: asyncio.Lock | None = None
         self._closing: set[asyncio.Future[None]] = set()
+        self._sweeping: dict[asyncio.Future[None], str] = {}
+        """The temporary profiles of failed launches being watched (`_sweep`), by their watch."""
         self._temp_dirs: list[str] = []
         """The private temp dirs of the drivers this one started, removed once they stopped.
         Playwright makes a `playwright-artifacts-*` folder in its temp dir for every browser
@@ -212,6 +219,10 @@ class Driver:
         if playwright is not None:
             with contextlib.suppress(Exception):
                 await playwright.stop()
+        sweeping, self._sweeping = self._sweeping, {}
+        for watch, profile in sweeping.items():  # the driver is gone: nothing makes them again
+            watch.cancel()
+            remove_profile(profile)
         temp_dirs, self._temp_dirs = self._temp_dirs, []
         for temp_dir in temp_dirs:
             shutil.rmtree(temp_dir, ignore_errors=True)
@@ -293,7 +304,10 @@ class Driver:
                 pid = launched_browser(temp)
                 if pid is not None:
                     await pid_ends(pid, within=FAILED_LAUNCH_EXIT, every=WATCH_EVERY)
-                remove_profile(temp)
+                remove_profile(temp, for_good=False)
+                watch = asyncio.ensure_future(self._sweep(temp))
+                self._sweeping[watch] = temp
+                watch.add_done_callback(lambda done: self._sweeping.pop(done, None))
             if isinstance(exc, PlaywrightError):
                 _remove_socket_dirs(str(exc))
                 raise launch_error(exc, executable, profile if temp is None else None) from exc
@@ -309,6 +323,22 @@ class Driver:
         assert context.browser is not None and self._playwright is not None
         browser = BrowserHandle(context.browser, self._playwright)
         return Launched(browser, ContextHandle(context, browser), temp, None if temp else profile)
+
+    @staticmethod
+    async def _sweep(profile: str) -> None:
+        """Remove the temporary profile of a failed launch again whenever it comes back within
+        GIVEN_UP_SWEEP seconds (the driver's launch went on a while), once the browser it may have
+        started after all has gone; then for good."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + GIVEN_UP_SWEEP
+        while loop.time() < until:
+            await asyncio.sleep(WATCH_EVERY)
+            pid = launched_browser(profile)
+            if pid is not None:
+                await pid_ends(pid, within=FAILED_LAUNCH_EXIT, every=WATCH_EVERY)
+            if os.path.exists(profile):
+                remove_profile(profile, for_good=False)
+        remove_profile(profile)
 
     @staticmethod
     async def _close_cancelled(launching: asyncio.Future[BrowserContext], temp: str | None) -> None:
