@@ -297,12 +297,24 @@ class ServerState:
         """The request's session if it exists, without starting a browser."""
         return self._sessions.get(self.session_key(ctx))
 
+    def started_session(self, ctx: RequestContext, *, browser: bool = True) -> SessionState | None:
+        """The request's session when `session` would give it at once (it exists, and its browser
+        was had or is not needed), else None: `session` then starts it, tries its browser again,
+        or says the server is stopping."""
+        found = self._sessions.get(self.session_key(ctx))
+        if self._stopping or found is None or (browser and found.start_error is not None):
+            return None
+        return found
+
     async def session(self, ctx: RequestContext, *, browser: bool = True) -> SessionState:
         """The request's session, created (browser and all) on its first tool call. Raises
         ServerStopping once `stop_calls` was called. A browser the options name that cannot be had
         raises why, unless not `browser` (a call that launches or connects another one)."""
         if self._stopping:
             raise ServerStopping("the server is stopping")
+        started = self.started_session(ctx, browser=browser)
+        if started is not None:
+            return started
         key = self.session_key(ctx)
         found = self._sessions.get(key)
         if found is None:

@@ -345,13 +345,17 @@ async def _session(
 ) -> SessionState | None:
     """The call's browser session, started on the first call; None when it could not be had, the
     response then saying why."""
+    # browser_instance works when the browser the options name cannot be had: the agent can
+    # launch or connect another one (every call failed with the start's error).
+    browser = name != "browser_instance"
+    started = state.started_session(ctx, browser=browser)
+    if started is not None:  # every call but the first: nothing to wait for, no progress task
+        return started
     try:
-        # browser_instance works when the browser the options name cannot be had: the agent can
-        # launch or connect another one (every call failed with the start's error).
         # The first call waits while the browser starts (a grid session may wait for a free slot
         # for a minute): progress keeps a client that asked for it from giving up meanwhile.
         return await with_progress(
-            state.session(ctx, browser=name != "browser_instance"),
+            state.session(ctx, browser=browser),
             _progress_reporter(ctx),
             total=None,
             message="starting or connecting the browser",
