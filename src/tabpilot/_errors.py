@@ -212,10 +212,15 @@ class InstanceLostError(InstanceError):
         lost_reason: str | None = None,
         replacement: Replacement | None = None,
         replaced_by: str | None = None,
+        elsewhere: Sequence[int] = (),
     ) -> None:
         super().__init__(fact, advice, instance_id=instance_id)
         self.lost_reason = lost_reason
         self.replaced_by = replaced_by
+        self.elsewhere = tuple(elsewhere)
+        """The open tabs of the manager's other instances, when nothing takes this one's place:
+        where work can go on (a tab id given to a call, or a tab activated, whose instance becomes
+        the default)."""
         """The open instance that took its place (directly, or in place of its replacement)."""
         self.replacement = replacement
         """How the next call that needs the default instance replaces this one

@@ -495,7 +495,7 @@ class Instance:
         did, else what the next call that needs the default does (`TabManager.ensure_default`)."""
         replacement: Replacement | None = None
         successor = self._services.successor(self.id) if self.replaced_by is not None else None
-        advice = "Launch or connect another instance, or use a tab of another instance."
+        advice = ""
         if successor is not None:
             said = f"; instance {successor} took its place."
             advice = f"Use instance {successor} instead."
@@ -548,6 +548,14 @@ class Instance:
             replacement = "isolate"
         else:
             said = ". Its tabs are gone."
+        elsewhere: tuple[int, ...] = ()
+        if replacement is None and successor is None:  # nothing takes its place: where work can go on
+            elsewhere = tuple(t.id for t in self._services.all_open_tabs())
+            advice = (
+                f"Use a tab of another instance ({_tabs_said(elsewhere)}), or launch or connect another instance."
+                if elsewhere
+                else "Launch or connect another instance."
+            )
         return InstanceLostError(
             f"Instance {self.id} was lost ({self.lost_reason}){said}",
             advice,
@@ -555,6 +563,7 @@ class Instance:
             lost_reason=self.lost_reason,
             replacement=replacement,
             replaced_by=successor,
+            elsewhere=elsewhere,
         )
 
     # -- start and stop ------------------------------------------------------------------------
@@ -1078,3 +1087,9 @@ class Instance:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._tracker.close_target(tab), 10)  # never waits for ever
         self._tracker.tab_gone(tab, cause)
+
+
+def _tabs_said(ids: Sequence[int], shown: int = 10) -> str:
+    """Tab ids for a message: `tab 7`, `tabs 7, 9`, the first `shown` and how many more."""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:shown]))}{more}"

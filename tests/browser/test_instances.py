@@ -229,9 +229,15 @@ async def test_a_killed_remote_browser_takes_only_its_own_tabs_and_naming_them_f
     with pytest.raises(TabNotFoundError) as error:
         manager.tab(gone_ids[-1])
     assert f"Instance {doomed.id} was lost" in str(error.value)
-    with pytest.raises(InstanceLostError, match="was lost"):
+    with pytest.raises(InstanceLostError, match="was lost") as lost:
         await manager.new_tab(instance_id=doomed.id)
     assert time.monotonic() - started < 1, "a lost tab fails at once, it never waits for a timeout"
+    # Nothing takes its place: the error names the tabs work can go on in.
+    elsewhere = [info.id for info in manager.tabs()]
+    assert elsewhere and lost.value.elsewhere == tuple(elsewhere)
+    assert lost.value.advice.startswith(
+        f"Use a tab of another instance (tab{'s' if len(elsewhere) > 1 else ''} "
+    )
 
     # The others keep working, and connecting again works.
     for instance in (launched, survivor):

@@ -324,8 +324,8 @@ async def test_a_killed_browser_takes_its_tabs_and_a_lost_local_default_is_relau
         assert "it had already been lost, and leaves the list" in section(closed, "Result")
         stuck = await client.call_tool("browser_tabs", {"action": "new"})
         assert stuck.is_error and section(stuck, "Error").endswith(
-            "Launch or connect another instance with browser_instance, or use a tab of another instance."
-        )
+            "Launch or connect another instance with browser_instance."  # no other instance has a tab
+        ), section(stuck, "Error")
 
 
 async def test_bad_endpoints_and_arguments_get_clear_errors_at_once(
@@ -580,3 +580,40 @@ async def test_an_unreachable_endpoint_the_server_starts_with_names_that_option_
         said = section(await client.call_tool("browser_tabs", {"action": "list"}), "Error")
         assert f"Could not connect to {endpoint}" in said and "Check --cdp-endpoint." in said, said
         assert "--browser-path" not in said, said
+
+
+async def test_a_lost_default_that_nothing_replaces_names_the_tabs_of_the_other_instances(
+    browser_path: str, site: LocalSite
+) -> None:
+    # The advice was "use a tab of another instance" without naming one (and said so as well where
+    # no other instance had a tab: see the test above).
+    async with Client(own_browser_server(browser_path)) as client:
+        local_tab = result_of(await call(client, "browser_tabs", action="list"))["activeTabId"]
+        with remote_chromium(browser_path) as doomed:
+            connected = result_of(
+                await call(client, "browser_instance", action="connect", cdpEndpoint=doomed.http)
+            )
+            remote_tab = connected["tabIds"][0]
+            await call(
+                client, "browser_tabs", action="activate", tabId=remote_tab
+            )  # its instance: the default
+            doomed.kill()
+            await poll(
+                lambda: _health(client, connected["instanceId"]), lambda health: health == "lost", timeout=5
+            )
+        stuck = await client.call_tool("browser_snapshot", {})
+        said = section(stuck, "Error")
+        assert stuck.is_error and said.startswith(f"Instance {connected['instanceId']} was lost"), said
+        assert said.endswith(
+            f"Pass tabId of a tab of another instance (tab {local_tab}), or browser_tabs(action='activate', "
+            f"tabId={local_tab}) to make its instance the default; or launch or connect another instance with "
+            "browser_instance."
+        ), said
+        await call(client, "browser_tabs", action="activate", tabId=local_tab)
+        await call(client, "browser_navigate", url=site.url("/page/a"))
+        assert result_of(await call(client, "browser_tabs", action="list"))["activeTabId"] == local_tab
+
+
+async def _health(client: Client, instance_id: str) -> str:
+    listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
+    return str(next(i["health"] for i in listed if i["id"] == instance_id))

@@ -396,7 +396,20 @@ def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
         return (
             f"{how} Its tabs are back, under the ids they had, as soon as it connects: see {calls.list_tabs}."
         )
-    return "Launch or connect another instance with browser_instance, or use a tab of another instance."
+    if exc.elsewhere:  # nothing takes its place, and other instances have tabs to go on in
+        first = exc.elsewhere[0]
+        activate = f", or {calls.activate(first)} to make its instance the default" if calls.activate else ""
+        return (
+            f"Pass tabId of a tab of another instance ({tabs_said(exc.elsewhere)}){activate}; or launch or "
+            "connect another instance with browser_instance."
+        )
+    return "Launch or connect another instance with browser_instance."
+
+
+def tabs_said(ids: Sequence[int], shown: int = 10) -> str:
+    """Tab ids in a sentence: `tab 7`, `tabs 7, 9`; past `shown`, how many more."""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:shown]))}{more}"
 
 
 _BLOCKED = {

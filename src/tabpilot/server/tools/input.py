@@ -30,7 +30,7 @@ from tabpilot import (
     wait_for,
 )
 
-from ..advice import dialog_said, sentences, short, tab_limit_closed
+from ..advice import dialog_said, sentences, short, tab_limit_closed, tabs_said
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
@@ -173,27 +173,27 @@ def _opened_text(
     if followed in here and here == [followed]:
         said.append(f"It opened tab {followed}, which is now the active tab.")
     elif followed in here:
-        said.append(f"It opened {_tabs(here)}; tab {followed} is now the active tab.")
+        said.append(f"It opened {tabs_said(here)}; tab {followed} is now the active tab.")
     elif here:
         # Not "in the background": the user's Chrome (a headed one too) shows a tab a link opens
         # in front; tabpilot's active tab, what calls without tabId use, stays as it was.
         which = "which did not become" if len(here) == 1 else "none of which became"
-        said.append(f"It opened {_tabs(here)}, {which} the active tab (use tabId={here[0]}).")
+        said.append(f"It opened {tabs_said(here)}, {which} the active tab (use tabId={here[0]}).")
     unfollowed = ""
     if follow and followed is None:
         unfollowed = f" before {'it' if len(gone) == 1 else 'one'} could become the active tab"
     if gone:
         also = " also" if here else ""
         which = "which closed again" if len(gone) == 1 else "which all closed again"
-        said.append(f"It{also} opened {_tabs(gone)}, {which}{unfollowed}.")
+        said.append(f"It{also} opened {tabs_said(gone)}, {which}{unfollowed}.")
     if capped:
         also = " also" if here or gone else ""
         limit = tab_limit_closed(manager, call.response.calls, tabs=len(capped))
-        said.append(f"It{also} opened {_tabs(capped)}, but {limit}.")
+        said.append(f"It{also} opened {tabs_said(capped)}, but {limit}.")
     if maybe:
         # A page does not say which of the calls at work on it opened a tab: both are told.
         said.append(
-            f"{_tabs(maybe).capitalize()} opened while it ran, not as the active tab (use tabId={maybe[0]}); another "
+            f"{tabs_said(maybe).capitalize()} opened while it ran, not as the active tab (use tabId={maybe[0]}); another "
             f"call was at work on tab {on} too, and either may have opened {'it' if len(maybe) == 1 else 'them'}."
         )
     return " ".join(said)
@@ -216,10 +216,6 @@ def _closed_by(call: Call, tab_id: int) -> str | None:
     """Who closed a tab that is gone (its `tab_closed` event's cause), if that is known yet."""
     closed = [e for e in call.manager.events.history(tab_id=tab_id) if e.type == "tab_closed"]
     return str(closed[-1].data.get("by")) if closed else None
-
-
-def _tabs(ids: list[int]) -> str:
-    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}"
 
 
 async def browser_click(
