@@ -964,9 +964,9 @@ class TabManager:
 
     def _no_new_tab(self) -> InstanceError | None:
         """Why a new tab cannot be opened now, when that is so: no instance is open, or the default
-        instance was lost and only the user can bring it back (the user's browser through the
-        extension: a call does not replace it), or the manager is closed. Opening a tab is then no
-        way on."""
+        instance was lost and a call does not replace it (only the user can bring the user's
+        browser back through the extension; nothing connects a closed CDP browser again), or the
+        manager is closed. Opening a tab is then no way on."""
         if self._closed:  # it said "No tab is open: open one."
             return InstanceError(
                 "This TabManager is closed (its close() ran, or its `async with` block ended): its tabs "
@@ -980,7 +980,7 @@ class TabManager:
             try:
                 default.ensure_usable()
             except InstanceLostError as lost:
-                if lost.replacement in ("pair", "extension"):
+                if lost.replacement in ("pair", "extension") or lost.replacement is None:
                     return lost
         return None
 

@@ -23,7 +23,17 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from starlette.requests import Request
 from starlette.responses import Response
 
-from support import free_port, png_size, poll, ref_of, result_of, text, wait_until
+from support import (
+    free_port,
+    png_size,
+    poll,
+    ref_of,
+    remote_chromium,
+    result_of,
+    served,
+    text,
+    wait_until,
+)
 from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
@@ -1852,3 +1862,33 @@ async def test_a_tab_id_sent_as_a_whole_float_names_the_tab_in_every_compatible_
         assert not switched.is_error, text(switched)
         refused = await mcp.call_tool("switch_tab", {"tabId": 1.5})
         assert refused.is_error and "(got 1.5)" in text(refused), text(refused)
+
+
+async def test_sets_without_instances_say_that_a_closed_cdp_browser_needs_the_server_restarted(
+    browser_path: str, site: LocalSite
+) -> None:
+    """Nothing connects a CDP browser that closed again: browser-use said to pick a tab_id from a list
+    that had none, and both sets passed on the library's "launch or connect another instance",
+    which they have no tool for."""
+    told = "ask the user to restart the tabpilot server (with the browser it connects to running)."
+    for tools, opening, switch, tab_key in (
+        (
+            "browser-use",
+            ("browser_navigate", {"url": site.url("/page/a"), "new_tab": True}),
+            "browser_switch_tab",
+            "tab_id",
+        ),
+        ("pilo", ("goto", {"url": site.url("/page/a")}), "switch_tab", "tabId"),
+    ):
+        with remote_chromium(browser_path) as doomed:
+            async with Client(served("--tools", tools, "--cdp-endpoint", doomed.http)) as mcp:
+                await call(mcp, *opening)
+                doomed.kill()
+                await asyncio.sleep(0.5)
+                said = blocks(await mcp.call_tool(switch, {tab_key: "1" if tools == "browser-use" else 1}))[0]
+                assert "Use a tab_id from" not in said and said.endswith(told), said
+                read = "browser_get_state" if tools == "browser-use" else "get_snapshot"
+                said = blocks(await mcp.call_tool(read, {}))[0]
+                assert said.startswith(
+                    "Error: Instance inst_1 was lost (the browser disconnected)."
+                ) and said.endswith(told), said

@@ -372,8 +372,18 @@ _NEXT_CALL_REPLACES = {
 """What replaces a lost default instance, said to a set without browser_instance: its next call."""
 
 
+_NOTHING_REPLACES = (
+    "This server does not connect to it again by itself, and its tools cannot launch or connect another "
+    "browser: ask the user to restart the tabpilot server (with the browser it connects to running)."
+)
+"""What a set without browser_instance says of a lost browser that nothing replaces (a CDP browser
+that closed): the library's advice names calls the set does not have."""
+
+
 def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
     if not calls.instances:  # a set without browser_instance (nor instanceId)
+        if exc.replacement is None and exc.replaced_by is None:
+            return _NOTHING_REPLACES
         return _NEXT_CALL_REPLACES.get(str(exc.replacement), exc.advice)
     if exc.replaced_by is not None:
         return f"Use instance {exc.replaced_by} instead, or leave instanceId out for the default instance."

@@ -233,6 +233,15 @@ def error_page_title(url: str) -> str:
         return host
 
 
+def way_back_told(exc: TabNotFoundError) -> bool:
+    """Whether the library's words for an unknown tab id say how to go on where a set's own words
+    (the id refused, the open tabs listed) would not: no tab is open, the tab's browser still has it
+    (lost with the driver), no instance is left, or the tab limit leaves no room for one."""
+    return (
+        not exc.open_tabs or exc.kept_by is not None or exc.no_instance is not None or exc.no_room is not None
+    )
+
+
 def why_gone(exc: TabpilotError) -> str:
     """Why the tab an unknown id names is gone, to follow the sentence that refuses the id (`. Its
     page closed it.`, with its leading space), when `exc` says (a tab that closed); else ''."""

@@ -60,6 +60,7 @@ from tabpilot import (
     Tab,
     TabInfo,
     TabManager,
+    TabNotFoundError,
     TabpilotError,
     click,
     evaluate,
@@ -90,6 +91,7 @@ from ._common import (
     opened_untold,
     shown_title,
     shown_url,
+    way_back_told,
     why_gone,
 )
 
@@ -302,7 +304,11 @@ def _stale(index: int) -> str:
 
 
 def _not_found(manager: TabManager, tab_id: object, exc: TabpilotError) -> str:
-    """An id that names no open tab, with why its tab is gone when that is known, and the open tabs."""
+    """An id that names no open tab, with why its tab is gone when that is known, and the open tabs;
+    in the library's words where they say how to go on and this set's would not (`way_back_told`),
+    or where the error is another."""
+    if not isinstance(exc, TabNotFoundError) or way_back_told(exc):
+        return error_text(exc, CALLS)
     tabs = (
         "; ".join(
             f"{_tab_named(t.id)}: {short(shown_title(t), 200) or '(no title)'} ({short(t.url)})"

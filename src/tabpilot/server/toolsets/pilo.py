@@ -72,6 +72,7 @@ from ._common import (
     opened_untold,
     shown_title,
     shown_url,
+    way_back_told,
     why_gone,
 )
 
@@ -256,7 +257,7 @@ def _tab(call: Call, tab_id: int | str) -> Tab:
     try:
         return call.tab(tab_id)
     except TabNotFoundError as exc:
-        if not exc.open_tabs or exc.kept_by is not None or exc.no_instance is not None:
+        if way_back_told(exc):
             raise  # no tab to list, or the way back is the library's to say
         current = call.manager.default_instance
         active = current.active_tab if current is not None and current.state == "open" else None
