@@ -386,7 +386,7 @@ async def test_browser_use_indexes_of_another_tab_or_a_stale_state_are_refused(
         assert stale_link.startswith("Error: Element with index 1 is no longer on the page"), stale_link
 
         unknown = await fail(mcp, "browser_switch_tab", {"tab_id": "zz9x"})
-        assert unknown.startswith("Error: No tab with tab_id 'zz9x'.")
+        assert unknown.startswith('Error: No tab with tab_id "zz9x".')
 
 
 async def test_browser_use_opens_a_link_in_a_new_tab_where_a_click_on_it_leads(
@@ -1199,7 +1199,7 @@ async def test_the_id_of_a_tab_that_closed_is_refused_saying_why_in_every_set(
         by_page, by_call = "Its page closed it.", "It was closed by a call to tabpilot."
         for tab, why in ((2, by_page), (opened["tabId"], by_call)):
             assert await fail(mcp, "browser_switch_tab", {"tab_id": str(tab)}) == (
-                f"Error: No tab with tab_id '{tab}'. {why} Open tabs: tab_id \"1\": Opener "
+                f'Error: No tab with tab_id "{tab}". {why} Open tabs: tab_id "1": Opener '
                 f"({site.url('/opener')}). Use a tab_id from browser_list_tabs or browser_get_state."
             )
             assert await fail(mcp, "tabs_close", {"tab_id": tab}) == (
@@ -1797,7 +1797,7 @@ async def test_compatible_sets_cut_long_urls_and_ids_as_the_default_set_does(
             listed = await call(mcp, tool, {})
             assert len(listed) < 5_000 and "more]" in listed, (tool, len(listed))
         refused = await fail(mcp, "browser_switch_tab", {"tab_id": huge_id})
-        assert refused.startswith("Error: No tab with tab_id '9x9x") and len(refused) < 2_000
+        assert refused.startswith('Error: No tab with tab_id "9x9x') and len(refused) < 2_000
     async with connect(tools=("browser-tab",)) as mcp:
         await call(mcp, "browser_tab", {"action": "new", "url": long_url})
         listed = await call(mcp, "browser_tab", {"action": "list"})

@@ -64,7 +64,6 @@ from tabpilot import (
     TabpilotError,
     click,
     evaluate,
-    id_shown,
     normalize_url,
     screenshot,
     type_text,
@@ -132,6 +131,12 @@ def _tab_named(tab_id: int | str) -> str:
     """A tab in this set's own words: by the tab_id its calls take and its state and lists give
     (`tab_id "5"`). browser-use's own texts keep theirs ("Switched to tab 5", "Closed tab # 5")."""
     return f'tab_id "{tab_id}"'
+
+
+def _id_given(tab_id: object, cap: int = 40) -> str:
+    """A tab_id a caller gave, as `_tab_named` names tabs, cut if long (a huge id is not echoed)."""
+    given = str(tab_id)
+    return _tab_named(given) if len(given) <= cap else f"{_tab_named(given[:cap])}… ({len(given)} characters)"
 
 
 def _in_own_words(note: str, tab_id: int) -> str:
@@ -317,7 +322,7 @@ def _not_found(manager: TabManager, tab_id: object, exc: TabpilotError) -> str:
         or "none"
     )
     return (
-        f"No tab with tab_id {id_shown(str(tab_id))}.{why_gone(exc)} Open tabs: {tabs}. "
+        f"No tab with {_id_given(tab_id)}.{why_gone(exc)} Open tabs: {tabs}. "
         "Use a tab_id from browser_list_tabs or browser_get_state."
     )
 
