@@ -10,7 +10,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -548,3 +548,47 @@ async def test_a_tab_the_user_shared_is_no_longer_shared_once_the_extension_forg
         await manager.settle()
         assert all("/page/user" not in t.url for t in manager.tabs())
         assert user_tabs(chromium)
+
+
+async def button_on(chromium: ExtensionChromium, part: str, before: str = "") -> tuple[str, str]:
+    """The tooltip and badge of the toolbar button on the tab whose URL has `part` (see BUTTON_ON)."""
+    title, badge = await asyncio.to_thread(
+        chromium.in_extension, BUTTON_ON.format(part=json.dumps(part), before=before)
+    )
+    return title, badge
+
+
+async def button_until(
+    chromium: ExtensionChromium, part: str, done: Callable[[str, str], bool], timeout: float = 10
+) -> tuple[str, str]:
+    """The button on that tab once `done(title, badge)`, polled without holding up the event loop."""
+    deadline = time.monotonic() + timeout
+    title, badge = await button_on(chromium, part)
+    while not done(title, badge) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        title, badge = await button_on(chromium, part)
+    return title, badge
+
+
+async def test_a_shared_tab_says_no_server_holds_it_while_none_is_connected_and_is_on_again_after(
+    chromium: ExtensionChromium,
+) -> None:
+    """Its badge said ON, "tabpilot can see and control this tab", while no server was connected
+    (the server stopped, or the link dropped)."""
+    async with ExtensionBridge(port=0, token="test-token", reconnect_grace=3) as bridge:
+        chromium.open(bridge.connect_url)
+        async with TabManager() as manager:
+            await manager.connect_extension(bridge, timeout=20)
+            await button_on(chromium, "/page/user", "await toggleSharing(tab);")
+            await wait_until(lambda: any("/page/user" in t.url for t in manager.tabs()), 10)
+            title, badge = await button_on(chromium, "/page/user")
+            assert badge == "ON" and "can see and control this tab" in title
+        port = bridge.port
+    title, badge = await button_until(chromium, "/page/user", lambda _title, badge: badge != "ON")
+    assert badge == "WAIT", badge
+    assert "stays shared, but no tabpilot server is connected now" in title, title
+    # The server is back (the same port and token): the tab is the agent's again, and says so.
+    async with ExtensionBridge(port=port, token="test-token") as bridge:
+        assert await bridge.wait_connected(15)
+        title, badge = await button_until(chromium, "/page/user", lambda _title, badge: badge == "ON")
+        assert badge == "ON" and "can see and control this tab" in title, (title, badge)

@@ -159,6 +159,7 @@ async function connect() {
       // They stay in scope and are attached again when a server connects.
       state.backoff = BACKOFF_MIN_MS;
       detachAll();
+      paintAllBadges().catch(() => {}); // no server holds them now: their badges say so
     }
     retryLater(wasWelcomed ? "disconnected" : "unreachable");
   };
@@ -433,18 +434,21 @@ async function group(tab) {
 
 const TITLE_UNPAIRED = "tabpilot: click to pair with a server";
 const TITLE_SHARE = "tabpilot: click to share this tab with the agent";
+const TITLE_ON = "tabpilot can see and control this tab (click to stop sharing it)";
+// In scope, but no server holds it now (stopped, or the link dropped): said so, not "ON".
+const TITLE_WAITING =
+  "tabpilot: this tab stays shared, but no tabpilot server is connected now; the agent gets it " +
+  "again when its server is back (click to stop sharing it)";
 
 async function paintBadge(tabId) {
   const shared = state.scope.has(tabId);
+  const live = state.welcomed;
   try {
-    await chrome.action.setBadgeText({ tabId, text: shared ? "ON" : "" });
+    await chrome.action.setBadgeText({ tabId, text: shared ? (live ? "ON" : "WAIT") : "" });
+    if (shared) await chrome.action.setBadgeBackgroundColor({ tabId, color: live ? "#1a7f37" : "#777777" });
     await chrome.action.setTitle({
       tabId,
-      title: !state.server
-        ? TITLE_UNPAIRED
-        : shared
-          ? "tabpilot can see and control this tab (click to stop sharing it)"
-          : TITLE_SHARE,
+      title: !state.server ? TITLE_UNPAIRED : shared ? (live ? TITLE_ON : TITLE_WAITING) : TITLE_SHARE,
     });
   } catch {
     // the tab closed meanwhile
