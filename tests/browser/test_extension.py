@@ -592,3 +592,26 @@ async def test_a_shared_tab_says_no_server_holds_it_while_none_is_connected_and_
         assert await bridge.wait_connected(15)
         title, badge = await button_until(chromium, "/page/user", lambda _title, badge: badge == "ON")
         assert badge == "ON" and "can see and control this tab" in title, (title, badge)
+
+
+async def test_a_tab_the_user_shared_with_one_server_is_not_carried_over_to_another_they_pair_with(
+    chromium: ExtensionChromium, bridge: ExtensionBridge
+) -> None:
+    """Pairing the extension with another server (another port or token) handed that server every
+    tab the user had shared with the first one, unasked."""
+    chromium.open(bridge.connect_url)
+    async with TabManager() as manager:
+        await manager.connect_extension(bridge, timeout=20)
+        await button_on(chromium, "/page/user", "await toggleSharing(tab);")
+        await wait_until(lambda: any("/page/user" in t.url for t in manager.tabs()), 10)
+        async with ExtensionBridge(port=0, token="another-token") as other, TabManager() as elsewhere:
+            chromium.open(other.connect_url)
+            await elsewhere.connect_extension(other, timeout=20)
+            await elsewhere.settle()
+            assert all("/page/user" not in t.url for t in elsewhere.tabs())
+            title, badge = await button_on(chromium, "/page/user")
+            assert badge == "" and title == "tabpilot: click to share this tab with the agent", (title, badge)
+            # Shared again, by the user, with this server: it gets it.
+            await button_on(chromium, "/page/user", "await toggleSharing(tab);")
+            await wait_until(lambda: any("/page/user" in t.url for t in elsewhere.tabs()), 10)
+        assert user_tabs(chromium)

@@ -618,6 +618,10 @@ async function pair(port, token) {
     throw new Error("a port (1-65535) and a token are needed");
   }
   const same = state.server && state.server.port === port && state.server.token === token;
+  // What the user shared, they shared with the server they had paired: another one (another port or
+  // token; the extension cannot tell a server restarted with a new token) gets none of it until
+  // they share it again.
+  if (!same) await takeBackShared();
   state.server = { port, token };
   await chrome.storage.local.set({ server: state.server });
   chrome.alarms.create(ALARM, { periodInMinutes: ALARM_PERIOD_MINUTES });
@@ -645,12 +649,16 @@ async function forget() {
   state.status = "unpaired";
   detachAll();
   if (socket) socket.close(CLOSE_FORGOTTEN, "the user made the extension forget this server");
-  // The user took back what they gave: their shared tabs are no server's now (the agent's tabs stay
-  // in scope, for this server again or the next).
+  await takeBackShared();
+  await paintAllBadges();
+}
+
+// The user took back what they gave: their shared tabs are no server's now (the agent's tabs stay
+// in scope, for this server again or the next).
+async function takeBackShared() {
   for (const [tabId, entry] of [...state.scope]) {
     if (entry.reason === "shared" || entry.reason === "all") await leave(tabId, "unshared");
   }
-  await paintAllBadges();
 }
 
 function statusInfo() {
