@@ -36,6 +36,7 @@ from tabpilot import (
     extension_id,
     extension_path,
     navigate,
+    press_key,
 )
 from tabpilot._watch import NEW_TAB_TIMEOUT
 from tabpilot.demo.site import LocalSite
@@ -615,3 +616,26 @@ async def test_a_tab_the_user_shared_with_one_server_is_not_carried_over_to_anot
             await button_on(chromium, "/page/user", "await toggleSharing(tab);")
             await wait_until(lambda: any("/page/user" in t.url for t in elsewhere.tabs()), 10)
         assert user_tabs(chromium)
+
+
+async def test_a_duplicate_the_user_makes_of_an_agent_tab_stays_the_users(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """Chrome's "Duplicate" on a tab of the agent's opens the user's own tab: not listed, and
+    close_others leaves it open. It was the agent's when made within 3 s of the agent's input in
+    that tab (taken for a middle click's tab): a duplicate comes with its page, a link's new tab
+    with none yet."""
+    async with agent_tab(chromium, bridge, site) as (manager, _, tab):
+        await manager.settle()
+        before = {t.id for t in manager.tabs()}
+        await press_key(tab, "Shift")  # the agent works in the tab as the user duplicates it
+        duplicate = await asyncio.to_thread(
+            chromium.in_extension, f"chrome.tabs.duplicate({tab.chrome_tab_id}).then((t) => t.id)"
+        )
+        await wait_until(lambda: len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2, 10)
+        await asyncio.sleep(1)  # what the extension would announce has come by now
+        await manager.settle()
+        assert {t.id for t in manager.tabs()} == before
+        assert all(t.chrome_tab_id != duplicate for t in manager.tabs())
+        await manager.close_others(tab.id)
+        assert len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2

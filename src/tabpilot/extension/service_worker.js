@@ -501,8 +501,10 @@ function openerInScope(tab) {
       return tabId;
     }
   }
+  // A link's new tab has no page yet; one that comes with its page (`url`, `title`) is the user's
+  // "Duplicate" (Chrome names the tab duplicated as its opener), whatever the agent just did.
   const input = state.lastInput;
-  const clicked = tab.openerTabId !== undefined && input && now - input.at < INPUT_MEMORY_MS;
+  const clicked = tab.openerTabId !== undefined && !tab.url && input && now - input.at < INPUT_MEMORY_MS;
   return clicked && state.scope.has(input.tabId) ? input.tabId : null;
 }
 
