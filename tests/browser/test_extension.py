@@ -632,7 +632,9 @@ async def test_a_duplicate_the_user_makes_of_an_agent_tab_stays_the_users(
         duplicate = await asyncio.to_thread(
             chromium.in_extension, f"chrome.tabs.duplicate({tab.chrome_tab_id}).then((t) => t.id)"
         )
-        await wait_until(lambda: len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2, 10)
+        await wait_until(
+            lambda: len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2, 10
+        )
         await asyncio.sleep(1)  # what the extension would announce has come by now
         await manager.settle()
         assert {t.id for t in manager.tabs()} == before

@@ -1102,3 +1102,47 @@ async def test_a_window_the_users_own_tab_opens_behind_an_agent_tab_stays_the_us
         clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, "Plain A"), button="middle")
         (opened,) = result_of(clicked)["openedTabIds"]
         assert f"tab {opened} opened (link) by tab {agent}" in section(clicked, "Events"), text(clicked)
+
+
+def user_closes_window(url_part: str) -> str:
+    """The extension's worker closes the window of the tab at the URL as the user does in Chrome
+    (the window's X: a popup's window, or a window of tabs)."""
+    return f"""(async () => {{
+  const tab = (await chrome.tabs.query({{}})).find((t) => (t.url || "").includes({json.dumps(url_part)}));
+  await chrome.windows.remove(tab.windowId);
+  return tab.id;
+}})()"""
+
+
+async def test_a_popup_window_the_user_closes_is_told_as_closed_by_them_and_one_that_closes_itself_as_its_pages(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """A popup whose window the user closed was told as closed by its page: Chrome does not say who
+    closed a tab, but it does say when the tab went as its window closed, which a page never does."""
+    popup = "popup,width=500,height=400"
+    site.set_content(
+        "/page/popups",
+        "<title>Popups</title>"
+        f"<button onclick=\"window.open('/close-self?n=1', 'one', '{popup}')\">Sign in</button>"
+        f"<button onclick=\"window.open('/close-self?n=2', 'two', '{popup}')\">Pay</button>",
+    )
+    async with paired_client(chromium) as (mcp, _):
+        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/popups")))[
+            "tabId"
+        ]
+        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
+        (closed_by_user,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Sign in")))[
+            "openedTabIds"
+        ]
+        (closes_itself,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Pay")))[
+            "openedTabIds"
+        ]
+        await asyncio.to_thread(chromium.in_extension, user_closes_window("/close-self?n=1"))
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, closed_by_user)
+        )
+        told = text(listed)
+        page = section(await call(mcp, "browser_snapshot", full=True, tabId=closes_itself), "Snapshot")
+        told += text(await call(mcp, "browser_click", ref=ref_of(page, "Close me")))
+        assert f"tab {closed_by_user} closed (by the user, in their browser)" in told, told
+        assert f"Tab {closes_itself} closed itself afterwards." in told, told

@@ -20,6 +20,8 @@
 //                                                                    no `fresh` nor context id)
 //                     {type: "tab", event: "created"|"updated", tab: record}
 //                     {type: "tab", event: "removed", tabId, reason}
+//                       (reason: "closed"; "windowClosed": closed with its window, never by its own
+//                       page; "unshared" | "canceled": the user took it back; "detached": out of reach)
 //                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
 //                     {type: "ping"}                                     (every 20 s)
 //   The worker closes the socket with code 4000 when the user pairs it with another server, 4001
@@ -72,6 +74,7 @@ const HIDDEN_TAB = "tabpilot-hidden-tab"; // the server reads it in the error of
 const WINDOW_OPEN_MEMORY_MS = 10000;
 // A tab a middle click or a modifier click opens comes within this long of the agent's input.
 const INPUT_MEMORY_MS = 3000;
+const CLOSED = ["closed", "windowClosed"]; // the reasons of a tab that closed (not one that left scope)
 
 const ready = load();
 
@@ -401,7 +404,7 @@ async function leave(tabId, reason) {
     chrome.debugger.detach({ tabId }).catch(() => {});
   }
   if (reason && state.welcomed) send({ type: "tab", event: "removed", tabId, reason });
-  else if (reason && reason !== "closed") state.leftEarly.set(tabId, reason); // told in the hello
+  else if (reason && !CLOSED.includes(reason)) state.leftEarly.set(tabId, reason); // told in the hello
   await paintBadge(tabId);
 }
 
@@ -551,9 +554,11 @@ chrome.tabs.onAttached.addListener(async (tabId) => {
   }
 });
 
-chrome.tabs.onRemoved.addListener(async (tabId) => {
+chrome.tabs.onRemoved.addListener(async (tabId, { isWindowClosing }) => {
   await ready;
-  await leave(tabId, "closed");
+  // A page closes its own tab (window.close()), not its window: a tab that goes as its window
+  // closes (the user closed a popup's window, or a window of tabs) is never its page's doing.
+  await leave(tabId, isWindowClosing ? "windowClosed" : "closed");
 });
 
 chrome.tabs.onReplaced.addListener(async (addedTabId, removedTabId) => {
