@@ -1062,7 +1062,13 @@ class Instance:
             staying = [t for t in self.open_tabs() if t.id != tab.id]
             raise TabNotFoundError(tab.id, staying, reason=closed_reason(tab.closing_cause))
         # The last tab that stays: a tab whose close is under way (another call's) is gone already.
-        if not force and not any(t is not tab and t.closing_cause is None for t in self._registry.tabs):
+        # Through the extension the agent's tabs are a few of the user's browser: the last of them
+        # closing ends neither the browser nor the instance (a tab opens there as before).
+        if (
+            not force
+            and self.kind != "extension"
+            and not any(t is not tab and t.closing_cause is None for t in self._registry.tabs)
+        ):
             rules = self._services.rules
             # Room counts the tabs that stay, as the cap does: not those whose close is under way.
             full = self._registry.staying() >= rules.max_tabs or (

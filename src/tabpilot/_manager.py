@@ -1044,7 +1044,7 @@ class TabManager:
             exc.elsewhere = sum(1 for t in self._open_tabs() if t.instance_id != instance.id)
             raise
         active = instance.active_tab
-        return CloseResult(tab.id, active.id if active else None)
+        return CloseResult(tab.id, active.id if active else None, instance_gone=instance.state != "open")
 
     async def close_others(self, keep_tab_id: int | str) -> list[int]:
         """Close every tab of the kept tab's instance except it, pinned tabs and the user's own

@@ -205,3 +205,6 @@ class CloseResult:
 
     closed_tab_id: int
     active_tab_id: int | None
+    instance_gone: bool = False
+    """Its instance went away meanwhile, with its other tabs. No active tab while it stays open:
+    it has no tab left (the agent's last tab in the user's browser closed, which ends nothing)."""

@@ -1146,3 +1146,28 @@ async def test_a_popup_window_the_user_closes_is_told_as_closed_by_them_and_one_
         told += text(await call(mcp, "browser_click", ref=ref_of(page, "Close me")))
         assert f"tab {closed_by_user} closed (by the user, in their browser)" in told, told
         assert f"Tab {closes_itself} closed itself afterwards." in told, told
+
+
+async def test_the_agent_closes_its_last_tab_in_the_users_browser_and_opens_another_after(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """It was refused ("Cannot close last tab"), as in a browser tabpilot launched, whose last tab
+    closing would end it: the agent's last tab in the user's Chrome ends nothing, and stayed open
+    there for good. Pilo's close_tab, which reads no active tab as its browser gone, says so too."""
+    async with paired_client(chromium, tools=("default", "pilo")) as (mcp, _):
+        listed = result_of(await call(mcp, "browser_tabs", action="list"))
+        (only,) = [t["id"] for t in listed["tabs"]]
+        closing = await call(mcp, "browser_tabs", action="close", tabId=only)
+        closed = result_of(closing)
+        assert closed["success"] and closed["closedTabId"] == only and closed["activeTabId"] is None
+        said = section(closing, "Result")
+        assert "has no tab open now (its browser stays open)" in said and "went away" not in said, said
+        assert result_of(await call(mcp, "browser_tabs", action="list"))["tabs"] == []
+        assert await user_tab_alive(chromium)  # the user's Chrome goes on
+        nothing = await mcp.call_tool("browser_snapshot", {})
+        assert nothing.is_error and "browser_tabs(action='new'" in error(nothing), error(nothing)
+        opened = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/a")))["tabId"]
+        assert opened > only
+        assert "Page a" in section(await call(mcp, "browser_snapshot", full=True, tabId=opened), "Snapshot")
+        said = text(await call(mcp, "close_tab", tabId=str(opened)))
+        assert f"Closed tab {opened}. No tab is open now: goto(url=...) opens one." in said, said

@@ -84,11 +84,15 @@ async def browser_tabs(
     elif action == "close":
         tab = call.tab(tabId)
         closed = await manager.close_tab(tab.id)
-        active = (
-            f"Active tab: {closed.active_tab_id}."
-            if closed.active_tab_id is not None  # none only when its instance closed meanwhile
-            else f"Its instance {tab.instance_id} went away meanwhile, with its other tabs: list the tabs to see what is open."
-        )
+        if closed.active_tab_id is not None:
+            active = f"Active tab: {closed.active_tab_id}."
+        elif closed.instance_gone:
+            active = f"Its instance {tab.instance_id} went away meanwhile, with its other tabs: list the tabs to see what is open."
+        else:  # the agent's last tab in the user's browser, which goes on
+            active = (
+                f"Instance {tab.instance_id} has no tab open now (its browser stays open): "
+                "open one with browser_tabs(action='new', url=...) to go on there."
+            )
         response.result(
             f"Closed tab {closed.closed_tab_id}. {active}",
             {"success": True, "closedTabId": closed.closed_tab_id, "activeTabId": closed.active_tab_id},

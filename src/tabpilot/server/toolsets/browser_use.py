@@ -448,8 +448,15 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
         call.response.error(_not_found(manager, tab_id, exc))
         return
     closed = await manager.close_tab(tab.id)
-    if closed.active_tab_id is None:  # its browser went away meanwhile
-        call.response.plain(f"Closed tab # {closed.closed_tab_id}; its browser went away meanwhile")
+    if (
+        closed.active_tab_id is None
+    ):  # its browser went away meanwhile, or it was the last (the user's browser)
+        after = (
+            "its browser went away meanwhile"
+            if closed.instance_gone
+            else "no tab is open now: browser_navigate(url=..., new_tab=true) opens one"
+        )
+        call.response.plain(f"Closed tab # {closed.closed_tab_id}; {after}")
         return
     call.response.plain(
         f"Closed tab # {closed.closed_tab_id}, now on {manager.tab(closed.active_tab_id).url}"

@@ -285,10 +285,13 @@ async def close_tab(call: Call, tabId: TabIdParam) -> None:
         await manager.new_tab(instance_id=tab.instance_id)
     closed = await manager.close_tab(tab.id)
     current = closed.active_tab_id
-    if current is None:  # its browser went away meanwhile
-        call.response.plain(
-            f"Closed tab {closed.closed_tab_id}. Its browser went away meanwhile; call list_tabs."
+    if current is None:  # its browser went away meanwhile, or it was the last (the user's browser)
+        after = (
+            "Its browser went away meanwhile; call list_tabs."
+            if closed.instance_gone
+            else "No tab is open now: goto(url=...) opens one."
         )
+        call.response.plain(f"Closed tab {closed.closed_tab_id}. {after}")
         return
     call.response.plain(f"Closed tab {closed.closed_tab_id}. Current tab: {current}.")
 
