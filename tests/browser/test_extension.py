@@ -624,7 +624,7 @@ async def test_a_duplicate_the_user_makes_of_an_agent_tab_stays_the_users(
     """Chrome's "Duplicate" on a tab of the agent's opens the user's own tab: not listed, and
     close_others leaves it open. It was the agent's when made within 3 s of the agent's input in
     that tab (taken for a middle click's tab): a duplicate comes with its page, a link's new tab
-    with none yet."""
+    with none yet. And it stayed in the agent's tab group, where Chrome puts it."""
     async with agent_tab(chromium, bridge, site) as (manager, _, tab):
         await manager.settle()
         before = {t.id for t in manager.tabs()}
@@ -639,5 +639,7 @@ async def test_a_duplicate_the_user_makes_of_an_agent_tab_stays_the_users(
         await manager.settle()
         assert {t.id for t in manager.tabs()} == before
         assert all(t.chrome_tab_id != duplicate for t in manager.tabs())
+        grouped = f"chrome.tabs.get({duplicate}).then((t) => [t.groupId, chrome.tabGroups.TAB_GROUP_ID_NONE])"
+        await wait_until(lambda: len(set(chromium.in_extension(grouped))) == 1, 5)  # in no group
         await manager.close_others(tab.id)
         assert len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2

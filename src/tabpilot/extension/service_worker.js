@@ -516,10 +516,27 @@ chrome.tabs.onCreated.addListener(async (tab) => {
   const opener = openerInScope(tab);
   if (opener !== null && attachable(tab)) {
     await enter(tab, "opened", opener); // a popup, or a link a tab in scope opened
-  } else if (state.mode === "all" && state.server && attachable(tab)) {
-    await enter(tab, "all");
+    return;
   }
+  if (state.mode === "all" && state.server && attachable(tab)) await enter(tab, "all");
+  await keepOutOfAgentsGroup(tab);
 });
+
+// Chrome puts a tab the user opens beside a tab of the agent's group (its Duplicate, say) into that
+// group: the group shows the agent's tabs, so the user's tab leaves it (it stays where it is in
+// the tab strip).
+async function keepOutOfAgentsGroup(tab) {
+  if (tab.groupId === undefined || tab.groupId === chrome.tabGroups.TAB_GROUP_ID_NONE) return;
+  try {
+    const group = await chrome.tabGroups.get(tab.groupId);
+    const reason = state.scope.get(tab.id)?.reason;
+    if (group.title === GROUP_TITLE && reason !== "agent" && reason !== "opened") {
+      await chrome.tabs.ungroup(tab.id);
+    }
+  } catch {
+    // the tab or its group went meanwhile
+  }
+}
 
 chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
   await ready;
