@@ -4,7 +4,9 @@ One WebSocket server on 127.0.0.1 serves two kinds of peers:
 
 - `/extension?token=T`: the extension's service worker. Accepted only with the Origin
   `chrome-extension://<id>` of the shipped extension (or of the ids given instead) AND the pairing
-  token; a web page can open sockets to 127.0.0.1 but cannot forge either. One browser at a time.
+  token; a web page can open sockets to 127.0.0.1 but cannot forge either. One browser at a time:
+  another is told so as it connects (`ANOTHER_BROWSER`), also while the relay awaits the return of
+  the one it has (the extension's `browser` id, kept in its profile, tells them apart).
 - `/devtools/browser/<secret>`: the CDP endpoint tabpilot's own Playwright connects to
   (`cdp_endpoint`), played by a `Relay` over the tabs the extension has in scope. Its path is
   random and nothing lists it (no `/json` discovery); a request that carries an Origin (a web
@@ -58,6 +60,9 @@ HELLO_TIMEOUT = 30.0
 PROTOCOL = 1
 MAX_MESSAGE = 256 * 1024 * 1024
 """Largest message from a peer (a full-page screenshot travels as one)."""
+ANOTHER_BROWSER = 4002
+"""The close code that tells an extension another browser holds this server (its worker says so on
+its connect page: a refused handshake reads as no answer in a browser)."""
 LEFT_ON_PURPOSE = {
     4000: "the user paired the tabpilot extension with another tabpilot server",
     4001: "the user made the tabpilot extension forget this server (on its connect page)",
@@ -187,6 +192,8 @@ class ExtensionBridge:
         self._loss: str | None = None
         self._left = False
         self._drop: asyncio.Future[None] | None = None
+        self._browser: str | None = None
+        """The id of the browser (its extension's profile) connected, or last connected."""
         self._held: list[tuple[str, JsonDict, Answer]] = []
         """Requests made while the extension was away, sent when it is back (failed if it is not)."""
         self.user_agent = ""
@@ -348,9 +355,7 @@ class ExtensionBridge:
                 logger.warning("refused an extension connection without the right token")
                 self._wrong_token_at = time.monotonic()
                 return connection.respond(http.HTTPStatus.FORBIDDEN, "Forbidden: wrong or missing token.\n")
-            if self._extension is not None:
-                return connection.respond(http.HTTPStatus.CONFLICT, "Another browser is connected already.\n")
-            return None
+            return None  # another browser connected already: told after the handshake (`_serve_extension`)
         if path == self._relay_path and origin is None:
             return None
         return connection.respond(http.HTTPStatus.NOT_FOUND, "Not found.\n")
@@ -364,8 +369,8 @@ class ExtensionBridge:
     async def _serve_extension(self, socket: ServerConnection) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        if self._extension is not None:  # two raced through the handshake
-            await socket.close(1008, "another browser is connected already")
+        if self._extension is not None:
+            await socket.close(ANOTHER_BROWSER, "another browser is connected to this tabpilot server")
             return
         extension = self._extension = _Extension(socket)
         # `relay` names this relay's state: attachments the worker kept for another relay (its own
@@ -385,6 +390,11 @@ class ExtensionBridge:
                 while True:  # not `async for`: it hides the close code of a clean close
                     message = json.loads(await socket.recv())
                     if message.get("type") == "hello":
+                        if self._someone_else(message):
+                            await socket.close(
+                                ANOTHER_BROWSER, "another browser is connected to this tabpilot server"
+                            )
+                            continue  # its close ends the loop
                         deadline.reschedule(None)
                         self._hello(extension, message)
                     elif self.connected:
@@ -397,6 +407,14 @@ class ExtensionBridge:
         finally:
             self._dropped(extension, left)
 
+    def _someone_else(self, message: JsonDict) -> bool:
+        """Whether a hello comes from another browser than the one whose return the relay awaits
+        (its worker restarting): that browser's tabs would take the place of the awaited one's, in
+        the same instance. After the grace any browser may connect."""
+        browser = message.get("browser")
+        awaited = self._browser is not None and self._give_up is not None
+        return awaited and browser is not None and browser != self._browser
+
     def _hello(self, extension: _Extension, message: JsonDict) -> None:
         if self._give_up is not None:
             self._give_up.cancel()
@@ -405,6 +423,7 @@ class ExtensionBridge:
         self._loss = None
         self._left = False
         self.user_agent = str(message.get("userAgent", ""))
+        self._browser = str(message["browser"]) if message.get("browser") else None
         self.relay.hello(
             list(message.get("tabs") or []),
             user_agent=self.user_agent,

@@ -643,3 +643,42 @@ async def test_a_duplicate_the_user_makes_of_an_agent_tab_stays_the_users(
         await wait_until(lambda: len(set(chromium.in_extension(grouped))) == 1, 5)  # in no group
         await manager.close_others(tab.id)
         assert len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2
+
+
+async def worker_status(browser: ExtensionChromium) -> str:
+    """What the extension's connect page says of its server ("" while its worker starts)."""
+    try:
+        return str(await asyncio.to_thread(browser.in_extension, "state.status"))
+    except RuntimeError:  # its script has not run yet
+        return ""
+
+
+async def test_a_second_browser_paired_with_the_server_is_told_so_and_never_takes_the_place_of_the_first(
+    browser_path: str, chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """A second browser (another Chrome profile with the extension, paired with the same server)
+    was refused in words its worker cannot read: its connect page said no server answered, or the
+    token was wrong. And while the first one's worker restarted, the second could connect in its
+    place: the agent's tabs in the first browser went, the second's came, in the same instance."""
+    async with agent_tab(chromium, bridge, site) as (manager, instance, _):
+        before = [(t.id, t.target_id) for t in manager.tabs()]
+        with extension_chromium(browser_path, site.url("/page/other")) as second:
+            second.open(bridge.connect_url)
+            deadline = time.monotonic() + 10
+            while await worker_status(second) != "busy" and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert await worker_status(second) == "busy"
+            # The first browser's worker stops, and the second tries again at once.
+            reconnects: list[float] = []
+            undo = bridge.on_connect(lambda: reconnects.append(time.monotonic()))
+            await asyncio.to_thread(chromium.stop_service_worker)
+            await asyncio.to_thread(
+                second.in_extension, "state.nextAttempt = 0; state.socket = null; connect().then(() => true)"
+            )
+            await asyncio.sleep(1)
+            assert await bridge.wait_connected(10)
+            await wait_until(lambda: reconnects, 10)
+            undo()
+            assert instance.state == "open"
+            assert [(t.id, t.target_id) for t in manager.tabs()] == before
+            assert await worker_status(second) == "busy"

@@ -8,6 +8,9 @@ const texts = {
   connecting: "Connecting to the tabpilot server on 127.0.0.1:PORT…",
   connected: "Connected to the tabpilot server on 127.0.0.1:PORT.",
   disconnected: "The tabpilot server on 127.0.0.1:PORT went away; reconnecting when it is back.",
+  busy:
+    "Another browser is connected to the tabpilot server on 127.0.0.1:PORT (it serves one at a time); " +
+    "this one connects once that one is gone, retrying.",
   unreachable:
     "No answer from a tabpilot server on 127.0.0.1:PORT (not running yet, or the token is wrong); retrying.",
 };

@@ -13,8 +13,9 @@
 //   server -> worker  {type: "welcome", scope: "agent"|"all", protocol, relay}
 //                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab", params}
 //                     {type: "pong"}
-//   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record],
-//                      left: [{tabId, reason}]}  (tabs that left scope before the hello, still open)
+//   worker -> server  {type: "hello", protocol, version, userAgent, browser, tabs: [record],
+//                      left: [{tabId, reason}]}  (tabs that left scope before the hello, still open;
+//                      browser: this profile's own id, made once)
 //                     {id, result} | {id, error: {code, message}}
 //                     {type: "tab", event: "opening", tab: record}  (attach under way;
 //                                                                    no `fresh` nor context id)
@@ -25,7 +26,9 @@
 //                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
 //                     {type: "ping"}                                     (every 20 s)
 //   The worker closes the socket with code 4000 when the user pairs it with another server, 4001
-//   when the user makes it forget the server: it does not come back, and the server says why.
+//   when the user makes it forget the server: it does not come back, and the server says why. The
+//   server closes it with 4002 when another browser is connected to it: the worker tries again
+//   later, and its connect page says so.
 //   record: {tabId, targetId, browserContextId, windowId, pinned, url, title, openerTabId, fresh}
 //   (`fresh`: the debugger was attached just now; false when the attachment outlived a restart
 //   of this worker, with every CDP domain the server enabled still on. `relay` names the server's
@@ -45,6 +48,7 @@ const ALARM = "tabpilot-reconnect";
 const ALARM_PERIOD_MINUTES = 0.05;
 const CLOSE_PAIRED_ELSEWHERE = 4000;
 const CLOSE_FORGOTTEN = 4001;
+const CLOSE_ANOTHER_BROWSER = 4002;
 
 const state = {
   server: null, // {port, token}: the approved server
@@ -60,6 +64,7 @@ const state = {
   attached: new Set(), // tabs whose debugger this worker holds
   windowOpens: new Map(), // tabId -> [{url, at}]: windows the pages of a tab in scope asked for lately
   relay: null, // the server state the kept attachments were made for (the welcome's `relay`)
+  browser: "", // this profile's id: the server tells its return from another browser's by it
   early: [], // debugger events that came before the server welcomed this worker (see onEvent)
   lostEarly: new Set(), // tabs some of whose early events did not fit
   leftEarly: new Map(), // tabId -> reason: tabs that left scope before the hello (told in it)
@@ -79,7 +84,9 @@ const CLOSED = ["closed", "windowClosed"]; // the reasons of a tab that closed (
 const ready = load();
 
 async function load() {
-  const stored = await chrome.storage.local.get(["server", "scope", "mode", "files", "relay"]);
+  const stored = await chrome.storage.local.get(["server", "scope", "mode", "files", "relay", "browser"]);
+  state.browser = stored.browser || crypto.randomUUID();
+  if (!stored.browser) await chrome.storage.local.set({ browser: state.browser });
   state.server = stored.server || null;
   state.relay = stored.relay || null;
   state.mode = stored.mode === "all" ? "all" : "agent";
@@ -151,10 +158,11 @@ async function connect() {
       answer(payload);
     }
   };
-  socket.onclose = () => {
+  socket.onclose = (event) => {
     clearInterval(heartbeat);
     if (state.socket !== socket) return;
     const wasWelcomed = state.welcomed;
+    const busy = event.code === CLOSE_ANOTHER_BROWSER;
     state.socket = null;
     state.welcomed = false;
     if (wasWelcomed) {
@@ -164,7 +172,8 @@ async function connect() {
       detachAll();
       paintAllBadges().catch(() => {}); // no server holds them now: their badges say so
     }
-    retryLater(wasWelcomed ? "disconnected" : "unreachable");
+    if (busy) state.backoff = BACKOFF_MAX_MS; // the other browser may stay for long
+    retryLater(busy ? "busy" : wasWelcomed ? "disconnected" : "unreachable");
   };
 }
 
@@ -215,6 +224,7 @@ async function welcome(socket, payload) {
     protocol: PROTOCOL,
     version: chrome.runtime.getManifest().version,
     userAgent: navigator.userAgent,
+    browser: state.browser,
     tabs: records,
     left: [...state.leftEarly].map(([tabId, reason]) => ({ tabId, reason })),
   });
