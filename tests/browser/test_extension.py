@@ -682,3 +682,26 @@ async def test_a_second_browser_paired_with_the_server_is_told_so_and_never_take
             assert instance.state == "open"
             assert [(t.id, t.target_id) for t in manager.tabs()] == before
             assert await worker_status(second) == "busy"
+
+
+async def test_closing_the_agents_last_tab_when_it_is_the_last_of_the_users_chrome_keeps_chrome_open(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """The agent may close its last tab in the user's browser; when that is the last tab Chrome has,
+    a desktop Chrome quits with it (headless Chromium stays, with no tab): a new tab page takes its
+    place first."""
+    async with agent_tab(chromium, bridge, site) as (manager, instance, tab):
+        others = (
+            f"chrome.tabs.query({{}}).then((ts) => Promise.all(ts.filter((t) => t.id !== {tab.chrome_tab_id})"
+        )
+        await asyncio.to_thread(
+            chromium.in_extension, others + ".map((t) => chrome.tabs.remove(t.id)))).then(() => true)"
+        )
+        await wait_until(lambda: [t.id for t in manager.tabs()] == [tab.id], 10)
+        await manager.close_tab(tab.id)
+        await asyncio.sleep(1)
+        assert chromium.proc.poll() is None, "Chrome quit"
+        assert bridge.connected and instance.state == "open"
+        (left,) = [p["url"] for p in chromium.pages()]
+        assert left.startswith("chrome://new"), left  # Chromium's new tab page
+        assert manager.tabs() == []

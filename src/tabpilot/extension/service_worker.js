@@ -271,6 +271,12 @@ const handlers = {
     // not): its dialog is accepted as it opens (onEvent), or the close would wait for ever.
     state.closing.add(tabId);
     try {
+      const tabs = await chrome.tabs.query({});
+      if (tabs.length === 1 && tabs[0].id === tabId) {
+        // Chrome's last tab: Chrome would quit with it (on Linux and Windows). The agent closes its
+        // tab, not the user's browser: a new tab page takes its place, as after Ctrl-T.
+        await chrome.tabs.create({ windowId: tabs[0].windowId, active: true });
+      }
       await chrome.tabs.remove(tabId);
     } finally {
       state.closing.delete(tabId);
