@@ -2,7 +2,7 @@
 
 One WebSocket server on 127.0.0.1 serves two kinds of peers:
 
-- `/extension?token=T`: the extension's service worker. Accepted only with the Origin
+- `/extension?token=T&browser=B`: the extension's service worker (B: its profile's own id). Accepted only with the Origin
   `chrome-extension://<id>` of the shipped extension (or of the ids given instead) AND the pairing
   token; a web page can open sockets to 127.0.0.1 but cannot forge either. One browser at a time:
   another is told so as it connects (`ANOTHER_BROWSER`), also while the relay awaits the return of
@@ -96,8 +96,10 @@ class _Extension:
     """The extension's connection: requests with ids, sent in call order, each answer handed on
     the moment it is read (in order with the events around it)."""
 
-    def __init__(self, socket: ServerConnection) -> None:
+    def __init__(self, socket: ServerConnection, browser: str | None) -> None:
         self.socket = socket
+        self.browser = browser
+        """The id of its browser (its profile's, made by the extension), if it gave one."""
         self._ids = 0
         self._waiting: dict[int, Answer] = {}
         self._outbox: asyncio.Queue[str | None] = asyncio.Queue()
@@ -369,10 +371,12 @@ class ExtensionBridge:
     async def _serve_extension(self, socket: ServerConnection) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        if self._extension is not None:
+        query = socket.request.path.partition("?")[2] if socket.request is not None else ""
+        browser = parse_qs(query).get("browser", [""])[0] or None
+        if self._extension is not None or self._someone_else(browser):
             await socket.close(ANOTHER_BROWSER, "another browser is connected to this tabpilot server")
             return
-        extension = self._extension = _Extension(socket)
+        extension = self._extension = _Extension(socket, browser)
         # `relay` names this relay's state: attachments the worker kept for another relay (its own
         # restarted meanwhile) have domains on that this one knows nothing of, and start afresh.
         extension.post(
@@ -390,11 +394,6 @@ class ExtensionBridge:
                 while True:  # not `async for`: it hides the close code of a clean close
                     message = json.loads(await socket.recv())
                     if message.get("type") == "hello":
-                        if self._someone_else(message):
-                            await socket.close(
-                                ANOTHER_BROWSER, "another browser is connected to this tabpilot server"
-                            )
-                            continue  # its close ends the loop
                         deadline.reschedule(None)
                         self._hello(extension, message)
                     elif self.connected:
@@ -407,11 +406,10 @@ class ExtensionBridge:
         finally:
             self._dropped(extension, left)
 
-    def _someone_else(self, message: JsonDict) -> bool:
-        """Whether a hello comes from another browser than the one whose return the relay awaits
-        (its worker restarting): that browser's tabs would take the place of the awaited one's, in
-        the same instance. After the grace any browser may connect."""
-        browser = message.get("browser")
+    def _someone_else(self, browser: str | None) -> bool:
+        """Whether `browser` (the id the extension connects with) is another than the one whose
+        return the relay awaits (its worker restarting): its tabs would take the place of the awaited
+        one's, in the same instance. After the grace any browser may connect."""
         awaited = self._browser is not None and self._give_up is not None
         return awaited and browser is not None and browser != self._browser
 
@@ -423,7 +421,7 @@ class ExtensionBridge:
         self._loss = None
         self._left = False
         self.user_agent = str(message.get("userAgent", ""))
-        self._browser = str(message["browser"]) if message.get("browser") else None
+        self._browser = extension.browser
         self.relay.hello(
             list(message.get("tabs") or []),
             user_agent=self.user_agent,

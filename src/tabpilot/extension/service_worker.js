@@ -9,13 +9,13 @@
 // connect page (connect.html?port=P&token=T, or its form). The server checks this extension's
 // Origin and the token.
 //
-// Wire protocol (JSON text frames on ws://127.0.0.1:PORT/extension?token=T):
+// Wire protocol (JSON text frames on ws://127.0.0.1:PORT/extension?token=T&browser=B, B: this
+// profile's own id, made once: the server tells this browser's return from another's by it):
 //   server -> worker  {type: "welcome", scope: "agent"|"all", protocol, relay}
 //                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab", params}
 //                     {type: "pong"}
-//   worker -> server  {type: "hello", protocol, version, userAgent, browser, tabs: [record],
-//                      left: [{tabId, reason}]}  (tabs that left scope before the hello, still open;
-//                      browser: this profile's own id, made once)
+//   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record],
+//                      left: [{tabId, reason}]}  (tabs that left scope before the hello, still open)
 //                     {id, result} | {id, error: {code, message}}
 //                     {type: "tab", event: "opening", tab: record}  (attach under way;
 //                                                                    no `fresh` nor context id)
@@ -64,7 +64,7 @@ const state = {
   attached: new Set(), // tabs whose debugger this worker holds
   windowOpens: new Map(), // tabId -> [{url, at}]: windows the pages of a tab in scope asked for lately
   relay: null, // the server state the kept attachments were made for (the welcome's `relay`)
-  browser: "", // this profile's id: the server tells its return from another browser's by it
+  browser: "", // this profile's own id (see the wire protocol)
   early: [], // debugger events that came before the server welcomed this worker (see onEvent)
   lostEarly: new Set(), // tabs some of whose early events did not fit
   leftEarly: new Map(), // tabId -> reason: tabs that left scope before the hello (told in it)
@@ -135,7 +135,8 @@ async function connect() {
   const { port, token } = state.server;
   let socket;
   try {
-    socket = new WebSocket(`ws://${HOST}:${port}/extension?token=${encodeURIComponent(token)}`);
+    const browser = encodeURIComponent(state.browser);
+    socket = new WebSocket(`ws://${HOST}:${port}/extension?token=${encodeURIComponent(token)}&browser=${browser}`);
   } catch (error) {
     retryLater("unreachable");
     return;
@@ -224,7 +225,6 @@ async function welcome(socket, payload) {
     protocol: PROTOCOL,
     version: chrome.runtime.getManifest().version,
     userAgent: navigator.userAgent,
-    browser: state.browser,
     tabs: records,
     left: [...state.leftEarly].map(([tabId, reason]) => ({ tabId, reason })),
   });
