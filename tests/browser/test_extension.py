@@ -543,6 +543,9 @@ async def test_a_tab_the_user_shared_is_no_longer_shared_once_the_extension_forg
             chromium.in_extension, BUTTON_ON.format(part='"/page/user"', before="")
         )
         assert badge == "" and title == "tabpilot: click to pair with a server"
+        # The agent's own tab stays in its reach, for the next server: said so, not "pair" alone.
+        title, badge = await button_on(chromium, "about:blank")
+        assert badge == "WAIT" and "goes to the next server you pair with" in title, (title, badge)
     async with ExtensionBridge(port=0, token="another-token") as other, TabManager() as manager:
         chromium.open(other.connect_url)
         await manager.connect_extension(other, timeout=20)

@@ -454,6 +454,8 @@ async function group(tab) {
 const TITLE_UNPAIRED = "tabpilot: click to pair with a server";
 const TITLE_SHARE = "tabpilot: click to share this tab with the agent";
 const TITLE_ON = "tabpilot can see and control this tab (click to stop sharing it)";
+// The agent's tab, kept for the next server after the user made the extension forget its own.
+const TITLE_KEPT = "tabpilot: this tab of the agent's goes to the next server you pair with (click to pair with a server)";
 // In scope, but no server holds it now (stopped, or the link dropped): said so, not "ON".
 const TITLE_WAITING =
   "tabpilot: this tab stays shared, but no tabpilot server is connected now; the agent gets it " +
@@ -467,7 +469,15 @@ async function paintBadge(tabId) {
     if (shared) await chrome.action.setBadgeBackgroundColor({ tabId, color: live ? "#1a7f37" : "#777777" });
     await chrome.action.setTitle({
       tabId,
-      title: !state.server ? TITLE_UNPAIRED : shared ? (live ? TITLE_ON : TITLE_WAITING) : TITLE_SHARE,
+      title: !state.server
+        ? shared
+          ? TITLE_KEPT
+          : TITLE_UNPAIRED
+        : shared
+          ? live
+            ? TITLE_ON
+            : TITLE_WAITING
+          : TITLE_SHARE,
     });
   } catch {
     // the tab closed meanwhile
