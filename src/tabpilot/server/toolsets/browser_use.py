@@ -448,9 +448,7 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
         call.response.error(_not_found(manager, tab_id, exc))
         return
     closed = await manager.close_tab(tab.id)
-    if (
-        closed.active_tab_id is None
-    ):  # its browser went away meanwhile, or it was the last (the user's browser)
+    if closed.active_tab_id is None:  # its browser went away, or it was the last in the user's browser
         after = (
             "its browser went away meanwhile"
             if closed.instance_gone
