@@ -105,9 +105,10 @@ _NO_BODY_STATUS = frozenset({204, 205, 304})
 _EMPTY_STATUS = frozenset({204, 205})
 """Answers that have no body by definition: their end is the response itself."""
 _NO_BODY_TYPES = frozenset({"image", "media", "font", "script", "stylesheet"})
-BROWSER_OWN = "chrome://"
-"""Requests for these URLs are the browser's own (its PDF viewer's two hundred, in a frame of the
-page): not recorded. A web page cannot load them."""
+BROWSER_OWN = ("chrome://", "chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/")
+"""Requests for these URLs are the browser's own: not recorded. Chromium's PDF viewer, in a frame
+of the page, loads some 120 to 200 resources, from chrome:// or (Chromium 156) from its built-in
+extension, whose id is the same in every Chromium; a web page cannot load them."""
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f]")
 """Characters no text body holds: a body of bytes (Chromium hands a request's as text)."""
 
