@@ -354,6 +354,45 @@ async def test_the_newest_entries_say_when_older_ones_match_too(
         assert every["older"] is False
 
 
+async def test_an_answer_of_long_entries_stops_at_its_size_and_says_where_to_read_on(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """A page that logged 150 lines of 9,000 characters made `what=logs` answer 800 KB of text
+    (limit=1000: 1.2 MB), far over what a host takes from a tool, with no word of how to read less.
+    An answer now stops at 40,000 characters (a whole entry; one entry is shown whatever its size)."""
+    site.set_content(  # the empty icon: no /favicon.ico 404 line in the tab's console
+        "/long",
+        '<link rel="icon" href="data:,">'
+        "<script>for (let i = 0; i < 150; i++) console.log(i + ' ' + 'x'.repeat(9000))</script>",
+    )
+    async with connect() as mcp:
+        await new_tab(mcp, site.url("/long"))
+        await observe_until(mcp, {"what": "logs", "limit": 1}, lambda r: r["total_entries_all_tabs"] == 150)
+
+        newest = await mcp.call_tool("browser_observe", {"what": "logs", "limit": 1000})
+        data = result_of(newest)
+        assert len(text(newest)) < 50_000
+        numbers = [int(e["text"].split()[0]) for e in data["entries"]]
+        assert 0 < len(numbers) < 150 and numbers == list(range(150 - len(numbers), 150))  # the newest
+        assert (data["returned_entries"], data["older"]) == (len(numbers), True)
+        assert f"{len(numbers)} of the 150 entries found fit" in section(newest, "Result")
+        assert "read them from since=0" in section(newest, "Result")
+
+        # Paged from the start, every entry comes once, in order, each answer within the size.
+        seen: list[int] = []
+        cursor = 0
+        for _ in range(150):
+            page = await mcp.call_tool("browser_observe", {"what": "logs", "since": cursor, "limit": 1000})
+            assert len(text(page)) < 50_000
+            data = result_of(page)
+            seen += [int(e["text"].split()[0]) for e in data["entries"]]
+            cursor = data["next_cursor"]
+            if not data["has_more"]:
+                break
+            assert f"More entries match: call again with since={cursor}." in section(page, "Result")
+        assert seen == list(range(150))
+
+
 async def test_network_bodies_show_both_sides_and_one_entry_whole_with_its_headers(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

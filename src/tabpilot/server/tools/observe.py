@@ -5,11 +5,14 @@ Structured `result` is the library's `ObserveResult.to_dict()`:
      total_entries_all_tabs, returned_entries, dropped, next_cursor, has_more, older}
 and, for network_waterfall, `pending_requests` (requests still in flight, each with its tabId).
 The text shows the same metadata on one line, then one line per entry, each starting `[tab N]`.
+An answer stops at ANSWER_CHARS (at a whole entry), and says where to read on.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
@@ -27,6 +30,12 @@ ObserveWhat = Literal[
 _ARGUMENT_OF = {"status_min": "statusMin", "status_max": "statusMax"}
 """This tool's argument for each `Query` field it names otherwise."""
 _QUERY_FIELD = re.compile(rf"\b({'|'.join(_ARGUMENT_OF)})\b")
+
+ANSWER_CHARS = 40_000
+"""The most characters of entries one answer shows (about 10,000 tokens, as a snapshot's default
+cut): a page can log lines of 8 KB, and a thousand of them were megabytes, more than a host takes
+from a tool. The answer stops at the last whole entry within it and says where to read on; one
+entry is shown whatever its size (a body asked for whole)."""
 
 SETTLE_SECONDS = 1.0
 """How long to wait for entries still being completed (sizes, headers, bodies need a round trip)."""
@@ -90,6 +99,23 @@ async def browser_observe(
     # headers and whole bodies; several: each body cut short, and the head says how to see one.
     whole = what == "network_bodies" and len(result.entries) == 1
     lines = [entry_line(e, whole=whole) for e in result.entries]
+    matched = len(lines)
+    structured = call.session.config.structured_content
+    costs = [
+        max(len(line), len(json.dumps(e.to_dict(), default=str))) if structured else len(line)
+        for line, e in zip(lines, result.entries, strict=True)
+    ]
+    fit = _fitting(costs if since is not None else costs[::-1], ANSWER_CHARS)
+    if fit < matched:
+        # Cut at a whole entry: from a cursor the oldest ones (the next call goes on from the last
+        # shown), else the newest (older ones are read from since=0).
+        if since is not None:
+            entries, lines = result.entries[:fit], lines[:fit]
+            result = replace(result, entries=entries, has_more=True, next_cursor=entries[-1].seq)
+        else:
+            entries, lines = result.entries[-fit:], lines[-fit:]
+            result = replace(result, entries=entries, older=True)
+        result = replace(result, returned_entries=fit)
 
     scope = f"tab {tab_id}" if tab_id is not None else "all tabs"
     head = (
@@ -103,6 +129,11 @@ async def browser_observe(
         head += (
             f" Entries newer than since={since} were dropped before this read (the buffer keeps the newest "
             "only): what is shown does not follow on from your cursor."
+        )
+    if len(lines) < matched:
+        head += (
+            f" Only {len(lines)} of the {matched} entries found fit in one answer (at most "
+            f"{ANSWER_CHARS:,} characters); a filter or tabId reads fewer."
         )
     if since is not None and since > result.next_cursor:
         # Cursors only grow: a larger one than the newest entry's came from another run of the
@@ -125,12 +156,27 @@ async def browser_observe(
             f"whole bodies (entry #{first}: since={first - 1}, limit=1)."
         )
     if result.pending:
+        in_flight = [entry_line(p) for p in result.pending]
+        shown = _fitting([len(line) for line in in_flight], max(ANSWER_CHARS - sum(map(len, lines)), 0))
         lines.append(f"Still in flight ({len(result.pending)}):")
-        lines.extend(entry_line(p) for p in result.pending)
+        lines.extend(in_flight[:shown])
+        if shown < len(in_flight):
+            lines.append(f"... and {len(in_flight) - shown} more (a url filter or tabId narrows them).")
+            result = replace(result, pending=result.pending[:shown])
     # One result line each: the head alone is what the actions log keeps as this call's outcome.
     call.response.result(head, result.to_dict())
     for line in lines:
         call.response.result(line)
+
+
+def _fitting(costs: list[int], budget: int) -> int:
+    """How many of the first `costs` fit in `budget` (at least one, if there is one)."""
+    total = 0
+    for count, cost in enumerate(costs):
+        total += cost + 1  # its line's end
+        if total > budget and count:
+            return count
+    return len(costs)
 
 
 def _tab_filter(call: Call, tab_id: int | str | None) -> int | None:
