@@ -174,8 +174,9 @@ async def test_a_console_line_names_its_line_and_column_as_the_error_stack_does(
 ) -> None:
     # Console lines counted from 0 (CDP's numbers), the error stacks of the same page from 1: the
     # agent who opened the source at a console line's number landed a line too early.
-    site.set_content(
-        "/lines", "<title>L</title>\n<h1>lines</h1>\n<script>\n  console.log('on 4');\nnull.x;\n</script>"
+    site.set_content(  # the empty icon: no /favicon.ico 404 line beside the page's own
+        "/lines",
+        '<title>L</title><link rel="icon" href="data:,">\n<h1>lines</h1>\n<script>\n  console.log(\'on 4\');\nnull.x;\n</script>',
     )
     async with connect() as mcp:
         tab = await new_tab(mcp, site.url("/lines"))
