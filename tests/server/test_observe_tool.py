@@ -190,6 +190,42 @@ async def test_a_console_line_names_its_line_and_column_as_the_error_stack_does(
         assert f"at {site.url('/lines')}:5:6" in section(errors, "Result")
 
 
+async def test_a_console_lines_format_string_is_filled_in_as_devtools_shows_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The format string and its arguments were shown side by side ("%s is %d years Bob 42"), and
+    # a styled line (the `debug` package's, React's banner) with its CSS ("%cstyled color: red").
+    site.set_content(
+        "/format",
+        '<link rel="icon" href="data:,"><script>'
+        "console.log('%s is %d years', 'Bob', 42.9, 'and more');"
+        "console.log('%cstyled%c plain', 'color: red', '');"
+        "console.error('%i%% of %o, %f', 7.8, 3, 2.5);"
+        "console.log('%s left', 'one', '%s');"
+        "console.log('%d, %s unfilled');"
+        "console.log(5, '%s', 'kept');"
+        "console.log('%s:', 'ok', true, false);"
+        "</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/format"))
+        logs = await observe_until(mcp, {"what": "logs", "tabId": tab}, lambda r: r["returned_entries"] == 7)
+        assert [e["text"] for e in result_of(logs)["entries"]] == [
+            "Bob is 42 years and more",
+            "styled plain",
+            "7% of 3, 2.5",
+            "one left %s",
+            "%d, %s unfilled",
+            "5 %s kept",
+            "ok: true false",  # as JavaScript writes them, not Python's True and False
+        ]
+        assert "log: Bob is 42 years and more (" in section(logs, "Result")
+        errors = await observe_until(
+            mcp, {"what": "errors", "tabId": tab}, lambda r: r["returned_entries"] == 1
+        )
+        assert [e["message"] for e in result_of(errors)["entries"]] == ["7% of 3, 2.5"]
+
+
 async def test_a_download_is_a_downloaded_row_of_the_waterfall_not_a_failure(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

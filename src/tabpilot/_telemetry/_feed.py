@@ -137,15 +137,18 @@ def _redacted(headers: Mapping[str, str], redact: bool) -> tuple[tuple[str, str]
 
 
 def render_value(obj: Mapping[str, Any]) -> str:
-    """A console argument as text, the way Playwright's `ConsoleMessage.text` shows it."""
+    """A console argument as text, the way Playwright's `ConsoleMessage.text` shows it (a boolean
+    as JavaScript writes it: `true`)."""
     kind = obj.get("type")
     if kind == "undefined":
         return "undefined"
     if "value" in obj:
         value = obj["value"]
-        return (
-            json.dumps(value) if isinstance(value, dict | list) else ("null" if value is None else str(value))
-        )
+        if isinstance(value, dict | list):
+            return json.dumps(value)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "null" if value is None else str(value)
     if obj.get("unserializableValue"):
         return str(obj["unserializableValue"])
     preview = obj.get("preview")
@@ -158,6 +161,44 @@ def render_value(obj: Mapping[str, Any]) -> str:
             + "}"
         )
     return str(obj.get("description", kind or ""))
+
+
+_SPECIFIER = re.compile("%[sdifoOc%]")
+
+
+def console_text(args: list[Mapping[str, Any]]) -> str:
+    """A console call's arguments as one line, as DevTools shows it: when the first is text with
+    `%` in it, it is a format string whose `%s`, `%d`/`%i` (an integer), `%f`, `%o`/`%O` take the
+    next arguments in turn and `%c` takes one (its CSS) and shows nothing; `%%` is `%`; a
+    specifier with no argument left stays as written, and the arguments left over follow. A lone
+    argument is shown as it is (nothing to fill in)."""
+    if len(args) < 2:  # most lines: the one check on the hot path
+        return render_value(args[0]) if args else ""
+    form = args[0].get("value")
+    if not isinstance(form, str) or "%" not in form or args[0].get("type") != "string":
+        return " ".join(render_value(arg) for arg in args)
+    rest = args[1:]
+    taken = 0
+
+    def fill(match: re.Match[str]) -> str:
+        nonlocal taken
+        kind = match[0][1]
+        if kind == "%":
+            return "%"
+        if taken == len(rest):
+            return match[0]
+        arg = rest[taken]
+        taken += 1
+        if kind == "c":
+            return ""
+        if kind in "dif":
+            value = arg.get("value")
+            if arg.get("type") != "number" or not isinstance(value, int | float):
+                return "NaN" if arg.get("type") != "bigint" else render_value(arg)
+            return str(int(value)) if kind != "f" or float(value).is_integer() else str(value)
+        return render_value(arg)
+
+    return " ".join([_SPECIFIER.sub(fill, form), *(render_value(arg) for arg in rest[taken:])])
 
 
 def shared(text: Any) -> str:
@@ -481,7 +522,7 @@ class TabFeed:
 
     def _on_console(self, params: dict[str, Any]) -> None:
         level = shared(params.get("type", "log"))
-        text = shared(cut(" ".join(render_value(arg) for arg in params.get("args", [])), TEXT_CAP))
+        text = shared(cut(console_text(params.get("args") or []), TEXT_CAP))
         frames = (params.get("stackTrace") or {}).get("callFrames") or [{}]
         if self._limited:  # the page's own call, not the limiter's wrapper
             frames = [f for f in frames if f.get("url") != LIMITER_URL] or [{}]
