@@ -226,6 +226,31 @@ async def test_a_console_lines_format_string_is_filled_in_as_devtools_shows_it(
         assert [e["message"] for e in result_of(errors)["entries"]] == ["7% of 3, 2.5"]
 
 
+async def test_a_request_the_cors_policy_refused_says_so_in_its_row(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The row read "FAILED net::ERR_FAILED", as for any failure: why was only in a console line.
+    other = f"http://localhost:{site.port}"  # another origin than the page's 127.0.0.1
+    site.set_content(
+        "/cors",
+        f"<link rel='icon' href='data:,'><script>fetch('{other}/api/echo?simple').catch(() => {{}});"
+        f"fetch('{other}/api/echo?put', {{method: 'PUT'}}).catch(() => {{}})</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/cors"))
+        rows = await observe_until(
+            mcp,
+            {"what": "network_waterfall", "tabId": tab, "url": other},
+            lambda r: r["returned_entries"] == 2,
+        )
+        failures = {e["url"]: e["failure"] for e in result_of(rows)["entries"]}
+        assert failures == {
+            f"{other}/api/echo?simple": "net::ERR_FAILED (CORS: MissingAllowOriginHeader)",
+            f"{other}/api/echo?put": "net::ERR_FAILED (CORS: PreflightMissingAllowOriginHeader)",
+        }
+        assert "FAILED net::ERR_FAILED (CORS: MissingAllowOriginHeader)" in section(rows, "Result")
+
+
 async def test_a_download_is_a_downloaded_row_of_the_waterfall_not_a_failure(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -785,11 +785,13 @@ class TabFeed:
             # The download took the answer over: the file's fate is the download's (its events).
             self._record(request, params.get("timestamp", request.started_ts), None, download=True)
             return
+        # Why the browser refused it, where it says (DevTools' Status column): a blocked request's
+        # reason, or the CORS policy's ("net::ERR_FAILED" alone says nothing).
         blocked = params.get("blockedReason")
+        cors = (params.get("corsErrorStatus") or {}).get("corsError")
+        why = blocked or (f"CORS: {cors}" if cors else None)
         self._record(
-            request,
-            params.get("timestamp", request.started_ts),
-            f"{failure} ({blocked})" if blocked else failure,
+            request, params.get("timestamp", request.started_ts), f"{failure} ({why})" if why else failure
         )
 
     def _record_unfinished(self, request_id: str, why: str) -> None:
