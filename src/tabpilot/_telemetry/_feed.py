@@ -78,6 +78,8 @@ from ._sockets import TabSockets
 from ._timing import NAVIGATION_TIMING, document_entry
 
 MAX_IN_FLIGHT = 2000
+MAX_BROWSER_FRAMES = 100
+"""Frames of the browser's own viewer remembered per feed (a page with more PDF iframes is rare)."""
 FINISH_GRACE = 2.0
 """Seconds after its tab went within which a tab's session is expected to close."""
 SCRIPT_GRACE = 1.0
@@ -303,6 +305,9 @@ class Sink(Protocol):
     def read_body(self, read: Callable[[], Awaitable[None]]) -> bool:
         """Run `read` soon; False: too many reads wait already, and it is not run."""
 
+    def browser_frame(self, tab_id: int, frame_id: str) -> bool:
+        """Whether a feed of the tab heard this frame's document was the browser's own."""
+
     def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> _Request | None:
         """A request in flight in another feed of the tab, taken from it for `to` (or, without
         `take`, left where it is)."""
@@ -319,6 +324,10 @@ class TabFeed:
         self._early_extra: OrderedDict[str, dict[str, dict[str, str]]] = OrderedDict()
         self._sockets = TabSockets(sink, tab_id)
         self._console_seen = 0
+        self.browser_frames: set[str] = set()
+        """Frames of the tab whose document is the browser's own (its PDF viewer's), as heard here."""
+        self._browser_own: bool | None = None
+        """This feed's frame is such a frame (None: not known yet)."""
         self._finished = False
         self._then: Callable[[], object] = lambda: None
         """Run once the feed has finished (`stop`)."""
@@ -619,7 +628,20 @@ class TabFeed:
 
     def _on_request(self, params: dict[str, Any]) -> None:
         if str((params.get("request") or {}).get("url", "")).startswith(BROWSER_OWN):
-            return  # the browser's own viewer inside the page (a PDF's): no page can ask for one
+            # The browser's own viewer inside the page (a PDF's): no page can ask for one. Its
+            # frame's feed leaves out all its frame asks for (the PDF again, for the viewer).
+            if params.get("type") == "Document" and params.get("frameId"):
+                self.browser_frames.add(params["frameId"])
+                if len(self.browser_frames) > MAX_BROWSER_FRAMES:
+                    self.browser_frames.pop()
+            return
+        if self._browser_own is None:
+            # Asked once, at the frame's first request: the parent's feed heard its document first.
+            self._browser_own = self._session.kind == "iframe" and self._sink.browser_frame(
+                self.tab_id, self._session.target_id
+            )
+        if self._browser_own:
+            return
         request_id = params["requestId"]
         redirected_from, hops = None, 0
         previous = self._in_flight.pop(request_id, None)

@@ -184,6 +184,9 @@ class Telemetry:
 
         return dispose
 
+    def browser_frame(self, tab_id: int, frame_id: str) -> bool:
+        return any(frame_id in feed.browser_frames for feed in self._feeds.get(tab_id, ()))
+
     def hand_over(self, tab_id: int, request_id: str, to: TabFeed, *, take: bool = True) -> Any:
         for feed in self._feeds.get(tab_id, ()):
             if feed is not to:
