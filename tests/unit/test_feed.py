@@ -247,6 +247,17 @@ def test_a_query_refuses_a_tab_id_or_cursor_that_is_no_int() -> None:
         Query("logs", limit="5")  # type: ignore[arg-type]
 
 
+def test_a_query_refuses_a_negative_cursor() -> None:
+    # since=-1 read every entry, as since=0 does, and said `missed` whenever nothing had been
+    # dropped yet either (no drop is newer than cursor 0, but "none" counted as newer than -1).
+    with pytest.raises(ValueError, match="since must be 0 or more"):
+        Query("logs", since=-1)
+    telemetry = Telemetry()
+    telemetry.record_action(None, "browser_tabs", {}, "done", ok=True)
+    result = telemetry.query(Query("actions", since=0))
+    assert (result.returned_entries, result.missed) == (1, False)
+
+
 def test_a_query_names_its_filters_by_their_python_names() -> None:
     # It named status_min and status_max as the MCP tool spells its arguments (statusMin).
     with pytest.raises(

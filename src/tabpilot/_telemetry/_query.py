@@ -65,6 +65,8 @@ class Query:
         for name, number in numbers:
             if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
                 raise TypeError(f"{name} must be an int or None, not {number!r}")
+        if self.since is not None and self.since < 0:
+            raise ValueError(f"since must be 0 or more (0, or a next_cursor); got {self.since}")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int):
             raise TypeError(f"limit must be an int, not {self.limit!r}")
         if not 1 <= self.limit <= MAX_LIMIT:
