@@ -456,6 +456,37 @@ async def test_an_answer_of_long_entries_stops_at_its_size_and_says_where_to_rea
         assert seen == list(range(150))
 
 
+async def test_long_console_texts_are_cut_in_a_list_and_one_entry_comes_whole(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Lines of 5,000 characters: eight to an answer, an agent scanning a tab's console for its
+    # errors paged through 5,000 characters of each. A list shows each text's first 1,000 (as it
+    # shows a body's first 256), and one entry asked for by its number comes whole.
+    site.set_content(
+        "/long",
+        '<link rel="icon" href="data:,">'
+        "<script>for (let i = 0; i < 20; i++) console.log(i + ' ' + 'x'.repeat(5000));"
+        "console.error('bad ' + 'y'.repeat(5000))</script>",
+    )
+    async with connect(structured_content=False) as mcp:  # the text: what a default client reads
+        ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/long")}))
+        listed = await poll(
+            lambda: mcp.call_tool("browser_observe", {"what": "logs"}),
+            lambda r: text(r).count("\n[tab ") == 21,
+        )
+        lines = section(listed, "Result").splitlines()
+        assert len(lines) == 22, lines[0]  # the head, twenty-one lines
+        assert all(len(line) < 1_200 and "… [" in line for line in lines[1:]), lines[1][:200]
+        first = int(lines[1].split("#")[1].split()[0])
+        assert (
+            f"Texts over 1,000 characters are cut here: one entry comes whole (entry #{first}: " in lines[0]
+        )
+        whole = await mcp.call_tool("browser_observe", {"what": "logs", "since": first - 1, "limit": 1})
+        assert f"log: 0 {'x' * 5000} (" in text(whole)
+        error = await mcp.call_tool("browser_observe", {"what": "errors"})
+        assert f"console: bad {'y' * 5000}" in text(error)  # one entry: whole
+
+
 async def test_network_bodies_show_both_sides_and_one_entry_whole_with_its_headers(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -50,6 +50,9 @@ from tabpilot import (
 )
 
 PREVIEW_CHARS = 256
+LINE_CHARS = 1_000
+"""A console line's text or an error's message is cut here in a list of entries (one entry alone
+is shown whole): a page may log 8 KB at a time, and a list is read to find the line that matters."""
 URL_CHARS = 300
 """URLs longer than this are cut in text (structured content has them whole)."""
 
@@ -825,9 +828,19 @@ def _cut(text: str, cap: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= cap else text[:cap] + f"… [{len(text) - cap} more characters]"
 
 
+def cut_in_list(entry: Any) -> bool:
+    """Whether `entry_line` cuts this entry's text when it is not shown `whole`."""
+    if isinstance(entry, ConsoleEntry):
+        return len(entry.text) > LINE_CHARS
+    if isinstance(entry, ErrorEntry):
+        return len(entry.message) > LINE_CHARS
+    return False
+
+
 def entry_line(entry: Any, *, whole: bool = False) -> str:
     """One line (or a few) of `browser_observe` text for a recorded entry or tab event; `whole`: a
-    body entry with its headers and its bodies as recorded (else each body cut at PREVIEW_CHARS)."""
+    body entry with its headers and its bodies as recorded (else each body cut at PREVIEW_CHARS),
+    a console line's text or an error's message whole (else cut at LINE_CHARS)."""
     head = f"[tab {entry.tab_id}]" if entry.tab_id is not None else "[no tab]"
     if isinstance(entry, TabEvent):
         return f"{head} #{entry.seq} {event_line(entry)}"
@@ -840,9 +853,10 @@ def entry_line(entry: Any, *, whole: bool = False) -> str:
         at = f":{entry.line}" if entry.line else ""  # the browser's lines about a resource have none
         where = f" ({short(entry.url)}{at})" if entry.url else ""
         kind = "" if page_line else f" ({entry.source})"
-        return f"{head} {entry.level}{kind}: {entry.text}{where}"
+        said = entry.text if whole else _cut(entry.text, LINE_CHARS)
+        return f"{head} {entry.level}{kind}: {said}{where}"
     if isinstance(entry, ErrorEntry):
-        line = f"{head} {entry.source}: {entry.message}"
+        line = f"{head} {entry.source}: {entry.message if whole else _cut(entry.message, LINE_CHARS)}"
         # The first frames tell where; the whole stack is in structured content.
         frames = [f.strip() for f in entry.stack.splitlines()[1:4] if f.strip()]
         if frames:

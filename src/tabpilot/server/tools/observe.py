@@ -20,7 +20,7 @@ from pydantic import Field
 
 from tabpilot import Query, TabNotFoundError, query_tab_events
 
-from ..advice import PREVIEW_CHARS, entry_line
+from ..advice import LINE_CHARS, PREVIEW_CHARS, cut_in_list, entry_line
 from .base import Call, TabIdValue, ToolSpec
 
 ObserveWhat = Literal[
@@ -95,9 +95,10 @@ async def browser_observe(
         telemetry = call.session.telemetry
         await telemetry.settle(SETTLE_SECONDS)
         result = telemetry.query(query, active_tab_id=active)
-    # One body entry asked for (since=its seq - 1, limit=1; or a filter that matches one): its
-    # headers and whole bodies; several: each body cut short, and the head says how to see one.
-    whole = what == "network_bodies" and len(result.entries) == 1
+    # One entry asked for (since=its seq - 1, limit=1; or a filter that matches one): a body entry
+    # with its headers and whole bodies, a console line's or error's whole text; several: each
+    # cut short, and the head says how to see one.
+    whole = len(result.entries) == 1
     lines = [entry_line(e, whole=whole) for e in result.entries]
     matched = len(lines)
     structured = call.session.config.structured_content
@@ -154,6 +155,12 @@ async def browser_observe(
         head += (
             f" Bodies are cut at {PREVIEW_CHARS} characters here: one entry comes with its headers and "
             f"whole bodies (entry #{first}: since={first - 1}, limit=1)."
+        )
+    long = next((e for e in result.entries if cut_in_list(e)), None) if not whole else None
+    if long is not None:
+        head += (
+            f" Texts over {LINE_CHARS:,} characters are cut here: one entry comes whole (entry "
+            f"#{long.seq}: since={long.seq - 1}, limit=1)."
         )
     if result.pending:
         in_flight = [entry_line(p) for p in result.pending]
