@@ -633,6 +633,52 @@ async def test_a_tabs_network_waterfall_shows_its_websockets_as_devtools_does(
         assert [e["resourceType"] for e in result_of(other)["entries"]] == ["document"]
 
 
+async def test_text_finds_the_console_lines_errors_frames_and_bodies_that_contain_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # An agent looking for the line about its checkout read every line of every tab: the filters
+    # were level, url, method, status and direction, none on what a line says.
+    site.set_content(
+        "/text",
+        '<link rel="icon" href="data:,"><script>'
+        "console.log('cart ready'); console.warn('Checkout slow'); console.log('done');"
+        "setTimeout(() => { throw new Error('checkout broke') });"
+        "fetch('/api/echo?item=checkout-42').then((r) => r.text());"
+        "const ws = new WebSocket('ws://' + location.host + '/ws');"
+        "ws.onopen = () => { ws.send('CHECKOUT now'); ws.send('other') };</script>",
+    )
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/text"))
+        query = {"tabId": tab, "text": "checkout"}
+        logs = await observe_until(mcp, {"what": "logs", **query}, lambda r: r["returned_entries"] == 1)
+        assert [e["text"] for e in result_of(logs)["entries"]] == ["Checkout slow"]  # in any case
+        errors = await observe_until(mcp, {"what": "errors", **query}, lambda r: r["returned_entries"] == 1)
+        assert [e["message"] for e in result_of(errors)["entries"]] == ["checkout broke"]
+        frames = await observe_until(
+            mcp, {"what": "websocket_events", **query}, lambda r: r["returned_entries"] == 2
+        )
+        assert [(e["event"], e["preview"]) for e in result_of(frames)["entries"]] == [
+            ("sent", "CHECKOUT now"),
+            ("received", "CHECKOUT now"),
+        ]
+        bodies = await observe_until(
+            mcp, {"what": "network_bodies", **query}, lambda r: r["returned_entries"] == 2
+        )
+        # The echo's body names it, and the page's own source does too.
+        assert {e["url"] for e in result_of(bodies)["entries"]} == {
+            site.url("/api/echo?item=checkout-42"),
+            site.url("/text"),
+        }
+        nothing = await mcp.call_tool("browser_observe", {"what": "logs", "tabId": tab, "text": "refund"})
+        assert "Nothing matched these filters." in section(nothing, "Result")
+        other = await mcp.call_tool("browser_observe", {"what": "network_waterfall", "text": "checkout"})
+        assert other.is_error
+        assert (
+            "The text filter applies to logs, errors, websocket_events and network_bodies, not to "
+            "network_waterfall." in section(other, "Error")
+        )
+
+
 async def test_a_filter_for_another_kind_is_an_error_that_says_where_it_applies(
     connect: Callable[..., Client],
 ) -> None:

@@ -26,6 +26,13 @@ MAX_LIMIT = 1000
 LEVEL_RANK = {"debug": 0, "verbose": 0, "log": 1, "info": 1, "warning": 2, "warn": 2, "error": 3, "assert": 3}
 LEVELS_ACCEPTED = ("debug", "info", "log", "warning", "warn", "error")
 _NETWORK = ("network_waterfall", "network_bodies")
+_TEXT_OF = {
+    "logs": ("text",),
+    "errors": ("message", "stack"),
+    "websocket_events": ("preview", "error"),
+    "network_bodies": ("request_body", "response_body"),
+}
+"""The fields of each kind's entries that the `text` filter searches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,9 @@ class Query:
     status filter (one that failed after it, its body cut short, has its status)."""
     direction: Direction | None = None
     """websocket_events: frames sent or received."""
+    text: str | None = None
+    """Substring, in any case, of a console line's text, an error's message or stack, a WebSocket
+    frame's preview or error, or a request's or response's body."""
 
     def __post_init__(self) -> None:
         if self.what not in (*TELEMETRY_KINDS, "tab_events"):
@@ -79,6 +89,7 @@ class Query:
             ("status_min", self.status_min, what in _NETWORK, "network_waterfall and network_bodies"),
             ("status_max", self.status_max, what in _NETWORK, "network_waterfall and network_bodies"),
             ("direction", self.direction, what == "websocket_events", "websocket_events"),
+            ("text", self.text, what in _TEXT_OF, "logs, errors, websocket_events and network_bodies"),
         ):
             if value is not None and not applies:
                 raise ValueError(f"The {name} filter applies to {kinds}, not to {what}.")
@@ -88,7 +99,12 @@ class Query:
                 f"status_min {low} is above status_max {high}: no status is both. Pass the lower bound as "
                 "status_min, or only one of them."
             )
-        for name, text in (("level", self.level), ("url", self.url), ("method", self.method)):
+        for name, text in (
+            ("level", self.level),
+            ("url", self.url),
+            ("method", self.method),
+            ("text", self.text),
+        ):
             if text is not None and not isinstance(text, str):
                 raise TypeError(f"{name} must be text or None, not {text!r}")
         if self.level is not None and self.level.lower() not in LEVEL_RANK:
@@ -105,7 +121,15 @@ class Query:
         """Whether any filter beyond tab, cursor and limit is set."""
         return any(
             v is not None
-            for v in (self.level, self.url, self.method, self.status_min, self.status_max, self.direction)
+            for v in (
+                self.level,
+                self.url,
+                self.method,
+                self.status_min,
+                self.status_max,
+                self.direction,
+                self.text,
+            )
         )
 
     def matcher(self) -> Callable[[Any], bool] | None:
@@ -127,6 +151,9 @@ class Query:
         if self.direction is not None:
             direction = self.direction
             tests.append(lambda e: e.event == direction)
+        if self.text:
+            text, fields = self.text.casefold(), _TEXT_OF[self.what]
+            tests.append(lambda e: any(text in (getattr(e, f) or "").casefold() for f in fields))
         if not tests:
             return None
         if len(tests) == 1:

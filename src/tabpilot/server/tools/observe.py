@@ -45,32 +45,33 @@ async def browser_observe(
     call: Call,
     what: Annotated[
         ObserveWhat,
-        Field(description="logs: console; network_bodies: headers and bodies; actions: this server's calls."),
+        Field(description="logs: console; network_bodies: headers, bodies; actions: this server's calls."),
     ],
     tabId: Annotated[
         TabIdValue | None,
-        Field(description="Only this tab (closed ones too). Default: all tabs."),
+        Field(description="Only this tab (closed too). Default: all."),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=1000, description="Most entries.")] = 100,
     since: Annotated[
         int | None,
         Field(
             ge=0,
-            description="Cursor from next_cursor: only later entries.",
+            description="A next_cursor: only later entries.",
         ),
     ] = None,
     level: Annotated[
         Literal["debug", "info", "log", "warning", "warn", "error"] | None,
-        Field(description="logs: this level and above."),
+        Field(description="logs: level and above."),
     ] = None,
     url: Annotated[str | None, Field(description="URL contains.")] = None,
     method: Annotated[str | None, Field(description="HTTP method.")] = None,
-    statusMin: Annotated[int | None, Field(ge=100, le=599, description="Status at least.")] = None,
-    statusMax: Annotated[int | None, Field(ge=100, le=599, description="Status at most.")] = None,
+    statusMin: Annotated[int | None, Field(ge=100, le=599, description="At least.")] = None,
+    statusMax: Annotated[int | None, Field(ge=100, le=599, description="At most.")] = None,
     direction: Annotated[
         Literal["sent", "received"] | None,
-        Field(description="websocket_events: frames sent or received."),
+        Field(description="websocket_events: sent or received."),
     ] = None,
+    text: Annotated[str | None, Field(description="Contains, any case.")] = None,
 ) -> None:
     tab_id = _tab_filter(call, tabId)
     active = _active_tab_id(call)
@@ -86,6 +87,7 @@ async def browser_observe(
             status_min=statusMin,
             status_max=statusMax,
             direction=direction,
+            text=text,
         )
     except ValueError as exc:  # said with the library's names of the filters, not this tool's
         raise ValueError(_QUERY_FIELD.sub(lambda m: _ARGUMENT_OF[m[0]], str(exc))) from exc
@@ -220,8 +222,8 @@ TOOLS = [
     ToolSpec(
         "browser_observe",
         browser_observe,
-        "Read what tabs did: console, errors, network, WebSocket, actions, tab events. Pass next_cursor "
-        "back as since for new entries only.",
+        "What tabs did: console, errors, network, WebSocket, actions, tab events. Pass next_cursor "
+        "as since for new entries only.",
         ToolAnnotations(title="Observe tab telemetry", read_only_hint=True, open_world_hint=False),
         recorded=False,
     )
