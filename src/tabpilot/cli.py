@@ -102,6 +102,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse's, with `DASH_VALUED` options, and options given a negative-looking value, joined
     to their value first (the value's own check then says what is wrong with it)."""
 
+    commands: dict[str, argparse.ArgumentParser]
+    """The parser of each command, by name (`build_parser` fills it in)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = {}
+
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         return _valued(super().add_argument(*args, **kwargs))
 
@@ -109,6 +116,17 @@ class _Parser(argparse.ArgumentParser):
         """The error, and where the options are listed: `serve`'s usage alone is 25 lines, above
         the one that says what is wrong."""
         self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` says what it takes.)\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """An argument no command takes is said by that command, pointing to its own --help
+        (argparse has the top parser say it, whose --help lists none of `serve`'s options)."""
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            command = self.commands.get(getattr(parsed, "command", None) or "", self)
+            command.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -465,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["path", "id"],
         help="path: the folder to load unpacked; id: the extension's id (fixed by its manifest key)",
     )
+    parser.commands.update(serve=serve, demo=demo, extension=extension)
     return parser
 
 

@@ -369,6 +369,29 @@ def test_a_bad_option_is_said_in_two_lines_not_under_the_whole_usage(
 
 
 @pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["serve", "--brower-path", "/x"],
+            "tabpilot serve: error: unrecognized arguments: --brower-path /x\n",
+        ),
+        (["demo", "--headless"], "tabpilot demo: error: unrecognized arguments: --headless\n"),
+        (["extension", "id", "path"], "tabpilot extension: error: unrecognized arguments: path\n"),
+    ],
+)
+def test_an_unknown_option_of_a_command_points_to_that_commands_help(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was "tabpilot: error: ..." and pointed to `tabpilot --help`, which lists none of serve's options.
+    from tabpilot import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"{said}(`tabpilot {argv[0]} --help` says what it takes.)\n"
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--caps", "forms,telepathy"], "--caps: Unknown capability 'telepathy'. Known: forms, vision"),
