@@ -727,6 +727,14 @@ def _auth_token(given: str | None, *, http: bool) -> str | None:
     return token
 
 
+TYPED_IN_A_TERMINAL = (
+    "tabpilot serve speaks MCP over stdin/stdout: an MCP client starts it and writes to it (see "
+    "'Use it from an MCP client' in the README). To see it work, run `tabpilot demo`; to serve "
+    "clients over HTTP, `tabpilot serve --http 127.0.0.1:8931`. Ctrl-C stops it."
+)
+"""What `tabpilot serve` says on stderr when its stdin is a terminal, where it would seem to hang."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -761,6 +769,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from .server.runner import loading, serve_stdio
 
         if config.http_host is None:
+            if sys.stdin.isatty():  # typed by hand: no MCP client will write to this terminal
+                print(TYPED_IN_A_TERMINAL, file=sys.stderr, flush=True)
             return serve_stdio(config, _build_server)
         with loading():  # as serve_stdio does
             from .server.app import create_server

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
+import signal
 import socket
 import stat
 import subprocess
@@ -63,6 +65,33 @@ def test_http_mode_says_where_it_listens_and_a_port_in_use_is_one_clear_line(bro
     finally:
         first.terminate()
         first.communicate(timeout=30)
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_serve_typed_in_a_terminal_says_it_waits_for_an_mcp_client_and_how_to_try_it(
+    browser_path: str,
+) -> None:
+    # `tabpilot serve` typed by hand showed nothing at all, as if it hung.
+    primary, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stderr is not None
+        said = ""
+        if select.select([proc.stderr], [], [], 20)[0]:
+            said = proc.stderr.readline().decode()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        os.close(primary)
+        os.close(terminal)
+    assert said.startswith("tabpilot serve speaks MCP over stdin/stdout"), said
+    assert "tabpilot demo" in said and "--http" in said and "Ctrl-C" in said, said
+    assert out == b"" and proc.returncode == 130
 
 
 @contextmanager
