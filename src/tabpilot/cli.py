@@ -764,7 +764,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
     try:
         configure_logs(config.log_level, config.log_file, mask=config.secrets.mask)
     except OSError as exc:
-        parser.exit(2, f"tabpilot serve: error: --log-file {config.log_file}: {exc.strerror or exc}\n")
+        parser.exit(
+            2,
+            f"tabpilot serve: error: {config.named('log-file')}: cannot append to {config.log_file} "
+            f"({exc.strerror or exc}): name a file in a folder that exists, or leave the option out to log "
+            "to stderr\n",
+        )
     try:
         from .server.runner import loading, serve_stdio
 

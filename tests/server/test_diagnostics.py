@@ -252,11 +252,17 @@ def test_a_log_file_that_cannot_be_written_is_said_once_and_the_server_goes_on(b
     assert "Traceback" not in said and "Logging error" not in said, said
 
 
-def test_a_bad_log_file_is_refused_at_start(tmp_path: Path) -> None:
-    proc = _tabpilot("serve", "--log-file", str(tmp_path / "no" / "such" / "dir" / "x.log"))
+@pytest.mark.parametrize("where", ["no/such/dir/x.log", "."])
+def test_a_bad_log_file_is_refused_at_start_saying_what_to_give(tmp_path: Path, where: str) -> None:
+    log_file = tmp_path / where
+    proc = _tabpilot("serve", "--log-file", str(log_file))
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 2
-    assert "--log-file" in stderr.decode() and "No such file or directory" in stderr.decode()
+    why = "No such file or directory" if where != "." else "Is a directory"
+    assert stderr.decode() == (
+        f"tabpilot serve: error: --log-file: cannot append to {log_file} ({why}): name a file in a "
+        "folder that exists, or leave the option out to log to stderr\n"
+    )
 
 
 async def test_a_client_that_asks_for_logs_gets_those_of_its_calls(
