@@ -47,6 +47,8 @@ def host_port(text: str) -> tuple[str, int]:
         if not sep:
             host, port = "127.0.0.1", text
     number = port_number(port)
+    if number is None and re.fullmatch(r"[0-9]+", port):
+        raise argparse.ArgumentTypeError(f"{text!r}: the port is not a number from 1 to 65535 (e.g. 8931)")
     if number is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8931, or [::1]:8931 for IPv6; a bare PORT binds 127.0.0.1)"

@@ -448,6 +448,13 @@ def test_an_unknown_option_of_a_command_points_to_that_commands_help(
         # A port in digits str.isdigit() takes but int() does not: argparse said "invalid ... value",
         # the origin check answered int()'s own words.
         (["--http", "127.0.0.1:²"], "argument --http: '127.0.0.1:²' is not HOST:PORT"),
+        # A port out of range was "not HOST:PORT", which it is.
+        (
+            ["--http", "127.0.0.1:99999"],
+            "argument --http: '127.0.0.1:99999': the port is not a number from 1 to",
+        ),
+        (["--http", "0"], "argument --http: '0': the port is not a number from 1 to 65535"),
+        (["--http", "[::1]:0"], "argument --http: '[::1]:0': the port is not a number from 1 to 65535"),
         (["--extension", "--extension-port", "²"], "argument --extension-port: '²' is not a port number"),
         (
             ["--allowed-origins", "http://h:²"],
