@@ -71,6 +71,32 @@ def test_the_demo_passes_every_step_and_its_transcript_names_the_tabs_it_saw(
     assert processes_in_session(demo.pid) == []
 
 
+@pytest.mark.parametrize("read", [1, 6], ids=["before the session", "during a step"])
+def test_a_reader_that_leaves_early_stops_the_demo_without_a_traceback(browser_path: str, read: int) -> None:
+    # `tabpilot demo | head -n 6` ended in two pages of traceback (BrokenPipeError).
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tabpilot", "demo", "--browser-path", browser_path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert demo.stdout is not None and demo.stderr is not None
+    try:
+        lines = [demo.stdout.readline() for _ in range(read)]
+        demo.stdout.close()  # as `head` does
+        errors = demo.stderr.read().decode()
+        demo.wait(timeout=60)
+    finally:
+        demo.kill()
+    assert lines[0].startswith(b"tabpilot demo: local site at"), lines
+    assert demo.returncode == 1, errors
+    assert errors == ""
+    deadline = time.monotonic() + 10
+    while processes_in_session(demo.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_in_session(demo.pid) == []
+
+
 def test_the_demos_server_gets_the_users_environment() -> None:
     # It got the few variables the MCP SDK passes on: a browser named in TABPILOT_BROWSER was
     # ignored (the demo passed with another), and --headed had no DISPLAY.

@@ -151,7 +151,21 @@ class Transcript:
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def line(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        try:
+            print(text, file=self.out, flush=True)
+        except BrokenPipeError:
+            self._reader_gone()
+            raise  # the demo stops: nobody reads its transcript (`tabpilot demo | head`)
+
+    def _reader_gone(self) -> None:
+        """Whatever is still written goes nowhere: the failure's own lines, and the interpreter's
+        flush of stdout at exit, which would say the pipe broke again."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            with contextlib.suppress(OSError, ValueError):  # a stream that is no file has no flush at exit
+                os.dup2(devnull, self.out.fileno())
+        finally:
+            os.close(devnull)
 
     def step(self, number: int, total: int, title: str) -> None:
         self.line()
@@ -495,3 +509,5 @@ def main(*, browser_path: str | None = None, headed: bool = False, extension: bo
     except KeyboardInterrupt:
         transcript.line("interrupted")
         return 130
+    except BrokenPipeError:  # the reader left before the session began (its steps end in a failure)
+        return 1
