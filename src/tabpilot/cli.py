@@ -766,9 +766,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         parser.exit(
             2,
-            f"tabpilot serve: error: {config.named('log-file')}: cannot append to {config.log_file} "
-            f"({exc.strerror or exc}): name a file in a folder that exists, or leave the option out to log "
-            "to stderr\n",
+            f"tabpilot serve: error: {config.named('log-file')}: cannot append to "
+            f"{os.path.abspath(config.log_file or '')} ({exc.strerror or exc}): name a file you may write in a "
+            "folder that exists, or leave the option out to log to stderr\n",
         )
     try:
         from .server.runner import loading, serve_stdio

@@ -252,16 +252,17 @@ def test_a_log_file_that_cannot_be_written_is_said_once_and_the_server_goes_on(b
     assert "Traceback" not in said and "Logging error" not in said, said
 
 
-@pytest.mark.parametrize("where", ["no/such/dir/x.log", "."])
-def test_a_bad_log_file_is_refused_at_start_saying_what_to_give(tmp_path: Path, where: str) -> None:
-    log_file = tmp_path / where
-    proc = _tabpilot("serve", "--log-file", str(log_file))
+@pytest.mark.parametrize("given", ["{tmp}/no/such/dir/x.log", "{tmp}", "no/such/dir/x.log"])
+def test_a_bad_log_file_is_refused_at_start_saying_what_to_give(tmp_path: Path, given: str) -> None:
+    # A relative one is named as the absolute path it became: MCP clients choose the working folder.
+    proc = _tabpilot("serve", "--log-file", given.format(tmp=tmp_path), cwd=tmp_path)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 2
-    why = "No such file or directory" if where != "." else "Is a directory"
+    why = "Is a directory" if given == "{tmp}" else "No such file or directory"
+    where = tmp_path if given == "{tmp}" else tmp_path / "no/such/dir/x.log"
     assert stderr.decode() == (
-        f"tabpilot serve: error: --log-file: cannot append to {log_file} ({why}): name a file in a "
-        "folder that exists, or leave the option out to log to stderr\n"
+        f"tabpilot serve: error: --log-file: cannot append to {where} ({why}): name a file you may "
+        "write in a folder that exists, or leave the option out to log to stderr\n"
     )
 
 
