@@ -4,6 +4,7 @@ and progress of long waits."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -315,3 +316,26 @@ def test_auth_token_from_the_environment_is_not_on_the_command_line() -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+async def test_a_browser_that_is_not_found_is_logged_naming_the_flag_as_the_answer_does(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The operator's log said "name a Chromium/Chrome binary: the browser path option", the
+    # library's words, where the tool's answer says --browser-path.
+    import tabpilot._browser_path
+    from tabpilot.server.config import ServerConfig
+    from tabpilot.server.state import ServerState
+
+    monkeypatch.delenv("TABPILOT_BROWSER", raising=False)
+    monkeypatch.setattr(tabpilot._browser_path, "_automatic_candidates", lambda: iter(()))
+    state = ServerState(ServerConfig())
+    with caplog.at_level(logging.ERROR, logger="tabpilot.server"):
+        state.warm_up()
+        deadline = time.monotonic() + 30
+        while not caplog.records and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    await state.close()
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert said.startswith("the browser could not start: No Chromium found"), said
+    assert "name a Chromium/Chrome binary: --browser-path, or TABPILOT_BROWSER=" in said, said

@@ -512,6 +512,14 @@ def _blocked_text(exc: NavigationBlockedError) -> str:
     return str(exc)
 
 
+def in_flag_words(exc: BaseException) -> str:
+    """An error as the one who started the server reads it (in a tool's answer, in the log): the
+    library's name of an option is the flag that sets it."""
+    if isinstance(exc, BrowserNotFoundError):
+        return str(exc).replace("the browser path option", "--browser-path")
+    return str(exc)
+
+
 def _error_text(exc: BaseException, calls: ToolCalls) -> str:
     if isinstance(exc, NavigationBlockedError):
         return _blocked_text(exc)
@@ -532,7 +540,7 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
             "--allowed-file-root DIR (ask whoever runs it)."
         )
     if isinstance(exc, BrowserNotFoundError):
-        return str(exc).replace("the browser path option", "--browser-path")
+        return in_flag_words(exc)
     if isinstance(exc, LastTabError) and not calls.instances:  # a set that knows no instances (the
         # user's browser through the extension may have other tabs, out of tabpilot's scope)
         if exc.elsewhere:  # another browser has them: a tab this set opens goes there, no help

@@ -520,7 +520,9 @@ def _report_start(task: asyncio.Task[Any]) -> None:
     if exc is None and isinstance(task.result(), SessionState):
         exc = task.result().start_error
     if exc is not None:
-        logger.error("the browser could not start: %s", exc)
+        from .advice import in_flag_words  # only a browser that failed to start needs it
+
+        logger.error("the browser could not start: %s", in_flag_words(exc))
     else:
         logger.info("the browser is up")
 
