@@ -67,15 +67,16 @@ def _read_reply(stdout: IO[bytes], message_id: int, timeout: float = 60) -> dict
     raise AssertionError(f"no reply to request {message_id}")
 
 
-def _serve(browser_path: str, tmp: str, *options: str) -> subprocess.Popen[bytes]:
+def _serve(browser_path: str, tmp: str, *options: str, own_group: bool = False) -> subprocess.Popen[bytes]:
     """`python -m tabpilot serve` over pipes (stdio unless `options` say --http), its temporary
-    profiles in `tmp`."""
+    profiles in `tmp`; `own_group`: in a process group of its own, as a shell runs a command."""
     return subprocess.Popen(
         [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path, *options],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "TMPDIR": tmp},
+        start_new_session=own_group,
     )
 
 
@@ -103,8 +104,8 @@ def _initialize(proc: subprocess.Popen[bytes]) -> None:
 class Served:
     """`python -m tabpilot serve` with a browser running (a tool call started it)."""
 
-    def __init__(self, browser_path: str, tmp: str) -> None:
-        self.proc = _serve(browser_path, tmp)
+    def __init__(self, browser_path: str, tmp: str, *, own_group: bool = False) -> None:
+        self.proc = _serve(browser_path, tmp, own_group=own_group)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         _initialize(self.proc)
         self._next_id = 2
@@ -549,12 +550,12 @@ def _started_route(site: LocalSite) -> threading.Event:
 
 @contextlib.asynccontextmanager
 async def _served_over_http(
-    browser_path: str, tmp: str
+    browser_path: str, tmp: str, *, own_group: bool = False
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], Client, list[int]]]:
     """`tabpilot serve --http` with its browser started (a navigation), a client of it, and the
     browser's processes. The server is killed on the way out if it still runs."""
     port = free_port()
-    proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}")
+    proc = _serve(browser_path, tmp, "--http", f"127.0.0.1:{port}", own_group=own_group)
     try:
         await wait_until(lambda: _listening(port), 30)
         async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
@@ -608,6 +609,22 @@ async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs
             proc.send_signal(signal.SIGTERM)
             await asyncio.to_thread(proc.wait, 10)
         _assert_stopped_cleanly(proc, browsers, tmp)
+
+
+async def test_a_ctrl_c_in_a_terminal_stops_the_server_with_no_warning_and_leaves_nothing(
+    browser_path: str,
+) -> None:
+    # A terminal's Ctrl-C signals the whole process group, Playwright's driver too, which closed
+    # the browser itself as the server was closing it: "WARNING tabpilot: instance inst_1
+    # (launched) was lost: the browser quit, closing its tabs first" at every Ctrl-C over HTTP.
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        async with _served_over_http(browser_path, tmp, own_group=True) as (proc, _mcp, browsers):
+            os.killpg(proc.pid, signal.SIGINT)
+            await asyncio.to_thread(proc.wait, 10)
+        assert proc.returncode == 130 and proc.stderr is not None
+        stderr = proc.stderr.read().decode(errors="replace")
+        assert " WARNING " not in stderr and " ERROR " not in stderr, stderr
+        _assert_left_nothing(browsers, tmp, stderr)
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])

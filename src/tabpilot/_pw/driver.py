@@ -278,6 +278,9 @@ class Driver:
                 args=list(options.browser_args),
                 proxy=_proxy(options),
                 timeout=_ms(timeout),
+                # A terminal's Ctrl-C reaches the driver too (same process group): it would close
+                # the browser itself while tabpilot stops it, which then read as a browser that quit.
+                handle_sigint=False,
                 **_context_options(options),
             )
         )
