@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -157,3 +158,26 @@ async def test_a_step_whose_response_lacks_what_it_needs_fails_and_is_named() ->
         in out.getvalue()
     )
     assert "[3/" not in out.getvalue()  # nothing runs after a failed step
+
+
+@pytest.mark.parametrize("given", ["busy", "abc", "70000"])
+def test_the_local_site_refuses_a_port_it_cannot_use_in_one_line(given: str) -> None:
+    # `python -m tabpilot.demo.site PORT` (README, Development) ended in a traceback.
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1]) if given == "busy" else given
+        site = subprocess.run(
+            [sys.executable, "-m", "tabpilot.demo.site", port], capture_output=True, text=True, timeout=60
+        )
+    assert site.returncode == 2 and site.stdout == "", site
+    assert "Traceback" not in site.stderr, site.stderr
+    if given == "busy":
+        assert site.stderr == (
+            f"python -m tabpilot.demo.site: error: cannot listen on 127.0.0.1:{port}: it is in use; give "
+            "another PORT, or none for a free one\n"
+        )
+    else:
+        assert (
+            f"argument PORT: {given!r} is not a port number (0-65535; 0 or none: a free one)" in site.stderr
+        )

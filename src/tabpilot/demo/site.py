@@ -13,11 +13,12 @@ loop is blocked (or a browser waiting on a slow response) never stalls the site.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import errno
 import html
 import json
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -486,9 +487,30 @@ def _absolute(path: str) -> str:
     return path if path.startswith("/") else "/" + path
 
 
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) < 65536):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535; 0 or none: a free one)")
+    return int(text)
+
+
 def main() -> None:
     """`python -m tabpilot.demo.site [PORT]`: serve the site on 127.0.0.1 (a free port by default)."""
-    with LocalSite(port=int(sys.argv[1]) if len(sys.argv) > 1 else 0) as site:
+    parser = argparse.ArgumentParser(
+        prog="python -m tabpilot.demo.site", description="Serve tabpilot's local test site until Ctrl-C."
+    )
+    parser.add_argument("port", metavar="PORT", type=_port, nargs="?", default=0, help="default: a free one")
+    port: int = parser.parse_args().port
+    site = LocalSite(port=port)
+    try:
+        site.start()
+    except OSError as exc:
+        why = "it is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        parser.exit(
+            2,
+            f"{parser.prog}: error: cannot listen on 127.0.0.1:{port}: {why}; give another PORT, or "
+            "none for a free one\n",
+        )
+    with site:
         print(f"tabpilot local site at {site.origin} (Ctrl-C stops it)", flush=True)
         try:
             while True:
