@@ -68,7 +68,15 @@ def _check_named(path: str, source: str) -> str:
             return _prefer_real_binary(found)
     if _is_executable(expanded):
         return os.path.abspath(expanded)
-    problem = "is not an executable file" if os.path.exists(expanded) else "does not exist"
+    bundle = expanded.rstrip("/\\")
+    if bundle.endswith(".app") and os.path.isdir(bundle):  # macOS: the path Finder gives is the bundle's
+        inside = os.path.join(bundle, "Contents", "MacOS", os.path.basename(bundle)[: -len(".app")])
+        if _is_executable(inside):
+            return os.path.abspath(inside)
+    if os.path.isdir(expanded):
+        problem = "is a folder, not an executable file"
+    else:
+        problem = "is not an executable file" if os.path.exists(expanded) else "does not exist"
     raise BrowserNotFoundError(
         f"The browser given by {source} ({path}) {problem}. "
         f"Pass the path of a Chromium/Chrome executable, or leave it unset to find one automatically."

@@ -61,6 +61,25 @@ def test_an_explicit_path_that_is_not_executable_is_an_error(bin_dir: Path, tmp_
         find_browser(str(plain))
 
 
+def test_a_macos_app_bundle_named_as_the_browser_is_the_executable_inside_it(
+    bin_dir: Path, tmp_path: Path
+) -> None:
+    # The path Finder copies is the bundle's: "is not an executable file" named no way out.
+    inside = make_executable(tmp_path / "Google Chrome.app" / "Contents" / "MacOS" / "Google Chrome")
+    assert find_browser(str(tmp_path / "Google Chrome.app")) == str(inside)
+    assert find_browser(str(tmp_path / "Google Chrome.app") + "/") == str(inside)
+
+
+def test_a_folder_named_as_the_browser_is_an_error_that_says_it_is_a_folder(
+    bin_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "Chromium.app").mkdir()  # a bundle without its executable: a folder like any other
+    for folder in (tmp_path, tmp_path / "Chromium.app"):
+        with pytest.raises(BrowserNotFoundError) as info:
+            find_browser(str(folder))
+        assert f"({folder}) is a folder, not an executable file" in str(info.value)
+
+
 def test_an_explicit_name_without_a_slash_is_looked_up_on_path(bin_dir: Path) -> None:
     chrome = make_executable(bin_dir / "my-chrome")
     assert find_browser("my-chrome") == str(chrome)
