@@ -733,6 +733,10 @@ TYPED_IN_A_TERMINAL = (
     "clients over HTTP, `tabpilot serve --http 127.0.0.1:8931`. Ctrl-C stops it."
 )
 """What `tabpilot serve` says on stderr when its stdin is a terminal, where it would seem to hang."""
+CLOSED_STDIO = (
+    "it was started with its stdin or stdout closed: over stdio it reads MCP messages from stdin and "
+    "answers on stdout. Let an MCP client start it, or serve HTTP (--http HOST:PORT)"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -774,7 +778,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from .server.runner import loading, serve_stdio
 
         if config.http_host is None:
-            if sys.stdin.isatty():  # typed by hand: no MCP client will write to this terminal
+            if sys.stdin is None or sys.stdout is None:  # their descriptors were closed at start
+                parser.exit(2, f"tabpilot serve: error: {CLOSED_STDIO}\n")
+            if os.isatty(0):  # typed by hand: no MCP client will write to this terminal
                 print(TYPED_IN_A_TERMINAL, file=sys.stderr, flush=True)
             return serve_stdio(config, _build_server)
         with loading():  # as serve_stdio does

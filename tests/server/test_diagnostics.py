@@ -95,6 +95,25 @@ def test_serve_typed_in_a_terminal_says_it_waits_for_an_mcp_client_and_how_to_tr
     assert out == b"" and proc.returncode == 130
 
 
+@pytest.mark.parametrize("closed", [0, 1], ids=["stdin", "stdout"])
+def test_serve_started_with_stdin_or_stdout_closed_says_so_in_one_line(closed: int) -> None:
+    # The wire's claim of the standard streams took whatever file had got the free descriptor
+    # (the event loop's own): a traceback ending in "OSError: [Errno 22] Invalid argument".
+    served = subprocess.run(
+        [sys.executable, "-m", "tabpilot", "serve"],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        preexec_fn=lambda: os.close(closed),
+        timeout=60,
+    )
+    assert served.returncode == 2, served
+    assert served.stderr.decode() == (
+        "tabpilot serve: error: it was started with its stdin or stdout closed: over stdio it reads MCP "
+        "messages from stdin and answers on stdout. Let an MCP client start it, or serve HTTP (--http "
+        "HOST:PORT)\n"
+    )
+
+
 @contextmanager
 def _broken_browser(tmp_path: Path) -> Iterator[str]:
     """A 'browser' that writes why it cannot start on stderr and exits."""
