@@ -83,16 +83,16 @@ def test_serve_typed_in_a_terminal_says_it_waits_for_an_mcp_client_and_how_to_tr
         )
         assert proc.stderr is not None
         said = ""
-        if select.select([proc.stderr], [], [], 20)[0]:
+        if select.select([proc.stderr], [], [], 30)[0]:
             said = proc.stderr.readline().decode()
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        out, rest = proc.communicate(timeout=30)
     finally:
         os.close(primary)
         os.close(terminal)
-    assert said.startswith("tabpilot serve speaks MCP over stdin/stdout"), said
+    assert said.startswith("tabpilot serve speaks MCP over stdin/stdout"), (said, rest)
     assert "tabpilot demo" in said and "--http" in said and "Ctrl-C" in said, said
-    assert out == b"" and proc.returncode == 130
+    assert out == b"" and proc.returncode == 130, (proc.returncode, rest)
 
 
 @pytest.mark.parametrize("closed", [0, 1], ids=["stdin", "stdout"])
