@@ -11,6 +11,7 @@ import inspect
 import json
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -365,6 +366,32 @@ def test_a_bad_option_is_said_in_two_lines_not_under_the_whole_usage(
     assert capsys.readouterr().err == (
         "tabpilot serve: error: argument --max-tabs: 'x' is not a positive integer\n"
         "(`tabpilot serve --help` says what it takes.)\n"
+    )
+
+
+@pytest.mark.parametrize("given", ["flag", "config file"])
+def test_tool_sets_that_clash_are_refused_naming_the_option_as_given(
+    browser_path: str, tmp_path: Path, given: str
+) -> None:
+    # Every other refusal of a tool set named its option ("--tools: Unknown tool set ..."); this
+    # one did not, nor the config file it came from.
+    if given == "flag":
+        args, named = ["--tools", "default,browser-use"], "--tools"
+    else:
+        config_file = tmp_path / "tabpilot.json"
+        config_file.write_text(json.dumps({"tools": ["default", "browser-use"]}))
+        args, named = ["--config", str(config_file)], f"option 'tools' of --config {config_file}"
+    served = subprocess.run(
+        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path, *args],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert served.returncode == 2 and served.stdout == "", served
+    assert served.stderr == (
+        f"tabpilot serve: error: {named}: Tool sets 'default' and 'browser-use' both define "
+        "'browser_navigate', 'browser_click', 'browser_type' with different arguments; use one of them.\n"
     )
 
 

@@ -405,8 +405,12 @@ def create_server(
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
 
+    try:
+        tools = select_tools(config.tools, config.caps)
+    except ValueError as exc:  # sets that clash: named as given, as the config names an unknown one
+        raise ValueError(f"{config.named('tools')}: {exc}") from None
     server = TabpilotServer(
-        select_tools(config.tools, config.caps),
+        tools,
         lifespan,
         instructions=instructions(config.tools, config.caps),
     )
