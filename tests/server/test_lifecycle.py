@@ -104,8 +104,8 @@ def _initialize(proc: subprocess.Popen[bytes]) -> None:
 class Served:
     """`python -m tabpilot serve` with a browser running (a tool call started it)."""
 
-    def __init__(self, browser_path: str, tmp: str, *, own_group: bool = False) -> None:
-        self.proc = _serve(browser_path, tmp, own_group=own_group)
+    def __init__(self, browser_path: str, tmp: str) -> None:
+        self.proc = _serve(browser_path, tmp)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         _initialize(self.proc)
         self._next_id = 2
