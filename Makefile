@@ -86,6 +86,7 @@ peers:
 
 lint: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
 typecheck: install
 	$(VENV)/bin/mypy $(LINT_PATHS)
