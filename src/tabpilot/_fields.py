@@ -118,10 +118,10 @@ async def check_field(
         _fail(tab, what, ref, problem, "wrong_field", _INSTEAD.get(wanted, ""), field=wanted)
     options = state["options"]
     if values is not None and options is not None:
-        known = {text for pair in options for text in pair}
+        known = {text for value, label, _ in options for text in (value, label)}
         missing = [v for v in values if v not in known]
         if missing:
-            shown = ", ".join(repr(label) for _, label in options[:20]) + (" …" if len(options) > 20 else "")
+            shown = _labels(options)
             _fail(
                 tab,
                 what,
@@ -139,6 +139,18 @@ async def check_field(
                 "failed",
                 "Give one value.",
             )
+        disabled = _disabled_choice(options, values, several=kind == "listbox")
+        if disabled is not None:
+            enabled = [option for option in options if not option[2]]
+            _fail(
+                tab,
+                what,
+                ref,
+                f"cannot take option {quoted(disabled)}: the option is disabled (the page does not let it be chosen now)",
+                "failed",
+                f"Choose one of its enabled options ({_labels(enabled) or 'none'}), or first do what the page "
+                "asks to enable it.",
+            )
     if text is not None and state.get("accepts") is False:
         field, takes = _FORMATS[state["inputType"]]
         _fail(
@@ -150,6 +162,28 @@ async def check_field(
             "Give the value in that form (the field was left as it was).",
         )
     return state
+
+
+def _labels(options: Sequence[Sequence[Any]]) -> str:
+    """The labels of a select's options (`input_state`'s), the first 20 of them."""
+    return ", ".join(repr(option[1]) for option in options[:20]) + (" …" if len(options) > 20 else "")
+
+
+def _disabled_choice(options: Sequence[Sequence[Any]], values: Sequence[str], *, several: bool) -> str | None:
+    """The label of the disabled option a selection of `values` would reach, as Playwright walks
+    the options (`several`: a multiple-choice list, else the first match ends the walk): Playwright
+    waits for such an option to be enabled until its timeout, where it should be said at once."""
+    remaining = list(values)
+    for value, label, disabled in options:
+        matched = [v for v in remaining if v in (value, label)]
+        if not matched:
+            continue
+        if disabled:
+            return str(label)
+        if not several:
+            return None
+        remaining = [v for v in remaining if v not in matched]
+    return None
 
 
 def field_uses(value: str | bool | Sequence[str]) -> tuple[FieldUse, ...]:

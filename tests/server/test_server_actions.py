@@ -1525,6 +1525,37 @@ async def test_fields_that_cannot_take_input_fail_at_once_with_the_reason(
         ok(await mcp.call_tool("browser_type", {"ref": free, "text": "hi"}))
 
 
+async def test_a_disabled_option_is_refused_at_once_naming_the_options_that_can_be_chosen(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Playwright waits its whole timeout for a disabled option to become enabled: the answer was
+    # "did not finish (waited 5 s). The page may be busy or still loading".
+    site.set_content(
+        "/sizes",
+        '<select aria-label="Size"><option value="s">Small</option><option value="l" disabled>Large</option>'
+        '<optgroup label="Sold out" disabled><option value="xl">Huge</option></optgroup></select>'
+        '<select multiple aria-label="Extras"><option>Bag</option><option disabled>Box</option></select>',
+    )
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/sizes"))
+        snap = await snapshot(mcp, tab)
+        size, extras = ref_of(snap, 'combobox "Size"'), ref_of(snap, 'listbox "Extras"')
+        for tool, arguments, option, enabled in (
+            ("browser_select_option", {"ref": size, "values": ["Large"]}, "Large", "'Small'"),
+            ("browser_select_option", {"ref": size, "values": ["xl"]}, "Huge", "'Small'"),
+            ("browser_select_option", {"ref": extras, "values": ["Bag", "Box"]}, "Box", "'Bag'"),
+            ("browser_fill_form", {"fields": [{"ref": size, "value": "l"}]}, "Large", "'Small'"),
+        ):
+            refused = error(await mcp.call_tool(tool, arguments))
+            ref = arguments.get("ref", size)
+            assert f"element {ref} cannot take option {option!r}: the option is disabled" in refused, refused
+            assert f"Choose one of its enabled options ({enabled})" in refused, refused
+            assert "waited" not in refused, refused
+        value = "() => [...document.querySelectorAll('option')].filter(o => o.selected).map(o => o.value)"
+        assert result_of(ok(await mcp.call_tool("browser_evaluate", {"function": value})))["value"] == ["s"]
+        ok(await mcp.call_tool("browser_select_option", {"ref": extras, "values": ["Bag"]}))
+
+
 async def test_tab_ids_are_plain_integers_and_long_urls_are_cut(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

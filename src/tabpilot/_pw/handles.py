@@ -375,7 +375,7 @@ _INPUT_STATE = """(el, value) => {
   return {
     disabled: el.matches(':disabled'),
     readOnly: ['INPUT', 'TEXTAREA'].includes(tag) && el.readOnly,
-    options: tag === 'SELECT' ? Array.from(el.options, o => [o.value, o.label]) : null,
+    options: tag === 'SELECT' ? Array.from(el.options, o => [o.value, o.label, o.matches(':disabled')]) : null,
     kind,
     inputType: type,
     accepts,
@@ -400,11 +400,11 @@ class ElementHandle:
 
     async def input_state(self, value: str | None = None) -> dict[str, Any] | None:
         """At once, without waiting, of the element a fill, select or check acts on (for a label,
-        its control): whether it is disabled or read-only, a select's options as [value, label]
-        pairs, its `kind` (text, checkbox, radio, switch, select, listbox, file, button or other)
-        and `inputType` (an input's type, else ''); with `value`, `accepts`: whether a date, time
-        or number input would keep that text (None for other elements). None if the element is
-        not on the page now."""
+        its control): whether it is disabled or read-only, a select's options as [value, label,
+        disabled] (an option of a disabled group is disabled too), its `kind` (text, checkbox,
+        radio, switch, select, listbox, file, button or other) and `inputType` (an input's type,
+        else ''); with `value`, `accepts`: whether a date, time or number input would keep that
+        text (None for other elements). None if the element is not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
         # returns at once, and gives up quickly on one that is not.
         try:
