@@ -528,12 +528,28 @@ def check_file_paths(
     for path in paths:
         resolved = path_in_roots(path, roots, doing=doing) if roots else Path(path).expanduser().resolve()
         try:
-            readable = resolved.is_file() and os.access(resolved, os.R_OK)
+            problem = (
+                "it is a folder"
+                if resolved.is_dir()
+                else "nothing is there"
+                if not resolved.is_file()
+                else "this process may not read it"
+                if not os.access(resolved, os.R_OK)
+                else None
+            )
         except OSError:  # a name too long for the file system
-            readable = False
-        if not readable:
+            problem = "the file system takes no such name"
+        if problem is not None:
+            # Which of the three, and where it was looked for: the answer said "no such file, a
+            # folder, or not readable" of 'files/a.txt', not where relative paths start.
+            where = f" ({quoted(str(resolved))})" if str(resolved) != path else ""
+            start = (
+                "" if Path(path).expanduser().is_absolute() else f"; a relative path starts at {os.getcwd()}"
+            )
+            inside = f" inside {', '.join(roots)}" if roots else ""
             raise ValueError(
-                f"{quoted(path)} is not a readable file: no such file, a folder, or not readable."
+                f"{quoted(path)} is not a readable file{where}: {problem}. Give the path of a file{inside}"
+                f"{start}."
             )
         checked.append(str(resolved))
     return checked

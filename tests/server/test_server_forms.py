@@ -256,7 +256,7 @@ async def test_refs_of_two_tabs_in_one_call_are_refused_saying_so(
 
 
 async def test_file_upload_takes_files_inside_the_allowed_roots_only(
-    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site.set_content(
         "/upload",
@@ -285,7 +285,14 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         missing = error(
             await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [str(inside / "nope.txt")]})
         )
-        assert "not a readable file" in missing
+        # Which of "no such file, a folder, or not readable" it is, and what to give instead.
+        nothing = f"'{inside / 'nope.txt'}' is not a readable file: nothing is there. Give the path of a file inside"
+        assert f"{nothing} {inside}." in missing, missing
+        (inside / "sub").mkdir()
+        monkeypatch.chdir(inside)
+        sub = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": ["sub"]}))
+        assert f"'sub' is not a readable file ('{inside / 'sub'}'): it is a folder." in sub, sub
+        assert f"inside {inside}; a relative path starts at {inside}." in sub, sub
         empty = error(await mcp.call_tool("browser_file_upload", {"ref": field, "paths": [""]}))
         assert "An empty path names no file" in empty and "outside" not in empty
         # The allowed folder itself is no file (it was "outside the folders"); a path too long for
