@@ -1475,6 +1475,20 @@ async def test_invalid_arguments_name_the_argument(connect: Callable[..., Client
         malformed = error(await mcp.call_tool("browser_click", {"ref": "button-1"}))
         assert "button-1" in malformed
 
+        # A value no branch of a form field's value takes is one line, named by its field, as a
+        # tab id is (each branch had a line of its own: 'fields.0.value.str', '...bool', '...list[str]').
+        number = error(
+            await mcp.call_tool("browser_fill_form", {"fields": [{"ref": button, "value": 7}, {}]})
+        )
+        assert number.splitlines()[1:] == [
+            "- argument 'fields.0.value': Input should be a valid string or a valid boolean or a valid list (got 7)",
+            "- argument 'fields.1.ref': Field required",
+            "- argument 'fields.1.value': Field required",
+            "Fix them and call again.",
+        ], number
+        half = error(await mcp.call_tool("browser_tabs", {"action": "close", "tabId": 2.5}))
+        assert "- argument 'tabId': Input should be a valid integer or a valid string (got 2.5)" in half, half
+
 
 async def test_an_unknown_tab_id_lists_the_open_tabs(connect: Callable[..., Client], site: LocalSite) -> None:
     async with connect() as mcp:

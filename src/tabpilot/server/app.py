@@ -248,7 +248,7 @@ class TabpilotServer(Server[ServerState]):
             given = tool.metadata.validate_arguments(arguments)
             problems = _booleans_for_numbers(tool.schema, arguments) + _not_booleans(tool.schema, arguments)
         except ValidationError as exc:
-            problems = _argument_problems(exc)
+            problems = _argument_problems(exc, arguments)
         if problems:
             return await self._argument_error(
                 name,
@@ -356,24 +356,49 @@ def _not_booleans(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str
     return lines
 
 
-def _argument_problems(error: ValidationError) -> list[str]:
+def _argument_problems(error: ValidationError, arguments: dict[str, Any]) -> list[str]:
     """One line per bad argument; the branches of a union (`int | str`) that all refused one value
-    make one line ("a valid integer or a valid string")."""
-    by_arg: dict[Any, list[Any]] = {}
-    for err in error.errors():
-        by_arg.setdefault(err["loc"][0] if err["loc"] else "(arguments)", []).append(err)
+    make one line ("a valid integer or a valid string"), at any depth (a form field's value was
+    three lines, each named by its branch: 'fields.0.value.str', 'fields.0.value.bool', ...)."""
+    errs = error.errors()
     lines = []
-    for arg, errs in by_arg.items():
-        branches = len(errs) > 1 and all(len(e["loc"]) == 2 and e["input"] is errs[0]["input"] for e in errs)
-        if branches:
-            msgs = [errs[0]["msg"], *(e["msg"].removeprefix("Input should be ") for e in errs[1:])]
-            lines.append(f"- argument {str(arg)!r}: {' or '.join(msgs)} (got {_shown(errs[0]['input'])})")
+    done: set[int] = set()
+    for i, err in enumerate(errs):
+        if i in done:
             continue
-        for err in errs:
-            where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-            given = f" (got {_shown(err['input'])})" if err["type"] != "missing" else ""
-            lines.append(f"- argument {where!r}: {err['msg']}{given}")
+        place = err["loc"][:-1]
+        # A union's branches each refuse the value found at `place` (their name ends their loc);
+        # a model's fields refuse values inside the one found there.
+        branches = [
+            j
+            for j in range(i, len(errs))
+            if errs[j]["loc"][:-1] == place
+            and place
+            and errs[j]["type"] != "missing"  # its input is what lacks the field
+            and _found(arguments, place) is errs[j]["input"]
+        ]
+        if len(branches) > 1:
+            done.update(branches)
+            msgs = [err["msg"], *(errs[j]["msg"].removeprefix("Input should be ") for j in branches[1:])]
+            where = ".".join(str(p) for p in place)
+            lines.append(f"- argument {where!r}: {' or '.join(msgs)} (got {_shown(err['input'])})")
+            continue
+        where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        given = f" (got {_shown(err['input'])})" if err["type"] != "missing" else ""
+        lines.append(f"- argument {where!r}: {err['msg']}{given}")
     return lines
+
+
+def _found(arguments: Any, place: tuple[int | str, ...]) -> Any:
+    """The value at `place` (a validation error's loc) in the arguments given, or a fresh object
+    (which is no error's input) where there is none."""
+    value = arguments
+    for step in place:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return object()
+    return value
 
 
 def create_server(
