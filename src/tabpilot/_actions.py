@@ -107,6 +107,11 @@ class ActionResult:
     sets its opener's location). The refs of their earlier snapshots are gone."""
     returned: bool = True
     """`evaluate`: False when the tab closed itself before the script returned (no `value`)."""
+    stopped: bool = False
+    """A dialog the action opened stopped it before it was done (an input of several steps: keys
+    typed one by one, a form's fields): the steps after the one that opened the dialog were not
+    given, and will not be once it is handled (`fill_form`: `value` holds the fields set, up to
+    the one that opened it)."""
     loading: str | None = None
     """The action started loading a page into its tab (a link, a form it submitted) whose server
     had not sent it when the action's time ran out: its URL ('' if the browser did not say). The
@@ -155,21 +160,25 @@ async def _act(
     pickers: bool = False,
     follow: bool | None = None,
     gives_input: bool = True,
+    stop_at_dialog: bool = False,
 ) -> tuple[Any, ActionResult]:
     """Run an action's `job` under a watch; `pickers`: report a file picker it opened (a click;
     an upload answers the picker its own click opens). `follow`: False keeps the tabs it opens in
     the background even where the manager follows new tabs (`ActionWatch.follow`). `gives_input`: the job is input (a click,
     keys), done once given even when Playwright then waits for the document it made the tab load:
-    if that document is slow, the result says so (`ActionResult.loading`) instead of failing."""
+    if that document is slow, the result says so (`ActionResult.loading`) instead of failing.
+    `stop_at_dialog`: a dialog it opens stops the job (`ActionResult.stopped`), which has steps
+    that must not be given after the answer."""
     closed_itself = False
     loading: str | None = None
+    finished = True
     due_before = tab.document_due
     with tab.host.watch(tab) as watch:
         watch.follow = follow
         watch.gives_input = gives_input
         try:
             with map_playwright_errors(Doing(what, tab_id=tab.id, ref=ref, timeout=timeout)):
-                value, _ = await watch.run(job, dialogs=dialogs)
+                value, finished = await watch.run(job, dialogs=dialogs, stop_at_dialog=stop_at_dialog)
         except ActionError as exc:
             if gives_input and exc.reason in ("timeout", "busy") and tab.document_due and not due_before:
                 # The action started a navigation (Playwright waits for its document, up to the
@@ -210,6 +219,7 @@ async def _act(
         closed_itself=closed_itself,
         file_picker=pickers and watch.file_pickers > 0,
         other_tabs_loading=tuple(watch.loaded.items()),
+        stopped=stop_at_dialog and not finished,
         loading=loading,
     )
 
@@ -303,17 +313,24 @@ async def type_text(
         # '11242026'): only a value set at once must be in the field's format.
         await check_field(tab, element, what, ref, uses=("text",), text=None if slowly else text)
 
+        entering = False
+
         async def job() -> None:
+            nonlocal entering
             if slowly:
                 await element.fill("", timeout=timeout)  # replaces the text, like fill
                 await element.type_keys(text, timeout=limit)
             else:
                 await element.fill(text, timeout=limit)
             if submit:
+                entering = True
                 await element.press("Enter", timeout=timeout)
 
-        _, result = await _act(tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs)
-    return result
+        _, result = await _act(
+            tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs, stop_at_dialog=slowly or submit
+        )
+    # Enter opened it: nothing was left to do.
+    return _with(result, stopped=False) if entering else result
 
 
 MAX_KEY_CHARS = 100
@@ -462,7 +479,10 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
         elements.append((ref, element, value if checked is None else checked))
         selects[ref] = state is not None and state["options"] is not None
 
+    done = 0  # fields filled so far
+
     async def job() -> None:
+        nonlocal done
         for ref, element, value in elements:
             with map_playwright_errors(
                 Doing(f"Filling {ref} on tab {tab.id}", tab_id=tab.id, ref=ref, timeout=timeout)
@@ -475,10 +495,15 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
                     await element.select([value], timeout=timeout)
                 else:
                     await element.fill(value, timeout=timeout)
+            done += 1
 
     refs = ", ".join(ref for ref, _ in fields)
-    _, result = await _act(tab, f"Filling {refs} on tab {tab.id}", job(), ref=None, timeout=timeout)
-    return _with(result, value=[value for _, _, value in elements])
+    _, result = await _act(
+        tab, f"Filling {refs} on tab {tab.id}", job(), ref=None, timeout=timeout, stop_at_dialog=True
+    )
+    # Stopped: the field being filled opened the dialog, and was set.
+    reached = elements[: done + 1] if result.stopped else elements
+    return _with(result, value=[value for _, _, value in reached], stopped=len(reached) < len(elements))
 
 
 async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | None = None) -> ActionResult:

@@ -689,3 +689,59 @@ async def test_a_dialog_that_opens_while_a_field_is_checked_ends_the_action_at_o
             said = text(answer)
             assert "alert" in said and "browser_handle_dialog" in said, (tool, said)
             ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+
+
+STOPPING = """<title>Stopping</title>
+<select aria-label="Country" onchange="confirm('Change country? The address is cleared.')">
+<option>FR</option><option>DE</option></select>
+<input aria-label="City"><input aria-label="Zip" onkeydown="if (event.key === '3') alert('three')">
+<form onsubmit="event.preventDefault(); document.title = 'sent'">
+<input aria-label="Search" oninput="if (this.value === 'go') alert('suggestions')"></form>"""
+
+
+async def test_a_dialog_an_input_of_several_steps_opens_stops_the_steps_after_it(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The steps after the one that opened the dialog went on once the dialog was handled, after
+    # the answer and out of the tab's turn (beside the agent's next calls, opening the dialogs of
+    # their keys then), while the answer said them done: "Filled 2 fields ... 'Berlin'" of a City
+    # filled only later, "Typed '12345'" of a field then holding '12'.
+    site.set_content("/stopping", STOPPING)
+    async with connect() as mcp:
+        shown = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/stopping")}))
+        country, city, zip_code, search = refs_of(
+            section(shown, "Snapshot"), '"Country"', '"City"', '"Zip"', '"Search"'
+        )
+        tab = await active_tab(mcp)
+        values = (
+            "() => [...document.querySelectorAll('select, input')].map(e => e.value).concat(document.title)"
+        )
+
+        fields = [{"ref": country, "value": "DE"}, {"ref": city, "value": "Berlin"}]
+        filled = section(ok(await mcp.call_tool("browser_fill_form", {"fields": fields})), "Result")
+        assert filled.startswith(
+            f"Filled 1 of 2 fields on tab {tab}: {country} = 'DE'. A dialog it opened stopped the rest: "
+            f"{city} was not filled."
+        ), filled
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+
+        typed = section(
+            ok(await mcp.call_tool("browser_type", {"ref": zip_code, "text": "12345", "slowly": True})),
+            "Result",
+        )
+        assert typed.startswith(
+            f"Typing '12345' into {zip_code} on tab {tab} stopped at a dialog it opened: the keys after the one "
+            "that opened it were not typed."
+        ), typed
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+
+        searched = section(
+            ok(await mcp.call_tool("browser_type", {"ref": search, "text": "go", "submit": True})), "Result"
+        )
+        assert searched.startswith(
+            f"Typed 'go' into {search} on tab {tab}; a dialog it opened stopped it before Enter was pressed."
+        ), searched
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+        # Nothing of what was stopped is done once the dialogs are handled.
+        await anyio.sleep(0.5)
+        assert await page_value(mcp, tab, values) == ["DE", "", "123", "go", "Stopping"]

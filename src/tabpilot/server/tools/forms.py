@@ -48,13 +48,15 @@ async def browser_fill_form(
     tab = call.target(tab_id=tabId, ref=fields[0].ref)
     result = await fill_form(tab, [(f.ref, f.value) for f in fields])
     # As set: a checkbox given "false" is unchecked (it was shown as 'false').
-    filled = "; ".join(f"{f.ref} = {_shown(value)}" for f, value in zip(fields, result.value, strict=True))
-    report(
-        call,
-        tab,
-        f"Filled {len(fields)} field{'s' if len(fields) > 1 else ''} on tab {tab.id}: {filled}.",
-        result,
-    )
+    filled = "; ".join(f"{f.ref} = {_shown(value)}" for f, value in zip(fields, result.value, strict=False))
+    done = f"Filled {len(fields)} field{'s' if len(fields) > 1 else ''} on tab {tab.id}: {filled}."
+    if result.stopped:  # a field's dialog: the fields after it are left as they were
+        left = [f.ref for f in fields[len(result.value) :]]
+        done = (
+            f"Filled {len(result.value)} of {len(fields)} fields on tab {tab.id}: {filled}. A dialog it opened "
+            f"stopped the rest: {', '.join(left)} {'was' if len(left) == 1 else 'were'} not filled."
+        )
+    report(call, tab, done, result)
 
 
 async def browser_file_upload(

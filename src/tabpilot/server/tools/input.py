@@ -115,6 +115,8 @@ def report(
         data["filePicker"] = True
     if result.loading is not None:
         data["loading"] = result.loading
+    if result.stopped:
+        data["stopped"] = True
     if result.other_tabs_loading:
         data["otherTabsLoading"] = [{"tabId": t, "url": url} for t, url in result.other_tabs_loading]
     if followed is not None:
@@ -267,8 +269,17 @@ async def browser_type(
     ] = False,
 ) -> None:
     result = await type_text(tab, ref, text, submit=submit, slowly=slowly)
-    then = " and pressed Enter" if submit else ""
-    report(call, tab, f"Typed {quoted(text)} into {ref} on tab {tab.id}{then}.", result, ref=ref)
+    if result.stopped and slowly:
+        nor = ", nor Enter pressed" if submit else ""
+        done = (
+            f"Typing {quoted(text)} into {ref} on tab {tab.id} stopped at a dialog it opened: the keys after the "
+            f"one that opened it were not typed{nor}."
+        )
+    elif result.stopped:
+        done = f"Typed {quoted(text)} into {ref} on tab {tab.id}; a dialog it opened stopped it before Enter was pressed."
+    else:
+        done = f"Typed {quoted(text)} into {ref} on tab {tab.id}{' and pressed Enter' if submit else ''}."
+    report(call, tab, done, result, ref=ref)
 
 
 async def browser_press_key(
