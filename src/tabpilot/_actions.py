@@ -173,6 +173,8 @@ async def _act(
     loading: str | None = None
     finished = True
     due_before = tab.document_due
+    if gives_input:  # it acts now (in its input turn), its checks passed
+        tab.turns_taken += 1
     with tab.host.watch(tab) as watch:
         watch.follow = follow
         watch.gives_input = gives_input

@@ -154,6 +154,7 @@ async def navigate(
         target = normalize_url(url)
         policy.check(target)
     async with tab.input_turn():  # after the actions before it on the tab, before those after
+        tab.turns_taken += 1
         return replace(await _navigate(tab, action, target, timeout), turn=tab.turns_taken)
 
 

@@ -221,8 +221,10 @@ class Tab:
         self._input_turns: deque[asyncio.Future[None]] = deque()
         """Actions that use the page's input, in the order they asked (`input_turn`); the first runs."""
         self.turns_taken = 0
-        """Input turns given so far (`input_turn`): a count that grew since an action's own turn
-        means another action used the tab after it."""
+        """Input actions and navigations that began on the tab so far (in their `input_turn`; one
+        refused before it acted, for a stale ref or a field that cannot take its value, is not
+        counted): a count that grew since an action's own means another action used the tab after
+        it."""
         self._document_due = False
         """A navigation asked for a document that has not arrived yet (`expecting_document`,
         `document_requested`)."""
@@ -673,7 +675,6 @@ class Tab:
             self._pass_turn()
             await turn
             self.ensure_open()
-            self.turns_taken += 1
             yield
         finally:
             self._input_turns.remove(turn)

@@ -2083,6 +2083,22 @@ async def test_a_navigation_whose_tab_another_call_moved_on_says_so(
         assert section(alone, "Result") == f"Navigated tab {tab}."
 
 
+async def test_a_call_refused_before_it_acted_is_not_said_to_have_acted_on_a_navigated_tab(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A click queued behind a navigation, refused for its stale ref when its turn came, made the
+    # navigation say "Another call has acted on tab 1 since": it had done nothing.
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/page/a"))
+        button = ref_of(await snapshot(mcp, tab), "Say hi")
+        slow = site.url("/api/slow?ms=500")
+        going = asyncio.ensure_future(mcp.call_tool("browser_navigate", {"url": slow, "tabId": tab}))
+        await asyncio.sleep(0.1)  # the navigation has the tab's turn
+        stale = error(await mcp.call_tool("browser_click", {"ref": button}))
+        assert f"Ref {button} was of an earlier page of tab {tab}" in stale, stale
+        assert section(ok(await going), "Result") == f"Navigated tab {tab}."
+
+
 async def test_a_tab_that_opens_while_two_calls_work_on_its_opener_is_told_as_either_ones(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
