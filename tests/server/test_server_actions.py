@@ -968,6 +968,9 @@ async def test_press_key_on_an_element_and_where_the_focus_is(
 
         unknown = error(await mcp.call_tool("browser_press_key", {"key": "Explode", "tabId": tab}))
         assert "Explode" in unknown and "Enter" in unknown
+        # Text given as a key: the way to type it, which the answer did not name.
+        words = error(await mcp.call_tool("browser_press_key", {"key": "hello world", "tabId": tab}))
+        assert "To type text, use browser_type(ref=..., text=...) on the field" in words, words
         # No key has a name that long: it was echoed whole (twice), and cut, the message lost its end.
         huge = error(await mcp.call_tool("browser_press_key", {"key": "x" * 100_000, "tabId": tab}))
         assert "is not a key name: name one key or combination, e.g. Enter or Control+a" in huge, huge

@@ -181,6 +181,11 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         )
     if exc.reason == "loading" and snap:  # the page is on its way: its read call, in a while
         return _SNAPSHOT_OF_TAB.sub(lambda m: f"{'C' if m.group()[0] == 'T' else 'c'}all {snap}", exc.advice)
+    if exc.reason == "unknown_key" and calls is DEFAULT_CALLS:  # perhaps text given as a key
+        return (
+            f"{exc.advice} To type text, use browser_type(ref=..., text=...) on the field (a snapshot "
+            "marks the focused one [active])."
+        )
     if exc.reason == "wrong_field" and exc.field is not None:
         return _wrong_field_advice(exc.field, snap, calls)
     if exc.reason == "certificate":
