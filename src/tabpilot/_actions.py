@@ -313,7 +313,7 @@ async def type_text(
         element = await tab.element(ref)
         # Keys typed one by one go through the field's own editor (a date field's segments take
         # '11242026'): only a value set at once must be in the field's format.
-        await check_field(tab, element, what, ref, uses=("text",), text=None if slowly else text)
+        await check_field(tab, element, what, ref, uses=("text",), text=None if slowly else text, room=text)
 
         entering = False
 
@@ -476,6 +476,7 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
             uses=field_uses(value),
             values=values,
             text=text,
+            room=text,
         )
         checked = toggle_text(text, state) if text is not None else None
         elements.append((ref, element, value if checked is None else checked))

@@ -2,11 +2,11 @@
 
 A disabled or read-only field, a select with no option for a value, and a value of the wrong kind
 for the field (text for a checkbox, true/false for a text field, several options for a list that
-takes one, an option for a text field, text a date, time or number field would not keep) fail at
-once, with what the field is and what it takes, instead of Playwright's words after a timeout or
-about the DOM ("Input of type "checkbox" cannot be filled"), or a field silently left empty (a date
-field given 'tomorrow'). An element that is no form field, or is not on the page now, is left to
-the action.
+takes one, an option for a text field, text a date, time or number field would not keep, text
+longer than a field's maxlength) fail at once, with what the field is and what it takes, instead
+of Playwright's words after a timeout or about the DOM ("Input of type "checkbox" cannot be
+filled"), or a field silently left empty (a date field given 'tomorrow') or cut short. An element
+that is no form field, or is not on the page now, is left to the action.
 """
 
 from __future__ import annotations
@@ -93,11 +93,13 @@ async def check_field(
     uses: Collection[str] = (),
     values: Sequence[str] | None = None,
     text: str | None = None,
+    room: str | None = None,
 ) -> dict[str, Any] | None:
     """Fail at once where waiting could not help (see the module docstring). `uses`: what the
     action can put into the field (empty: any); `values`: options it will select; `text`: what it
-    will type. Returns the element's state (`ElementHandle.input_state`), or None if it is not on
-    the page now."""
+    will set as the value (in the field's format); `room`: what it will type, at once or key by
+    key (within the field's maxlength). Returns the element's state (`ElementHandle.input_state`),
+    or None if it is not on the page now."""
     state = await field_state(tab, element, what, ref, text)
     if state is None:
         return None
@@ -151,6 +153,18 @@ async def check_field(
                 f"Choose one of its enabled options ({_labels(enabled) or 'none'}), or first do what the page "
                 "asks to enable it.",
             )
+    most = state.get("maxLength", -1)
+    if room is not None and 0 <= most < len(room.encode("utf-16-le")) // 2:  # as the page counts
+        # The browser keeps the first `most` characters, silently. (The text is not said: it may
+        # be a secret.)
+        _fail(
+            tab,
+            what,
+            ref,
+            f"takes at most {most} characters (its maxlength), fewer than the text has",
+            "bad_value",
+            "Shorten the text to fit (the field was left as it was).",
+        )
     if text is not None and state.get("accepts") is False:
         field, takes = _FORMATS[state["inputType"]]
         _fail(

@@ -208,6 +208,43 @@ async def test_text_a_date_or_number_field_would_drop_is_refused_and_true_false_
         assert "Error:" not in unchecked
 
 
+async def test_text_longer_than_a_fields_maxlength_is_refused_not_cut(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The browser keeps the first maxlength characters: "Typed 'AB-1234-XY'" of a field that held
+    # 'AB-12'. (An emoji is two of the page's characters.)
+    site.set_content(
+        "/short", '<input aria-label="Code" maxlength="5"><textarea aria-label="Bio" maxlength="4">'
+    )
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/short"))
+        code, bio = refs_of(await snapshot(mcp, tab), 'textbox "Code"', 'textbox "Bio"')
+        for tool, arguments, ref in (
+            ("browser_type", {"ref": code, "text": "AB-1234-XY"}, code),
+            ("browser_type", {"ref": code, "text": "AB-1234-XY", "slowly": True}, code),
+            (
+                "browser_fill_form",
+                {"fields": [{"ref": code, "value": "AB-12"}, {"ref": bio, "value": "hi 👋🏽"}]},
+                bio,
+            ),
+        ):
+            refused = error(await mcp.call_tool(tool, arguments))
+            assert (
+                f"element {ref} takes at most" in refused
+                and "(its maxlength), fewer than the text has" in refused
+            )
+            assert "Shorten the text to fit (the field was left as it was)." in refused, refused
+        values = "() => [...document.querySelectorAll('input, textarea')].map(e => e.value)"
+        assert await page_value(mcp, tab, values) == ["", ""]
+        ok(
+            await mcp.call_tool(
+                "browser_fill_form",
+                {"fields": [{"ref": code, "value": "AB-12"}, {"ref": bio, "value": "hi👋"}]},
+            )
+        )
+        assert await page_value(mcp, tab, values) == ["AB-12", "hi👋"]
+
+
 async def test_typing_slowly_into_a_paragraph_of_a_rich_text_editor_types_there(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

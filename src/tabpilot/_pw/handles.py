@@ -379,6 +379,9 @@ _INPUT_STATE = """(el, value) => {
     kind,
     inputType: type,
     accepts,
+    // The most characters (UTF-16 units) the browser keeps of typed text: -1 for no limit.
+    maxLength: tag === 'TEXTAREA' || ['text', 'search', 'url', 'tel', 'email', 'password'].includes(type)
+      ? el.maxLength : -1,
   };
 }"""
 
@@ -403,7 +406,8 @@ class ElementHandle:
         its control): whether it is disabled or read-only, a select's options as [value, label,
         disabled] (an option of a disabled group is disabled too), its `kind` (text, checkbox,
         radio, switch, select, listbox, file, button or other) and `inputType` (an input's type,
-        else ''); with `value`, `accepts`: whether a date, time or number input would keep that
+        else''), `maxLength` (the most characters a text field keeps of typed text, -1 for no
+        limit); with `value`, `accepts`: whether a date, time or number input would keep that
         text (None for other elements). None if the element is not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
         # returns at once, and gives up quickly on one that is not.
