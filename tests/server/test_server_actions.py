@@ -1370,6 +1370,10 @@ async def test_a_screenshot_of_a_wide_element_in_an_iframe_shows_that_element(
         )
         shot = ok(await mcp.call_tool("browser_screenshot", {"ref": ref_of(text(wide), 'img "wide"')}))
         assert png_size(image_of(shot)) == (8000, 80)
+        # Said (it was not): its pixels are no longer the page's.
+        assert "It is 8000 px wide, the most a model takes: a wider area is scaled down to fit." in section(
+            shot, "Result"
+        )
         # Its left part, inside the iframe's box (the page shows no more of it).
         assert await color_at(mcp, tab, image_of(shot), 100, 40) == [0, 128, 0]
 

@@ -60,6 +60,12 @@ async def browser_screenshot(
     width, height = image_size(image)
     mime = f"image/{type}"
     what = f"element {ref}" if ref else "the full page" if fullPage else "the viewport"
+    # Said, as the cut of a taller one is: its pixels are no longer CSS pixels.
+    scaled = (
+        f" It is {MAX_SIDE} px wide, the most a model takes: a wider area is scaled down to fit."
+        if width >= MAX_SIDE and (maxWidth is None or maxWidth >= MAX_SIDE)
+        else ""
+    )
     cut = (
         f" It stops at {MAX_SIDE} px, the most a model takes (a taller one is cut there): to see further "
         "down, scroll (browser_evaluate with window.scrollTo) and take the viewport, or take an element by ref."
@@ -67,7 +73,7 @@ async def browser_screenshot(
         else ""
     )
     call.response.result(
-        f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, {type.upper()}).{cut} For element refs "
+        f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, {type.upper()}).{scaled}{cut} For element refs "
         "use browser_snapshot.",
         {
             "tabId": tab.id,
