@@ -160,15 +160,16 @@ async def _act(
     pickers: bool = False,
     follow: bool | None = None,
     gives_input: bool = True,
-    stop_at_dialog: bool = False,
+    stop: asyncio.Event | None = None,
 ) -> tuple[Any, ActionResult]:
     """Run an action's `job` under a watch; `pickers`: report a file picker it opened (a click;
     an upload answers the picker its own click opens). `follow`: False keeps the tabs it opens in
     the background even where the manager follows new tabs (`ActionWatch.follow`). `gives_input`: the job is input (a click,
     keys), done once given even when Playwright then waits for the document it made the tab load:
     if that document is slow, the result says so (`ActionResult.loading`) instead of failing.
-    `stop_at_dialog`: a dialog it opens stops the job (`ActionResult.stopped`), which has steps
-    that must not be given after the answer."""
+    `stop`: set when a dialog the job opens stops the action (`ActionResult.stopped`): a job of
+    several steps gives none after the one under way (not cancelled: a key it pressed would be
+    left held down)."""
     closed_itself = False
     loading: str | None = None
     finished = True
@@ -180,7 +181,7 @@ async def _act(
         watch.gives_input = gives_input
         try:
             with map_playwright_errors(Doing(what, tab_id=tab.id, ref=ref, timeout=timeout)):
-                value, finished = await watch.run(job, dialogs=dialogs, stop_at_dialog=stop_at_dialog)
+                value, finished = await watch.run(job, dialogs=dialogs, stop=stop)
         except ActionError as exc:
             if gives_input and exc.reason in ("timeout", "busy") and tab.document_due and not due_before:
                 # The action started a navigation (Playwright waits for its document, up to the
@@ -221,7 +222,7 @@ async def _act(
         closed_itself=closed_itself,
         file_picker=pickers and watch.file_pickers > 0,
         other_tabs_loading=tuple(watch.loaded.items()),
-        stopped=stop_at_dialog and not finished,
+        stopped=stop is not None and not finished,
         loading=loading,
     )
 
@@ -316,21 +317,21 @@ async def type_text(
         await check_field(tab, element, what, ref, uses=("text",), text=None if slowly else text, room=text)
 
         entering = False
+        stop = asyncio.Event()
 
         async def job() -> None:
             nonlocal entering
             if slowly:
                 await element.fill("", timeout=timeout)  # replaces the text, like fill
-                await element.type_keys(text, timeout=limit)
+                if not stop.is_set():
+                    await element.type_keys(text, timeout=limit, stop=stop.is_set)
             else:
                 await element.fill(text, timeout=limit)
-            if submit:
+            if submit and not stop.is_set():
                 entering = True
                 await element.press("Enter", timeout=timeout)
 
-        _, result = await _act(
-            tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs, stop_at_dialog=slowly or submit
-        )
+        _, result = await _act(tab, what, job(), ref=ref, timeout=limit, dialogs=dialogs, stop=stop)
     # Enter opened it: nothing was left to do.
     return _with(result, stopped=False) if entering else result
 
@@ -483,10 +484,13 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
         selects[ref] = state is not None and state["options"] is not None
 
     done = 0  # fields filled so far
+    stop = asyncio.Event()
 
     async def job() -> None:
         nonlocal done
         for ref, element, value in elements:
+            if stop.is_set():
+                return
             with map_playwright_errors(
                 Doing(f"Filling {ref} on tab {tab.id}", tab_id=tab.id, ref=ref, timeout=timeout)
             ):
@@ -502,7 +506,7 @@ async def _fill_form(tab: Tab, fields: Sequence[tuple[str, FieldValue]], timeout
 
     refs = ", ".join(ref for ref, _ in fields)
     _, result = await _act(
-        tab, f"Filling {refs} on tab {tab.id}", job(), ref=None, timeout=timeout, stop_at_dialog=True
+        tab, f"Filling {refs} on tab {tab.id}", job(), ref=None, timeout=timeout, stop=stop
     )
     # Stopped: the field being filled opened the dialog, and was set.
     reached = elements[: done + 1] if result.stopped else elements

@@ -225,14 +225,14 @@ class ActionWatch:
     # -- the race ------------------------------------------------------------------------------------
 
     async def run(
-        self, job: Awaitable[T], *, dialogs: DialogPolicy = "report", stop_at_dialog: bool = False
+        self, job: Awaitable[T], *, dialogs: DialogPolicy = "report", stop: asyncio.Event | None = None
     ) -> tuple[T | None, bool]:
         """Await `job`: returns (its value, True), or (None, False) when a dialog stopped the wait.
 
         With policy "accept" every dialog the tab shows meanwhile is accepted and the wait goes on.
-        If the caller is cancelled, so is the job. `stop_at_dialog`: a dialog that stops the wait
-        stops the job too (input of several steps, whose steps after the dialog would otherwise
-        be given once it is handled: after the action's answer, beside the next calls).
+        If the caller is cancelled, so is the job. `stop`: set when a dialog stops the wait, for a
+        job of several steps to give none after the one under way (which ends once the dialog is
+        handled): they would come after the action's answer, beside the next calls.
         """
         task: asyncio.Future[Any] = asyncio.ensure_future(self._guard(job) if self._guard else job)
         try:
@@ -256,8 +256,8 @@ class ActionWatch:
                 # The page is blocked until the dialog is handled; then the job ends by itself.
                 # Nobody awaits it any more: keep its outcome from being logged.
                 task.add_done_callback(retrieve_outcome)
-                if stop_at_dialog:
-                    task.cancel()  # Playwright aborts the call under way on its side too
+                if stop is not None:
+                    stop.set()
                 return None, False
         except asyncio.CancelledError:
             task.cancel()

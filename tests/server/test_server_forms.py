@@ -733,7 +733,8 @@ STOPPING = """<title>Stopping</title>
 <option>FR</option><option>DE</option></select>
 <input aria-label="City"><input aria-label="Zip" onkeydown="if (event.key === '3') alert('three')">
 <form onsubmit="event.preventDefault(); document.title = 'sent'">
-<input aria-label="Search" oninput="if (this.value === 'go') alert('suggestions')"></form>"""
+<input aria-label="Search" oninput="if (this.value === 'go') alert('suggestions')"></form>
+<input aria-label="Chat" onkeydown="if (event.key === 'Enter') { this.title += event.repeat; alert('sent') }">"""
 
 
 async def test_a_dialog_an_input_of_several_steps_opens_stops_the_steps_after_it(
@@ -781,4 +782,18 @@ async def test_a_dialog_an_input_of_several_steps_opens_stops_the_steps_after_it
         ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
         # Nothing of what was stopped is done once the dialogs are handled.
         await anyio.sleep(0.5)
-        assert await page_value(mcp, tab, values) == ["DE", "", "123", "go", "Stopping"]
+        assert await page_value(mcp, tab, values) == ["DE", "", "123", "go", "", "Stopping"]
+
+        # The step that opened the dialog ends once it is handled: a key it pressed is not left
+        # held down (the next press of it would be a repeat).
+        chat = ref_of(
+            section(ok(await mcp.call_tool("browser_snapshot", {"full": True})), "Snapshot"), '"Chat"'
+        )
+        sent = ok(await mcp.call_tool("browser_type", {"ref": chat, "text": "hi", "submit": True}))
+        assert section(sent, "Result").startswith(
+            f"Typed 'hi' into {chat} on tab {tab} and pressed Enter."
+        ), text(sent)
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+        ok(await mcp.call_tool("browser_press_key", {"ref": chat, "key": "Enter"}))
+        ok(await mcp.call_tool("browser_handle_dialog", {"accept": True}))
+        assert await page_value(mcp, tab, "() => document.querySelectorAll('input')[3].title") == "falsefalse"

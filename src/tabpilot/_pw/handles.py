@@ -429,16 +429,27 @@ class ElementHandle:
     async def fill(self, text: str, *, timeout: float) -> None:
         await self._locator.fill(text, timeout=_ms(timeout))
 
-    async def type_keys(self, text: str, *, timeout: float) -> None:
-        # A cancelled call stops typing: Playwright ends the driver's side of it too.
-        inner = await self._locator.evaluate(_INSIDE_EDITOR, timeout=_ms(timeout))
-        if inner:
-            # A paragraph of a rich-text editor takes no focus: press_sequentially's focus() left
-            # the editor (the keys went to the page). A click puts the caret in it.
-            await self._locator.click(timeout=_ms(timeout))
-            await asyncio.wait_for(self._locator.page.keyboard.type(text), timeout)
-        else:
-            await self._locator.press_sequentially(text, timeout=_ms(timeout))
+    async def type_keys(self, text: str, *, timeout: float, stop: Callable[[], bool] | None = None) -> None:
+        """Type `text` key by key into the element (focused first); no key after the one under way
+        once `stop()` is true (a dialog that key opened: the key itself ends once it is handled).
+        A cancelled call stops typing: Playwright ends the driver's side of it too."""
+        keyboard = self._locator.page.keyboard
+
+        async def typing() -> None:
+            if await self._locator.evaluate(_INSIDE_EDITOR, timeout=_ms(timeout)):
+                # A paragraph of a rich-text editor takes no focus: focus() leaves the editor (the
+                # keys went to the page). A click puts the caret in it.
+                await self._locator.click(timeout=_ms(timeout))
+            else:
+                await self._locator.focus(timeout=_ms(timeout))  # as press_sequentially does
+            # One key per call (press_sequentially types them all in one): the typing can stop
+            # between two keys.
+            for char in text:
+                if stop is not None and stop():
+                    return
+                await keyboard.type(char)
+
+        await asyncio.wait_for(typing(), timeout)
 
     async def press(self, key: str, *, timeout: float) -> None:
         await self._locator.press(key, timeout=_ms(timeout))
