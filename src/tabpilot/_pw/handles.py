@@ -406,7 +406,7 @@ class ElementHandle:
         its control): whether it is disabled or read-only, a select's options as [value, label,
         disabled] (an option of a disabled group is disabled too), its `kind` (text, checkbox,
         radio, switch, select, listbox, file, button or other) and `inputType` (an input's type,
-        else''), `maxLength` (the most characters a text field keeps of typed text, -1 for no
+        else ''), `maxLength` (the most characters a text field keeps of typed text, -1 for no
         limit); with `value`, `accepts`: whether a date, time or number input would keep that
         text (None for other elements). None if the element is not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now
