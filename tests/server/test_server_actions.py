@@ -1306,6 +1306,15 @@ async def test_a_javascript_error_in_evaluate_is_a_clear_error(
         broken = error(await mcp.call_tool("browser_evaluate", {"function": "() => {", "tabId": tab}))
         assert f"tab {tab}" in broken
 
+        # A value that is no Error (a rejected API call's object) is said as its JSON, as a result
+        # is: the answer said "failed: Object.".
+        for function, says in (
+            ("() => { throw {status: 404, reason: 'gone'} }", 'threw: {"status":404,"reason":"gone"}'),
+            ("() => Promise.reject('nope')", 'threw: "nope"'),
+        ):
+            thrown = error(await mcp.call_tool("browser_evaluate", {"function": function, "tabId": tab}))
+            assert f"Evaluating on tab {tab} failed: the script {says}." in thrown, thrown
+
 
 async def test_evaluate_on_an_element_whose_promise_never_settles_ends_at_the_timeout(
     make_server: Callable[..., Any], site: LocalSite

@@ -193,9 +193,16 @@ def _user_script(function: str, *, on_element: bool) -> str:
     if _FUNCTION_DECLARATION.match(code):  # as Playwright does: a declaration gives no value
         code = f"({code})"
     element = "element" if on_element else ""
+    # A value thrown that is no Error (a rejected API call's object) reached Playwright as "Object":
+    # it is said as its JSON instead, under a name that says what it is.
     return (
-        f"async ({element}) => {{ const made = globalThis.eval({json.dumps(code)}); "
-        f"return ({_AS_JSON})(await (typeof made === 'function' ? made({element}) : made)); }}"
+        f"async ({element}) => {{ const asJson = {_AS_JSON}; let value; "
+        f"try {{ const made = globalThis.eval({json.dumps(code)}); "
+        f"value = await (typeof made === 'function' ? made({element}) : made); }} "
+        "catch (thrown) { if (thrown instanceof Error) throw thrown; "
+        "let text; try { text = asJson(thrown); } catch { text = String(thrown); } "
+        "const said = new Error(text.slice(0, 2000)); said.name = 'the script threw'; throw said; } "
+        "return asJson(value); }"
     )
 
 
