@@ -1141,9 +1141,12 @@ class Tab:
         return self.handle.element(playwright)
 
     def _moved_on_error(self, page_ref: str) -> StaleRefError:
+        # Not "its iframe has loaded another page": every iframe's refs are renamed when any one
+        # moves (`FrameRefs.frames_moved`), and the ref's own iframe may be one that stayed.
         return StaleRefError(
-            f"Ref {tab_ref(self.id, page_ref)} was of an earlier page of its iframe on tab {self.id}: the "
-            "iframe has loaded another page since, whose elements have refs of their own.",
+            f"Ref {tab_ref(self.id, page_ref)} is from before an iframe of tab {self.id} loaded another page "
+            "(its own iframe or another: which one, the browser does not say), when the refs of all the tab's "
+            "iframes were given anew.",
             f"Take a new snapshot of tab {self.id} and use a ref from it.",
             ref=tab_ref(self.id, page_ref),
             tab_id=self.id,

@@ -251,8 +251,7 @@ async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_ne
             assert delete not in after.split("Removed:")[0]
             refused = await mcp.call_tool("browser_click", {"ref": delete})
             assert refused.is_error and (
-                f"Ref {delete} was of an earlier page of its iframe on tab 1: the iframe has loaded another "
-                "page since" in text(refused)
+                f"Ref {delete} is from before an iframe of tab 1 loaded another page" in text(refused)
             ), text(refused)
             ok(await mcp.call_tool("browser_click", {"ref": ref_of(after, '"Confirm purchase"')}))
             shown = await poll(
@@ -260,6 +259,31 @@ async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_ne
                 lambda r: "Confirm purchase pressed" in section(r, "Snapshot"),
             )
             assert "- status [ref=1e3]: Confirm purchase pressed" in section(shown, "Snapshot"), text(shown)
+
+
+async def test_a_ref_of_an_iframe_that_stayed_is_not_said_to_be_of_a_page_its_iframe_left(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # When one iframe of a page loads another page, the refs of all its iframes are given anew (which
+    # one moved, Playwright does not say): a ref of an iframe that stayed was refused saying "the
+    # iframe has loaded another page since", of an iframe still on its page.
+    site.set_content("/stay", "<input aria-label='Stays'>")
+    site.set_content("/go", "<a href='/page/z'>Go on</a>")
+    site.set_content("/two", "<iframe src='/stay'></iframe><iframe src='/go'></iframe>")
+    async with connect() as mcp:
+        snap = section(ok(await mcp.call_tool("browser_navigate", {"url": site.url("/two")})), "Snapshot")
+        stays, go_on = ref_of(snap, '"Stays"'), ref_of(snap, '"Go on"')
+        ok(await mcp.call_tool("browser_click", {"ref": go_on}))
+        await poll(
+            lambda: mcp.call_tool("browser_snapshot", {"full": True}),
+            lambda r: "Page z" in section(r, "Snapshot"),
+        )
+        refused = error(await mcp.call_tool("browser_type", {"ref": stays, "text": "x"}))
+        assert refused.startswith(
+            f"Ref {stays} is from before an iframe of tab 1 loaded another page (its own iframe or another: which "
+            "one, the browser does not say), when the refs of all the tab's iframes were given anew."
+        ), refused
+        assert "Call browser_snapshot(tabId=1) and use a ref from it." in refused, refused
 
 
 async def test_a_step_back_or_forward_of_an_iframe_goes_at_once_and_says_so(
