@@ -229,10 +229,8 @@ async def test_text_longer_than_a_fields_maxlength_is_refused_not_cut(
             ),
         ):
             refused = error(await mcp.call_tool(tool, arguments))
-            assert (
-                f"element {ref} takes at most" in refused
-                and "(its maxlength), fewer than the text has" in refused
-            )
+            assert f"element {ref} takes at most" in refused, refused
+            assert "(its maxlength), fewer than the text has" in refused, refused
             assert "Shorten the text to fit (the field was left as it was)." in refused, refused
         values = "() => [...document.querySelectorAll('input, textarea')].map(e => e.value)"
         assert await page_value(mcp, tab, values) == ["", ""]
