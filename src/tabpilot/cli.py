@@ -668,9 +668,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         try:
             find_browser(config.browser.browser_path)
         except BrowserNotFoundError as exc:
-            if not config.browser.browser_path:  # the message names the environment variable
-                raise ValueError(str(exc)) from None
-            raise ValueError(f"{config.named('browser-path')}: {exc}") from None
+            from .server.advice import in_flag_words  # only an error needs it
+
+            # The message names the option (or the environment variable) as the operator gave it.
+            raise ValueError(in_flag_words(exc, config.named("browser-path"))) from None
     if config.grid_capabilities is not None and not config.selenium_grid:
         raise ValueError(
             f"{config.named('grid-capabilities')} applies to --selenium-grid sessions: give --selenium-grid "

@@ -336,7 +336,7 @@ def test_the_snapshot_limit_is_an_option_whose_help_gives_its_default() -> None:
         ),
         (
             {"browser-path": "/no/such/chrome"},
-            "option 'browser-path' of --config {file}: The browser given by ",
+            "The browser given by option 'browser-path' of --config {file} (/no/such/chrome) does not exist",
         ),
         (
             {"tools": ["default", "playwright"]},
@@ -434,11 +434,11 @@ def test_an_unknown_option_of_a_command_points_to_that_commands_help(
         ),
         (
             ["--browser-path", "/no/such/chrome"],
-            "--browser-path: The browser given by the browser path option",
+            "The browser given by --browser-path (/no/such/chrome) does not exist",
         ),
         (
             ["--browser-path", __file__],
-            f"--browser-path: The browser given by the browser path option ({__file__}) is not",
+            f"The browser given by --browser-path ({__file__}) is not",
         ),
         (["--storage-state", __file__], "argument --storage-state: storage state "),
         (["--proxy-server", "proxy:3128/x"], 'argument --proxy-server: proxy server "proxy:3128/x" is not'),

@@ -517,11 +517,12 @@ def _blocked_text(exc: NavigationBlockedError) -> str:
     return str(exc)
 
 
-def in_flag_words(exc: BaseException) -> str:
-    """An error as the one who started the server reads it (in a tool's answer, in the log): the
-    library's name of an option is the flag that sets it."""
+def in_flag_words(exc: BaseException, browser_path: str = "--browser-path") -> str:
+    """An error as the one who started the server reads it (in a tool's answer, in the log, at
+    start): the library's name of an option is the flag that sets it (`browser_path`: as the
+    operator gave it, a config file's key)."""
     if isinstance(exc, BrowserNotFoundError):
-        return str(exc).replace("the browser path option", "--browser-path")
+        return str(exc).replace("the browser path option", browser_path)
     return str(exc)
 
 

@@ -65,7 +65,7 @@ async def browser_file_upload(
     ref: Annotated[StrictStr, Field(description="A file input, or the button that opens the file picker.")],
     paths: Annotated[
         list[StrictStr],
-        Field(min_length=1, description="Absolute file paths."),
+        Field(min_length=1, description="File paths."),
     ],
     tabId: TabIdArg = None,
 ) -> None:
