@@ -66,6 +66,16 @@ class ProcessWatch:
             os.close(fd)
 
 
+def started_at(pid: int) -> str | None:
+    """When process `pid` started, in clock ticks since boot (/proc's `starttime`): with its pid, it
+    names one process, not a later one that got the same pid. None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 async def pid_ends(pid: int, *, within: float = math.inf, every: float = 0.005) -> bool:
     """Whether the process has ended, or ends within `within` seconds (checked `every` seconds)."""
     loop = asyncio.get_running_loop()

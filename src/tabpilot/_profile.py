@@ -1,16 +1,22 @@
-"""Removing a browser profile tabpilot made, with what the stopped browser left outside it; and
-what a process that must end at once (its clean stop cut short) still removes
-(`clean_up_at_exit`)."""
+"""Removing a browser profile tabpilot made, with what the stopped browser left outside it; what
+a process that must end at once (its clean stop cut short) still removes (`clean_up_at_exit`);
+and what a tabpilot process that was killed left behind (`sweep_abandoned`)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
+import socket
+import tempfile
 import time
+from pathlib import Path
 
-from ._process import pid_alive, profile_processes
+from ._process import pid_alive, profile_processes, started_at
+
+logger = logging.getLogger("tabpilot")
 
 SOCKET_DIR_PREFIXES = ("org.chromium.Chromium.", "com.google.Chrome.")
 """Names of the directories Chromium and Chrome make in the temp dir for their singleton socket."""
@@ -22,11 +28,56 @@ _made: dict[str, bool] = {}
 True if it is a browser's profile."""
 
 
+TEMPORARY_PREFIXES = ("tp-", "tabpilot-profile-")
+"""The names of the temporary directories tabpilot makes (the driver's private temp dir, a
+browser's profile), before `mkdtemp`'s random part."""
+OWNER_FILE = ".tabpilot-owner"
+"""In each of them: the process that made it (host, pid, start time), for `sweep_abandoned`."""
+
+
 def made_temporary(path: str, *, profile: bool) -> str:
     """Note `path`, a temporary directory just made (`profile`: a browser's), as one to remove
-    if the process ends without removing it (`clean_up_at_exit`); `forget_temporary` once removed."""
+    if the process ends without removing it (`clean_up_at_exit`); `forget_temporary` once removed.
+    It is marked as this process's, so that a later tabpilot removes it if this one is killed."""
     _made[path] = profile
+    with contextlib.suppress(OSError):
+        Path(path, OWNER_FILE).write_text(_owner(os.getpid()))
     return path
+
+
+def _owner(pid: int) -> str:
+    return f"{socket.gethostname()} {pid} {started_at(pid) or '-'}"
+
+
+def sweep_abandoned(root: str | None = None) -> list[str]:
+    """Remove the temporary directories (`TEMPORARY_PREFIXES`) in `root` (the temp dir) that a
+    tabpilot process made and left as it was killed (SIGKILL: nothing of its own ran then): those
+    whose owner (`OWNER_FILE`) ran on this host and runs no more, and on which no browser runs.
+    One without a mark (being made, or another user's, which we may not read) is left alone.
+    Returns the directories removed."""
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(root or tempfile.gettempdir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(TEMPORARY_PREFIXES) or entry.path in _made:
+            continue
+        try:
+            host, pid, started = Path(entry.path, OWNER_FILE).read_text().split()
+            owner = int(pid)
+        except (OSError, ValueError):
+            continue
+        if host != socket.gethostname():  # another host's, in a temp dir they share
+            continue
+        if pid_alive(owner) and started in ("-", started_at(owner)):
+            continue  # its owner runs (or, with no start time to tell, a process with its pid)
+        if profile_processes(entry.path):  # a browser the killed process left still runs on it
+            continue
+        remove_profile(entry.path, for_good=False)
+        removed.append(entry.path)
+        logger.info("removed %s, left by tabpilot process %s (killed: it no longer runs)", entry.path, owner)
+    return removed
 
 
 def forget_temporary(path: str) -> None:

@@ -32,6 +32,7 @@ from support import (
     PlaywrightServer,
     RemoteChromium,
     SeleniumGrid,
+    cmdline,
     comm,
     descendants,
     error,
@@ -898,3 +899,31 @@ def test_requests_the_server_had_not_started_when_it_stops_are_answered(browser_
         assert "result" in listed or listed["error"]["message"].startswith("The server is stopping"), listed
         stderr = proc.stderr.read().decode(errors="replace")
         assert "Traceback" not in stderr, stderr
+
+
+async def test_what_a_killed_server_left_in_the_temp_dir_the_next_one_removes() -> None:
+    """SIGKILL leaves a server no time to remove its browser's profile and the driver's temp dir
+    (2 MB each time, kept until the machine restarts): the next tabpilot to start removes them, as
+    their maker runs no more; its own stay until it stops."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+
+        def ours() -> list[str]:
+            return sorted(
+                p.name for p in Path(tmp).iterdir() if p.name.startswith(("tp-", "tabpilot-profile-"))
+            )
+
+        async with Client(served("--max-tabs", "47", TMPDIR=tmp)) as killed:
+            assert not (await killed.call_tool("browser_tabs", {"action": "list"})).is_error
+            (server,) = [p for p in descendants(os.getpid()) if "serve --max-tabs 47" in cmdline(p)]
+            below = descendants(server)
+            left = ours()
+            assert [n.split("-")[0] for n in left] == ["tabpilot", "tp"], left
+            os.kill(server, signal.SIGKILL)
+            await wait_until(lambda: not any(pid_alive(p) for p in [server, *below]), timeout=10)
+            assert ours() == left  # nothing of it ran to remove them
+
+        async with Client(served(TMPDIR=tmp)) as mcp:
+            assert not (await mcp.call_tool("browser_tabs", {"action": "list"})).is_error
+            await wait_until(lambda: not set(left) & set(ours()), timeout=10)
+            assert len(ours()) == 2  # its own
+        await wait_until(lambda: not list(Path(tmp).iterdir()), timeout=5)

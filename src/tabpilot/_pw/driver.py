@@ -19,7 +19,7 @@ from .._browser_path import find_browser, user_cache_dir
 from .._errors import ConnectError
 from .._options import BrowserOptions
 from .._process import WATCH_EVERY, launch_ends, launched_browser, pid_ends
-from .._profile import forget_temporary, made_temporary, remove_profile
+from .._profile import forget_temporary, made_temporary, remove_profile, sweep_abandoned
 from .errors import Doing, driver_error, launch_error, map_playwright_errors
 from .handles import (
     BrowserHandle,
@@ -181,6 +181,9 @@ class Driver:
         browser was killed as the driver stops, nor when the driver itself was killed; Chromium
         puts the directory of its singleton socket there too. A driver started where a private dir
         would make that socket's path too long has none (`_private_temp_dir`)."""
+        self._abandoned: asyncio.Future[list[str]] | None = None
+        """The sweep of what killed tabpilot processes left in the temp dir (`sweep_abandoned`),
+        once, in a thread, as the first driver starts."""
 
     async def __aenter__(self) -> Driver:
         await self.start()
@@ -199,6 +202,8 @@ class Driver:
                 temp_dir = _private_temp_dir()
                 if temp_dir is not None:
                     self._temp_dirs.append(temp_dir)
+                if self._abandoned is None:  # off the way of the launch: nothing waits for it
+                    self._abandoned = asyncio.get_running_loop().run_in_executor(None, sweep_abandoned)
                 try:
                     with _driver_environment(temp_dir):
                         self._playwright = await async_playwright().start()
@@ -227,6 +232,9 @@ class Driver:
         for temp_dir in temp_dirs:
             shutil.rmtree(temp_dir, ignore_errors=True)
             forget_temporary(temp_dir)
+        if self._abandoned is not None:
+            with contextlib.suppress(Exception):  # its thread does not outlive the driver
+                await self._abandoned
 
     async def _chromium(self) -> Any:
         await self.start()
