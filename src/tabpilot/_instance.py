@@ -906,7 +906,10 @@ class Instance:
             return
         self.state = "lost"
         self.lost_reason = reason
-        logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
+        if self._services.stopping():  # a stop signal the browser (or the driver) got too
+            logger.info("instance %s (%s) went as tabpilot stops: %s", self.id, self.kind, reason)
+        else:
+            logger.warning("instance %s (%s) was lost: %s", self.id, self.kind, reason)
         if self._lost_signal is not None and not self._lost_signal.done():
             self._lost_signal.set_result(None)
         went_first = self._tracker.report_checked_closes()

@@ -130,6 +130,8 @@ class TabManager:
             lambda: self._closed,
         )
         self._closed = False
+        self._stopping = False
+        """Its owner is about to close it (`stopping`)."""
         self._replacing: dict[str, asyncio.Task[Instance | None]] = {}
         """The replacement under way of each lost default instance, by its id: calls that need the
         default at the same time wait for the one replacement."""
@@ -203,11 +205,19 @@ class TabManager:
                 "Make a new TabManager to open browsers again.",
             )
 
+    def stopping(self) -> None:
+        """Say that the owner is about to close this manager (the process got a stop signal, which
+        a terminal or a supervisor may have sent Playwright's driver and the browsers too): a
+        browser that goes from now on is logged as going with the stop (info), not as lost
+        (warning). Instances and tabs work as before until `close`."""
+        self._stopping = True
+
     async def close(self) -> None:
         """Close every instance (launched browsers exit; connected ones are left running)."""
         if self._closed:
             return
         self._closed = True
+        self._stopping = True
         if self._leave_budget is not None:
             self._leave_budget()
         self._extensions.close()
@@ -326,6 +336,7 @@ class TabManager:
             policy=self.policy,
             target_hooks=self._target_hooks,
             downloads=self.downloads,
+            stopping=lambda: self._stopping,
         )
 
     def _claim_id(self, instance_id: str | None) -> str:

@@ -131,3 +131,5 @@ class InstanceServices:
     policy: UrlPolicy
     target_hooks: Sequence[TargetHook]
     downloads: Downloads
+    stopping: Callable[[], bool] = lambda: False
+    """Whether the manager's owner is about to close it (`TabManager.stopping`)."""

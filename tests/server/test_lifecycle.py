@@ -612,17 +612,20 @@ async def test_over_http_a_stop_with_a_client_connected_ends_its_stream_and_logs
         _assert_stopped_cleanly(proc, browsers, tmp)
 
 
-async def test_a_ctrl_c_in_a_terminal_stops_the_server_with_no_warning_and_leaves_nothing(
-    browser_path: str,
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGHUP"])
+async def test_a_stop_signal_to_the_process_group_stops_the_server_with_no_warning_and_leaves_nothing(
+    browser_path: str, how: str
 ) -> None:
-    # A terminal's Ctrl-C signals the whole process group, Playwright's driver too, which closed
-    # the browser itself as the server was closing it: "WARNING tabpilot: instance inst_1
-    # (launched) was lost: the browser quit, closing its tabs first" at every Ctrl-C over HTTP.
+    # A terminal's Ctrl-C (and its closing: SIGHUP; a supervisor's stop: SIGTERM to the whole
+    # group) signals Playwright's driver and the browser too, which closed the browser as the server
+    # was closing it: "WARNING tabpilot: instance inst_1 (launched) was lost: the browser quit,
+    # closing its tabs first" at every such stop over HTTP.
     with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
         async with _served_over_http(browser_path, tmp, own_group=True) as (proc, _mcp, browsers):
-            os.killpg(proc.pid, signal.SIGINT)
+            os.killpg(proc.pid, getattr(signal, how))
             await asyncio.to_thread(proc.wait, 10)
-        assert proc.returncode == 130 and proc.stderr is not None
+        expected = {"SIGINT": 130, "SIGTERM": -signal.SIGTERM, "SIGHUP": 0}[how]
+        assert proc.returncode == expected and proc.stderr is not None
         stderr = proc.stderr.read().decode(errors="replace")
         assert " WARNING " not in stderr and " ERROR " not in stderr, stderr
         _assert_left_nothing(browsers, tmp, stderr)

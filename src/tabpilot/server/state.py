@@ -361,6 +361,10 @@ class ServerState:
         that the server stops), and later calls are not run. Over HTTP the answers go out before
         the server closes its connections; the browsers close after that (`close`)."""
         self._stopping = True
+        # The signal may have reached the browsers and the driver too (a terminal's, a supervisor's
+        # stop of the whole group): a browser that goes now goes with the stop, not lost.
+        for manager in [*(s.manager for s in self._sessions.values()), *([self._host] if self._host else [])]:
+            manager.stopping()
         for cut_short in list(self._calls):
             cut_short()
 
