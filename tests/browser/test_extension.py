@@ -585,16 +585,17 @@ async def test_a_shared_tab_says_no_server_holds_it_while_none_is_connected_and_
             await manager.connect_extension(bridge, timeout=20)
             await button_on(chromium, "/page/user", "await toggleSharing(tab);")
             await wait_until(lambda: any("/page/user" in t.url for t in manager.tabs()), 10)
-            title, badge = await button_on(chromium, "/page/user")
-            assert badge == "ON" and "can see and control this tab" in title
+            # The badge's text and its tooltip are set one after the other: wait for both.
+            title, badge = await button_until(chromium, "/page/user", lambda title, badge: "control" in title)
+            assert badge == "ON" and "can see and control this tab" in title, (title, badge)
         port = bridge.port
-    title, badge = await button_until(chromium, "/page/user", lambda _title, badge: badge != "ON")
+    title, badge = await button_until(chromium, "/page/user", lambda title, _badge: "control" not in title)
     assert badge == "WAIT", badge
     assert "stays shared, but no tabpilot server is connected now" in title, title
     # The server is back (the same port and token): the tab is the agent's again, and says so.
     async with ExtensionBridge(port=port, token="test-token") as bridge:
         assert await bridge.wait_connected(15)
-        title, badge = await button_until(chromium, "/page/user", lambda _title, badge: badge == "ON")
+        title, badge = await button_until(chromium, "/page/user", lambda title, _badge: "control" in title)
         assert badge == "ON" and "can see and control this tab" in title, (title, badge)
 
 
