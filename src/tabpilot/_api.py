@@ -57,6 +57,7 @@ from ._errors import (
     TabSummary,
     id_shown,
     quoted,
+    tabs_said,
 )
 from ._events import EventBus, EventNumbers, EventStream
 from ._grid import split_grid_url
@@ -221,6 +222,7 @@ __all__ = [
     "seconds_problem",
     "select_option",
     "split_grid_url",
+    "tabs_said",
     "type_text",
     "upload_files",
     "wait_for",

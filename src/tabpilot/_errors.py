@@ -98,6 +98,12 @@ def id_shown(tab_id: object) -> str:
     return str(tab_id) if isinstance(tab_id, int) else quoted(str(tab_id), 40)
 
 
+def tabs_said(ids: Sequence[int], shown: int = 10) -> str:
+    """Tab ids in a sentence: `tab 7`, `tabs 7, 9`; past `shown`, how many more."""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:shown]))}{more}"
+
+
 def describe_tabs(tabs: Iterable[TabLike]) -> str:
     """One line per tab, as error messages list them."""
     lines = [f"  - tab {t.id}: {t.title or '(no title)'} ({t.url})" for t in tabs]

@@ -34,6 +34,7 @@ from ._errors import (
     TabLimitError,
     TabNotFoundError,
     check_tab_id,
+    tabs_said,
 )
 from ._navigation import navigate, normalize_url
 from ._policy import UrlPolicy
@@ -552,7 +553,7 @@ class Instance:
         if replacement is None and successor is None:  # nothing takes its place: where work can go on
             elsewhere = tuple(t.id for t in self._services.all_open_tabs())
             advice = (
-                f"Use a tab of another instance ({_tabs_said(elsewhere)}), or launch or connect another instance."
+                f"Use a tab of another instance ({tabs_said(elsewhere)}), or launch or connect another instance."
                 if elsewhere
                 else "Launch or connect another instance."
             )
@@ -1096,9 +1097,3 @@ class Instance:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._tracker.close_target(tab), 10)  # never waits for ever
         self._tracker.tab_gone(tab, cause)
-
-
-def _tabs_said(ids: Sequence[int], shown: int = 10) -> str:
-    """Tab ids for a message: `tab 7`, `tabs 7, 9`, the first `shown` and how many more."""
-    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
-    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:shown]))}{more}"

@@ -47,6 +47,7 @@ from tabpilot import (
     WebSocketEntry,
     dialog_noun,
     quoted,
+    tabs_said,
 )
 
 PREVIEW_CHARS = 256
@@ -422,12 +423,6 @@ def _lost_advice(exc: InstanceLostError, calls: ToolCalls) -> str:
             "connect another instance with browser_instance."
         )
     return "Launch or connect another instance with browser_instance."
-
-
-def tabs_said(ids: Sequence[int], shown: int = 10) -> str:
-    """Tab ids in a sentence: `tab 7`, `tabs 7, 9`; past `shown`, how many more."""
-    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
-    return f"tab{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:shown]))}{more}"
 
 
 _BLOCKED = {

@@ -26,11 +26,12 @@ from tabpilot import (
     press_key,
     quoted,
     select_option,
+    tabs_said,
     type_text,
     wait_for,
 )
 
-from ..advice import dialog_said, sentences, short, tab_limit_closed, tabs_said
+from ..advice import dialog_said, sentences, short, tab_limit_closed
 from .base import Call, RefArg, TabIdArg, ToolSpec
 
 OptionalRefArg = Annotated[
