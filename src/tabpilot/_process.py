@@ -20,13 +20,21 @@ WATCH_EVERY = 0.1
 """Seconds between checks that a browser still being launched runs."""
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process runs (a zombie does not) without being its parent."""
+def _stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state, parent, ...: `man 5 proc`
+    numbers them from 3), or none if it cannot be read (the process is gone, or there is no /proc)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+            return f.read().rsplit(")", 1)[-1].split()
     except OSError:
-        pass
+        return []
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not) without being its parent."""
+    fields = _stat(pid)
+    if fields:
+        return fields[0] not in ("Z", "X")
     try:
         os.kill(pid, 0)
     except (OSError, ValueError):
@@ -69,11 +77,8 @@ class ProcessWatch:
 def started_at(pid: int) -> str | None:
     """When process `pid` started, in clock ticks since boot (/proc's `starttime`): with its pid, it
     names one process, not a later one that got the same pid. None where there is no /proc."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else None
 
 
 async def pid_ends(pid: int, *, within: float = math.inf, every: float = 0.005) -> bool:
@@ -97,9 +102,8 @@ def _args(pid: int | str) -> list[bytes]:
 
 def _parent(pid: int | str) -> int | None:
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(_stat(pid)[1])
+    except (ValueError, IndexError):
         return None
 
 
