@@ -649,20 +649,23 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def well_formed(text: str) -> str:
     """`text` with each lone UTF-16 surrogate (half of an emoji a page's title cut, a script's
     '\\ud800') as U+FFFD: an answer must encode as UTF-8, and one that did not ended the server."""
+    if text.isascii():  # most text; CPython knows it without reading the string
+        return text
     return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def _outgoing(value: Any, key: str = "") -> Any:
     """Structured content as it goes out: every string `well_formed` (keys too), and every string
     under a key ending in "url" or "title" cut to STRUCTURED_URL_CHARS."""
-    if isinstance(value, dict):
-        return {well_formed(k): _outgoing(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_outgoing(v, key) for v in value]
     if isinstance(value, str):
         value = well_formed(value)
         if len(value) > STRUCTURED_URL_CHARS and key.lower().endswith(_CUT_KEYS):
             return short(value, STRUCTURED_URL_CHARS)
+        return value
+    if isinstance(value, dict):
+        return {well_formed(k): _outgoing(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_outgoing(v, key) for v in value]
     return value
 
 

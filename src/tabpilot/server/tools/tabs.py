@@ -40,7 +40,8 @@ async def browser_tabs(
     response = call.response
     if action == "list":
         await manager.refresh()  # titles and URLs scripts changed: one round trip per instance
-        manager.tabs(instanceId)  # an unknown instance fails the call here
+        if instanceId is not None:
+            manager.instance(instanceId)  # an unknown instance fails the call here
         # Written when the response is built, as its ### Events and ### Tabs are: a tab that leaves
         # meanwhile (the user closes it) is told gone there and is not listed here.
         # Read once, when the text asks (the facts are asked right before it, at the same moment).
