@@ -763,6 +763,16 @@ class ExtensionChromium:
             raise RuntimeError(str(result["exceptionDetails"]))
         return result["result"].get("value")
 
+    def attached_pages(self) -> list[str]:
+        """The URLs of the pages a debugger is attached to: the extension's (tabpilot has no other
+        way in; this test's own connection attaches to none)."""
+        return list(
+            self.in_extension(
+                "chrome.debugger.getTargets().then((ts) => ts.filter((t) => t.type === 'page' && t.attached)"
+                ".map((t) => t.url))"
+            )
+        )
+
     def stop_service_worker(self) -> None:
         """Stop the extension's service worker, as Chrome does to an idle one (it starts again on its
         next event; its debugger attachments stay)."""

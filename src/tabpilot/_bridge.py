@@ -22,6 +22,10 @@ when the extension comes back. (A drop cannot tell a worker restart from a brows
 close the socket the same way.) An extension the user pairs with another server, or makes forget
 this one, says so as it closes (`LEFT_ON_PURPOSE`): the browser counts as gone at once, for that
 reason.
+
+Closing the instance that uses the browser (the relay's last client goes) lets go of its tabs: the
+extension detaches from every tab, which stays in its scope, and attaches again when a client
+comes (`_release`, `_hold`), so the user's Chrome shows no debugging bar while no agent uses it.
 """
 
 from __future__ import annotations
@@ -40,11 +44,11 @@ import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs
 
 from ._relay import Relay
-from ._relay_parts import Answer, Client, JsonDict, LinkError
+from ._relay_parts import Answer, Client, JsonDict, LinkError, ignored
 
 if TYPE_CHECKING:  # the WebSocket library is loaded when a bridge starts: most runs have none
     from websockets.asyncio.server import Server, ServerConnection
@@ -198,6 +202,11 @@ class ExtensionBridge:
         """The id of the browser (its extension's profile) connected, or last connected."""
         self._held: list[tuple[str, JsonDict, Answer]] = []
         """Requests made while the extension was away, sent when it is back (failed if it is not)."""
+        self._let_go = False
+        """The relay's last client went (its instance closed) and none came since: the extension
+        keeps no tab attached."""
+        self._holding: asyncio.Future[None] | None = None
+        """The extension attaching to its tabs again for a client that came (`_hold`)."""
         self.user_agent = ""
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -386,6 +395,7 @@ class ExtensionBridge:
                 "files": self.files,
                 "protocol": PROTOCOL,
                 "relay": self.relay.browser_target_id,
+                "hold": not self._let_go,
             }
         )
         left: str | None = None
@@ -494,6 +504,41 @@ class ExtensionBridge:
             asyncio.get_running_loop().create_task(socket.close(1001, "the browser is gone"))
         self.relay.clear()
 
+    def _release(self) -> None:
+        """The relay's last client went (its instance was closed, or lost): no agent uses the
+        user's tabs now. The extension lets go of them, as when the server stops: they stay in its
+        scope, for the next client (`_hold`), and Chrome's debugging bar goes."""
+        self._let_go = True
+        self.relay.clear()
+        extension = self._extension
+        if extension is not None and self.connected:
+            extension.request("release", {}, ignored)
+        # Else it is away: its welcome tells it to hold none when it is back.
+
+    async def _hold(self) -> None:
+        """A client came while the extension holds no tab (`_release`): the extension attaches to
+        them again, and the relay has them before the client asks for any."""
+        if self._holding is None:
+            extension = self._extension
+            if not self._let_go:
+                return
+            self._let_go = False
+            if extension is None or not self.connected:
+                return  # away: its welcome tells it to hold them when it is back
+            holding = self._holding = asyncio.get_running_loop().create_future()
+
+            def held(result: Any, error: LinkError | None) -> None:
+                if error is None and isinstance(result, dict):
+                    self.relay.hello(list(result.get("tabs") or []), user_agent=self.user_agent)
+                if self._holding is holding:
+                    self._holding = None
+                if not holding.done():
+                    holding.set_result(None)
+
+            extension.request("hold", {}, held)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._holding), HELLO_TIMEOUT)
+
     async def _serve_client(self, socket: ServerConnection) -> None:
         from websockets.exceptions import ConnectionClosed
 
@@ -506,6 +551,7 @@ class ExtensionBridge:
                 except ConnectionClosed:
                     return
 
+        await self._hold()
         writer = asyncio.get_running_loop().create_task(write())
         client = self.relay.add_client(outbox.put_nowait)
         self._clients[socket] = client
@@ -517,6 +563,8 @@ class ExtensionBridge:
         finally:
             self._clients.pop(socket, None)
             self.relay.remove_client(client)
+            if not self._clients:
+                self._release()
             outbox.put_nowait(None)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer, 1)

@@ -56,6 +56,7 @@ from ._relay_parts import (
     browser_info,
     browser_version,
     error_body,
+    ignored,
     may_reach_opener,
     renew_contexts,
     send_to,
@@ -341,7 +342,7 @@ class Relay:
                 if isinstance(by, Session) and by in child.sessions:
                     child.sessions.remove(by)
                 if by in child.held:
-                    self._let_run(tab, child, by, _ignored)
+                    self._let_run(tab, child, by, ignored)
 
     @staticmethod
     def _note_child(client: Client, tab: TabRecord, method: str, params: JsonDict) -> None:
@@ -783,10 +784,6 @@ to a tab that closed or was taken back by its user."""
 
 def _tab_went(message: str) -> bool:
     return any(words in message for words in _TAB_WENT)
-
-
-def _ignored(_result: Any, _error: LinkError | None) -> None:
-    """An answer nobody waits for."""
 
 
 def _then(reply: Reply, result: JsonDict) -> Answer:

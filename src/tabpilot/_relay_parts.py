@@ -26,6 +26,10 @@ Answer = Callable[[Any, "LinkError | None"], None]
 """Called with (result, None) or (None, error) the moment the extension's answer arrives."""
 
 
+def ignored(_result: Any, _error: LinkError | None) -> None:
+    """An answer nobody waits for."""
+
+
 class Link(Protocol):
     """The connection to the extension."""
 

@@ -107,7 +107,14 @@ async def test_the_bridge_refuses_other_origins_a_missing_or_wrong_token_and_dis
     async with ws_connect(f"{base}/extension?token=test-token", origin=good_origin) as socket:  # type: ignore[arg-type]
         welcome = json.loads(await asyncio.wait_for(socket.recv(), 5))
         relay = bridge.relay.browser_target_id
-        assert welcome == {"type": "welcome", "scope": "agent", "files": False, "protocol": 1, "relay": relay}
+        assert welcome == {
+            "type": "welcome",
+            "scope": "agent",
+            "files": False,
+            "protocol": 1,
+            "relay": relay,
+            "hold": True,
+        }
     assert not bridge.connected  # it never said hello
 
 
@@ -597,6 +604,36 @@ async def test_a_shared_tab_says_no_server_holds_it_while_none_is_connected_and_
         assert await bridge.wait_connected(15)
         title, badge = await button_until(chromium, "/page/user", lambda title, _badge: "control" in title)
         assert badge == "ON" and "can see and control this tab" in title, (title, badge)
+
+
+async def attached_pages(chromium: ExtensionChromium) -> list[str]:
+    return await asyncio.to_thread(chromium.attached_pages)
+
+
+async def test_closing_the_instance_lets_go_of_every_tab_until_the_agent_connects_the_browser_again(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """Closing the instance of the user's browser left the extension attached to every tab in its
+    scope: Chrome kept its debugging bar, and the badges said ON, while no agent used them."""
+    async with agent_tab(chromium, bridge, site) as (manager, instance, _):
+        await button_on(chromium, "/page/user", "await toggleSharing(tab);")
+        await wait_until(lambda: any("/page/user" in t.url for t in manager.tabs()), 10)
+        assert site.url("/page/a") in await attached_pages(chromium)
+        await manager.close_instance(instance.id)
+        deadline = time.monotonic() + 10
+        while await attached_pages(chromium) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert await attached_pages(chromium) == []
+        for part in ("/page/user", "/page/a"):  # the user's tab and the agent's both stay open
+            title, badge = await button_until(chromium, part, lambda title, _badge: "let go" in title)
+            assert badge == "WAIT" and "the agent let go of this browser's tabs" in title, (title, badge)
+        assert bridge.connected
+        # Connected again, the agent has them again.
+        await manager.connect_extension(bridge, timeout=5)
+        assert {site.url("/page/a"), site.url("/page/user")} <= {t.url for t in manager.tabs()}
+        assert {site.url("/page/a"), site.url("/page/user")} <= set(await attached_pages(chromium))
+        title, badge = await button_until(chromium, "/page/user", lambda title, _badge: "control" in title)
+        assert badge == "ON", (title, badge)
 
 
 async def test_a_tab_the_user_shared_with_one_server_is_not_carried_over_to_another_they_pair_with(

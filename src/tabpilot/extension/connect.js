@@ -19,7 +19,8 @@ function show(info) {
   const text = info.error ? `Error: ${info.error}` : texts[info.status] || info.status;
   statusLine.textContent =
     text.replace("PORT", String(info.port)) +
-    (info.status === "connected" ? ` Tabs in scope: ${info.tabsInScope}.` : "");
+    (info.status === "connected" ? ` Tabs in scope: ${info.tabsInScope}.` : "") +
+    (info.status === "connected" && info.held === false ? " The agent let go of them for now." : "");
   statusLine.className =
     info.status === "connected" ? "connected" : info.error || info.status === "unreachable" ? "problem" : "";
 }

@@ -11,8 +11,8 @@
 //
 // Wire protocol (JSON text frames on ws://127.0.0.1:PORT/extension?token=T&browser=B, B: this
 // profile's own id, made once: the server tells this browser's return from another's by it):
-//   server -> worker  {type: "welcome", scope: "agent"|"all", protocol, relay}
-//                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab", params}
+//   server -> worker  {type: "welcome", scope: "agent"|"all", protocol, relay, hold}
+//                     {id, method: "cdp"|"createTab"|"closeTab"|"activateTab"|"release"|"hold", params}
 //                     {type: "pong"}
 //   worker -> server  {type: "hello", protocol, version, userAgent, tabs: [record],
 //                      left: [{tabId, reason}]}  (tabs that left scope before the hello, still open)
@@ -25,6 +25,11 @@
 //                       page; "unshared" | "canceled": the user took it back; "detached": out of reach)
 //                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
 //                     {type: "ping"}                                     (every 20 s)
+//   `release`: no agent uses the tabs now (the server's last CDP client went: the agent closed
+//   the browser's instance): the worker lets go of every tab (Chrome's debugging bar goes), which
+//   stays in scope, its badge saying no agent holds it. `hold` (answered {tabs: [record]}): an
+//   agent uses them again, attached afresh. A welcome with `hold: false` comes to a server whose
+//   agent let go: the worker attaches none until it holds them.
 //   The worker closes the socket with code 4000 when the user pairs it with another server, 4001
 //   when the user makes it forget the server: it does not come back, and the server says why. The
 //   server closes it with 4002 when another browser is connected to it: the worker tries again
@@ -57,6 +62,7 @@ const state = {
   scope: new Map(), // tabId -> {reason: "agent"|"opened"|"shared"|"all", targetId}
   socket: null,
   welcomed: false,
+  held: true, // an agent of the server uses the tabs in scope (see `release` above)
   status: "unpaired",
   backoff: BACKOFF_MIN_MS,
   nextAttempt: 0,
@@ -197,24 +203,16 @@ async function welcome(socket, payload) {
   }
   const kept = payload.relay && payload.relay === state.relay;
   state.relay = payload.relay || null;
+  state.held = payload.hold !== false;
   await chrome.storage.local.set({ relay: state.relay });
-  const records = [];
   for (const tabId of [...state.scope.keys()]) {
-    if (!kept || state.lostEarly.has(tabId)) {
-      await chrome.debugger.detach({ tabId }).catch(() => {}); // attached afresh below
-    }
-    try {
-      records.push(await attach(tabId));
-    } catch (error) {
-      // Closed meanwhile, or gone to a page the debugger may not attach to while this worker was
-      // stopped (Chrome let go of it then): out of reach, not closed, if it is still there.
-      const open = await chrome.tabs.get(tabId).then(() => true, () => false);
-      await leave(tabId, open ? "detached" : null);
+    if (!kept || state.lostEarly.has(tabId) || !state.held) {
+      await chrome.debugger.detach({ tabId }).catch(() => {}); // attached afresh below, if held
     }
   }
-  await saveScope();
+  const records = state.held ? await attachScope() : [];
   if (state.socket !== socket) return;
-  const early = kept ? state.early.filter((event) => !state.lostEarly.has(event.source.tabId)) : [];
+  const early = kept && state.held ? state.early.filter((event) => !state.lostEarly.has(event.source.tabId)) : [];
   state.early = [];
   state.lostEarly.clear();
   state.welcomed = true;
@@ -235,6 +233,43 @@ async function welcome(socket, payload) {
     }
   }
   await paintAllBadges();
+}
+
+// Attach to every tab in scope; their records.
+async function attachScope() {
+  const records = [];
+  for (const tabId of [...state.scope.keys()]) {
+    try {
+      records.push(await attach(tabId));
+    } catch (error) {
+      // Closed meanwhile, or gone to a page the debugger may not attach to while no server held it
+      // (Chrome let go of it then): out of reach, not closed, if it is still there.
+      const open = await chrome.tabs.get(tabId).then(() => true, () => false);
+      await leave(tabId, open ? "detached" : null);
+    }
+  }
+  await saveScope();
+  return records;
+}
+
+// Whether an agent holds the tabs in scope now: a server is connected, and its agent uses them.
+function live() {
+  return state.welcomed && state.held;
+}
+
+// `release` and `hold` one after the other, in the order the server sent them.
+let holding = Promise.resolve();
+
+function hold(held) {
+  const change = holding.then(async () => {
+    state.held = held;
+    const records = held ? await attachScope() : [];
+    if (!held) await detachAll();
+    await paintAllBadges();
+    return held ? { tabs: records } : {};
+  });
+  holding = change.catch(() => {});
+  return change;
 }
 
 // -- requests from the server ----------------------------------------------------------------------
@@ -282,6 +317,14 @@ const handlers = {
       state.closing.delete(tabId);
     }
     return {};
+  },
+
+  release() {
+    return hold(false);
+  },
+
+  hold() {
+    return hold(true);
   },
 
   async activateTab({ tabId }) {
@@ -385,10 +428,9 @@ function tabRecord(tab) {
 }
 
 function detachAll() {
-  for (const tabId of state.attached) {
-    chrome.debugger.detach({ tabId }).catch(() => {});
-  }
+  const tabs = [...state.attached];
   state.attached.clear();
+  return Promise.all(tabs.map((tabId) => chrome.debugger.detach({ tabId }).catch(() => {})));
 }
 
 async function enter(tab, reason, opener = null) {
@@ -397,7 +439,7 @@ async function enter(tab, reason, opener = null) {
   state.scope.set(tabId, opener === null ? { reason } : { reason, opener });
   saveScope().catch(() => {});
   paintBadge(tabId).catch(() => {});
-  if (!state.welcomed) return; // attached when a server connects
+  if (!live()) return; // attached when an agent holds the tabs again
   // Announce the tab by its target at once (the action that opened it hears of it now, not after
   // the attach); commands for it wait for the attach (see handlers.cdp).
   const attaching = attach(tabId);
@@ -460,13 +502,17 @@ const TITLE_KEPT = "tabpilot: this tab of the agent's goes to the next server yo
 const TITLE_WAITING =
   "tabpilot: this tab stays shared, but no tabpilot server is connected now; the agent gets it " +
   "again when its server is back (click to stop sharing it)";
+// In scope, the server connected, but its agent let go of the tabs (it closed this browser's instance).
+const TITLE_LET_GO =
+  "tabpilot: this tab stays shared, but the agent let go of this browser's tabs; it gets it again " +
+  "when it connects this browser again (click to stop sharing it)";
 
 async function paintBadge(tabId) {
   const shared = state.scope.has(tabId);
-  const live = state.welcomed;
+  const held = live();
   try {
-    await chrome.action.setBadgeText({ tabId, text: shared ? (live ? "ON" : "WAIT") : "" });
-    if (shared) await chrome.action.setBadgeBackgroundColor({ tabId, color: live ? "#1a7f37" : "#777777" });
+    await chrome.action.setBadgeText({ tabId, text: shared ? (held ? "ON" : "WAIT") : "" });
+    if (shared) await chrome.action.setBadgeBackgroundColor({ tabId, color: held ? "#1a7f37" : "#777777" });
     await chrome.action.setTitle({
       tabId,
       title: !state.server
@@ -474,9 +520,11 @@ async function paintBadge(tabId) {
           ? TITLE_KEPT
           : TITLE_UNPAIRED
         : shared
-          ? live
+          ? held
             ? TITLE_ON
-            : TITLE_WAITING
+            : state.welcomed
+              ? TITLE_LET_GO
+              : TITLE_WAITING
           : TITLE_SHARE,
     });
   } catch {
@@ -717,6 +765,7 @@ function statusInfo() {
     port: state.server ? state.server.port : null,
     mode: state.mode,
     tabsInScope: state.scope.size,
+    held: state.held,
   };
 }
 
