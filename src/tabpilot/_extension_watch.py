@@ -28,6 +28,8 @@ class ExtensionWatch:
         self._connect, self._in_use, self._closed = connect, in_use, closed
         self._watched: dict[ExtensionBridge, Callable[[], None]] = {}
         self._connects: dict[ExtensionBridge, asyncio.Task[Any]] = {}
+        self._let_go: set[ExtensionBridge] = set()
+        """Bridges whose instance the agent closed: the extension's return connects none."""
 
     @property
     def first(self) -> ExtensionBridge | None:
@@ -37,10 +39,12 @@ class ExtensionWatch:
     def watch(self, bridge: ExtensionBridge) -> None:
         """Connect an instance whenever the extension connects to `bridge`, and now if it is
         connected with none (watched already: its instance was closed, and is asked for again)."""
+        self._let_go.discard(bridge)
         if bridge not in self._watched:
 
             def arrived() -> None:
-                self._connected(bridge)
+                if bridge not in self._let_go:
+                    self._connected(bridge)
 
             self._watched[bridge] = bridge.on_connect(arrived)
         if bridge.connected:
@@ -68,9 +72,18 @@ class ExtensionWatch:
         """Connect `bridge`'s browser now, or join the connect under way: the extension's arrival
         and a call that needs its browser never connect it twice. Raises what that connect raised;
         a cancelled caller leaves the connect running."""
+        self._let_go.discard(bridge)
         task = self._connected(bridge)
         if task is not None:
             await asyncio.shield(task)
+
+    def let_go(self, address: str) -> None:
+        """The agent closed the instance of the browser behind the bridge at `address`: the
+        extension's return (its browser or its service worker restarted) connects none until one
+        is asked for again (`watch`, `connect`)."""
+        bridge = self.bridge_at(address)
+        if bridge is not None:
+            self._let_go.add(bridge)
 
     def bridge_at(self, address: str) -> ExtensionBridge | None:
         """The watched bridge listening at `address` (an extension instance's endpoint), if any."""

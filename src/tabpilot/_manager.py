@@ -753,6 +753,8 @@ class TabManager:
         # Gone from the list at once: a call at the same time finds no such instance, as one after.
         del self._instances[instance.id]
         self._launched_with.pop(instance.id, None)  # nothing relaunches a closed instance
+        if instance.kind == "extension" and instance.replaced_by is None:
+            self._extensions.let_go(instance.endpoint or "")  # nor connects the user's browser again
         if self._default_id == instance.id:
             # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
             usable = [i.id for i in self._instances.values() if i.state == "open"]

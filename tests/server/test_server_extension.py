@@ -637,6 +637,38 @@ async def test_closing_the_users_browser_instance_lets_go_of_its_tabs_saying_the
         assert any(p["url"] == site.url("/page/a") for p in await asyncio.to_thread(chromium.pages))
 
 
+async def test_the_users_browser_whose_instance_was_closed_stays_let_go_of_until_the_agent_connects_it_again(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """The extension stayed attached to every tab after the close (Chrome's debugging bar stayed);
+    and once it came back (its service worker, or Chrome, restarted) the server connected the
+    user's browser again unasked, its tabs the agent's again."""
+    async with paired_client(chromium) as (mcp, _):
+        await call(mcp, "browser_tabs", action="new", url=site.url("/page/a"))
+        await call(mcp, "browser_instance", action="close", instanceId="inst_1")
+        await poll(partial(asyncio.to_thread, chromium.attached_pages), lambda pages: not pages, 10)
+        assert await asyncio.to_thread(chromium.attached_pages) == []
+        await asyncio.to_thread(chromium.stop_service_worker)
+        status = partial(asyncio.to_thread, chromium.in_extension, "state.status")
+        await poll(partial(_or_empty, status), lambda said: said == "connected", 15)
+        listed = result_of(await call(mcp, "browser_instance", action="list"))
+        assert [i for i in listed["instances"] if i["health"] == "open"] == [], listed
+        assert await asyncio.to_thread(chromium.attached_pages) == []
+        # Asked for, the browser is the agent's again, with its tabs.
+        await call(mcp, "browser_instance", action="connect", extension=True)
+        tabs = result_of(await call(mcp, "browser_tabs", action="list"))["tabs"]
+        assert site.url("/page/a") in [t["url"] for t in tabs]
+        assert site.url("/page/a") in await asyncio.to_thread(chromium.attached_pages)
+
+
+async def _or_empty(read: Any) -> Any:
+    """What `read()` gives, or "" while it fails (the service worker starts)."""
+    try:
+        return await read()
+    except RuntimeError:
+        return ""
+
+
 async def test_a_chrome_the_user_restarts_at_once_is_the_same_browser_to_the_agent(
     browser_path: str, site: LocalSite, tmp_path: Path
 ) -> None:
