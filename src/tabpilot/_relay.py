@@ -613,7 +613,7 @@ class Relay:
 
     def _cmd_activate_target(self, cmd: Command) -> None:
         tab = self._target(cmd.params)
-        self._link.request("activateTab", {"tabId": tab.chrome_id}, _then(cmd.reply, {}))
+        self._to_tab("activateTab", {"tabId": tab.chrome_id}, _then(cmd.reply, {}))
 
     def _cmd_no_contexts(self, cmd: Command) -> None:
         cmd.reply.result({"browserContextIds": []})
@@ -631,6 +631,10 @@ class Relay:
             reply.result(window_of(tab))
         elif method in ANSWERED_HERE or method in NOT_APPLIED:
             reply.result({})
+        elif method == "Page.bringToFront":
+            # Chrome's own focuses the tab's window, over the window the user works in: the
+            # extension brings the tab to the front of its window, and no further.
+            self._to_tab("activateTab", {"tabId": tab.chrome_id}, _then(reply, {}))
         elif method == "Target.setAutoAttach":
             session.auto_attach = bool(params.get("autoAttach"))
             if session.flat:
@@ -756,7 +760,10 @@ class Relay:
         request: JsonDict = {"tabId": tab.chrome_id, "method": method, "params": params}
         if child is not None:
             request["sessionId"] = child
-        settle = reply.settle if isinstance(reply, Reply) else reply
+        self._to_tab("cdp", request, reply.settle if isinstance(reply, Reply) else reply)
+
+    def _to_tab(self, method: str, params: JsonDict, settle: Answer) -> None:
+        """A request to the extension about a tab (`params`' tabId)."""
 
         def answer(result: Any, error: LinkError | None) -> None:
             if error is not None and _tab_went(str(error)):
@@ -767,7 +774,7 @@ class Relay:
             settle(result, error)
 
         try:
-            self._link.request("cdp", request, answer)
+            self._link.request(method, params, answer)
         except LinkError as exc:
             answer(None, exc)
 

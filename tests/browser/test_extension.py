@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from websockets.asyncio.client import connect as ws_connect
@@ -684,6 +685,74 @@ async def test_a_duplicate_the_user_makes_of_an_agent_tab_stays_the_users(
         await wait_until(lambda: len(set(chromium.in_extension(grouped))) == 1, 5)  # in no group
         await manager.close_others(tab.id)
         assert len([p for p in chromium.pages() if p["url"] == site.url("/page/a")]) == 2
+
+
+async def in_extension_until(chromium: ExtensionChromium, expression: str, timeout: float = 10) -> Any:
+    """The value of `expression` in the extension's worker once it is truthy (the last one read when
+    `timeout` seconds pass first), polled without holding up the event loop."""
+    deadline = time.monotonic() + timeout
+    value = await asyncio.to_thread(chromium.in_extension, expression)
+    while not value and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        value = await asyncio.to_thread(chromium.in_extension, expression)
+    return value
+
+
+FOCUS_ASKED = """(() => {
+  globalThis.focusAsked = [];
+  const update = chrome.windows.update.bind(chrome.windows);
+  chrome.windows.update = (windowId, info) => {
+    if (info.focused) focusAsked.push(windowId);
+    return update(windowId, info);
+  };
+  const send = chrome.debugger.sendCommand.bind(chrome.debugger);
+  chrome.debugger.sendCommand = (target, method, params) => {
+    if (method === "Page.bringToFront") focusAsked.push(`the window of tab ${target.tabId}`);
+    return send(target, method, params);
+  };
+  return true;
+})()"""
+"""Record the windows the extension asks Chrome to focus (in `focusAsked`): headless Chromium
+focuses none, every window reads as focused, and the last one opened stays the last focused."""
+
+
+async def test_activating_a_tab_of_the_agents_leaves_the_window_the_user_works_in_in_front(
+    chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
+) -> None:
+    """Activating a tab of the agent's (and opening one, which activates it) brought its window to the
+    front of the user's screen, over the window they were working in: Chrome's Page.bringToFront,
+    which tabpilot sends, focuses the tab's window. The tab comes to the front of its window; its
+    window to the front only from a window of the agent's tab group."""
+    async with agent_tab(chromium, bridge, site) as (manager, _, tab):
+        other = await manager.new_tab(site.url("/page/b"))
+        assert await in_extension_until(
+            chromium, f"chrome.tabs.get({other.chrome_tab_id}).then((t) => t.active)"
+        )
+        mine = json.dumps(site.url("/page/mine"))
+        await asyncio.to_thread(
+            chromium.in_extension, f"chrome.windows.create({{url: {mine}, focused: true}}).then(() => 1)"
+        )
+        await asyncio.to_thread(chromium.in_extension, FOCUS_ASKED)
+        manager.activate(tab.id)
+        assert await in_extension_until(
+            chromium, f"chrome.tabs.get({tab.chrome_tab_id}).then((t) => t.active)"
+        )
+        page_c = json.dumps(site.url("/page/c"))
+        await manager.new_tab(site.url("/page/c"))
+        assert await in_extension_until(
+            chromium, f"chrome.tabs.query({{active: true, url: {page_c}}}).then((ts) => ts.length === 1)"
+        )
+        assert await asyncio.to_thread(chromium.in_extension, "focusAsked") == []
+        # The user is in a window of the agent's group (its tab b, moved to a window of its own):
+        # the window of the agent's tab activated comes to the front.
+        await asyncio.to_thread(
+            chromium.in_extension,
+            f"chrome.windows.create({{tabId: {other.chrome_tab_id}, focused: true}})"
+            f".then(async () => {{ await group(await chrome.tabs.get({other.chrome_tab_id})); return 1; }})",
+        )
+        manager.activate(tab.id)
+        asked = await in_extension_until(chromium, "focusAsked.length && focusAsked")
+        assert asked == [tab.window_id], asked
 
 
 async def worker_status(browser: ExtensionChromium) -> str:

@@ -329,8 +329,11 @@ const handlers = {
 
   async activateTab({ tabId }) {
     if (!state.scope.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
+    // The tab comes to the front of its window. Its window comes to the front of the screen only
+    // from the window of the agent's tab group, when the user is in it (a sign-in popup of the
+    // agent's page): never over a window the user works in, nor over another program.
     const tab = await chrome.tabs.update(tabId, { active: true });
-    await chrome.windows.update(tab.windowId, { focused: true });
+    if (await agentsWindowFocused(tab.windowId)) await chrome.windows.update(tab.windowId, { focused: true });
     return {};
   },
 };
@@ -475,6 +478,18 @@ async function agentWindow() {
   }
   const window = await chrome.windows.create({ focused: false });
   return window.id;
+}
+
+// Whether Chrome's focused window (the user's own screen, Chrome in front of other programs) is
+// one with the agent's tab group, other than `windowId`.
+async function agentsWindowFocused(windowId) {
+  try {
+    const window = await chrome.windows.getLastFocused();
+    if (!window.focused || window.id === windowId) return false;
+    return (await chrome.tabGroups.query({ title: GROUP_TITLE, windowId: window.id })).length > 0;
+  } catch {
+    return false; // no window is focused
+  }
 }
 
 async function group(tab) {
