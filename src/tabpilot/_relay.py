@@ -67,9 +67,10 @@ NOT_APPLIED = frozenset({"Page.setFontFamilies", "Emulation.setEmulatedMedia"})
 """Commands answered without being applied: they would change the look of the user's tab."""
 USER_TOOK_BACK = ("unshared", "canceled")
 """The extension's reasons for a tab leaving scope that mean the user took it back from the agent."""
-CLOSED_WITH_WINDOW = "windowClosed"
-"""The extension's reason for a tab that closed as its window closed: not its page's doing (a page
-closes its tab, never its window), so the user's."""
+CLOSED_BY_USER = ("windowClosed", "userClosed")
+"""The extension's reasons for a tab the user closed: as its window closed (a page closes its tab,
+never its window), or in the browser's tab strip (its X, Ctrl-W: the browser hid its page before it
+went; a page that closes itself is gone before it could say so)."""
 OUT_OF_REACH = "detached"
 """The extension's reason for a tab that went where its debugger may not follow (a chrome:// page):
 still open in the user's browser."""
@@ -207,8 +208,8 @@ class Relay:
     def tab_removed(self, chrome_id: int, *, reason: str | None = None) -> None:
         """A tab left scope (closed, unshared, or the extension let go of it): its target is gone.
         A tab the user took back (stopped sharing it, or dismissed Chrome's debugging bar) says so
-        to the clients (`leftScope`: not CDP's own), as it is still open in their browser; one that
-        closed with its window says that (`closedWithWindow`): its page did not close it."""
+        to the clients (`leftScope`: not CDP's own), as it is still open in their browser; one the
+        user closed says that (`closedByUser`): its page did not close it."""
         tab = self._tabs.pop(chrome_id, None)
         if tab is None:
             return
@@ -224,8 +225,8 @@ class Relay:
             gone["leftScope"] = "unshared"
         elif reason == OUT_OF_REACH:
             gone["leftScope"] = "privileged"
-        elif reason == CLOSED_WITH_WINDOW:
-            gone["closedWithWindow"] = True
+        elif reason in CLOSED_BY_USER:
+            gone["closedByUser"] = True
         self._to_discoverers({"method": "Target.targetDestroyed", "params": gone})
 
     def clear(self) -> None:

@@ -183,8 +183,9 @@ class Tab:
         self.closed = False
         self.closing_cause: CloseCause | None = None
         """Set when tabpilot itself closes the tab (a tool, the tab cap): not the page's doing."""
-        self.closed_with_window = False
-        """It closed as its window closed (the extension tells): never its page's doing."""
+        self.closed_by_user = False
+        """The user closed it (the extension tells: with its window, or in the tab strip): not its
+        page's doing."""
         self.over_total = False
         """Closed by the tab cap: the total one shared with other managers (`TabBudget`), not its
         manager's own `max_tabs`."""
@@ -337,10 +338,10 @@ class Tab:
     @property
     def may_close_itself(self) -> bool:
         """Whether its page may close it (`window.close()`): only a tab a page opened (a popup,
-        a link's new tab), and not one that closed with its window (a page closes its tab, never
-        its window). A close of any other that tabpilot did not make came from outside."""
+        a link's new tab), and not one the user closed (the extension tells). A close of any other
+        that tabpilot did not make came from outside."""
         opened_by_page = self.opener_id is not None or self.cause in ("link", "popup")
-        return opened_by_page and not self.closed_with_window
+        return opened_by_page and not self.closed_by_user
 
     @property
     def is_gone(self) -> bool:

@@ -310,13 +310,13 @@ class TabTracker:
         tab = self.registry.by_target(target_id)
         # The extension's relay: the user took the tab back, or it went where the extension may not.
         left = _LEFT_SCOPE.get(event.get("leftScope", ""))
-        with_window = bool(event.get("closedWithWindow"))  # the relay's too: not its page's close
+        by_user = bool(event.get("closedByUser"))  # the relay's too: not its page's close
         if tab is not None:
-            tab.closed_with_window = with_window
+            tab.closed_by_user = by_user
             self.tab_gone(tab, left)
         for tab_id, (checked, was_active, _said) in self._checking.items():
             if checked.target_id == target_id:
-                checked.closed_with_window = checked.closed_with_window or with_window
+                checked.closed_by_user = checked.closed_by_user or by_user
                 self._checking[tab_id] = (checked, was_active, True)
                 if left is not None:  # its page's close came first and is being checked: this is why
                     checked.closing_cause = left

@@ -1180,6 +1180,60 @@ async def test_a_popup_window_the_user_closes_is_told_as_closed_by_them_and_one_
         assert f"Tab {closes_itself} closed itself afterwards." in told, told
 
 
+def user_closes_tab(url_part: str) -> str:
+    """The extension's worker closes the tab at the URL as Chrome's tab strip does (its X, Ctrl-W):
+    the browser closes it, not its page."""
+    return f"""(async () => {{
+  const tab = (await chrome.tabs.query({{}})).find((t) => (t.url || "").includes({json.dumps(url_part)}));
+  await chrome.tabs.remove(tab.id);
+  return tab.id;
+}})()"""
+
+
+async def test_a_tab_a_page_opened_that_the_user_closes_alone_is_told_as_closed_by_them_not_by_its_page(
+    chromium: ExtensionChromium, site: LocalSite
+) -> None:
+    """A link's tab (or a popup) the user closed by its X or Ctrl-W, its window staying open, was
+    told as closed by its page: Chrome does not say who closed a tab, but the browser hides the page
+    before its tab goes, and a page that closes itself is gone before it could say so. A page that
+    closes itself as it loads, after its tab went from another page, is still its own close."""
+    site.set_content("/page/hop", "<title>Hop</title><script>location.replace('/page/shut')</script>")
+    site.set_content(
+        "/page/shut", "<title>Shut</title><script>addEventListener('load', () => window.close())</script>"
+    )
+    site.set_content(
+        "/page/links",
+        "<title>Links</title>"
+        "<button onclick=\"window.open('/close-self?n=1', 'one')\">Docs</button>"
+        "<button onclick=\"window.open('/close-self?n=2', 'two')\">Pay</button>"
+        "<button onclick=\"window.open('/page/hop', 'three')\">Sign in</button>",
+    )
+    async with paired_client(chromium) as (mcp, _):
+        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/links")))["tabId"]
+        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
+        (closed_by_user,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Docs")))[
+            "openedTabIds"
+        ]
+        (closes_itself,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Pay")))[
+            "openedTabIds"
+        ]
+        await asyncio.to_thread(chromium.in_extension, user_closes_tab("/close-self?n=1"))
+        listed = await poll(
+            lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, closed_by_user)
+        )
+        told = text(listed)
+        page = section(await call(mcp, "browser_snapshot", full=True, tabId=closes_itself), "Snapshot")
+        told += text(await call(mcp, "browser_click", ref=ref_of(page, "Close me")))
+        assert f"tab {closed_by_user} closed (by the user, in their browser)" in told, told
+        assert f"Tab {closes_itself} closed itself afterwards." in told, told
+        clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, "Sign in"))
+        (shut,) = result_of(clicked)["openedTabIds"]
+        told = text(clicked) + text(
+            await poll(lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, shut))
+        )
+        assert f"tab {shut} closed (by page)" in told or f"Tab {shut} closed itself" in told, told
+
+
 async def test_the_agent_closes_its_last_tab_in_the_users_browser_and_opens_another_after(
     chromium: ExtensionChromium, site: LocalSite
 ) -> None:

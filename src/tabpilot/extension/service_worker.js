@@ -22,7 +22,9 @@
 //                     {type: "tab", event: "created"|"updated", tab: record}
 //                     {type: "tab", event: "removed", tabId, reason}
 //                       (reason: "closed"; "windowClosed": closed with its window, never by its own
-//                       page; "unshared" | "canceled": the user took it back; "detached": out of reach)
+//                       page; "userClosed": a tab a page opened, which the browser closed (its X,
+//                       Ctrl-W), not its page; "unshared" | "canceled": the user took it back;
+//                       "detached": out of reach)
 //                     {type: "cdp", tabId, sessionId?, method, params}   (a debugger event)
 //                     {type: "ping"}                                     (every 20 s)
 //   `release`: no agent uses the tabs now (the server's last CDP client went: the agent closed
@@ -77,6 +79,8 @@ const state = {
   front: new Map(), // windowId -> the tab it shows: Chrome draws no other (a screenshot of one waits for ever)
   closing: new Set(), // tabs the agent is closing (closeTab): their beforeunload dialog is accepted
   lastInput: null, // {tabId, at}: the tab in scope the agent last sent a click or a key to
+  hidden: new Map(), // tabId -> when the page of a tab a page opened was hidden (see UNLOAD_SCRIPT)
+  unloadWatched: new Set(), // tabs whose attachment runs UNLOAD_SCRIPT
 };
 // A restarted worker gets the events of the attachments that outlived the old one at once (they
 // are what wakes it); they are kept, up to this many, and handed on after the hello.
@@ -85,7 +89,19 @@ const HIDDEN_TAB = "tabpilot-hidden-tab"; // the server reads it in the error of
 const WINDOW_OPEN_MEMORY_MS = 10000;
 // A tab a middle click or a modifier click opens comes within this long of the agent's input.
 const INPUT_MEMORY_MS = 3000;
-const CLOSED = ["closed", "windowClosed"]; // the reasons of a tab that closed (not one that left scope)
+const CLOSED = ["closed", "windowClosed", "userClosed"]; // the reasons of a tab that closed (not one that left scope)
+// Whether the browser or its own page closed a tab a page opened: Chrome says neither. The browser
+// (the tab's X, Ctrl-W) hides the page before the tab goes; a page that closes itself
+// (window.close()) is gone before it could say so. So the top document of such a tab tells the
+// worker, from a world of its own that its page cannot see, when it starts and when it is hidden.
+const UNLOAD_BINDING = "tabpilotPageHidden";
+const UNLOAD_WORLD = "tabpilot-unload";
+const UNLOAD_SCRIPT = `if (window === top && typeof self[${JSON.stringify(UNLOAD_BINDING)}] === "function") {
+  const tell = self[${JSON.stringify(UNLOAD_BINDING)}];
+  tell("start");
+  addEventListener("pagehide", (event) => event.persisted || tell("hidden"));
+}`;
+const UNLOAD_MEMORY_MS = 3000; // how long before a tab goes its page was hidden, at most
 
 const ready = load();
 
@@ -284,7 +300,11 @@ const handlers = {
       throw new Error(`${HIDDEN_TAB}: tab ${tabId} is behind another tab of its window`);
     }
     if (method.startsWith("Input.")) state.lastInput = { tabId, at: Date.now() };
-    const send = () => chrome.debugger.sendCommand(target, method, params || {});
+    const send = async () => {
+      const result = await chrome.debugger.sendCommand(target, method, params || {});
+      if (method === "Runtime.enable" && !sessionId) watchUnload(tabId);
+      return result;
+    };
     const attaching = state.attaching.get(tabId);
     if (attaching) return attaching.then(send);
     if (!state.attached.has(tabId)) throw new Error(`tab ${tabId} is not shared with tabpilot`);
@@ -404,6 +424,7 @@ async function attachNow(tabId) {
   state.attached.add(tabId);
   const entry = state.scope.get(tabId);
   if (entry) entry.targetId = targetInfo.targetId;
+  state.unloadWatched.delete(tabId);
   const tab = await chrome.tabs.get(tabId);
   return {
     ...tabRecord(tab),
@@ -413,6 +434,27 @@ async function attachNow(tabId) {
     title: tab.title || targetInfo.title,
     fresh,
   };
+}
+
+// Have the top document of a tab a page opened tell when it starts and when it is hidden (see
+// UNLOAD_SCRIPT), its current one too. Once the CDP clients enabled the Runtime domain: a binding
+// reaches only the worlds made after that.
+async function watchUnload(tabId) {
+  if (state.scope.get(tabId)?.reason !== "opened" || state.unloadWatched.has(tabId)) return;
+  state.unloadWatched.add(tabId);
+  try {
+    await chrome.debugger.sendCommand({ tabId }, "Runtime.addBinding", {
+      name: UNLOAD_BINDING,
+      executionContextName: UNLOAD_WORLD,
+    });
+    await chrome.debugger.sendCommand({ tabId }, "Page.addScriptToEvaluateOnNewDocument", {
+      source: UNLOAD_SCRIPT,
+      worldName: UNLOAD_WORLD,
+      runImmediately: true,
+    });
+  } catch {
+    // The tab went meanwhile; or an older Chrome: its closes are told as its page's, as before.
+  }
 }
 
 function tabRecord(tab) {
@@ -459,6 +501,8 @@ async function enter(tab, reason, opener = null) {
 // Take a tab out of scope; tell the server why (`reason`), unless null (it never heard of it).
 async function leave(tabId, reason) {
   state.windowOpens.delete(tabId);
+  state.hidden.delete(tabId);
+  state.unloadWatched.delete(tabId);
   if (!state.scope.delete(tabId)) return;
   await saveScope();
   if (state.attached.delete(tabId)) {
@@ -663,8 +707,12 @@ chrome.tabs.onAttached.addListener(async (tabId) => {
 chrome.tabs.onRemoved.addListener(async (tabId, { isWindowClosing }) => {
   await ready;
   // A page closes its own tab (window.close()), not its window: a tab that goes as its window
-  // closes (the user closed a popup's window, or a window of tabs) is never its page's doing.
-  await leave(tabId, isWindowClosing ? "windowClosed" : "closed");
+  // closes (the user closed a popup's window, or a window of tabs) is never its page's doing; nor
+  // is one whose page the browser hid just before (see UNLOAD_SCRIPT), unless the agent closed it.
+  const hidden = state.hidden.get(tabId);
+  state.hidden.delete(tabId);
+  const byBrowser = hidden !== undefined && Date.now() - hidden < UNLOAD_MEMORY_MS && !state.closing.has(tabId);
+  await leave(tabId, isWindowClosing ? "windowClosed" : byBrowser ? "userClosed" : "closed");
 });
 
 chrome.tabs.onReplaced.addListener(async (addedTabId, removedTabId) => {
@@ -683,6 +731,11 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
     state.windowOpens.set(source.tabId, opens);
   }
   if (source.tabId === undefined) return;
+  if (method === "Runtime.bindingCalled" && params.name === UNLOAD_BINDING && !source.sessionId) {
+    if (params.payload === "hidden") state.hidden.set(source.tabId, Date.now());
+    else state.hidden.delete(source.tabId); // a new document (the tab navigated)
+    return; // the worker's own: no client added it
+  }
   if (method === "Page.javascriptDialogOpening" && params.type === "beforeunload" && state.closing.has(source.tabId)) {
     const target = source.sessionId ? { tabId: source.tabId, sessionId: source.sessionId } : { tabId: source.tabId };
     chrome.debugger.sendCommand(target, "Page.handleJavaScriptDialog", { accept: true }).catch(() => {});
