@@ -593,6 +593,30 @@ async def test_websocket_frames_can_be_filtered_by_direction(
         assert (frame["tabId"], frame["event"], frame["preview"]) == (tab, "received", "hello")
 
 
+async def test_a_kind_level_or_direction_is_taken_in_any_case(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The library takes a level in any case; the tool's enums (kept short for the tool list) did
+    # not, and refused "ERROR".
+    async with connect() as mcp:
+        tab = await new_tab(mcp, site.url("/console?msg=fine&error=broke"), background=True)
+        errors = await observe_until(
+            mcp, {"what": "Logs", "tabId": tab, "level": "ERROR"}, lambda r: r["returned_entries"] == 1
+        )
+        (entry,) = result_of(errors)["entries"]
+        assert (entry["level"], entry["text"]) == ("error", "broke")
+        sockets = await new_tab(mcp, site.url("/ws-page"), background=True)
+        received = await observe_until(
+            mcp,
+            {"what": "websocket_events", "tabId": sockets, "direction": "Received"},
+            lambda r: r["returned_entries"] == 1,
+        )
+        assert [e["event"] for e in result_of(received)["entries"]] == ["received"]
+        wrong = await mcp.call_tool("browser_observe", {"what": "logs", "level": "fatal"})
+        assert wrong.is_error
+        assert "'debug', 'info', 'log', 'warning', 'warn' or 'error'" in section(wrong, "Error")
+
+
 async def test_a_tabs_network_waterfall_shows_its_websockets_as_devtools_does(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

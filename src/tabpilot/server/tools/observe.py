@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from tabpilot import Query, TabNotFoundError, query_tab_events
 
@@ -37,6 +37,13 @@ cut): a page can log lines of 8 KB, and a thousand of them were megabytes, more 
 from a tool. The answer stops at the last whole entry within it and says where to read on; one
 entry is shown whatever its size (a body asked for whole)."""
 
+
+def _lower(value: object) -> object:
+    """A word of a fixed set in any case ("ERROR", "Logs"): the library takes levels in any case,
+    and the schema's enum stays the short lower-case one."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
 SETTLE_SECONDS = 1.0
 """How long to wait for entries still being completed (sizes, headers, bodies need a round trip)."""
 
@@ -45,6 +52,7 @@ async def browser_observe(
     call: Call,
     what: Annotated[
         ObserveWhat,
+        BeforeValidator(_lower),
         Field(description="logs: console; network_bodies: headers, bodies; actions: this server's calls."),
     ],
     tabId: Annotated[
@@ -61,6 +69,7 @@ async def browser_observe(
     ] = None,
     level: Annotated[
         Literal["debug", "info", "log", "warning", "warn", "error"] | None,
+        BeforeValidator(_lower),
         Field(description="logs: level and above."),
     ] = None,
     url: Annotated[str | None, Field(description="URL contains.")] = None,
@@ -69,6 +78,7 @@ async def browser_observe(
     statusMax: Annotated[int | None, Field(ge=100, le=599, description="At most.")] = None,
     direction: Annotated[
         Literal["sent", "received"] | None,
+        BeforeValidator(_lower),
         Field(description="websocket_events: sent or received."),
     ] = None,
     text: Annotated[str | None, Field(description="Contains, any case.")] = None,
