@@ -7,11 +7,11 @@ import inspect
 import logging
 import time
 import weakref
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ._errors import check_tab_id
+from ._ring import ALL_TABS, Ring
 from ._types import EventType, TabEvent
 
 Listener = Callable[[TabEvent], None] | Callable[[TabEvent], Awaitable[None]]
@@ -106,7 +106,8 @@ class EventBus:
     def __init__(
         self, *, history_size: int = 1000, stream_queue_size: int = 1000, numbers: EventNumbers | None = None
     ) -> None:
-        self._history: deque[TabEvent] = deque(maxlen=history_size)
+        self._history: Ring[TabEvent] = Ring(history_size)
+        """The last events, with what was dropped counted per tab as for telemetry's kinds."""
         self._listeners: list[Listener] = []
         self._running: set[asyncio.Future[Any]] = set()
         """Calls of `async def` listeners under way (held here: the loop keeps only weak refs)."""
@@ -115,12 +116,26 @@ class EventBus:
         self._ended = False
         self._stream_queue_size = stream_queue_size
         self._numbers = numbers or EventNumbers()
-        self.dropped = 0
+
+    @property
+    def dropped(self) -> int:
         """Events evicted from the history, plus events a slow stream consumer missed (each
         stream's own are its `missed`)."""
-        self.evicted_through = 0
+        return self._history.dropped
+
+    def dropped_for(self, tab_id: int | None) -> int:
+        """`dropped`, of one tab's events (None: of those of no tab)."""
+        return self._history.dropped_for(tab_id)
+
+    @property
+    def evicted_through(self) -> int:
         """The sequence number of the newest event evicted from the history (0: none): a cursor
         before it missed events."""
+        return self._history.evicted_seq
+
+    def missed_after(self, since: int, *, tab_id: int | None = None) -> bool:
+        """Whether events newer than cursor `since` (of tab `tab_id`, if given) were evicted."""
+        return self._history.missed_after(ALL_TABS if tab_id is None else tab_id, since)
 
     @property
     def last_seq(self) -> int:
@@ -134,10 +149,6 @@ class EventBus:
 
     def emit(self, type: EventType, tab_id: int | None, instance_id: str | None, **data: Any) -> TabEvent:
         event = TabEvent(self.next_seq(), time.time(), type, tab_id, instance_id, data)
-        if len(self._history) == self._history.maxlen:
-            self.dropped += 1
-            if self._history:
-                self.evicted_through = self._history[0].seq
         self._history.append(event)
         for listener in list(self._listeners):
             try:
@@ -150,7 +161,7 @@ class EventBus:
                 logger.exception("an event listener failed on %s of tab %s", type, tab_id)
         for stream in list(self._streams):
             if not stream.offer(event):
-                self.dropped += 1
+                self._history.count_dropped(tab_id)
         return event
 
     def _listener_done(self, running: asyncio.Future[Any]) -> None:
@@ -184,12 +195,12 @@ class EventBus:
             raise ValueError(f"limit must be zero or more events, not {limit}")
         if tab_id is not None:
             check_tab_id(tab_id)
-        events = [
-            e
-            for e in self._history
-            if (since is None or e.seq > since) and (tab_id is None or e.tab_id == tab_id)
-        ]
-        return events if limit is None else events[len(events) - limit :]
+        tab = ALL_TABS if tab_id is None else tab_id
+        held = self._history.count_for(tab)
+        if not held:
+            return []
+        events, _ = self._history.select(tab=tab, since=since, limit=held)
+        return events if limit is None else events[max(len(events) - limit, 0) :]
 
     def stream(self, *, size: int | None = None) -> EventStream:
         """The events from now on (this call, not the first read: events between the two are

@@ -116,3 +116,22 @@ def test_a_tab_events_cursor_before_events_the_history_dropped_is_told_it_missed
     assert gap.missed and [e.tab_id for e in gap.entries] == [2, 3]
     whole = query_tab_events(bus, Query("tab_events", since=1))
     assert not whole.missed and [e.tab_id for e in whole.entries] == [2, 3]
+
+
+def test_a_tabs_tab_events_count_only_that_tabs_dropped_events_as_the_other_kinds_do() -> None:
+    # `dropped` of tab_events was the whole history's even when a tab was asked for.
+    bus = EventBus(history_size=3)
+    for tab in (1, 1, 2, 2, 2):
+        bus.emit("tab_opened", tab, "inst_1")  # tab 1's two events are evicted
+    assert query_tab_events(bus, Query("tab_events")).dropped == 2
+    assert query_tab_events(bus, Query("tab_events", tab_id=1)).dropped == 2
+    quiet = query_tab_events(bus, Query("tab_events", tab_id=2, since=0))
+    assert (quiet.dropped, quiet.missed) == (0, False)  # tab 2 lost nothing after cursor 0
+    assert query_tab_events(bus, Query("tab_events", tab_id=1, since=0)).missed
+    # An event a full stream could not hold is its tab's too.
+    stream = bus.stream(size=1)
+    bus.emit("tab_opened", 3, "inst_1")
+    bus.emit("tab_opened", 4, "inst_1")
+    assert [query_tab_events(bus, Query("tab_events", tab_id=t)).dropped for t in (3, 4)] == [0, 1]
+    assert bus.history(limit=5) == bus.history()[-3:] and len(bus.history(limit=2)) == 2
+    del stream

@@ -170,8 +170,9 @@ class EventHistory(Protocol):
     @property
     def dropped(self) -> int: ...
 
-    @property
-    def evicted_through(self) -> int: ...
+    def dropped_for(self, tab_id: int | None) -> int: ...
+
+    def missed_after(self, since: int, *, tab_id: int | None = None) -> bool: ...
 
     def history(self, *, since: int | None = None, tab_id: int | None = None) -> list[Any]: ...
 
@@ -195,10 +196,10 @@ def query_tab_events(
         filtered_by_tab=query.tab_id,
         total_entries_all_tabs=len(events.history()),
         returned_entries=len(page),
-        dropped=events.dropped,
+        dropped=events.dropped if query.tab_id is None else events.dropped_for(query.tab_id),
         next_cursor=page[-1].seq if more else events.last_seq,
         has_more=more,
         older=older,
-        # Events after the cursor the history no longer holds (it keeps the last ones only).
-        missed=query.since is not None and query.since < events.evicted_through,
+        # Events (of the tab) after the cursor the history no longer holds (it keeps the last ones only).
+        missed=query.since is not None and events.missed_after(query.since, tab_id=query.tab_id),
     )
