@@ -17,10 +17,11 @@ The page's dedicated workers are attached the same way: their console lines, err
 are the tab's. (A new worker waits for the sessions attached to it, but Chromium lets it run as
 soon as one says so, and Playwright's own session says so at once: the worker's script and its
 very first requests can be over before its session's commands arrive; `_telemetry._feed` settles
-the script's row and counts those requests as dropped.) Only a page's own iframes and workers: an
-iframe inside a cross-site iframe is not attached (a session nested two deep stalled that iframe's
-load now and then, measured), nor are its workers, nor shared and service workers (they serve
-many tabs).
+the script's row and counts those requests as dropped.) A cross-site iframe's own cross-site
+iframes and workers are attached the same way, through its session (`attach_children` on it):
+an iframe's document starts in the target that holds it and ends in its own, so an iframe left
+unattached stayed pending for ever. Shared and service workers are no page's children (they
+serve many tabs).
 
 Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
 cannot keep before paying for parsing it.
@@ -196,9 +197,9 @@ class TargetSession:
         await self._owner.detach(self)
 
     def attach_children(self, on_child: Callable[[TargetSession], None]) -> None:
-        """Attach to every cross-site iframe and dedicated worker of this page as it starts:
-        `on_child(session)` for each (its `parent` is this session). A child's session closes when
-        its iframe or worker goes, and with this one."""
+        """Attach to every cross-site iframe and dedicated worker of this page (or iframe) as it
+        starts: `on_child(session)` for each (its `parent` is this session). A child's session
+        closes when its iframe or worker goes, and with this one."""
         children = TargetSessions(_Through(self), on_child=on_child)
         self.on_close(children.close)
         # The iframe or worker is held at its start until on_child has sent its commands, or until

@@ -321,7 +321,7 @@ class Relay:
                 client.send({**event, "sessionId": child})
         record = tab.children.get(child)
         if record is not None and method not in CHILD_CAME_OR_WENT:
-            # The sessions that are not flat auto-attach one level deep only, as tabpilot asks.
+            # The sessions that are not flat auto-attach one level deep only (`_child_command`).
             for session in record.sessions:
                 send_to(session, record.wrapped(event))
 
@@ -719,6 +719,11 @@ class Relay:
 
         if method == "Runtime.runIfWaitingForDebugger":
             self._let_run(tab, child, session, answer)
+        elif method == "Target.setAutoAttach":
+            # Its iframe's own cross-site iframes: the relay hands such a session a tab's children
+            # only (one level). Passed on, Chrome's debugger held each such iframe at its start
+            # for a session that never let it run: the page never finished loading.
+            answer({}, None)
         else:
             self._forward(tab, child.session_id, method, inner.get("params") or {}, answer)
 

@@ -426,6 +426,8 @@ class TabTracker:
                     dispose()
 
             child.on_close(release)
+            if child.kind == "iframe":  # its own iframes of other sites (and workers), in turn
+                child.attach_children(on_child)
 
         session.attach_children(on_child)
         tab.add_disposer(watch_titles(session, tab.title_reported))

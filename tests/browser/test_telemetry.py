@@ -856,6 +856,39 @@ async def test_cross_site_iframes_console_errors_and_requests_are_their_tabs(
     assert telemetry.listener_errors == 0
 
 
+async def test_an_iframe_inside_a_cross_site_iframe_is_its_tabs_too(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    # 127.0.0.1 holds a localhost iframe that holds a 127.0.0.1 iframe: each of the three runs in a
+    # target of its own. The inner one's document starts in the middle one's target and ends in its
+    # own, which was not attached: its row stayed pending for ever, and its console went unheard.
+    other = f"http://localhost:{site.port}"
+    site.set_content(
+        "/inner",
+        "<script>console.log('inner on ' + location.host);"
+        "fetch('/api/echo?from=inner').then((r) => console.log('inner fetched ' + r.status))</script>",
+    )
+    site.set_content(
+        "/mid", f"<script>console.log('mid')</script><iframe src=\"{site.url('/inner')}\"></iframe>"
+    )
+    site.set_content("/host", f'<link rel="icon" href="data:,"><iframe src="{other}/mid"></iframe>')
+    telemetry, instance = await record()
+    await open_tab(manager, instance, site.url("/page/a"))
+    tab = await open_tab(manager, instance, site.url("/host"), background=True)
+
+    await wait_until(lambda: len(texts(telemetry, tab_id=tab.id)) == 3)
+    assert sorted(texts(telemetry, tab_id=tab.id)) == [
+        "inner fetched 200",
+        f"inner on 127.0.0.1:{site.port}",
+        "mid",
+    ]
+    for url in (f"{other}/mid", site.url("/inner"), site.url("/api/echo?from=inner")):
+        await wait_until(lambda url=url: url in rows_by_url(telemetry, tab.id))  # type: ignore[misc]
+        assert rows_by_url(telemetry, tab.id)[url].status == 200
+    assert telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending == ()
+    assert telemetry.listener_errors == 0
+
+
 async def test_a_web_workers_console_errors_and_requests_are_its_tabs(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:
