@@ -21,7 +21,8 @@ the script's row and counts those requests as dropped.) A cross-site iframe's ow
 iframes and workers are attached the same way, through its session (`attach_children` on it):
 an iframe's document starts in the target that holds it and ends in its own, so an iframe left
 unattached stayed pending for ever. Shared and service workers are no page's children (they
-serve many tabs).
+serve many tabs): a shared worker is attached from the browser's session (`TargetSessions.attach`,
+by the tab tracker, for the tab that started it).
 
 Messages from a target are handed on as raw JSON text: a consumer can count and drop what it
 cannot keep before paying for parsing it.
@@ -38,6 +39,8 @@ from typing import Any, Protocol
 
 CHILD_TYPES = ("iframe", "worker")
 """The targets a page's session attaches to as they start: cross-site iframes, dedicated workers."""
+WORKER_TYPES = ("worker", "shared_worker")
+"""The kinds of target sessions that are workers: a page's dedicated ones, and shared ones."""
 
 EventHandler = Callable[[str, str], None]
 """`handler(method, raw_json)` for one event of a target."""
@@ -93,7 +96,7 @@ class TargetSession:
         self.parent = parent
         """The session of the page whose cross-site iframe or worker this target is (None: a page's own)."""
         self.kind = kind
-        """The target's type: "page", or one of CHILD_TYPES."""
+        """The target's type: "page", one of CHILD_TYPES, or "shared_worker"."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: dict[str, list[EventHandler]] = {}
@@ -248,9 +251,10 @@ class TargetSessions:
         ]
         self._sending: set[asyncio.Task[Any]] = set()
 
-    def attach(self, target_id: str) -> TargetSession:
-        """A session to the target, usable at once (the attach completes in the background)."""
-        session = TargetSession(self, target_id)
+    def attach(self, target_id: str, *, kind: str = "page") -> TargetSession:
+        """A session to the target (of type `kind`), usable at once (the attach completes in the
+        background)."""
+        session = TargetSession(self, target_id, kind=kind)
         self._by_target[target_id] = session
         attaching = asyncio.ensure_future(
             self._root.send("Target.attachToTarget", {"targetId": target_id, "flatten": False})

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
@@ -42,6 +43,8 @@ Playwright reports it (Playwright waits for that page): the action that opened i
 after ANNOUNCE_TIMEOUT; so is one whose loading ended without a first page (HTTP 204). (A page
 that opened a tab and sent it somewhere before tabpilot's session was attached to it is
 announced after ANNOUNCE_TIMEOUT still: about 1 in 6 popups whose first answer is a 204, here.)"""
+SHARED_WORKERS_WAITING = 100
+"""Shared workers remembered until the tab that started one is known (its script's request)."""
 CLOSE_GRACE = 0.4
 """Seconds a close nobody asked for waits for its browser's goodbye: a browser shut down in order
 (a Playwright server stopping, a user quitting) closes its pages and still answers for ~0.1 s."""
@@ -101,6 +104,8 @@ class TabTracker:
         """The sessions of each tab's cross-site iframes (targets of their own)."""
         self._intercepting: dict[int, set[TargetSession]] = {}
         """The sessions of a tab that hold back file pickers for the actions under way on it."""
+        self._shared_workers: OrderedDict[str, None] = OrderedDict()
+        """Shared workers of this context whose tab is not known yet (`_shared_worker_of`)."""
         self._asks = WindowAsks(time.monotonic)
         self._checking: dict[int, tuple[Tab, bool, bool]] = {}
         """Closes nobody asked for, being checked against the browser: tab id -> (tab, was active,
@@ -292,6 +297,12 @@ class TabTracker:
 
     def _on_target_created(self, event: dict[str, Any]) -> None:
         info = event.get("targetInfo") or {}
+        if info.get("type") == "shared_worker":
+            if self._services.target_hooks and self._scope.ours(info):
+                self._shared_workers[info["targetId"]] = None
+                while len(self._shared_workers) > SHARED_WORKERS_WAITING:
+                    self._shared_workers.popitem(last=False)
+            return
         known = self.registry.by_target(info.get("targetId", "")) is not None
         if self._is_open() and not known and self._scope.created(info):
             self._create_tab(info, cause=None)
@@ -307,6 +318,7 @@ class TabTracker:
     def _on_target_destroyed(self, event: dict[str, Any]) -> None:
         target_id = event.get("targetId", "")
         self._scope.gone(target_id)
+        self._shared_workers.pop(target_id, None)
         tab = self.registry.by_target(target_id)
         # The extension's relay: the user took the tab back, or it went where the extension may not.
         left = _LEFT_SCOPE.get(event.get("leftScope", ""))
@@ -427,9 +439,13 @@ class TabTracker:
 
             child.on_close(release)
             if child.kind == "iframe":  # its own iframes of other sites (and workers), in turn
+                if self._services.target_hooks:
+                    child.on_events(("Network.requestWillBeSent",), self._shared_worker_of(tab))
                 child.attach_children(on_child)
 
         session.attach_children(on_child)
+        if self._services.target_hooks:
+            tab.add_disposer(session.on_events(("Network.requestWillBeSent",), self._shared_worker_of(tab)))
         tab.add_disposer(watch_titles(session, tab.title_reported))
         # After the hooks' commands: telemetry's Network.enable must be in place before the page's
         # first request; the windows a page asks for come later.
@@ -448,6 +464,34 @@ class TabTracker:
             self._asks.forget(target_id)
 
         tab.add_disposer(forget)
+
+    def _shared_worker_of(self, tab: Tab) -> Callable[[str, str], None]:
+        """A listener of a tab's requests (heard only while the target hooks have Network on) that
+        hands the target hooks a shared worker the tab's page or iframe started: Chromium requests
+        the worker's script in that target, under the worker's target id. A shared worker may serve
+        several tabs; it is recorded as the tab's that started it, while that tab is open."""
+
+        def on_request(_method: str, raw: str) -> None:
+            if not self._shared_workers:
+                return  # nearly always: parsed only while a new shared worker's tab is not known
+            worker_id = json.loads(raw).get("params", {}).get("requestId")
+            if worker_id in self._shared_workers and self.sessions is not None and not tab.closed:
+                del self._shared_workers[worker_id]
+                worker = self.sessions.attach(worker_id, kind="shared_worker")
+                disposers = [hook(worker, tab) for hook in list(self._services.target_hooks)]
+
+                def release() -> None:
+                    for dispose in disposers:
+                        dispose()
+
+                def detach() -> None:  # the worker may serve other tabs on: the tab's recording ends
+                    if not worker.closed:
+                        self.spawn(worker.detach(), settle=False)
+
+                worker.on_close(release)
+                tab.add_disposer(detach)
+
+        return on_request
 
     def _on_document(self, tab: Tab, method: str, raw: str) -> None:
         was_due = tab.document_due

@@ -945,6 +945,39 @@ async def test_a_web_workers_console_errors_and_requests_are_its_tabs(
     assert telemetry.listener_errors == 0
 
 
+async def test_a_shared_workers_console_and_requests_are_the_tabs_that_started_it(
+    manager: TabManager, record: Recorder, site: LocalSite
+) -> None:
+    # A shared worker is no child of the page: its script's request started in the page's target
+    # and ended in the worker's, which was not attached, so the row stayed pending for ever and the
+    # worker's console went unheard. As a dedicated worker, it acts on messages (its very first
+    # requests can go before tabpilot's session to it has Network on: counted as dropped).
+    site.set_content(
+        "/shared.js",
+        "console.log('shared up'); onconnect = (e) => { const port = e.ports[0];"
+        " port.onmessage = () => fetch('/api/echo?from=shared')"
+        ".then((r) => console.log('shared fetched ' + r.status)); };",
+        content_type="text/javascript",
+    )
+    site.set_content(
+        "/with-shared",
+        '<link rel="icon" href="data:,"><script>window.w = new SharedWorker("/shared.js")</script>',
+    )
+    telemetry, instance = await record()
+    await open_tab(manager, instance, site.url("/page/a"))
+    tab = await open_tab(manager, instance, site.url("/with-shared"), background=True)
+
+    await wait_until(lambda: texts(telemetry, tab_id=tab.id) == ["shared up"])
+    await tab.page.evaluate("w.port.postMessage('fetch')")
+    await wait_until(lambda: texts(telemetry, tab_id=tab.id) == ["shared up", "shared fetched 200"])
+    await wait_until(lambda: site.url("/api/echo?from=shared") in rows_by_url(telemetry, tab.id))
+    assert rows_by_url(telemetry, tab.id)[site.url("/api/echo?from=shared")].status == 200
+    await wait_until(lambda: site.url("/shared.js") in rows_by_url(telemetry, tab.id))
+    assert rows_by_url(telemetry, tab.id)[site.url("/shared.js")].failure is None
+    assert telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending == ()
+    assert telemetry.listener_errors == 0
+
+
 async def test_the_last_request_of_a_popup_that_closes_itself_is_recorded(
     manager: TabManager, record: Recorder, site: LocalSite
 ) -> None:

@@ -59,7 +59,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from .._cdp import TargetSession
+from .._cdp import WORKER_TYPES, TargetSession
 from ._entries import (
     REDACTED,
     REDACTED_HEADERS,
@@ -371,13 +371,15 @@ class TabFeed:
         )
         self._session.enable("Runtime")
         self._session.send("Log.enable")
-        if enabled is None or (self._session.parent is not None and self._session.kind != "worker"):
+        if enabled is None or (self._session.parent is not None and self._session.kind not in WORKER_TYPES):
             return  # no network to record; an iframe's document is requested by its parent's target
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # a feed driven by hand, outside a loop: no page to ask
-        recover = self._settle_worker_script if self._session.kind == "worker" else self._recover_navigation
+        recover = (
+            self._settle_worker_script if self._session.kind in WORKER_TYPES else self._recover_navigation
+        )
         self._recovering = loop.create_task(recover(enabled))
 
     async def _recover_navigation(self, enabled: Awaitable[Any]) -> None:
@@ -467,9 +469,11 @@ class TabFeed:
             return
         self._finished = True
         self._dispose()
-        gone = {"iframe": "its iframe went away", "worker": "its worker stopped"}.get(
-            self._session.kind, "the tab closed"
-        )
+        gone = {
+            "iframe": "its iframe went away",
+            "worker": "its worker stopped",
+            "shared_worker": "its worker stopped",
+        }.get(self._session.kind, "the tab closed")
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, f"{gone} before the request finished")
         self._sockets.end_all(gone)
@@ -733,7 +737,7 @@ class TabFeed:
         headers not known: the row gives no method). Not a worker's (counted as dropped when it
         ends, module docstring), nor a document (the navigation recovery has it)."""
         kind = str(params.get("type", "Other"))
-        if self._session.kind == "worker" or kind == "Document":
+        if self._session.kind in WORKER_TYPES or kind == "Document":
             return None
         response = params.get("response") or {}
         if str(response.get("url", "")).startswith(BROWSER_OWN):
@@ -746,7 +750,7 @@ class TabFeed:
         """The hop a redirect leaves, of a chain whose start went before Network was on (a popup's
         first document, on a busy machine): known from its answer, as `_started_unseen`. A
         worker's is counted as dropped (module docstring)."""
-        if self._session.kind == "worker":
+        if self._session.kind in WORKER_TYPES:
             self._sink.shed("network_waterfall", self.tab_id)
             return None
         return self._answered(params, params["redirectResponse"])
@@ -774,7 +778,7 @@ class TabFeed:
         has; so is the first such end after it recovered a document still loading)."""
         if self._recovered_end_due:
             self._recovered_end_due = False
-        elif self._session.kind == "worker" or self._saw_document:
+        elif self._session.kind in WORKER_TYPES or self._saw_document:
             self._sink.shed("network_waterfall", self.tab_id)
 
     def _on_finished(self, params: dict[str, Any]) -> None:
