@@ -113,20 +113,23 @@ async def browser_observe(
     whole = len(result.entries) == 1
     lines = [entry_line(e, whole=whole) for e in result.entries]
     matched = len(lines)
-    structured = call.session.config.structured_content
-    costs = [
-        max(len(line), len(json.dumps(e.to_dict(), default=str))) if structured else len(line)
-        for line, e in zip(lines, result.entries, strict=True)
-    ]
+    # Each entry's JSON form is made once, for clients that get it: measured here, sent as it is.
+    forms = [e.to_dict() for e in result.entries] if call.session.config.structured_content else None
+    costs = (
+        [max(len(line), len(json.dumps(d, default=str))) for line, d in zip(lines, forms, strict=True)]
+        if forms is not None
+        else [len(line) for line in lines]
+    )
     fit = _fitting(costs if since is not None else costs[::-1], ANSWER_CHARS)
     if fit < matched:
         # Cut at a whole entry: from a cursor the oldest ones (the next call goes on from the last
         # shown), else the newest (older ones are read from since=0).
+        kept = slice(None, fit) if since is not None else slice(-fit, None)
+        entries, lines = result.entries[kept], lines[kept]
+        forms = forms[kept] if forms is not None else None
         if since is not None:
-            entries, lines = result.entries[:fit], lines[:fit]
             result = replace(result, entries=entries, has_more=True, next_cursor=entries[-1].seq)
         else:
-            entries, lines = result.entries[-fit:], lines[-fit:]
             result = replace(result, entries=entries, older=True)
         result = replace(result, returned_entries=fit)
 
@@ -182,8 +185,10 @@ async def browser_observe(
         if shown < len(in_flight):
             lines.append(f"... and {len(in_flight) - shown} more (a url filter or tabId narrows them).")
             result = replace(result, pending=result.pending[:shown])
+    data = replace(result, entries=()).to_dict()
+    data["entries"] = forms or []  # (without structured content nobody reads them)
     # One result line each: the head alone is what the actions log keeps as this call's outcome.
-    call.response.result(head, result.to_dict())
+    call.response.result(head, data)
     for line in lines:
         call.response.result(line)
 
