@@ -955,7 +955,7 @@ async def test_a_shared_workers_console_and_requests_are_the_tabs_that_started_i
     site.set_content(
         "/shared.js",
         "console.log('shared up'); onconnect = (e) => { const port = e.ports[0];"
-        " port.onmessage = () => fetch('/api/echo?from=shared')"
+        " port.onmessage = (m) => m.data === 'slow' ? fetch('/api/slow?ms=5000') : fetch('/api/echo?from=shared')"
         ".then((r) => console.log('shared fetched ' + r.status)); };",
         content_type="text/javascript",
     )
@@ -974,6 +974,22 @@ async def test_a_shared_workers_console_and_requests_are_the_tabs_that_started_i
     assert rows_by_url(telemetry, tab.id)[site.url("/api/echo?from=shared")].status == 200
     await wait_until(lambda: site.url("/shared.js") in rows_by_url(telemetry, tab.id))
     assert rows_by_url(telemetry, tab.id)[site.url("/shared.js")].failure is None
+    assert telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending == ()
+
+    # The worker is recorded while its tab is open (it may serve other tabs on): a request it has
+    # under way as the tab closes is cut short, and why.
+    await tab.page.evaluate("w.port.postMessage('slow')")
+    slow = site.url("/api/slow?ms=5000")
+    await wait_until(
+        lambda: slow in [p.url for p in telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending]
+    )
+    await manager.close_tab(tab.id)
+    await wait_until(lambda: slow in rows_by_url(telemetry, tab.id))
+    cut = rows_by_url(telemetry, tab.id)[slow]
+    assert (
+        cut.status is None
+        and cut.failure == "its worker stopped or its tab closed before the request finished"
+    )
     assert telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending == ()
     assert telemetry.listener_errors == 0
 

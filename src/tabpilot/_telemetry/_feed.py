@@ -13,10 +13,11 @@ A document that loaded before Network was on (the attach races Playwright's shor
 popup) is recovered from the page's navigation timing (`_timing`), and so is the end of one whose
 start and answer the feed heard (the browser reports those, the page the end); a hop of a redirect
 chain that started before is recorded from its answer, and the hops before it are counted as
-dropped. A cross-site iframe or a dedicated worker of the tab has a feed of its own on its own
-target's session; a request that starts in one feed and ends in another (the iframe's document,
-the worker's script) is handed over between them (`Sink.hand_over`), and the raw headers the
-page's target hears of a worker's request are put on it where it is.
+dropped. A cross-site iframe or a dedicated worker of the tab (or a shared worker it started)
+has a feed of its own on its own target's session; a request that starts in one feed and ends in
+another (the iframe's document, the worker's script) is handed over between them
+(`Sink.hand_over`), and the raw headers the page's target hears of a worker's request are put on
+it where it is.
 
 A new worker waits at its start for the sessions attached to it, but Chromium lets it run as soon as
 one of them says so, and Playwright's driver says so at once: the worker's script can finish
@@ -472,7 +473,8 @@ class TabFeed:
         gone = {
             "iframe": "its iframe went away",
             "worker": "its worker stopped",
-            "shared_worker": "its worker stopped",
+            # Recorded while the tab that started it is open: it may serve other tabs on.
+            "shared_worker": "its worker stopped or its tab closed",
         }.get(self._session.kind, "the tab closed")
         for request_id in list(self._in_flight):
             self._record_unfinished(request_id, f"{gone} before the request finished")
