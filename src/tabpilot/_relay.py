@@ -17,7 +17,8 @@ browser: Target and Browser domains, auto-attach, any number of sessions per tar
 - Child sessions (iframes, workers auto-attached on a tab's session) keep Chromium's own ids.
   Chrome's debugger attaches to them flat only, for Playwright's page session; a tab session that
   is not flat and auto-attaches (tabpilot's telemetry) is handed each child too, wrapped in its
-  own messages. A child paused at its start runs once every client told so has let it run.
+  own messages, and a child's own children (a cross-site iframe's) wrapped in the child's. A child
+  paused at its start runs once every client told so has let it run.
 - Answers reach the clients the moment the extension's message is read, in order with its events:
   CDP clients rely on that order (an answer overtaken by the events after it loses state).
 - A tab a page opens is announced by its target as soon as the extension knows it (the action
@@ -277,7 +278,7 @@ class Relay:
                 child_id, dict(params.get("targetInfo") or {}), waiting
             )
         else:
-            child = tab.children.pop(child_id, None)
+            child = tab.children.get(child_id)
         for session in tab.sessions:
             if session.flat and session.auto_attach:
                 self._note_child(session.client, tab, method, params)
@@ -286,11 +287,8 @@ class Relay:
                     child.held.add(session.client)
             elif attached and child is not None and self._wants(session, child):
                 self._tell_child(session, child)
-        if not attached and child is not None:
-            gone = {"sessionId": child_id, "targetId": child.target_info.get("targetId", "")}
-            for session in child.sessions:
-                send_to(session, {"method": method, "params": gone})
-            child.sessions.clear()
+        if not attached:
+            self._child_gone(tab, child, method)
 
     @staticmethod
     def _wants(session: Session, child: ChildRecord) -> bool:
@@ -310,20 +308,60 @@ class Relay:
             "targetInfo": child.target_info,
             "waitingForDebugger": child.waiting,
         }
-        send_to(session, {"method": "Target.attachedToTarget", "params": params})
+        event = {"method": "Target.attachedToTarget", "params": params}
+        send_to(session, event if child.parent is None else child.parent.wrapped(event))
 
     def _child_event(self, tab: TabRecord, child: str, method: str, params: JsonDict) -> None:
         event = {"method": method, "params": params}
+        record = tab.children.get(child)
+        told: list[Client] = []
         for client in self._clients:
             if client.children.get(child) is tab:
                 if method in CHILD_CAME_OR_WENT:
                     self._note_child(client, tab, method, params)
+                    told.append(client)
                 client.send({**event, "sessionId": child})
-        record = tab.children.get(child)
-        if record is not None and method not in CHILD_CAME_OR_WENT:
-            # The sessions that are not flat auto-attach one level deep only (`_child_command`).
+        if record is not None and method in CHILD_CAME_OR_WENT:
+            self._inner_child_came_or_went(tab, record, method, params, told)
+        elif record is not None:
             for session in record.sessions:
                 send_to(session, record.wrapped(event))
+
+    def _inner_child_came_or_went(
+        self, tab: TabRecord, parent: ChildRecord, method: str, params: JsonDict, told: list[Client]
+    ) -> None:
+        """A child of a child (a cross-site iframe's own cross-site iframe) was attached, for the
+        flat clients that auto-attach to its parent (`told`), or detached: the sessions that are
+        not flat and auto-attach to the parent's children hear of it too."""
+        child_id = str(params.get("sessionId", ""))
+        if method == "Target.attachedToTarget":
+            waiting = bool(params.get("waitingForDebugger"))
+            child = tab.children[child_id] = ChildRecord(
+                child_id, dict(params.get("targetInfo") or {}), waiting, parent=parent
+            )
+            if waiting:
+                child.held.update(told)
+            for session in list(parent.watchers):
+                if self._wanted(session, parent, child):
+                    self._tell_child(session, child)
+            return
+        self._child_gone(tab, tab.children.get(child_id), method)
+
+    def _child_gone(self, tab: TabRecord, child: ChildRecord | None, method: str) -> None:
+        """`child` (and its own children with it) was detached: the sessions that are not flat
+        and were told of it hear so (the flat clients heard Chrome's own event)."""
+        if child is None or tab.children.get(child.session_id) is not child:
+            return
+        del tab.children[child.session_id]
+        for inner in [c for c in tab.children.values() if c.parent is child]:
+            self._child_gone(tab, inner, method)
+        gone = {
+            "method": method,
+            "params": {"sessionId": child.session_id, "targetId": child.target_info.get("targetId", "")},
+        }
+        for session in child.sessions:
+            send_to(session, gone if child.parent is None else child.parent.wrapped(gone))
+        child.sessions.clear()
 
     def _let_run(self, tab: TabRecord, child: ChildRecord, by: Client | Session, answer: Answer) -> None:
         """`Runtime.runIfWaitingForDebugger` on a child from `by`: the child runs once everyone
@@ -342,6 +380,8 @@ class Relay:
             for child in list(tab.children.values()):
                 if isinstance(by, Session) and by in child.sessions:
                     child.sessions.remove(by)
+                if isinstance(by, Session):
+                    child.watchers.pop(by, None)
                 if by in child.held:
                     self._let_run(tab, child, by, ignored)
 
@@ -673,9 +713,7 @@ class Relay:
         are now are announced at once, as Chromium does."""
         tab = session.tab
         assert tab is not None
-        session.child_types = frozenset(
-            str(f.get("type")) for f in params.get("filter") or () if f.get("type") and not f.get("exclude")
-        )
+        session.child_types = _child_types(params)
         if not session.auto_attach:
             self._let_go(session, [tab])
             reply.result({})
@@ -706,11 +744,24 @@ class Relay:
             reply.error(-32602, "The message is not a CDP command")
             return
         reply.result({})
+        self._in_child(session, tab, child, inner_id, method, inner.get("params") or {})
+
+    def _in_child(
+        self,
+        session: Session,
+        tab: TabRecord,
+        child: ChildRecord,
+        command_id: Any,
+        method: str,
+        params: JsonDict,
+    ) -> None:
+        """A command of `session` to `child`, whose answer goes back wrapped in the child's messages
+        (and its parent's, for a child's child)."""
 
         def answer(result: Any, error: LinkError | None) -> None:
             if session not in child.sessions:
                 return  # detached meanwhile
-            body: JsonDict = {"id": inner_id}
+            body: JsonDict = {"id": command_id}
             if error is not None:
                 body["error"] = error_body(error.code, str(error))
             else:
@@ -720,12 +771,47 @@ class Relay:
         if method == "Runtime.runIfWaitingForDebugger":
             self._let_run(tab, child, session, answer)
         elif method == "Target.setAutoAttach":
-            # Its iframe's own cross-site iframes: the relay hands such a session a tab's children
-            # only (one level). Passed on, Chrome's debugger held each such iframe at its start
-            # for a session that never let it run: the page never finished loading.
+            # Chrome's debugger auto-attaches flat only, and does so for Playwright's own session to
+            # the child already: the child's children are handed to this session as the tab's are.
+            # (Passed on, Chrome's debugger held each at its start for a session that never let it
+            # run: the page never finished loading.)
+            self._watch_children(session, tab, child, params)
             answer({}, None)
+        elif method == "Target.sendMessageToTarget":
+            inner_child = tab.children.get(str(params.get("sessionId", "")))
+            try:
+                inner = json.loads(str(params.get("message", "")))
+                inner_id, inner_method = inner["id"], str(inner["method"])
+            except (ValueError, KeyError, TypeError):
+                answer(None, LinkError("The message is not a CDP command", -32602))
+                return
+            if inner_child is None or inner_child.parent is not child or session not in inner_child.sessions:
+                answer(None, LinkError("No session with given id", -32602))
+                return
+            answer({}, None)
+            self._in_child(session, tab, inner_child, inner_id, inner_method, inner.get("params") or {})
         else:
-            self._forward(tab, child.session_id, method, inner.get("params") or {}, answer)
+            self._forward(tab, child.session_id, method, params, answer)
+
+    def _watch_children(self, session: Session, tab: TabRecord, child: ChildRecord, params: JsonDict) -> None:
+        """`session` auto-attaches (or no longer) to `child`'s own children: those there now are
+        announced at once, as Chromium does."""
+        if not params.get("autoAttach"):
+            child.watchers.pop(session, None)
+            return
+        child.watchers[session] = _child_types(params)
+        for inner in list(tab.children.values()):
+            if (
+                inner.parent is child
+                and session not in inner.sessions
+                and self._wanted(session, child, inner)
+            ):
+                self._tell_child(session, inner)
+
+    @staticmethod
+    def _wanted(session: Session, parent: ChildRecord, child: ChildRecord) -> bool:
+        types = parent.watchers.get(session)
+        return types is not None and (not types or child.target_info.get("type") in types)
 
     def _enable_runtime(self, tab: TabRecord, session: Session, params: JsonDict, reply: Reply) -> None:
         """The first Runtime.enable goes to the tab (Chromium reports the contexts, to every
@@ -826,3 +912,10 @@ _BROWSER_COMMANDS: dict[str, _BrowserCommand] = {
     "Target.activateTarget": Relay._cmd_activate_target,
     "Target.getBrowserContexts": Relay._cmd_no_contexts,
 }
+
+
+def _child_types(params: JsonDict) -> frozenset[str]:
+    """The target types a `Target.setAutoAttach` asks for (none: every type)."""
+    return frozenset(
+        str(f.get("type")) for f in params.get("filter") or () if f.get("type") and not f.get("exclude")
+    )

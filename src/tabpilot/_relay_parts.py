@@ -87,10 +87,16 @@ class ChildRecord:
     """The tab sessions, not flat, that were told of it."""
     held: set[Client | Session] = field(default_factory=set)
     """Who was told it waits and has not let it run yet: a flat client, or a session."""
+    parent: ChildRecord | None = None
+    """The child it is a child of (a cross-site iframe's own), None for the tab's own."""
+    watchers: dict[Session, frozenset[str]] = field(default_factory=dict)
+    """Sessions, not flat, that auto-attach to its own children, with the types they asked for
+    (none: every type)."""
 
     def wrapped(self, message: JsonDict) -> JsonDict:
-        """A message of this child as an event of a session that is not flat."""
-        return {
+        """A message of this child as an event of a session that is not flat (inside its parent's
+        messages, for a child's child)."""
+        event = {
             "method": "Target.receivedMessageFromTarget",
             "params": {
                 "sessionId": self.session_id,
@@ -98,6 +104,7 @@ class ChildRecord:
                 "targetId": self.target_info.get("targetId", ""),
             },
         }
+        return event if self.parent is None else self.parent.wrapped(event)
 
 
 @dataclass(eq=False)

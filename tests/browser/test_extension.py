@@ -431,14 +431,18 @@ async def test_a_cross_site_iframe_works_through_the_child_sessions_of_the_tab(
         assert 'heading "Outer"' in snapshot.text and 'heading "Page inner"' in snapshot.text
 
 
-async def test_a_page_with_an_iframe_inside_a_cross_site_iframe_loads_through_the_relay(
+async def test_an_iframe_inside_a_cross_site_iframe_loads_and_is_recorded_through_the_relay(
     chromium: ExtensionChromium, bridge: ExtensionBridge, site: LocalSite
 ) -> None:
-    # tabpilot's telemetry asks each cross-site iframe for the iframes of other sites inside it;
-    # passed on to Chrome's debugger, that held the inner iframe at its start for ever, and the
-    # page never finished loading. The relay hands such a session one level of children only.
+    # tabpilot's telemetry asks each cross-site iframe for the iframes of other sites inside it.
+    # Passed on to Chrome's debugger, that held the inner iframe at its start for ever (the page
+    # never finished loading); the relay hands those to it as it does the tab's own children.
     other = f"http://localhost:{site.port}"
-    site.set_content("/inner", "<h1>Inner</h1>")
+    site.set_content(
+        "/inner",
+        "<h1>Inner</h1><script>console.log('inner on ' + location.host);"
+        "fetch('/api/echo?from=inner').then((r) => console.log('inner fetched ' + r.status))</script>",
+    )
     site.set_content("/mid", f'<h1>Mid</h1><iframe src="{site.url("/inner")}"></iframe>')
     site.set_content("/nested", f'<h1>Outer</h1><iframe src="{other}/mid"></iframe>')
     telemetry = Telemetry()
@@ -447,8 +451,25 @@ async def test_a_page_with_an_iframe_inside_a_cross_site_iframe_loads_through_th
         manager.add_target_hook(telemetry.attach_target)
         await manager.connect_extension(bridge, timeout=20)
         tab = await manager.new_tab(site.url("/nested"))
+
+        def texts() -> list[str]:
+            entries = telemetry.query(Query("logs", tab_id=tab.id)).entries
+            return sorted(e.text for e in entries if isinstance(e, ConsoleEntry) and e.source == "console")
+
+        def rows() -> dict[str, NetworkEntry]:
+            entries = telemetry.query(Query("network_waterfall", tab_id=tab.id)).entries
+            return {e.url: e for e in entries if isinstance(e, NetworkEntry)}
+
+        await wait_until(lambda: texts() == ["inner fetched 200", f"inner on 127.0.0.1:{site.port}"], 10)
+        for url in (site.url("/inner"), site.url("/api/echo?from=inner")):
+            await wait_until(lambda url=url: url in rows())  # type: ignore[misc]
+            assert rows()[url].status == 200
+        pending = telemetry.query(Query("network_waterfall", tab_id=tab.id)).pending
+        assert [p.url for p in pending if "favicon" not in p.url] == []
+        # Playwright's own sessions to the iframes work as before.
         snapshot = await tab.snapshot()
         assert 'heading "Mid"' in snapshot.text and 'heading "Inner"' in snapshot.text
+        assert telemetry.listener_errors == 0
 
 
 async def test_cross_site_iframes_and_workers_are_recorded_as_their_tabs_through_the_relay(
