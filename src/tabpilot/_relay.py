@@ -342,7 +342,7 @@ class Relay:
             if waiting:
                 child.held.update(told)
             for session in list(parent.watchers):
-                if self._wanted(session, parent, child):
+                if self._wants_inner(session, parent, child):
                     self._tell_child(session, child)
             return
         self._child_gone(tab, tab.children.get(child_id), method)
@@ -804,12 +804,12 @@ class Relay:
             if (
                 inner.parent is child
                 and session not in inner.sessions
-                and self._wanted(session, child, inner)
+                and self._wants_inner(session, child, inner)
             ):
                 self._tell_child(session, inner)
 
     @staticmethod
-    def _wanted(session: Session, parent: ChildRecord, child: ChildRecord) -> bool:
+    def _wants_inner(session: Session, parent: ChildRecord, child: ChildRecord) -> bool:
         types = parent.watchers.get(session)
         return types is not None and (not types or child.target_info.get("type") in types)
 
