@@ -568,7 +568,12 @@ async def test_the_toolbar_button_says_what_a_click_does_on_a_tab_the_user_opens
         )
         assert title == "tabpilot: click to share this tab with the agent" and badge == ""
         chromium.open("chrome://version")
-        click = "await toggleSharing(tab);"
+        # Clicked once the page is there, as a user does: Chrome resets a tab's tooltip as its page
+        # commits, so a click while chrome://version was still on its way could be undone.
+        click = (
+            'while ((await chrome.tabs.get(tab.id)).status !== "complete") '
+            "await new Promise((r) => setTimeout(r, 50));\n  await toggleSharing(tab);"
+        )
         title, badge = await asyncio.to_thread(
             chromium.in_extension, BUTTON_ON.format(part='"chrome://version"', before=click)
         )
