@@ -69,7 +69,7 @@ async def served(args: list[str], site: LocalSite, runs: int) -> tuple[list[floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=5)
     runs = parser.parse_args().runs
     browser = find_browser()

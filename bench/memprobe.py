@@ -276,7 +276,9 @@ async def library_mode(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None, allow_abbrev=False
+    )
     parser.add_argument("--mode", choices=("server", "library"), default="server")
     parser.add_argument("--tabs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3, help="reloads of every noise tab after it opened")

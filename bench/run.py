@@ -160,7 +160,9 @@ def save(results: Results, meta: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None, allow_abbrev=False
+    )
     parser.add_argument(
         "--quick", action="store_true", help="fewer repetitions and no 100-tab level: about 2 minutes"
     )

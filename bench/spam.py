@@ -140,7 +140,9 @@ async def run(logs: int, fetches: int, rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None, allow_abbrev=False
+    )
     parser.add_argument("--logs", type=int, default=200_000)
     parser.add_argument("--fetches", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=7, help="calls per latency median when quiet")

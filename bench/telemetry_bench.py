@@ -158,6 +158,8 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None, allow_abbrev=False
+    )
     parser.add_argument("--quick", action="store_true")
     print(json.dumps(run(parser.parse_args().quick), indent=2))

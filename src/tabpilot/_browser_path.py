@@ -212,7 +212,9 @@ def ensure_browser(explicit: str | None = None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tabpilot._browser_path", description="Print the Chromium tabpilot would launch."
+        prog="python -m tabpilot._browser_path",
+        description="Print the Chromium tabpilot would launch.",
+        allow_abbrev=False,
     )
     parser.add_argument("--ensure", action="store_true", help="install Chromium if none is found")
     parser.add_argument("--browser-path", help="check this browser instead of searching")

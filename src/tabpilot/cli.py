@@ -10,6 +10,7 @@ comma-separated option); the command line wins.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
@@ -100,17 +101,26 @@ does, and argparse takes it for one ("expected one argument") unless it is a pla
 
 class _Parser(argparse.ArgumentParser):
     """argparse's, with `DASH_VALUED` options, and options given a negative-looking value, joined
-    to their value first (the value's own check then says what is wrong with it)."""
+    to their value first (the value's own check then says what is wrong with it). No option is
+    taken by a prefix of its name (argparse's default: `--head` was --headed, `--max-t 5` --max-tabs
+    or --max-total-tabs, a typo silently another option): an unknown option is refused, naming the
+    options it was likely meant as."""
 
-    commands: dict[str, argparse.ArgumentParser]
+    commands: dict[str, _Parser]
     """The parser of each command, by name (`build_parser` fills it in)."""
+    flags: list[str]
+    """The option strings of this parser (`build_parser` adds those its argument groups take)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
         self.commands = {}
+        self.flags = []  # before argparse's __init__, which adds -h/--help
+        kwargs.setdefault("allow_abbrev", False)  # the commands' parsers are made by this class too
+        super().__init__(*args, **kwargs)
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        return _valued(super().add_argument(*args, **kwargs))
+        action = _valued(super().add_argument(*args, **kwargs))
+        self.flags.extend(action.option_strings)
+        return action
 
     def error(self, message: str) -> NoReturn:
         """The error, and where the options are listed: `serve`'s usage alone is 25 lines, above
@@ -125,8 +135,22 @@ class _Parser(argparse.ArgumentParser):
         parsed, unknown = self.parse_known_args(args, namespace)
         if unknown:
             command = self.commands.get(getattr(parsed, "command", None) or "", self)
-            command.error(f"unrecognized arguments: {' '.join(unknown)}")
+            command.error(f"unrecognized arguments: {' '.join(unknown)}{command.meant(unknown)}")
         return parsed
+
+    def meant(self, unknown: Sequence[str]) -> str:
+        """What the unknown options were likely meant as (" (did you mean --headed?)"), or "": the
+        options whose names they begin, else the ones they are close to."""
+        said = []
+        names = [given.partition("=")[0] for given in unknown if given.startswith("--") and len(given) > 2]
+        for name in names:
+            longs = [flag for flag in dict.fromkeys(self.flags) if flag.startswith("--")]
+            close = [flag for flag in longs if flag.startswith(name)] or difflib.get_close_matches(
+                name, longs, n=3, cutoff=0.8
+            )
+            if close:
+                said.append(" or ".join(close) + (f" for {name}" if len(names) > 1 else ""))
+        return f" (did you mean {', '.join(said)}?)" if said else ""
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -483,6 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["path", "id"],
         help="path: the folder to load unpacked; id: the extension's id (fixed by its manifest key)",
     )
+    serve.flags.extend(f"--{name}" for name in SERVE_OPTIONS)  # added to its argument groups
     parser.commands.update(serve=serve, demo=demo, extension=extension)
     return parser
 

@@ -369,6 +369,32 @@ def test_a_bad_option_is_said_in_two_lines_not_under_the_whole_usage(
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        # argparse took a prefix of an option's name for the option: a typo meant another option.
+        (["serve", "--head"], "--headed?"),
+        (["serve", "--max-t", "5"], "--max-tabs or --max-total-tabs?"),
+        (["serve", "--max-session=3"], "--max-sessions?"),
+        (["serve", "--toolz", "pilo", "--heded"], "--tools for --toolz, --headed for --heded?"),
+        (["demo", "--head"], "--headed?"),
+    ],
+)
+def test_an_abbreviated_or_mistyped_option_is_refused_naming_the_options_meant(
+    capsys: pytest.CaptureFixture[str], argv: list[str], meant: str
+) -> None:
+    from tabpilot import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    unknown = " ".join(argv[1:])
+    assert capsys.readouterr().err == (
+        f"tabpilot {argv[0]}: error: unrecognized arguments: {unknown} (did you mean {meant})\n"
+        f"(`tabpilot {argv[0]} --help` says what it takes.)\n"
+    )
+
+
 @pytest.mark.parametrize("given", ["flag", "config file"])
 def test_tool_sets_that_clash_are_refused_naming_the_option_as_given(
     browser_path: str, tmp_path: Path, given: str
@@ -400,8 +426,9 @@ def test_tool_sets_that_clash_are_refused_naming_the_option_as_given(
     [
         (
             ["serve", "--brower-path", "/x"],
-            "tabpilot serve: error: unrecognized arguments: --brower-path /x\n",
+            "tabpilot serve: error: unrecognized arguments: --brower-path /x (did you mean --browser-path?)\n",
         ),
+        # Not "did you mean --headed?": the opposite of what was asked (headless is the default).
         (["demo", "--headless"], "tabpilot demo: error: unrecognized arguments: --headless\n"),
         (["extension", "id", "path"], "tabpilot extension: error: unrecognized arguments: path\n"),
     ],

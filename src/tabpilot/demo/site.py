@@ -496,7 +496,9 @@ def _port(text: str) -> int:
 def main() -> None:
     """`python -m tabpilot.demo.site [PORT]`: serve the site on 127.0.0.1 (a free port by default)."""
     parser = argparse.ArgumentParser(
-        prog="python -m tabpilot.demo.site", description="Serve tabpilot's local test site until Ctrl-C."
+        prog="python -m tabpilot.demo.site",
+        description="Serve tabpilot's local test site until Ctrl-C.",
+        allow_abbrev=False,
     )
     parser.add_argument("port", metavar="PORT", type=_port, nargs="?", default=0, help="default: a free one")
     port: int = parser.parse_args().port
