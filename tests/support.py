@@ -249,6 +249,16 @@ def kill_served_driver(needle: str) -> None:
     kill_driver(descendants(server))
 
 
+def recording_browser(folder: Path, browser_path: str) -> tuple[str, Path]:
+    """A browser that notes it was started (`<folder>/started` then exists) and runs `browser_path`:
+    for a test that no browser is launched."""
+    started = folder / "started"
+    script = folder / "recording-chromium"
+    script.write_text(f'#!/bin/sh\n: > "{started}"\nexec "{browser_path}" "$@"\n')
+    script.chmod(0o755)
+    return str(script), started
+
+
 def pid_alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

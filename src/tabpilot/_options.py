@@ -84,6 +84,17 @@ def check_proxy_server(url: str) -> str:
     return url
 
 
+def check_user_agent(text: str) -> str:
+    """`text` as a User-Agent, or ValueError: an HTTP header's value, one line without control
+    characters (with a line break in it Chromium did not start, "it exited with code 0")."""
+    bad = next((c for c in text if (c < " " and c != "\t") or c == "\x7f"), None)
+    if bad is not None:
+        raise ValueError(
+            f"user agent {text!r} holds the control character {bad!r}: a User-Agent is one line of text"
+        )
+    return text
+
+
 def check_storage_state(path: str) -> str:
     """`path` as a storage state to start with, or ValueError saying what is wrong: a JSON object of
     `cookies` (each with a name, a value and a url or a domain and path) and `origins` (each with an
@@ -212,6 +223,8 @@ class BrowserOptions:
             check_storage_state(self.storage_state)
         if self.proxy_server is not None:
             check_proxy_server(self.proxy_server)
+        if self.user_agent is not None:
+            check_user_agent(self.user_agent)
         if self.downloads_dir is not None:
             where = Path(self.downloads_dir).expanduser()
             if not str(self.downloads_dir).strip() or (where.exists() and not where.is_dir()):

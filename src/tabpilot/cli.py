@@ -800,22 +800,20 @@ def _main(argv: Sequence[str] | None = None) -> int:
             f"{os.path.abspath(config.log_file or '')} ({exc.strerror or exc}): name a file you may write in a "
             "folder that exists, or leave the option out to log to stderr\n",
         )
-    try:
-        from .server.runner import loading, serve_stdio
+    # Every argument is checked by now: what starts from here (a browser) is not started in vain.
+    from .server.runner import loading, serve_stdio
 
-        if config.http_host is None:
-            if sys.stdin is None or sys.stdout is None:  # their descriptors were closed at start
-                parser.exit(2, f"tabpilot serve: error: {CLOSED_STDIO}\n")
-            if os.isatty(0):  # typed by hand: no MCP client will write to this terminal
-                print(TYPED_IN_A_TERMINAL, file=sys.stderr, flush=True)
-            return serve_stdio(config, _build_server)
-        with loading():  # as serve_stdio does
-            from .server.app import create_server
-            from .server.http import run_http
+    if config.http_host is None:
+        if sys.stdin is None or sys.stdout is None:  # their descriptors were closed at start
+            parser.exit(2, f"tabpilot serve: error: {CLOSED_STDIO}\n")
+        if os.isatty(0):  # typed by hand: no MCP client will write to this terminal
+            print(TYPED_IN_A_TERMINAL, file=sys.stderr, flush=True)
+        return serve_stdio(config, _build_server)
+    with loading():  # as serve_stdio does
+        from .server.app import create_server
+        from .server.http import run_http
 
-            server = create_server(config)
-    except ValueError as exc:  # tool sets the server cannot offer
-        parser.exit(2, f"tabpilot serve: error: {exc}\n")
+        server = create_server(config)
     try:
         return run_http(server, config)
     except ValueError as exc:  # the address cannot be listened on

@@ -18,6 +18,7 @@ from tabpilot import (
     check_profile_dir,
     check_proxy_server,
     check_storage_state,
+    check_user_agent,
     parse_header,
     parse_viewport,
     port_number,
@@ -220,7 +221,14 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
             "help": "viewport of every page in CSS pixels, e.g. 1280x720 (default 1280x720)",
         },
     ),
-    "user_agent": ("--user-agent", {"metavar": "UA", "help": "the User-Agent every page sends and sees"}),
+    "user_agent": (
+        "--user-agent",
+        {
+            "metavar": "UA",
+            "type": parsed(check_user_agent),
+            "help": "the User-Agent every page sends and sees",
+        },
+    ),
     "ignore_https_errors": (
         "--ignore-https-errors",
         {

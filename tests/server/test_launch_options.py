@@ -23,7 +23,7 @@ import pytest
 import trustme
 from mcp import Client
 
-from support import data, error, ok, ref_of, result_of, text
+from support import data, error, ok, recording_browser, ref_of, result_of, text
 from tabpilot import BrowserOptions, Telemetry
 from tabpilot.cli import SERVE_OPTIONS, build_parser, config_from_args
 from tabpilot.demo.site import LocalSite
@@ -400,25 +400,33 @@ def test_tool_sets_that_clash_are_refused_naming_the_option_as_given(
     browser_path: str, tmp_path: Path, given: str
 ) -> None:
     # Every other refusal of a tool set named its option ("--tools: Unknown tool set ..."); this
-    # one did not, nor the config file it came from.
+    # one did not, nor the config file it came from. It came once the browser had started, too:
+    # the clash was found as the tools were built, with the MCP SDK, which loads as the browser starts.
     if given == "flag":
         args, named = ["--tools", "default,browser-use"], "--tools"
     else:
         config_file = tmp_path / "tabpilot.json"
         config_file.write_text(json.dumps({"tools": ["default", "browser-use"]}))
         args, named = ["--config", str(config_file)], f"option 'tools' of --config {config_file}"
-    served = subprocess.run(
-        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser_path, *args],
-        stdin=subprocess.PIPE,
-        capture_output=True,
+    browser, started = recording_browser(tmp_path, browser_path)
+    with subprocess.Popen(
+        [sys.executable, "-m", "tabpilot", "serve", "--browser-path", browser, *args],
+        stdin=subprocess.PIPE,  # left open: a server that did start would wait for its client
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
-    )
-    assert served.returncode == 2 and served.stdout == "", served
-    assert served.stderr == (
+    ) as served:
+        try:
+            code = served.wait(timeout=60)
+        finally:
+            served.kill()
+        stdout, stderr = served.communicate()
+    assert code == 2 and stdout == "", stderr
+    assert stderr == (
         f"tabpilot serve: error: {named}: Tool sets 'default' and 'browser-use' both define "
         "'browser_navigate', 'browser_click', 'browser_type' with different arguments; use one of them.\n"
     )
+    assert not started.exists(), "a browser was launched for a command refused for its arguments"
 
 
 @pytest.mark.parametrize(
@@ -558,6 +566,11 @@ def test_an_unknown_option_of_a_command_points_to_that_commands_help(
         # it for an option: "expected one argument").
         (["--viewport-size", "-5x10"], "argument --viewport-size: '-5x10' is not a viewport size"),
         (["--max-tabs", "-5x"], "argument --max-tabs: '-5x' is not a positive integer"),
+        # Chromium did not start ("it exited with code 0"), the server running on without it.
+        (
+            ["--user-agent", "tabpilot\nX-Injected: 1"],
+            "argument --user-agent: user agent 'tabpilot\\nX-Injected: 1' holds the control character '\\n'",
+        ),
     ],
 )
 def test_bad_tool_options_are_refused_before_a_browser_starts(
@@ -604,6 +617,16 @@ def test_the_registry_offers_exactly_the_names_the_config_checks() -> None:
 
     assert tuple(registry.TOOLSETS) == names.TOOL_SETS
     assert [c for c in registry.CAPS if c != "core"] == list(names.CAPS)
+    # The sets that clash, checked before the tools (and the MCP SDK) are loaded: two sets that
+    # define a tool of one name differently, each pair once.
+    clashes = {}
+    for at, earlier in enumerate(names.TOOL_SETS):
+        for later in names.TOOL_SETS[at + 1 :]:
+            first = {spec.name: spec for spec in registry.TOOLSETS[earlier]}
+            both = [s.name for s in registry.TOOLSETS[later] if first.get(s.name, s) is not s]
+            if both:
+                clashes[frozenset({earlier, later})] = tuple(both)
+    assert clashes == names.CLASHES
     assert ServerConfig(caps=("core", "forms")).caps == ("core", "forms")  # core: always on anyway
     # ... and naming it gives the same tools as leaving it out (it had defined them twice).
     with_core = [t.name for t in registry.select_tools(["default"], ["core", "forms"])]
@@ -652,6 +675,17 @@ def test_the_library_checks_a_proxy_and_a_storage_state_before_any_launch(tmp_pa
         '{"cookies": [{"name": "a", "value": "b", "url": "http://127.0.0.1:1/"}], "origins": []}'
     )
     assert BrowserOptions(storage_state=str(state)).storage_state == str(state)
+
+
+def test_the_library_checks_a_user_agent_before_any_launch() -> None:
+    # A line break in it stopped Chromium from starting, said as "it exited with code 0";
+    # browser_instance launch takes the same options.
+    for bad in ("tabpilot\nX-Injected: 1", "a\rb", "a\x00b", "a\x7f"):
+        with pytest.raises(ValueError, match="a User-Agent is one line of text"):
+            BrowserOptions(user_agent=bad)
+    assert (
+        BrowserOptions(user_agent="Mozilla/5.0 (X11)\ttabpilot").user_agent == "Mozilla/5.0 (X11)\ttabpilot"
+    )
 
 
 def test_the_library_checks_a_viewport_before_any_launch() -> None:

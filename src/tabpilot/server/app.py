@@ -404,7 +404,7 @@ def _found(arguments: Any, place: tuple[int | str, ...]) -> Any:
 def create_server(
     config: ServerConfig | None = None, *, shared: Instance | None = None, started: ServerState | None = None
 ) -> TabpilotServer:
-    """The tabpilot MCP server. Raises ValueError for tool sets it cannot offer.
+    """The tabpilot MCP server.
 
     `shared` lets a caller (tests) share one browser: each session then gets its own isolated
     context of it, as over HTTP. `started` is a state whose browser is already starting (`tabpilot
@@ -430,12 +430,9 @@ def create_server(
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
 
-    try:
-        tools = select_tools(config.tools, config.caps)
-    except ValueError as exc:  # sets that clash: named as given, as the config names an unknown one
-        raise ValueError(f"{config.named('tools')}: {exc}") from None
+    # The config has checked the tool sets: names that exist, sets that do not clash.
     server = TabpilotServer(
-        tools,
+        select_tools(config.tools, config.caps),
         lifespan,
         instructions=instructions(config.tools, config.caps),
     )

@@ -1,7 +1,8 @@
-"""The names `--tools` and `--caps` take, known without importing a tool module (or the MCP SDK).
+"""The names `--tools` and `--caps` take, and the sets that cannot be offered together, known
+without importing a tool module (or the MCP SDK).
 
-`ServerConfig` checks its names against these when it is made, so a typo is refused before any
-browser starts. `registry.py` maps each name to its tools (a test keeps the two in step).
+`ServerConfig` checks its names against these when it is made, so a typo or a clash is refused
+before any browser starts. `registry.py` maps each name to its tools (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from collections.abc import Sequence
 
 TOOL_SETS = ("default", "browser-use", "browser-tab", "foxmcp", "pilo")
 """`default`, and the compatible sets of other browser servers (server/toolsets/)."""
+
+CLASHES: dict[frozenset[str], tuple[str, ...]] = {
+    frozenset({"default", "browser-use"}): ("browser_navigate", "browser_click", "browser_type"),
+}
+"""The tool sets that cannot be offered together: the tools both define, with different arguments."""
 
 CORE = "tabs, navigate, snapshot, click, type, keys, select, hover, wait, dialogs"
 """What the default set always offers, whatever `--caps` says."""
@@ -45,9 +51,19 @@ def check_caps(caps: Sequence[str] | None) -> None:
 
 
 def check_tool_sets(tool_sets: Sequence[str]) -> None:
-    """Raise ValueError, naming the known ones, for a tool set that does not exist."""
+    """Raise ValueError, naming the known ones, for a tool set that does not exist, and naming the
+    tools they both define for two sets that clash (`CLASHES`)."""
     unknown = [n for n in tool_sets if n not in TOOL_SETS]
     if unknown:
         raise ValueError(
             f"Unknown tool set {', '.join(map(repr, unknown))}. Known sets: {', '.join(sorted(TOOL_SETS))}."
         )
+    chosen = list(dict.fromkeys(tool_sets))
+    for at, later in enumerate(chosen):
+        for earlier in chosen[:at]:
+            tools = CLASHES.get(frozenset({earlier, later}))
+            if tools:
+                raise ValueError(
+                    f"Tool sets {earlier!r} and {later!r} both define {', '.join(map(repr, tools))} with "
+                    "different arguments; use one of them."
+                )

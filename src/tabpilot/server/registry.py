@@ -1,5 +1,5 @@
-"""The tool sets `--tools` selects from, the groups of the default set `--caps` selects from, and
-the check that combined sets do not clash."""
+"""The tool sets `--tools` selects from, and the groups of the default set `--caps` selects from
+(`names.py` names them, and the sets that clash, without importing a tool)."""
 
 from __future__ import annotations
 
@@ -54,12 +54,12 @@ TOOLSETS: dict[str, list[ToolSpec]] = {
 
 
 def select_tools(names: Sequence[str], caps: Sequence[str] | None = None) -> list[ToolSpec]:
-    """The tools of the named sets, refusing unknown names and sets whose tool names clash.
-    `caps` narrows the default set to core plus these groups (None: every group)."""
+    """The tools of the named sets, refusing unknown names and sets whose tool names clash
+    (`names.check_names`). `caps` narrows the default set to core plus these groups (None: every
+    group)."""
     check_names(names, caps)
-    chosen: dict[str, tuple[str, ToolSpec]] = {}
+    chosen: dict[str, ToolSpec] = {}
     for set_name in dict.fromkeys(names):
-        clashes: dict[str, list[str]] = {}  # earlier set -> tool names this set defines again
         specs = TOOLSETS[set_name]
         if set_name == "default" and caps is not None:
             # Advice names no tool of a group left out (a form fill, browser_instance).
@@ -68,13 +68,5 @@ def select_tools(names: Sequence[str], caps: Sequence[str] | None = None) -> lis
                 replace(spec, calls=calls) for cap in dict.fromkeys(("core", *caps)) for spec in CAPS[cap]
             ]
         for spec in specs:
-            seen = chosen.get(spec.name)
-            if seen is not None and seen[1] is not spec:
-                clashes.setdefault(seen[0], []).append(spec.name)
-            chosen.setdefault(spec.name, (set_name, spec))
-        for earlier, tools in clashes.items():
-            raise ValueError(
-                f"Tool sets {earlier!r} and {set_name!r} both define {', '.join(map(repr, tools))} with "
-                "different arguments; use one of them."
-            )
-    return [spec for _, spec in chosen.values()]
+            chosen.setdefault(spec.name, spec)  # a tool two sets share (the same spec) once
+    return list(chosen.values())

@@ -139,10 +139,9 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
     """Serve one client over stdio until the end of stdin or a stop signal; the exit code.
 
     The state, and with it the browser, starts at once; `build` makes the server for it in a
-    worker thread meanwhile (it imports the SDK). Raises the ValueError `build` raises for a
-    config it refuses, once the browser it started is closed again.
+    worker thread meanwhile (it imports the SDK). The config was checked when it was made
+    (`ServerConfig`): nothing refuses it here, after the browser has started.
     """
-    refused: list[ValueError] = []
     states: list[ServerState] = []
     wire = StdioTransport(Greeting(NAME, TITLE, __version__, instructions(config.tools, config.caps)))
 
@@ -154,13 +153,10 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
             with loading():
                 state.warm_up()
                 server = await anyio.to_thread.run_sync(build, state)
-        except BaseException as exc:
+        except BaseException:
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
-            if not isinstance(exc, ValueError):
-                raise
-            refused.append(exc)
-            return
+            raise
         await wire.serve(server)
 
     async def close() -> None:
@@ -176,7 +172,4 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
         for state in states:
             await state.close()
 
-    code = run_until_stopped(serve, close, timeout=SHUTDOWN_TIMEOUT)
-    if refused:
-        raise refused[0]
-    return code
+    return run_until_stopped(serve, close, timeout=SHUTDOWN_TIMEOUT)
