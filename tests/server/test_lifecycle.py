@@ -228,6 +228,58 @@ def test_a_stop_while_starting_leaves_no_browser_and_no_profile(browser_path: st
         _assert_left_nothing(browsers, tmp, proc.stderr.read().decode(errors="replace"))
 
 
+_SDK_NEVER_LOADS = """
+import importlib.abc, importlib.machinery, runpy, sys, threading
+
+class NeverLoads(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    # The MCP SDK, imported as the browser starts, never finishes loading (waiting in the
+    # module's own code, as a slow import does: a finder waits holding every import's lock).
+    def find_spec(self, name, path=None, target=None):
+        return importlib.machinery.ModuleSpec(name, self) if name == "mcp" else None
+
+    def exec_module(self, module):
+        threading.Event().wait()
+
+sys.meta_path.insert(0, NeverLoads())
+sys.argv = ["tabpilot", "serve", "--browser-path", sys.argv[1]]
+runpy.run_module("tabpilot", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_client_that_leaves_while_the_server_loads_is_not_kept_waiting_for_the_sdk(
+    browser_path: str,
+) -> None:
+    """A client that gives up while the server starts (it closes stdin having asked nothing the
+    early handshake did not answer): the server stops at once, its browser closed, without waiting
+    for the MCP SDK to load (0.5-3 s of the 2 s a client gives a server after closing its input).
+    Here the SDK never loads: the server waited for it for ever."""
+    with tempfile.TemporaryDirectory(prefix="tabpilot-lifecycle-") as tmp:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _SDK_NEVER_LOADS, browser_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "TMPDIR": tmp},
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            request, _initialized = STDIO_HANDSHAKE
+            _send(proc.stdin, request)
+            assert "serverInfo" in _read_reply(proc.stdout, 1)["result"]  # answered without the SDK
+            deadline = time.monotonic() + 30
+            browsers: list[int] = []
+            while not browsers and time.monotonic() < deadline and proc.poll() is None:
+                browsers = [p for p in descendants(proc.pid) if "chrom" in comm(p)]
+                time.sleep(0.01)
+            assert browsers, "a browser starts without any request"
+            proc.stdin.close()
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        _assert_left_nothing(browsers, tmp, proc.stderr.read().decode(errors="replace"))
+
+
 _INTERRUPTED_WHILE_LOADING = """
 import os, runpy, signal, sys
 

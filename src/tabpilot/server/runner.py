@@ -1,6 +1,8 @@
 """Running the server until it should stop, and stopping it cleanly.
 
-Stdio stops at the end of stdin (the lifespan then closes every session's browser). It also stops
+Stdio stops at the end of stdin (the lifespan then closes every session's browser; while the
+server still loads, with no request left to answer, the browser is closed at once, without waiting
+for the SDK: `_loaded`). It also stops
 on SIGINT (Ctrl-C), SIGTERM or SIGHUP, without waiting for the transport (stdin read from a file
 is read by a thread no cancellation reaches): it cuts the calls under way short, each answered that
 the server stops (up to `ANSWER_GRACE` for those answers), closes the browsers itself (bounded),
@@ -18,18 +20,20 @@ first tool call finds the browser sooner. Either way the collector rests while t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import anyio.to_thread
 
 from .. import __version__, clean_up_at_exit
 from .about import NAME, TITLE, instructions
@@ -135,6 +139,42 @@ def run_until_stopped(
     return 0
 
 
+async def _loaded(
+    build: Callable[[ServerState], TabpilotServer], state: ServerState, wire: StdioTransport
+) -> TabpilotServer | None:
+    """`build(state)`, run in a thread; None if stdin ends first with no request left to answer
+    (the client went while the browser started, as a client that gives up on a slow start does):
+    the SDK still loading is not waited for. Its thread is a daemon's, which the process does
+    not wait for either: ending, it stops no more than half-way through an import."""
+    loop = asyncio.get_running_loop()
+    built: asyncio.Future[TabpilotServer] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not built.done():  # else given up on
+            outcome()
+
+    def run() -> None:
+        try:
+            server = build(state)
+        except BaseException as exc:
+            outcome = functools.partial(built.set_exception, exc)
+        else:
+            outcome = functools.partial(built.set_result, server)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits for it
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=run, name="tabpilot-load", daemon=True).start()
+    left = loop.create_task(wire.left_unasked())
+    try:
+        either: list[asyncio.Future[Any]] = [built, left]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if not built.done() and left.result():
+            return None
+        return await built
+    finally:
+        left.cancel()
+
+
 def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotServer]) -> int:
     """Serve one client over stdio until the end of stdin or a stop signal; the exit code.
 
@@ -152,11 +192,16 @@ def serve_stdio(config: ServerConfig, build: Callable[[ServerState], TabpilotSer
         try:
             with loading():
                 state.warm_up()
-                server = await anyio.to_thread.run_sync(build, state)
+                server = await _loaded(build, state, wire)
         except BaseException:
             with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
                 await state.close()
             raise
+        if server is None:  # the client left while the server loaded, asking nothing
+            logger.info("stdin ended while the server was starting: stopping")
+            with anyio.move_on_after(SHUTDOWN_TIMEOUT, shield=True):
+                await state.close()
+            return
         await wire.serve(server)
 
     async def close() -> None:

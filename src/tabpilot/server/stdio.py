@@ -96,6 +96,8 @@ class StdioTransport:
         self._drain: Callable[[], Any] | None = None
         self._close: Callable[[], Awaitable[None]] | None = None
         self._reading: asyncio.Task[None] | None = None
+        self._ended = asyncio.Event()
+        """Set at the end of stdin (all it held is in `_lines`)."""
 
     async def open(self, wire: tuple[int, int] | None = None) -> None:
         """Claim stdin and stdout (or use the descriptors `wire` gives: what to read, what to write)
@@ -136,12 +138,22 @@ class StdioTransport:
                 await self._take(line)
         except (ConnectionError, ValueError) as exc:  # a torn pipe or an endless line: the end
             logger.warning("stdin: %s; stopping", exc)
-        self._lines.put_nowait(None)
+        self._end()
 
     def _read_in_thread(self, source: IO[bytes], loop: asyncio.AbstractEventLoop) -> None:
         for line in source:
             asyncio.run_coroutine_threadsafe(self._take(line), loop).result()
-        loop.call_soon_threadsafe(self._lines.put_nowait, None)
+        loop.call_soon_threadsafe(self._end)
+
+    def _end(self) -> None:
+        self._lines.put_nowait(None)
+        self._ended.set()
+
+    async def left_unasked(self) -> bool:
+        """Wait for the end of stdin; then whether the client left asking nothing: no request read
+        waits for an answer (the handshake answered early, and notifications, need none)."""
+        await self._ended.wait()
+        return not self._waiting()
 
     async def _take(self, line: bytes) -> None:
         if not line.strip():
@@ -222,22 +234,7 @@ class StdioTransport:
         handed to the server, which is still loading, or under way in it) with `said`, so that no
         client waits for an answer that never comes. A tool call gets it as a tool's error, any
         other request as a JSON-RPC error; the server's own answer after this is not sent."""
-        waiting: dict[Any, str] = {}
-        lines: list[bytes | None] = []
-        while not self._lines.empty():
-            lines.append(self._lines.get_nowait())
-        for line in lines:
-            if line is None:
-                self._lines.put_nowait(None)  # the end of stdin stays told
-                continue
-            with contextlib.suppress(ValueError):
-                message = json.loads(line)
-                if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
-                    waiting[message["id"]] = message["method"]
-        waiting.update(self.unanswered)
-        for request_id, method in waiting.items():
-            if request_id in self._answered or request_id in self._refused:
-                continue
+        for request_id, method in self._waiting(take=True).items():
             self._refused.add(request_id)
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
             if method == "tools/call":
@@ -248,6 +245,29 @@ class StdioTransport:
             else:
                 reply["error"] = {"code": -32000, "message": said}
             await self._send(json.dumps(reply, ensure_ascii=False).encode())
+
+    def _waiting(self, *, take: bool = False) -> dict[Any, str]:
+        """The requests read and not answered yet, their methods by id: those still waiting to be
+        handed to the server (`take`: no longer) and those under way in it."""
+        waiting: dict[Any, str] = {}
+        lines: list[bytes | None] = []
+        while not self._lines.empty():
+            lines.append(self._lines.get_nowait())
+        for line in lines:
+            if line is None or not take:
+                self._lines.put_nowait(line)  # the end of stdin stays told
+            if line is None:
+                continue
+            with contextlib.suppress(ValueError):
+                message = json.loads(line)
+                if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
+                    waiting[message["id"]] = message["method"]
+        waiting.update(self.unanswered)
+        return {
+            request_id: method
+            for request_id, method in waiting.items()
+            if request_id not in self._answered and request_id not in self._refused
+        }
 
     def _check_early(self, request_id: Any, sdk_answer: dict[str, Any]) -> None:
         sent = self._answered.pop(request_id)
