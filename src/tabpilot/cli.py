@@ -114,6 +114,8 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.commands = {}
         self.flags = []  # before argparse's __init__, which adds -h/--help
+        self.given: list[str] = []
+        """The arguments it was last given."""
         kwargs.setdefault("allow_abbrev", False)  # the commands' parsers are made by this class too
         super().__init__(*args, **kwargs)
 
@@ -124,7 +126,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """The error, and where the options are listed: `serve`'s usage alone is 25 lines, above
-        the one that says what is wrong."""
+        the one that says what is wrong. No command, but an option that is none of tabpilot's own
+        (`tabpilot --vers`): that option is what is wrong."""
+        unknown = [a for a in self.given if a.startswith("--") and a.partition("=")[0] not in self.flags]
+        if self.commands and unknown and message.startswith("the following arguments are required"):
+            message = f"unrecognized arguments: {' '.join(unknown)}{self.meant(unknown)}"
         self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` says what it takes.)\n")
 
     def parse_args(  # type: ignore[override]
@@ -155,8 +161,8 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        given = sys.argv[1:] if args is None else list(args)
-        return super().parse_known_args(_dash_values(given), namespace)
+        self.given = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(_dash_values(self.given), namespace)
 
 
 _VALUED: set[str] = set()

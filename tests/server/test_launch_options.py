@@ -395,6 +395,24 @@ def test_an_abbreviated_or_mistyped_option_is_refused_naming_the_options_meant(
     )
 
 
+def test_an_unknown_option_without_a_command_is_said_to_be_unknown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # It was "the following arguments are required: COMMAND" (and --vers had been --version).
+    from tabpilot import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--vers"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "tabpilot: error: unrecognized arguments: --vers (did you mean --version?)\n"
+        "(`tabpilot --help` says what it takes.)\n"
+    )
+    with pytest.raises(SystemExit):
+        cli.main([])
+    assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("given", ["flag", "config file"])
 def test_tool_sets_that_clash_are_refused_naming_the_option_as_given(
     browser_path: str, tmp_path: Path, given: str
