@@ -169,6 +169,7 @@ async def _loaded(
         either: list[asyncio.Future[Any]] = [built, left]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if not built.done() and left.result():
+            built.cancel()  # what the thread ends with is dropped (`settle`)
             return None
         return await built
     finally:
