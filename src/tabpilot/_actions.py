@@ -274,7 +274,13 @@ async def click(
     async with tab.input_turn():
         element = await _element_in_front(tab, ref)
         what = f"{'Double-clicking' if double_click else 'Clicking'} {ref} on tab {tab.id}"
-        job = element.click(button=button, modifiers=held, double=double_click, timeout=timeout)
+        job = _click_unless_blocked(
+            tab,
+            element,
+            ref,
+            what,
+            element.click(button=button, modifiers=held, double=double_click, timeout=timeout),
+        )
         _, result = await _act(
             tab, what, job, ref=ref, timeout=timeout, dialogs=dialogs, pickers=True, follow=follow_new_tab
         )
@@ -283,6 +289,45 @@ async def click(
             if tab.host.activate_tab(tab_id):  # not if it closed at once (tab cap, closed itself)
                 return _with(result, followed_tab_id=tab_id)
     return result
+
+
+CLICK_GRACE = 1.5
+"""Seconds a click waits for its element to become clickable before it asks why it is not: one
+that is disabled, or covered by another element, then fails at once, saying so, instead of after
+the whole action timeout. (A page that enables the button or takes its spinner away within this
+time, or within the `CLICKABLE_CHECK` after it, gets the click.)"""
+CLICKABLE_CHECK = 0.5
+"""Seconds the look at why an element is not clickable takes at most."""
+
+
+async def _click_unless_blocked(
+    tab: Tab, element: ElementHandle, ref: str, what: str, click: Awaitable[None]
+) -> None:
+    """Await `click` (with the action's timeout). If it has not happened within CLICK_GRACE seconds
+    and its element is disabled or covered, the click is aborted (Playwright then never gives it)
+    and that is said. An element that is not clickable for another reason (hidden, moving) is
+    waited for as long as the click's timeout lets it."""
+    clicking = asyncio.ensure_future(click)
+    try:
+        await asyncio.wait({clicking}, timeout=CLICK_GRACE)
+        if clicking.done():
+            return clicking.result()
+        try:
+            with map_playwright_errors(
+                Doing(what, tab_id=tab.id, ref=ref, timeout=CLICK_GRACE + CLICKABLE_CHECK)
+            ):
+                await element.check_clickable(timeout=CLICKABLE_CHECK)
+        except ActionError as blocked:
+            if blocked.reason in ("disabled", "covered") and not clicking.done():
+                clicking.cancel()  # Playwright aborts it: the click will not come later
+                await asyncio.wait({clicking})
+                if clicking.cancelled():
+                    raise blocked from None
+        except TabpilotError:  # a stale ref, the tab gone: the click itself says so
+            pass
+        return await clicking
+    finally:
+        clicking.cancel()  # this call was cancelled (or the click is done: then a no-op)
 
 
 async def type_text(

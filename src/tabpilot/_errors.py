@@ -562,6 +562,20 @@ class ActionError(TabpilotError):
         )
 
     @classmethod
+    def disabled(cls, what: str, *, tab_id: int | None, ref: str | None, waited: str = "") -> ActionError:
+        """`what` cannot act on element `ref`: it is disabled (`waited`: how long it stayed so,
+        e.g. ' (waited 2 s)'). A page may enable it later (once a load ends, or other fields are
+        filled in): waiting for that is the way, not a retry at once."""
+        return cls(
+            f"{what} failed: {f'element {ref}' if ref else 'the element'} is disabled{waited}.",
+            f"If the page enables it later (once a load ends, or other fields are filled in), wait for that, "
+            f"then retry; else take a new snapshot of tab {tab_id} and use a ref of an element you can act on.",
+            tab_id=tab_id,
+            ref=ref,
+            reason="disabled",
+        )
+
+    @classmethod
     def tab_gone(
         cls, what: str, gone: str, *, tab_id: int | None, ref: str | None = None, cause: str | None = None
     ) -> ActionError:

@@ -105,7 +105,7 @@ async def check_field(
         return None
     kind = str(state.get("kind", "other"))
     if state["disabled"]:
-        _fail(tab, what, ref, "is disabled", "disabled")
+        raise ActionError.disabled(what, tab_id=tab.id, ref=ref)
     if state["readOnly"]:
         _fail(tab, what, ref, "is read-only (not editable)", "not_editable")
     use = _USE_OF.get(kind)

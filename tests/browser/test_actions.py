@@ -363,12 +363,52 @@ async def test_an_element_that_cannot_be_clicked_fails_with_why_and_what_to_do(
     (tab,) = await open_tabs(manager, instance, site.url("/blocked"))
     snap = await tab.snapshot()
 
+    # Said once the element has been so for a moment (2 s), not after the whole timeout.
     with pytest.raises(ActionError, match="covered by another element") as covered:
-        await click(tab, ref_of(snap, "Under"), timeout=2)
-    with pytest.raises(ActionError, match="is disabled"):
-        await click(tab, ref_of(snap, "Off"), timeout=2)
+        await click(tab, ref_of(snap, "Under"), timeout=30)
+    with pytest.raises(ActionError) as disabled:
+        await click(tab, ref_of(snap, "Off"), double_click=True, timeout=30)
     assert covered.value.tab_id == tab.id and covered.value.reason == "covered"
     assert f"snapshot of tab {tab.id}" in str(covered.value)
+    assert disabled.value.reason == "disabled"
+    assert str(disabled.value).startswith(
+        f"Double-clicking {ref_of(snap, 'Off')} on tab {tab.id} failed: element {ref_of(snap, 'Off')} is "
+        "disabled (waited 2 s). If the page enables it later"
+    ), str(disabled.value)
+    # The clicks given up were aborted: enabled and uncovered now, neither element gets one later.
+    await tab.page.evaluate(
+        """() => {
+          document.querySelector('div').remove();
+          for (const b of document.querySelectorAll('button')) {
+            b.disabled = false;
+            b.addEventListener('click', () => document.title += ' ' + b.textContent);
+          }
+        }"""
+    )
+    await asyncio.sleep(1.5)  # Playwright retries a click every 0.5 s at most
+    assert await tab.page.title() == "Blocked"
+
+
+async def test_a_click_waits_for_an_element_the_page_enables_or_uncovers_a_moment_later(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    site.set_content(
+        "/later",
+        "<title>Later</title><button disabled>Send</button><button>Under</button>"
+        '<div id="cover" style="position:fixed;inset:0;background:#0008">Loading</div>'
+        "<script>for (const b of document.querySelectorAll('button')) b.onclick = () => document.title += ' ' "
+        "+ b.textContent;</script>",
+    )
+    (tab,) = await open_tabs(manager, instance, site.url("/later"))
+    snap = await tab.snapshot()
+
+    # The page's timer starts now: each click waits for it (a second), as long as its timeout lets it.
+    await tab.page.evaluate(
+        "() => setTimeout(() => { document.querySelector('button').disabled = false; cover.remove(); }, 1000)"
+    )
+    await click(tab, ref_of(snap, "Send"))
+    await click(tab, ref_of(snap, "Under"))
+    assert await tab.page.title() == "Later Send Under"
 
 
 async def test_wait_for_sees_text_appear_and_go_and_times_out_with_a_clear_message(

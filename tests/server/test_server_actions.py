@@ -1551,6 +1551,15 @@ async def test_fields_that_cannot_take_input_fail_at_once_with_the_reason(
         ):
             failed = error(await mcp.call_tool("browser_type", {"ref": ref, "text": "hi"}))
             assert f"element {ref} {says}" in failed and "waited" not in failed, failed
+        # A disabled element may be enabled by the page later: the advice says how to wait for it,
+        # for a click (after a moment) as for typing.
+        for tool, given in (("browser_type", {"text": "hi"}), ("browser_click", {})):
+            failed = error(await mcp.call_tool(tool, {"ref": off, **given}))
+            assert (
+                "If the page enables it later (once a load ends, or other fields are filled in), wait for "
+                f"that (browser_wait_for(tabId={tab}, text=...) for what the page shows then), then retry; "
+                f"else call browser_snapshot(tabId={tab}) again"
+            ) in failed, failed
         ok(await mcp.call_tool("browser_select_option", {"ref": fruit, "values": ["Apple"]}))
         ok(await mcp.call_tool("browser_type", {"ref": free, "text": "hi"}))
 

@@ -144,6 +144,8 @@ def _action_error(exc: BaseException, doing: Doing) -> TabpilotError:
                 reason="no_option",
             )
         for symptom, reason, says in _SYMPTOMS:
+            if symptom in log and reason == "disabled":
+                return ActionError.disabled(what, tab_id=tab, ref=ref, waited=waited)
             if symptom in log:
                 return ActionError(
                     f"{what} failed: {element} {says}{waited}.",

@@ -433,6 +433,11 @@ class ElementHandle:
         else:
             await self._locator.click(button=button, modifiers=mods, timeout=_ms(timeout))
 
+    async def check_clickable(self, *, timeout: float) -> None:
+        """Playwright's checks before a click (attached, visible, stable, enabled, not covered by
+        another element), without clicking: its TimeoutError's log says which one failed."""
+        await self._locator.click(trial=True, timeout=_ms(timeout))
+
     async def fill(self, text: str, *, timeout: float) -> None:
         await self._locator.fill(text, timeout=_ms(timeout))
 

@@ -201,7 +201,17 @@ def _action_advice(exc: ActionError, calls: ToolCalls) -> str:
         )
     if exc.reason == "proxy":
         return exc.advice.replace("(BrowserOptions.proxy_server)", "(--proxy-server)")
-    if exc.reason in ("not_visible", "disabled", "not_editable", "unstable", "detached") and snap:
+    if exc.reason == "disabled" and snap:
+        wait = (
+            f"wait for that (browser_wait_for(tabId={exc.tab_id}, text=...) for what the page shows then)"
+            if calls is DEFAULT_CALLS
+            else "wait for that"
+        )
+        return (
+            f"If the page enables it later (once a load ends, or other fields are filled in), {wait}, then "
+            f"retry; else call {snap} again and use {calls.element} of an element you can act on."
+        )
+    if exc.reason in ("not_visible", "not_editable", "unstable", "detached") and snap:
         return (
             f"Call {snap} again and use {calls.element} of an element you can act on (open the menu or section "
             "that holds it first)."
