@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from ._errors import quoted, text_given
 from ._ids import decimal_id
@@ -189,3 +190,47 @@ def cut_at_depth(text: str, depth: int) -> str:
         if line.endswith(":") and not has_children:
             kept[at] = line[:-1]
     return "\n".join(kept)
+
+
+_FIELD_VALUE = re.compile(
+    r'^(?P<head>[ \t]*- textbox(?: "(?:[^"\\\n]|\\.)*")?(?: \[[^\]\n]*\])*): (?P<value>.+)$', re.MULTILINE
+)
+"""A text field's line with its value: `- textbox "Password" [ref=e5]: hunter22` (the name quoted,
+the states in brackets, the value last; YAML-quoted when it needs to be)."""
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|.)")
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def has_field_values(snapshot: str) -> bool:
+    """Whether a snapshot shows the value of a text field (one of which may be a password's)."""
+    return _FIELD_VALUE.search(snapshot) is not None
+
+
+def mask_passwords(snapshot: str, passwords: Collection[str]) -> str:
+    """The snapshot with each text field's value that is one of `passwords` (the values of the
+    page's password fields) shown as `(password, N characters)`. Playwright shows a password
+    field's value as it shows any text field's: what was typed into it, or what its user typed."""
+    # As shown -> its length: a value may be shown with its white space collapsed.
+    hidden = {shown: len(p) for p in passwords if p for shown in (" ".join(p.split()), p)}
+    if not hidden:
+        return snapshot
+
+    def masked(match: re.Match[str]) -> str:
+        count = hidden.get(_unquoted(match.group("value")))
+        if count is None:
+            return match.group()
+        return f"{match.group('head')}: (password, {count} character{'' if count == 1 else 's'})"
+
+    return _FIELD_VALUE.sub(masked, snapshot)
+
+
+def _unquoted(value: str) -> str:
+    """A value as Playwright wrote it in a snapshot, YAML-quoted or not, as the text it is."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return value
+    return _ESCAPE.sub(
+        lambda m: (
+            chr(int(m.group(1)[1:], 16)) if len(m.group(1)) == 3 else _ESCAPES.get(m.group(1), m.group(1))
+        ),
+        value[1:-1],
+    )

@@ -42,7 +42,15 @@ from ._pw import (
     is_closed_error,
     map_playwright_errors,
 )
-from ._refs import FrameRefs, cut_at_depth, parse_ref, scope_snapshot, tab_ref
+from ._refs import (
+    FrameRefs,
+    cut_at_depth,
+    has_field_values,
+    mask_passwords,
+    parse_ref,
+    scope_snapshot,
+    tab_ref,
+)
 from ._types import CloseCause, DialogInfo, EventType, OpenCause, TabStatus, closed_reason
 from ._watch import ActionWatch, retrieve_outcome
 
@@ -1042,11 +1050,17 @@ class Tab:
                 reading = page.aria_snapshot(depth=depth)
             if self.title_live:  # the page reported its title: nothing to ask
                 raw = await self.host.guard(self.unless_dialog(asyncio.wait_for(reading, timeout)))
-                return raw, self._title
-            # The title comes in the same round trip time as the tree, not one after it.
-            raw, title = await self.host.guard(
-                self.unless_dialog(asyncio.wait_for(asyncio.gather(reading, page.title()), timeout))
-            )
+                title = self._title
+            else:
+                # The title comes in the same round trip time as the tree, not one after it.
+                raw, title = await self.host.guard(
+                    self.unless_dialog(asyncio.wait_for(asyncio.gather(reading, page.title()), timeout))
+                )
+            if has_field_values(raw):  # a password field's value is shown as any text field's: hidden
+                passwords = await self.host.guard(
+                    self.unless_dialog(asyncio.wait_for(page.password_values(), timeout))
+                )
+                raw = mask_passwords(raw, passwords)
         return raw, title
 
     def refs_reset(self, why: str) -> None:

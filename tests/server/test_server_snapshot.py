@@ -867,3 +867,41 @@ async def test_a_tree_too_large_to_read_in_time_says_so_and_to_read_a_part_not_t
             )
             assert "browser_snapshot(tabId=1, depth=3)" in said and "browser_snapshot(ref=...)" in said, said
             assert "not responding" not in said
+
+
+async def test_a_password_fields_value_is_hidden_in_snapshots_and_in_an_actions_changes(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/login",
+        "<title>Login</title><label>Name <input id=name></label><label>Password <input type=password></label>"
+        f"<iframe src='http://localhost:{site.port}/inner'></iframe>",
+    )
+    # An iframe of another site (a process of its own): its password field is found too.
+    site.set_content("/inner", "<label>PIN <input type=password></label>")
+    async with connect() as mcp:
+        tab = await _open(mcp, site.url("/login"))
+        snap = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab}))["snapshot"]
+        name, password, pin = (ref_of(snap, f'textbox "{label}"') for label in ("Name", "Password", "PIN"))
+
+        typed = ok(await mcp.call_tool("browser_type", {"ref": password, "text": "hunter22 secret"}))
+        ok(await mcp.call_tool("browser_type", {"ref": pin, "text": "4321"}))
+        ok(await mcp.call_tool("browser_type", {"ref": name, "text": "Ada"}))
+        read = ok(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab}))
+
+        # The action's changes and a snapshot, in text and structured content. (The answer to the
+        # call that typed it says what was typed, as the call itself did.)
+        for result in (typed, read):
+            shown = section(result, "Snapshot")
+            assert "hunter22" not in shown and "4321" not in shown, shown
+            assert "hunter22" not in str(data(result).get("snapshot")), data(result)
+        assert "hunter22" not in text(read) and "hunter22" not in str(read.structured_content)
+        changes = section(typed, "Snapshot")
+        assert f'textbox "Password" [active] [ref={password}]: (password, 15 characters)' in changes, changes
+        snap = data(read)["snapshot"]
+        assert f'textbox "PIN" [ref={pin}]: (password, 4 characters)' in snap, snap
+        assert f'textbox "Name" [active] [ref={name}]: Ada' in snap, snap
+        # Its ref works as before: typed again, the field has the new text.
+        ok(await mcp.call_tool("browser_type", {"ref": password, "text": "abc"}))
+        snap = data(await mcp.call_tool("browser_snapshot", {"full": True, "tabId": tab}))["snapshot"]
+        assert f"[ref={password}]: (password, 3 characters)" in snap, snap

@@ -10,7 +10,7 @@ import pytest
 
 from tabpilot import parse_ref, scope_snapshot
 from tabpilot._downloads import _private_folder
-from tabpilot._refs import FrameRefs
+from tabpilot._refs import FrameRefs, has_field_values, mask_passwords
 
 POINTER = " [cursor=pointer]"
 
@@ -125,6 +125,33 @@ def test_an_iframe_that_moves_while_the_page_is_read_leaves_no_name_that_could_b
     assert names.shown(read, moves=before) == read
     assert names.playwright_ref("f1e3") is None and names.moved_on("f1e3")
     assert names.shown(read.replace("Delete", "Buy")) == read.replace("Delete", "Buy").replace("f1e3", "f2e3")
+
+
+def test_a_password_fields_value_is_hidden_however_the_snapshot_quotes_it() -> None:
+    snapshot = "\n".join(
+        [
+            "- generic [ref=e1]:",
+            '  - textbox "Password" [active] [ref=e2]: "a: b"',
+            '  - textbox "Again \\"x\\" [y]" [ref=e3]: two spaces',
+            '  - textbox [ref=e4]: "tab\\there"',
+            '  - textbox "Name" [ref=e5]: Ada',
+            "  - paragraph [ref=e6]: a: b",  # the page's own text, not a field's value
+            '  - textbox "Empty" [ref=e7]',
+        ]
+    )
+    assert has_field_values(snapshot) and not has_field_values('- textbox "Empty" [ref=e7]')
+
+    masked = mask_passwords(snapshot, ["a: b", "two  spaces", "tab\there"])
+
+    assert masked.splitlines()[1:] == [
+        '  - textbox "Password" [active] [ref=e2]: (password, 4 characters)',
+        '  - textbox "Again \\"x\\" [y]" [ref=e3]: (password, 11 characters)',
+        "  - textbox [ref=e4]: (password, 8 characters)",
+        '  - textbox "Name" [ref=e5]: Ada',
+        "  - paragraph [ref=e6]: a: b",
+        '  - textbox "Empty" [ref=e7]',
+    ]
+    assert mask_passwords(snapshot, []) == snapshot
 
 
 def test_the_default_downloads_folder_is_the_users_alone(tmp_path: Path) -> None:

@@ -393,6 +393,19 @@ _INPUT_STATE = """(el, value) => {
 }"""
 
 
+_PASSWORDS = """() => {
+  const values = [];
+  const visit = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) visit(el.shadowRoot);
+      if (el instanceof HTMLInputElement && el.type === 'password' && el.value) values.push(el.value);
+    }
+  };
+  visit(document);
+  return values;
+}"""
+
+
 _INSIDE_EDITOR = "e => e.isContentEditable && e.contentEditable === 'inherit'"
 """Whether an element is part of a contenteditable editor without being the editor itself."""
 
@@ -619,6 +632,16 @@ class PageHandle:
 
     async def aria_snapshot(self, *, depth: int | None) -> str:
         return await self.page.aria_snapshot(mode="ai", depth=depth)
+
+    async def password_values(self) -> list[str]:
+        """The values of the password fields of the page and its iframes (in open shadow roots
+        too), the empty ones left out. A frame that went away meanwhile has none."""
+        found = await asyncio.gather(
+            *(frame.evaluate(_PASSWORDS) for frame in self.page.frames), return_exceptions=True
+        )
+        if isinstance(found[0], BaseException) and self.page.is_closed():
+            raise found[0]
+        return [value for values in found if isinstance(values, list) for value in values]
 
     def element(self, page_ref: str) -> ElementHandle:
         return ElementHandle(self.page.locator(f"aria-ref={page_ref}"))
