@@ -566,10 +566,43 @@ async def drag(tab: Tab, source_ref: str, target_ref: str, *, timeout: float | N
     async with tab.input_turn():
         source = await _element_in_front(tab, source_ref)
         target = await tab.element(target_ref)
+        await _same_origin_frames(tab, what, (source_ref, source), (target_ref, target))
         _, result = await _act(
             tab, what, source.drag_to(target, timeout=timeout), ref=source_ref, timeout=timeout
         )
     return result
+
+
+async def _same_origin_frames(
+    tab: Tab, what: str, source: tuple[str, ElementHandle], target: tuple[str, ElementHandle]
+) -> None:
+    """Refuse a drag from a frame into one of another origin: the browser runs such frames apart,
+    and Playwright's drag ends in the first without a drop in the second (it said 'Dragged' all the
+    same). Frames of one origin, and a drag within one frame, are fine."""
+    # A page ref is `e5`, or `f2e5` in a frame: the part before the `e` names the frame.
+    frames = [tab.resolve_ref(ref).partition("e")[0] for ref, _ in (source, target)]
+    if frames[0] == frames[1]:
+        return
+    try:
+        origins = await asyncio.gather(
+            *(element.frame_origin(timeout=FRAME_CHECK_TIMEOUT) for _, element in (source, target))
+        )
+    except Exception:  # gone meanwhile, or the page is busy: the drag itself says so
+        return
+    if origins[0] != origins[1] or origins[0] == "null":
+        raise ActionError(
+            f"{what} failed: {source[0]} and {target[0]} are in frames of different origins ({origins[0]} and "
+            f"{origins[1]}), and a drag from one such frame into the other is not supported (the drop "
+            "would not happen). Nothing was dragged.",
+            "Drag within one frame, or do what the drop does in another way the page offers (a button, a "
+            "menu, a file input).",
+            tab_id=tab.id,
+            ref=source[0],
+        )
+
+
+FRAME_CHECK_TIMEOUT = 2.0
+"""Seconds the look at which frames a drag's two elements are in takes at most."""
 
 
 def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, doing: str) -> Path:

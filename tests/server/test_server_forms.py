@@ -456,6 +456,42 @@ async def test_drag_moves_an_element_onto_another_on_a_background_tab(
         )
 
 
+async def test_a_drag_between_frames_of_one_origin_drops_and_one_across_origins_is_refused(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    frame = (
+        '<div draggable="true" role="button" aria-label="Card {n}" '
+        "ondragstart=\"event.dataTransfer.setData('text', 'card')\">Card</div>"
+        '<div role="region" aria-label="Bin {n}" style="width:200px;height:60px;border:1px solid" '
+        'ondragover="event.preventDefault()" '
+        "ondrop=\"event.preventDefault(); top.postMessage('dropped in {n}', '*')\">Bin</div>"
+    )
+    for n in (1, 2, 3):
+        site.set_content(f"/bin{n}", frame.format(n=n))
+    # Frames 1 and 2 are of the page's origin; frame 3 is of another site (a process of its own).
+    site.set_content(
+        "/frames",
+        f"<title>Frames</title><iframe src='/bin1'></iframe><iframe src='/bin2'></iframe>"
+        f"<iframe src='http://localhost:{site.port}/bin3'></iframe>"
+        "<script>addEventListener('message', (e) => document.title += ', ' + e.data)</script>",
+    )
+    async with connect() as mcp:
+        tab = await background_tab(mcp, site.url("/frames"))
+        snap = await snapshot(mcp, tab)
+        card1, bin2, bin3 = ref_of(snap, '"Card 1"'), ref_of(snap, '"Bin 2"'), ref_of(snap, '"Bin 3"')
+
+        ok(await mcp.call_tool("browser_drag", {"startRef": card1, "endRef": bin2}))
+        refused = error(await mcp.call_tool("browser_drag", {"startRef": card1, "endRef": bin3}))
+
+        assert (
+            f"Dragging {card1} to {bin3} on tab {tab} failed: {card1} and {bin3} are in frames of different "
+            f"origins ({site.origin} and http://localhost:{site.port}), and a drag from one such frame into "
+            "the other is not supported"
+        ) in refused, refused
+        done = await poll(lambda: page_value(mcp, tab, "() => document.title"), lambda t: "dropped" in t)
+        assert done == "Frames, dropped in 2"
+
+
 async def test_resize_changes_what_the_page_sees_and_screenshots_take_format_quality_and_width(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

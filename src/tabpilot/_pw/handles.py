@@ -13,6 +13,7 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from playwright.async_api import (
     Browser,
@@ -509,6 +510,24 @@ class ElementHandle:
             return None
         finally:
             dispose()
+
+    async def frame_origin(self, *, timeout: float) -> str:
+        """The origin of the frame the element is in, as its URL says (an about:blank or srcdoc
+        iframe's is its parent's); 'null' for one without (a data: URL's)."""
+        handle = await self._locator.element_handle(timeout=_ms(timeout))
+        try:
+            frame = await handle.owner_frame()
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await handle.dispose()
+        while (
+            frame is not None
+            and frame.parent_frame is not None
+            and frame.url in ("about:blank", "about:srcdoc")
+        ):
+            frame = frame.parent_frame
+        parts = urlsplit(frame.url if frame is not None else "")
+        return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "null"
 
     async def drag_to(self, target: ElementHandle, *, timeout: float) -> None:
         await self._locator.drag_to(target._locator, timeout=_ms(timeout))
