@@ -19,7 +19,7 @@ import anyio
 import pytest
 from playwright.async_api import Error as PlaywrightError
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 import tabpilot._tracker
 from support import remote_chromium, wait_until
@@ -791,8 +791,28 @@ async def test_a_download_is_reported_with_its_tab_and_saved_under_a_name_of_its
     assert {e.tab_id for e in finished} - {tab.id} <= {e.tab_id for e in started}
     (cut,) = [e for e in finished if "path" not in e.data]
     assert cut.tab_id == tab.id and cut.data["suggestedFilename"] == "cut.bin"
-    assert cut.data["failure"] == "it was canceled, or its server stopped sending it before the end"
+    assert cut.data["failure"] == (
+        "it was canceled, or its server answered an error (such as 404) or stopped sending it before the end"
+    )
     assert sorted(p.name for p in folder.iterdir()) == sorted(by_name)  # no part of the cut one
+
+
+async def test_a_download_its_server_answers_with_an_error_may_be_said_to_have_done_so(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # Read "canceled, or its server stopped sending it": a 404 is neither. (Which status it was,
+    # nothing the browser tells says: see `_download_failure`.)
+    site.set_route("/missing.zip", lambda request: Response("no such file", status_code=404))
+    site.set_content("/get", "<title>Get</title><a href='/missing.zip' download>Get it</a>")
+    tab = await manager.new_tab(site.url("/get"), instance_id=instance.id)
+    since = manager.events.last_seq
+
+    await tab.page.get_by_text("Get it").click()
+
+    await wait_until(lambda: events_of(manager, instance, since, "download_finished"))
+    (failed,) = events_of(manager, instance, since, "download_finished")
+    assert failed.data["url"] == site.url("/missing.zip") and "path" not in failed.data
+    assert "its server answered an error (such as 404)" in failed.data["failure"]
 
 
 async def test_a_download_gets_a_name_the_disk_takes_and_a_closed_instance_says_why_it_stopped(

@@ -325,14 +325,17 @@ class DownloadHandle:
 
 def _download_failure(said: str) -> str:
     """Why a download has no file, in words: Playwright says `Download.save_as: canceled` for one
-    the server cut off or the user called off (Chromium tells them apart to nobody)."""
+    the server cut off, answered with an HTTP error (a 404 to an `<a download>` link) or the user
+    called off. Chromium tells them apart to nobody: its download events (CDP `downloadProgress`)
+    say `canceled` and how many bytes came, and the download's request and response reach no
+    page's network events (Playwright's, CDP `Network`) nor its routes, so the status is not known."""
     message = said.strip().splitlines()[0] if said.strip() else ""
     if message.startswith("Download."):
         message = message.partition(": ")[2]
     if "has been closed" in message:  # the browser went before the file was whole
         return "the browser closed before it had the whole file"
     if message == "canceled":
-        return "it was canceled, or its server stopped sending it before the end"
+        return "it was canceled, or its server answered an error (such as 404) or stopped sending it before the end"
     return message or "it failed"
 
 
