@@ -657,11 +657,12 @@ class PageHandle:
 
     async def password_values(self) -> list[str]:
         """The values of the password fields of the page and its iframes (in open shadow roots
-        too), the empty ones left out. A frame that went away meanwhile has none."""
+        too), the empty ones left out. An iframe that went away meanwhile has none; the page's
+        own document going (a navigation) is Playwright's error, as its snapshot's would be."""
         found = await asyncio.gather(
             *(frame.evaluate(_PASSWORDS) for frame in self.page.frames), return_exceptions=True
         )
-        if isinstance(found[0], BaseException) and self.page.is_closed():
+        if isinstance(found[0], BaseException):
             raise found[0]
         return [value for values in found if isinstance(values, list) for value in values]
 
