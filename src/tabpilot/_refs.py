@@ -197,13 +197,17 @@ _FIELD_VALUE = re.compile(
 )
 """A text field's line with its value: `- textbox "Password" [ref=e5]: hunter22` (the name quoted,
 the states in brackets, the value last; YAML-quoted when it needs to be)."""
+_ANY_FIELD_VALUE = re.compile(r'- textbox(?: "(?:[^"\\\n]|\\.)*")?(?: \[[^\]\n]*\])*: ')
+"""`_FIELD_VALUE` without its line start, for the look at every snapshot: starting with a literal,
+it is found about four times as fast (1.6 against 0.4 ms on 300,000 characters). It may also match
+inside an element's quoted name, which only costs the page a look at its password fields."""
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|.)")
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
 def has_field_values(snapshot: str) -> bool:
     """Whether a snapshot shows the value of a text field (one of which may be a password's)."""
-    return _FIELD_VALUE.search(snapshot) is not None
+    return _ANY_FIELD_VALUE.search(snapshot) is not None
 
 
 def mask_passwords(snapshot: str, passwords: Collection[str]) -> str:
