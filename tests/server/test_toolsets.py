@@ -709,6 +709,45 @@ async def test_every_set_lists_a_tab_still_loading_its_first_page_by_the_url_it_
         assert [t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))][-1] == slow
 
 
+async def test_pilo_says_a_tab_still_loading_has_no_title_yet_not_the_browsers_stand_in(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Pilo named a popup still loading its page "about:blank" (then its URL, as Chromium's tab strip
+    # titles it) as if that were the page's title; Pilo's own page.title() gives '' then.
+    slow = site.url("/api/slow?ms=8000")
+    site.set_content(
+        "/opener", f"<title>Opener</title><button onclick=\"window.open('{slow}')\">slow</button>"
+    )
+    host = f"127.0.0.1:{site.port}"
+    async with connect(tools=("pilo",), browser=BrowserOptions(timeout_navigation=1)) as mcp:
+        await call(mcp, "goto", {"url": site.url("/opener")})
+        await call(mcp, "click", {"ref": ref_of(await call(mcp, "get_snapshot"), 'button "slow"')})
+        listed = json.loads(await call(mcp, "list_tabs"))["tabs"]
+        assert listed[1] == {"id": "2", "url": slow, "title": "", "isActive": False, "loading": True}
+        assert "loading" not in listed[0]
+        snapshot = await call(mcp, "get_snapshot")  # it reads the browser's titles afresh
+        assert f"Tab 2: {host} - (loading, no title yet)\n" in snapshot, snapshot
+        switched = await call(mcp, "switch_tab", {"tabId": "2"})
+        assert (
+            switched
+            == f"Switched to tab 2: {host} - (loading, no title yet). The next snapshot will show this tab."
+        )
+        await call(mcp, "switch_tab", {"tabId": "1"})
+        await call(mcp, "goto", {"url": slow})  # the tab shows Opener until the page comes
+        listed = json.loads(await call(mcp, "list_tabs"))["tabs"]
+        assert listed[0] == {
+            "id": "1",
+            "url": site.url("/opener"),
+            "title": "Opener",
+            "isActive": True,
+            "loading": True,
+        }
+        switched = await call(mcp, "switch_tab", {"tabId": "1"})
+        assert switched == (
+            f'Switched to tab 1: {host} - "Opener" (loading {slow}). The next snapshot will show this tab.'
+        )
+
+
 async def test_dialogs_are_accepted_and_named_by_the_sets_without_a_dialog_tool(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -218,6 +218,24 @@ def shown_title(info: TabInfo) -> str:
     return error_page_title(info.url) if info.error_page else info.title
 
 
+def page_title(info: TabInfo) -> str:
+    """A tab's title as its page gave it (`shown_title`), or '' where the browser shows a stand-in
+    for one: about:blank, or the URL (with or without its scheme) of a page that has none yet, as
+    Chromium's tab strip titles a page on its way or one without a `<title>`. Playwright's
+    `page.title()`, which Pilo reads, gives '' then."""
+    title = shown_title(info)
+    if info.error_page:
+        return title
+    urls = {u for url in (info.url, info.loading_url) if url for u in (url, url.split("://", 1)[-1])}
+    return "" if title == "about:blank" or title in urls else title
+
+
+def title_pending(info: TabInfo) -> bool:
+    """Whether a tab has no title of its page's yet because that page is still on its way
+    (`page_title` is '' and the tab is loading): its title is not the page's, but to come."""
+    return info.status == "loading" and not page_title(info)
+
+
 def error_page_title(url: str) -> str:
     """The title of Chromium's error page for `url` (components/error_page, `LocalizedError`):
     the host of an http(s) URL, in Unicode; the whole URL of any other."""

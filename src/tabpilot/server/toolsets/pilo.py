@@ -70,8 +70,9 @@ from ._common import (
     note_lines,
     nothing_done_on,
     opened_untold,
-    shown_title,
+    page_title,
     shown_url,
+    title_pending,
     way_back_told,
     why_gone,
 )
@@ -89,8 +90,20 @@ TabIdParam = Annotated[StrictStr | WholeInt, Field(description="The tab ID from 
 
 def _page_words(info: TabInfo) -> str:
     """`example.com - "Home"`: a tab's page as this set names it (a page on its way by the host it
-    loads)."""
-    return f'{host_of(shown_url(info))} - "{short(shown_title(info), 200)}"'
+    loads). A page that has no title yet because it is still on its way is said to be loading: the
+    browser's stand-in (about:blank, the URL) is no title of the page's (`page_title`)."""
+    host = host_of(shown_url(info))
+    if title_pending(info):
+        return f"{host} - (loading, no title yet)"
+    words = f'{host} - "{short(page_title(info), 200)}"'
+    if _leaving_for(info):  # the page it shows is the one it leaves
+        words += f" (loading {short(info.loading_url)})"
+    return words
+
+
+def _leaving_for(info: TabInfo) -> bool:
+    """Whether a tab shows a page of its own while it loads another, whose server has not sent it."""
+    return bool(info.loading_url) and info.loading_url != shown_url(info)
 
 
 def available_tabs_text(tabs: Sequence[TabInfo], current_id: int | None) -> str:
@@ -119,11 +132,23 @@ def list_tabs_result(tabs: Sequence[TabInfo], current_id: int | None) -> dict[st
     """The shape the seed gives the tab list: `{activeTabId, tabs: [{id, url, title, isActive}]}`."""
     return {
         "activeTabId": str(current_id) if current_id is not None else None,
-        "tabs": [
-            {"id": str(t.id), "url": shown_url(t), "title": shown_title(t), "isActive": t.id == current_id}
-            for t in tabs
-        ],
+        "tabs": [_listed(t, current_id) for t in tabs],
     }
+
+
+def _listed(info: TabInfo, current_id: int | None) -> dict[str, Any]:
+    """A tab in `list_tabs`: its page's title, '' where it has none (yet); beyond the seed's keys,
+    `loading: true` for a tab whose page, and so its title, is still on its way (or that shows a
+    page while another it loads is on its way)."""
+    entry: dict[str, Any] = {
+        "id": str(info.id),
+        "url": shown_url(info),
+        "title": page_title(info),
+        "isActive": info.id == current_id,
+    }
+    if title_pending(info) or _leaving_for(info):
+        entry["loading"] = True
+    return entry
 
 
 CALLS = ToolCalls(
