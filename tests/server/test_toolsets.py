@@ -37,6 +37,7 @@ from support import (
 from tabpilot import BrowserOptions, TabInfo, TabManager
 from tabpilot.demo.site import LocalSite
 from tabpilot.server import ServerConfig, create_server
+from tabpilot.server.advice import tabs_renamed
 from tabpilot.server.app import PEER_TOOLS
 from tabpilot.server.toolsets import browser_use, foxmcp, pilo
 from tabpilot.server.toolsets._common import interactive_elements, shown_title
@@ -157,6 +158,20 @@ def test_browser_use_tabs_carry_tab_id_and_parent_tab_id_as_the_seeds_fix_propos
         "parent_tab_id": None,
     }
     assert browser_use.tab_entry(child)["parent_tab_id"] == "4"
+
+
+def test_a_sets_name_of_a_tab_replaces_tabpilots_only_for_the_errors_tabs_and_never_in_page_text() -> None:
+    def named(tab_id: int) -> str:
+        return f'tab_id "{tab_id}"'
+
+    said = (
+        "Accepted an alert dialog: 'from tab 2' on tab 2. Tab 2 waits; tab 3 is another; "
+        "tab 2's history. Open tabs:\n  - tab 2: My tab 2 (http://x/tab 2)"
+    )
+    assert tabs_renamed(said, {2}, named) == (
+        'Accepted an alert dialog: \'from tab 2\' on tab_id "2". Tab with tab_id "2" waits; tab 3 is '
+        'another; the history of tab_id "2". Open tabs:\n  - tab_id "2": My tab 2 (http://x/tab 2)'
+    )
 
 
 def test_browser_use_does_not_echo_likely_secrets_it_types() -> None:
@@ -481,6 +496,33 @@ async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
             assert not re.search(r"\bref\b|snapshot|form fill|Select one", text_), text_
 
 
+async def test_browser_use_errors_of_the_library_name_tabs_by_tab_id_but_quote_the_page_as_it_is(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The set's own texts said `tab_id "1"`, the library's errors it passed on `tab 1`.
+    site.set_content(
+        "/covered",
+        "<title>Covered</title><button>Under</button>"
+        '<div style="position:fixed;inset:0;background:red">on tab 1</div>',
+    )
+    unsafe = "http://127.0.0.1:1/"  # a port the browser refuses to load
+    async with connect(tools=("browser-use",)) as mcp:
+        assert await fail(mcp, "browser_close_tab", {"tab_id": "1"}) == (
+            'Error: Cannot close last tab: tab_id "1" is the only open tab. Open another tab first '
+            "(browser_navigate(url=..., new_tab=true))."
+        )
+        await call(mcp, "browser_navigate", {"url": site.url("/covered")})
+        await call(mcp, "browser_get_state")
+        covered = await fail(mcp, "browser_click", {"index": 1})
+        assert covered.startswith(
+            'Error: Clicking element 1 on tab_id "1" failed: element 1 is covered by another element '
+            "(<div>on tab 1</div>)."  # the page's words stay its own
+        ), covered
+        assert (await fail(mcp, "browser_navigate", {"url": unsafe})).startswith(
+            f'Error: Loading {unsafe} on tab_id "1" failed: '
+        )
+
+
 async def test_browser_use_says_a_tab_the_tab_limit_closed_at_once_was_opened_and_how_to_make_room(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
@@ -605,15 +647,15 @@ async def test_reading_a_page_still_on_its_way_says_so_at_once_in_each_sets_word
     # get_snapshot waited the action timeout (5 s), and when the page came meanwhile, blamed a
     # "too large" tree; browser_get_state waited as long and gave an empty element list.
     slow = site.url("/api/slow?ms=4000")
-    for tools, load, read in (
-        ("pilo", "goto", "get_snapshot"),
-        ("browser-use", "browser_navigate", "browser_get_state"),
+    for tools, load, read, tab in (
+        ("pilo", "goto", "get_snapshot", "tab 1"),
+        ("browser-use", "browser_navigate", "browser_get_state", 'tab_id "1"'),
     ):
         async with connect(tools=(tools,), browser=BrowserOptions(timeout_navigation=1)) as mcp:
             await call(mcp, load, {"url": slow})
             said = await fail(mcp, read, {})
             assert (
-                said.startswith("Error: ") and f"tab 1 is loading {slow}, whose server has not sent" in said
+                said.startswith("Error: ") and f"{tab} is loading {slow}, whose server has not sent" in said
             )
             assert said.endswith(f"call {read} in a while, or load another page."), said
             assert "too large" not in said
@@ -1172,7 +1214,7 @@ async def test_pilo_closes_a_tab_that_is_not_current_and_stays_where_it_is(
         assert unknown.splitlines() == [
             f"Error: Tab {other} not found. It was closed by a call to tabpilot.",
             "Available tabs:",
-            f'Tab {start} (current): about:blank - "about:blank"',
+            f'Tab {start} (current): about:blank - ""',  # no title of a page's: '' as page.title() gives
             "Use one of these IDs (list_tabs() lists them too).",
         ], unknown
         assert (await fail(mcp, "close_tab", {"tabId": 99})).splitlines()[:2] == [
@@ -1797,7 +1839,7 @@ def test_pilo_cuts_a_long_url_without_a_host_as_every_answer_does() -> None:
     """A `data:` URL (no host to show instead) and the title it gives its page can be kilobytes;
     every snapshot's header repeats them."""
     long = "data:text/html," + "x" * 6000
-    header = pilo.available_tabs_text([tab_info(2, long, long)], 2)
+    header = pilo.available_tabs_text([tab_info(2, long, "T" * 6000)], 2)
     assert len(header) < 700 and header.count("…[") == 2, header
 
 

@@ -127,6 +127,9 @@ class ToolCalls:
     plain_error: Callable[[str, str], str] | None = None
     """How the set words an error of its tool (the tool's name, what went wrong), as the whole text
     of the response; None: tabpilot's `### Error` section, followed by the other sections."""
+    tab_named: Callable[[int], str] | None = None
+    """How the set names a tab where its own texts do not say `tab 3` (browser-use: `tab_id "3"`):
+    an error names the tabs it is about (its structured ids) so (`tabs_renamed`). None: `tab 3`."""
 
 
 CONNECT_EXTENSION = "browser_instance(action='connect', extension=true)"
@@ -502,9 +505,58 @@ _ADVICE: list[tuple[type[TabpilotError], Callable[[Any, ToolCalls], str]]] = [
 
 def error_text(exc: BaseException, calls: ToolCalls = DEFAULT_CALLS) -> str:
     """An exception as the text of an `### Error` section: what happened, then the next call, in
-    the words of the tool set `calls` describes. A long word in it (a URL, a value the caller sent)
-    is cut: an error repeats, it never echoes."""
-    return _LONG_WORD.sub(lambda m: short(m.group()), _error_text(exc, calls))
+    the words of the tool set `calls` describes (its tools, and its name of a tab: `tab_named`). A
+    long word in it (a URL, a value the caller sent) is cut: an error repeats, it never echoes."""
+    text = _error_text(exc, calls)
+    if calls.tab_named is not None:
+        text = tabs_renamed(text, error_tab_ids(exc), calls.tab_named)
+    return _LONG_WORD.sub(lambda m: short(m.group()), text)
+
+
+def error_tab_ids(exc: BaseException) -> set[int]:
+    """The tabs an error is about, by its structured fields (never read from its text)."""
+    ids: list[object] = [getattr(exc, name, None) for name in ("tab_id", "waiting_tab_id", "ref_tab_id")]
+    if isinstance(exc, ActionError):
+        ids += exc.close_first
+    if isinstance(exc, InstanceLostError):
+        ids += exc.elsewhere
+    if isinstance(exc, TabNotFoundError):
+        ids += exc.open_tab_ids
+    return {i for i in ids if isinstance(i, int) and not isinstance(i, bool)}
+
+
+_TAB_WORDS = re.compile(r"\b([Tt])ab (\d+)\b(?:'s (\w+))?")
+_PAGE_WORDS = re.compile(
+    r"""(?<!\w)'(?:[^'\\\n]|\\.)*'|(?<!\w)"(?:[^"\\\n]|\\.)*"|<[^\n]*>|\S+://\S*|^  - tab \d+: (?P<title>.*)$""",
+    re.MULTILINE,
+)
+"""What a text of tabpilot's quotes of a page's, left as it is by `tabs_renamed`: a value quoted
+as `quoted` quotes it (a dialog's message, a key), an element's HTML (what covers one), a URL,
+and the titles of an error's list of open tabs."""
+
+
+def tabs_renamed(text: str, tab_ids: set[int], named: Callable[[int], str]) -> str:
+    """`text`, tabpilot's words, with each tab of `tab_ids` (the tabs it is about, known from
+    structured facts, not guessed from the text) named as `named` names it: `tab 5` -> `named(5)`,
+    `Tab 5` -> `Tab with named(5)`, `tab 5's history` -> `the history of named(5)`. What the text
+    quotes of a page's (`_PAGE_WORDS`) is left as it is, even where it says `tab 5`."""
+    if not tab_ids:
+        return text
+
+    def rename(match: re.Match[str]) -> str:
+        tab_id = int(match.group(2))
+        if tab_id not in tab_ids:
+            return match.group()
+        if match.group(3):
+            return f"the {match.group(3)} of {named(tab_id)}"
+        return f"Tab with {named(tab_id)}" if match.group(1) == "T" else named(tab_id)
+
+    parts, at = [], 0
+    for page in _PAGE_WORDS.finditer(text):
+        start = page.start("title") if page.group("title") is not None else page.start()
+        parts += [_TAB_WORDS.sub(rename, text[at:start]), text[start : page.end()]]
+        at = page.end()
+    return "".join([*parts, _TAB_WORDS.sub(rename, text[at:])])
 
 
 _LONG_WORD = re.compile(rf"\S{{{URL_CHARS + 1},}}")

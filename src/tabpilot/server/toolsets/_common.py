@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -153,8 +153,9 @@ async def describe_elements(tab: Tab, elements: list[SnapshotElement]) -> list[d
     return list(await asyncio.gather(*(one(e) for e in elements)))
 
 
-async def accept_dialog(tab: Tab) -> str:
-    """Accept a dialog that blocks `tab`, as browser-use does; return a note for the response ('' if none).
+async def accept_dialog(tab: Tab, named: Callable[[int], str] = lambda tab_id: f"tab {tab_id}") -> str:
+    """Accept a dialog that blocks `tab`, as browser-use does; return a note for the response ('' if none),
+    which names the tab that showed it, when another, as `named` does.
 
     The browser-use and Pilo sets have no dialog tool, so a dialog left open would block their tab
     (its own, or its opener's or popup's: `Tab.blocked_by`).
@@ -163,7 +164,7 @@ async def accept_dialog(tab: Tab) -> str:
     if holder is None:
         return ""
     note = dialog_note(await holder.handle_dialog(accept=True))
-    return note if holder is tab else f"{note} on tab {holder.id}"
+    return note if holder is tab else f"{note} on {named(holder.id)}"
 
 
 MAX_ACCEPTED = 3

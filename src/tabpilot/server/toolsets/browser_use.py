@@ -32,8 +32,11 @@ how many went; their indexes work); the optional `full=true`, beyond browser-use
 Beyond browser-use, an action that opens a tab says so on a line of its own
 (`New tab: tab_id "5" (parent_tab_id "3") ...`): the first line keeps browser-use's text. A tab a
 page opens after the answer (on a timer) is named so by the next action's answer. What the set adds
-to browser-use's texts names a tab by its tab_id, as there (`_tab_named`), tabpilot's notes too
-(`There is no page to go back to in the history of tab_id "5"`).
+to browser-use's texts names a tab by its tab_id, as there (`_tab_named`), tabpilot's notes and
+errors too (`There is no page to go back to in the history of tab_id "5"`, `Clicking element 3 on
+tab_id "5" failed: ...`): the tabs an error is about are known from its structured fields, and what
+it quotes of a page (a dialog's message, an element's HTML) stays as the page said it
+(`advice.tabs_renamed`).
 JavaScript dialogs are accepted, as browser-use's own watchdog does (this set has no dialog tool),
 and each is named on a line of its own (`Accepted a confirm dialog: 'sure?'`; in
 `browser_get_state`'s JSON, under `accepted_dialogs`), also one that holds
@@ -69,7 +72,7 @@ from tabpilot import (
     type_text,
 )
 
-from ..advice import ToolCalls, error_text, short, tab_limit_closed
+from ..advice import ToolCalls, error_text, short, tab_limit_closed, tabs_renamed
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
 from ..tools.screenshot import MAX_SIDE
 from ._common import (
@@ -94,10 +97,17 @@ from ._common import (
     why_gone,
 )
 
+
+def _tab_named(tab_id: int | str) -> str:
+    """A tab in this set's own words: by the tab_id its calls take and its state and lists give
+    (`tab_id "5"`). browser-use's own texts keep theirs ("Switched to tab 5", "Closed tab # 5")."""
+    return f'tab_id "{tab_id}"'
+
+
 CALLS = ToolCalls(
     read=lambda tab: "browser_get_state",
     list_tabs="browser_list_tabs",
-    close_tab=lambda tab: f"browser_close_tab(tab_id={tab})",
+    close_tab=lambda tab: f'browser_close_tab(tab_id="{tab}")',
     close_tabs="browser_close_tab",
     open_tab="browser_navigate(url=..., new_tab=true)",
     handle_dialog=None,  # dialogs are accepted by themselves
@@ -106,6 +116,7 @@ CALLS = ToolCalls(
     element="an index",
     activate=lambda tab: f'browser_switch_tab(tab_id="{tab}")',
     plain_error=lambda tool, text: f"Error: {text}",
+    tab_named=_tab_named,
 )
 """This set's calls, as an error's advice names them."""
 
@@ -127,12 +138,6 @@ TabIdParam = Annotated[
 ]
 
 
-def _tab_named(tab_id: int | str) -> str:
-    """A tab in this set's own words: by the tab_id its calls take and its state and lists give
-    (`tab_id "5"`). browser-use's own texts keep theirs ("Switched to tab 5", "Closed tab # 5")."""
-    return f'tab_id "{tab_id}"'
-
-
 def _id_given(tab_id: object, cap: int = 40) -> str:
     """A tab_id a caller gave, as `_tab_named` names tabs, cut if long (a huge id is not echoed)."""
     given = str(tab_id)
@@ -141,12 +146,9 @@ def _id_given(tab_id: object, cap: int = 40) -> str:
 
 def _in_own_words(note: str, tab_id: int) -> str:
     """A note of tabpilot's about tab `tab_id` (where a navigation left it, the page it is
-    loading) with the tab named as this set names tabs (`_tab_named`), not `tab 5`. Only for
-    notes that quote nothing of a page's (a dialog's message, an element's name could say `tab 5`)."""
-    named = _tab_named(tab_id)
-    note = re.sub(rf"\b[Tt]ab {tab_id}'s (\w+)", lambda m: f"the {m.group(1)} of {named}", note)
-    note = re.sub(rf"\bTab {tab_id}\b", f"Tab with {named}", note)
-    return re.sub(rf"\btab {tab_id}\b", named, note)
+    loading) with the tab named as this set names tabs (`_tab_named`), not `tab 5`, as its errors
+    name theirs (`CALLS.tab_named`)."""
+    return tabs_renamed(note, {tab_id}, _tab_named)
 
 
 class _UnknownIndex(TabpilotError):
@@ -238,7 +240,7 @@ async def _active(call: Call, *, acting: str | None = None) -> tuple[Tab, str]:
     if acting is not None and await current_tab_left(call):
         raise ValueError(await _left_said(call, acting))
     tab = call.tab(None)
-    return tab, await accept_dialog(tab)
+    return tab, await accept_dialog(tab, _tab_named)
 
 
 async def _left_said(call: Call, done: str) -> str:
@@ -603,7 +605,9 @@ async def browser_type(
         if await left_during(call, tab):
             call.response.error(await _left_said(call, _index_done(index)))
             return
-        said = re.sub(rf"^Typing into element {index} on tab \d+ failed: ", "", _failed(exc, index, element))
+        said = _failed(exc, index, element).removeprefix(
+            f"Typing into element {index} on {_tab_named(tab.id)} failed: "
+        )
         call.response.error(f"could not type into element {index}: {said}")
         return
     call.response.plain(
@@ -633,7 +637,9 @@ async def browser_scroll(
         await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
     except TabpilotError as exc:  # said as a scroll: this set has no script tool
         call.response.error(
-            error_text(exc, CALLS).replace(f"Evaluating on tab {tab.id}", f"Scrolling tab {tab.id}")
+            error_text(exc, CALLS).replace(
+                f"Evaluating on {_tab_named(tab.id)}", f"Scrolling {_tab_named(tab.id)}"
+            )
         )
         return
     call.response.plain(f"Scrolled {direction}" + note_lines(note) + await _closed_lines(call))
