@@ -523,6 +523,19 @@ async def test_browser_use_errors_of_the_library_name_tabs_by_tab_id_but_quote_t
         )
 
 
+async def test_sets_without_instances_refuse_a_tab_over_the_limit_without_naming_an_instance(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # They said 'instance inst_1 has 1 tab': a word, and an id, no call of these sets takes.
+    limit = "the limit (--max-tabs 1, --tab-limit-policy reject). Load the page in the tab you have instead."
+    async with connect(tools=("browser-use",), max_tabs=1) as mcp:
+        said = await fail(mcp, "browser_navigate", {"url": site.url("/page/a"), "new_tab": True})
+        assert said == f"Error: Cannot open a new tab: its browser has 1 tab, {limit}"
+    async with connect(tools=("foxmcp",), max_tabs=1) as mcp:
+        said = await fail(mcp, "tabs_create", {"url": site.url("/page/a")})
+        assert said == f"Error creating tab: Cannot open a new tab: its browser has 1 tab, {limit}"
+
+
 async def test_browser_use_says_a_tab_the_tab_limit_closed_at_once_was_opened_and_how_to_make_room(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

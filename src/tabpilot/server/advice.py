@@ -593,8 +593,10 @@ def _error_text(exc: BaseException, calls: ToolCalls) -> str:
                 f"the limit (--max-total-tabs {exc.limit}){_whose(exc)}. {_advice_for(exc, calls)}"
             )
         tabs = "1 tab" if exc.count == 1 else f"{exc.count} tabs"
+        # A set that knows no instances names the browser, as it does a last tab (LastTabError).
+        holder = f"instance {exc.instance_id}" if calls.instances else "its browser"
         return (
-            f"Cannot open a new tab: instance {exc.instance_id} has {tabs}, the limit (--max-tabs "
+            f"Cannot open a new tab: {holder} has {tabs}, the limit (--max-tabs "
             f"{exc.limit}, --tab-limit-policy {exc.policy}). {_advice_for(exc, calls)}"
         )
     if isinstance(exc, PathNotAllowedError):
