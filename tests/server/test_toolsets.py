@@ -1636,13 +1636,25 @@ async def test_a_tab_that_closed_by_itself_is_told_by_the_next_answer_a_state_or
     # an error answer took the close as told without saying it: the next action went to the tab
     # that became current (the opener, with the agent's typing), and no answer ever said why.
     site.set_content("/opener", OPENER)
-    site.set_content("/closer", "<title>Timed</title><script>setTimeout(() => window.close(), 300)</script>")
+    # It closes once the test lets it, after the switch: on a timer of its own it could close
+    # before the switch on a busy machine, which then (rightly) failed.
+    release = threading.Event()
+
+    async def later(_request: Request) -> Response:
+        await asyncio.to_thread(release.wait, 10)
+        return Response(b"")
+
+    site.set_route("/later", later)
+    site.set_content(
+        "/closer", "<title>Timed</title><script>fetch('/later').then(() => window.close())</script>"
+    )
     note = "Note: tab 2 closed (by page); active tab is now 1."
     async with connect(tools=("browser-use",)) as mcp:
         await call(mcp, "browser_navigate", {"url": site.url("/opener")})
         await call(mcp, "browser_get_state")
         assert 'New tab: tab_id "2"' in await call(mcp, "browser_click", {"index": 1})
         await call(mcp, "browser_switch_tab", {"tab_id": "2"})
+        release.set()
         # Until the first answer after the close: the state of the opener, or any error.
         if told_by == "state":
             answer = await poll(
