@@ -762,6 +762,15 @@ async def test_every_set_lists_a_tab_still_loading_its_first_page_by_the_url_it_
         said = await call(mcp, "browser_click", {"index": index})
         assert f" {slow}, not active" in said, said
         assert [t["url"] for t in json.loads(await call(mcp, "browser_list_tabs"))][-1] == slow
+        # Switching to it, or closing the tab before it, names it by that URL too, not by none.
+        popup = json.loads(await call(mcp, "browser_list_tabs"))[-1]["tab_id"]
+        assert await call(mcp, "browser_switch_tab", {"tab_id": popup}) == f"Switched to tab {popup}: {slow}"
+        opener = json.loads(await call(mcp, "browser_list_tabs"))[0]["tab_id"]
+        await call(mcp, "browser_switch_tab", {"tab_id": opener})
+        assert (
+            await call(mcp, "browser_close_tab", {"tab_id": opener})
+            == f"Closed tab # {opener}, now on {slow}"
+        )
 
 
 async def test_pilo_says_a_tab_still_loading_has_no_title_yet_not_the_browsers_stand_in(

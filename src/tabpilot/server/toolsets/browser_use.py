@@ -439,7 +439,7 @@ async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
     except TabpilotError as exc:
         call.response.error(_not_found(manager, tab_id, exc))
         return
-    call.response.plain(f"Switched to tab {tab.id}: {_url_shown(tab.url)}")
+    call.response.plain(f"Switched to tab {tab.id}: {_url_shown(shown_url(manager.info(tab)))}")
 
 
 async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
@@ -458,9 +458,9 @@ async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:
         )
         call.response.plain(f"Closed tab # {closed.closed_tab_id}; {after}")
         return
-    call.response.plain(
-        f"Closed tab # {closed.closed_tab_id}, now on {manager.tab(closed.active_tab_id).url}"
-    )
+    # The URL as the lists give it: a tab whose first page is still on its way has none of its own yet.
+    now_on = _url_shown(shown_url(manager.info(manager.tab(closed.active_tab_id))))
+    call.response.plain(f"Closed tab # {closed.closed_tab_id}, now on {now_on}")
 
 
 async def browser_navigate(
