@@ -1657,7 +1657,7 @@ async def test_a_tab_that_closed_by_itself_is_told_by_the_next_answer_a_state_or
     site.set_content(
         "/closer", "<title>Timed</title><script>fetch('/later').then(() => window.close())</script>"
     )
-    note = "Note: tab 2 closed (by page); active tab is now 1."
+    note = 'Note: tab_id "2" closed (by page); active tab is now tab_id "1".'  # as browser-use names tabs
     async with connect(tools=("browser-use",)) as mcp:
         await call(mcp, "browser_navigate", {"url": site.url("/opener")})
         await call(mcp, "browser_get_state")
@@ -1782,7 +1782,7 @@ async def test_an_action_that_fails_after_another_tab_closed_by_itself_still_tel
         assert failed.is_error and blocks(failed)[0].startswith("Error: Element with index 99"), blocks(
             failed
         )
-        assert blocks(failed)[1:] == ["Note: tab 2 closed (by page)."], blocks(failed)
+        assert blocks(failed)[1:] == ['Note: tab_id "2" closed (by page).'], blocks(failed)
 
 
 async def test_pilo_snapshot_of_a_current_tab_that_closes_as_it_is_read_is_of_the_tab_current_then(

@@ -54,6 +54,7 @@ from .advice import (
     page_line,
     short,
     tab_line,
+    tabs_renamed,
 )
 from .state import SessionState
 
@@ -370,7 +371,7 @@ class Response:
                 events = session.take_events()
                 if self._structured:  # the JSON forms are built only for clients that get them
                     data["events"] = [e.to_dict() for e in events]
-                notes = _plain_notes(events, self._told, session.manager)
+                notes = _plain_notes(events, self._told, session.manager, self.calls.tab_named)
             if self._plain_later is not None:
                 # Unless that moment has no answer (the browser was lost meanwhile): the first stands.
                 with contextlib.suppress(TabpilotError):
@@ -669,13 +670,19 @@ def _outgoing(value: Any, key: str = "") -> Any:
     return value
 
 
-def _plain_notes(events: list[TabEvent], told: set[tuple[str, int]], manager: TabManager) -> list[str]:
+def _plain_notes(
+    events: list[TabEvent],
+    told: set[tuple[str, int]],
+    manager: TabManager,
+    named: Callable[[int], str] | None = None,
+) -> list[str]:
     """What a compatible set's answer adds, in a block of its own (those sets show no `### Events`),
     in words free of the default set's (no instances, no tools of its): a browser lost and launched
     again since the client's previous answer (without it, its tabs would vanish from the lists
     unexplained, and new ids appear), and the tabs closed by no call (a popup's window.close(), the
     user, the tab cap) that the answer did not tell (an error, a state or list call): the next calls
-    act on another tab, and the agent is told which, as it is now."""
+    act on another tab, and the agent is told which, as it is now. `named`: how the set names a
+    tab (`ToolCalls.tab_named`; None: `tab 2`, and the active tab by its id)."""
     several = sum(1 for i in manager.instances if i.state == "open") > 1
     lost: list[str] = []
     closed: list[str] = []
@@ -701,10 +708,12 @@ def _plain_notes(events: list[TabEvent], told: set[tuple[str, int]], manager: Ta
             # The active tab as it is now, once below: the event's was of its moment (no tab at all
             # while a lost browser's tabs closed, before its successor opened one).
             moved = moved or bool(e.data.get("activeChanged"))
-            closed.append(event_line(dataclasses.replace(e, data={**e.data, "activeChanged": False})))
+            line = event_line(dataclasses.replace(e, data={**e.data, "activeChanged": False}))
+            closed.append(tabs_renamed(line, {e.tab_id}, named) if named is not None else line)
     lines = lost + closed + back  # a lost browser's tabs close before it is said lost
     if lines and moved:
         default = manager.default_instance
         active = default.active_tab if default is not None and default.state == "open" else None
-        lines[-1] += f"; active tab is now {active.id}" if active is not None else "; no tab is open"
+        now = "" if active is None else named(active.id) if named is not None else str(active.id)
+        lines[-1] += f"; active tab is now {now}" if now else "; no tab is open"
     return [f"Note: {line}." for line in lines]
