@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -358,6 +358,26 @@ async def left_during(call: Call, tab: Tab) -> bool:
     the set then refuses it as it refuses one that comes after the close (`current_tab_left`),
     in its own words, not with the library's error."""
     return tab.leaving and await current_tab_left(call)
+
+
+async def navigate_current(
+    call: Call,
+    tab: Tab,
+    action: NavigateAction,
+    url: str | None = None,
+    *,
+    left_said: Callable[[Call, str], Awaitable[str]],
+) -> tuple[NavigationResult, list[str]]:
+    """`navigate_accepting` on a set's current tab. When the tab closed or left the agent as the
+    navigation began (a popup's window.close() on a timer, not yet reported when the call came:
+    `left_during`), it is refused in the set's words (`left_said`), as one that comes after the
+    close is (`current_tab_left`): nothing was done, and calling again loads the tab current now."""
+    try:
+        return await navigate_accepting(tab, action, url)
+    except TabpilotError:
+        if await left_during(call, tab):
+            raise ValueError(await left_said(call, NOTHING_DONE)) from None
+        raise
 
 
 NOTHING_DONE = "Nothing was done: call again to act on it."

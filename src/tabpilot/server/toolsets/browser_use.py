@@ -87,7 +87,7 @@ from ._common import (
     interactive_elements,
     left_during,
     loading_note,
-    navigate_accepting,
+    navigate_current,
     note_lines,
     nothing_done_on,
     opened_untold,
@@ -490,7 +490,7 @@ async def browser_navigate(
         )
         return
     tab, note = await _active(call, acting=NOTHING_DONE)
-    result, accepted = await navigate_accepting(tab, "goto", url)
+    result, accepted = await navigate_current(call, tab, "goto", url, left_said=_left_said)
     call.response.plain(
         f"Navigated to: {short(url.strip())}"
         # What the browser-use text leaves out: a file downloaded instead, an HTTP error status.
@@ -619,7 +619,7 @@ async def browser_type(
 
 async def browser_go_back(call: Call) -> None:
     tab, note = await _active(call, acting=NOTHING_DONE)
-    result, accepted = await navigate_accepting(tab, "back")
+    result, accepted = await navigate_current(call, tab, "back", left_said=_left_said)
     where = _in_own_words(result.note, tab.id)
     if result.stayed and not result.dialog:  # no page to go back to (or a download): it did not
         said = f"Did not navigate back: {where}"
@@ -636,6 +636,9 @@ async def browser_scroll(
     try:
         await evaluate(tab, f"() => window.scrollBy(0, {500 if direction == 'down' else -500})")
     except TabpilotError as exc:  # said as a scroll: this set has no script tool
+        if await left_during(call, tab):
+            call.response.error(await _left_said(call, NOTHING_DONE))
+            return
         call.response.error(
             error_text(exc, CALLS).replace(
                 f"Evaluating on {_tab_named(tab.id)}", f"Scrolling {_tab_named(tab.id)}"

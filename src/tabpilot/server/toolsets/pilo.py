@@ -66,7 +66,7 @@ from ._common import (
     left_during,
     left_words,
     loading_note,
-    navigate_accepting,
+    navigate_current,
     note_lines,
     nothing_done_on,
     opened_untold,
@@ -415,7 +415,7 @@ async def goto(
         call.response.error("goto needs url: the address to load, e.g. https://example.com.")
         return
     tab, note = await _current(call, opening=True, acting=NOTHING_DONE)
-    result, accepted = await navigate_accepting(tab, "goto", url)
+    result, accepted = await navigate_current(call, tab, "goto", url, left_said=_left_said)
     tail = f" {result.note}" if result.note else ""
     await call.manager.settle(grace=0)  # a tab the page opened as it loaded: named, as a click's
     opened = _opened_text(call.manager, opened_untold(call), None)
