@@ -149,8 +149,8 @@ class _Parser(argparse.ArgumentParser):
         options whose names they begin, else the ones they are close to."""
         said = []
         names = [given.partition("=")[0] for given in unknown if given.startswith("--") and len(given) > 2]
+        longs = [flag for flag in dict.fromkeys(self.flags) if flag.startswith("--")]
         for name in names:
-            longs = [flag for flag in dict.fromkeys(self.flags) if flag.startswith("--")]
             close = [flag for flag in longs if flag.startswith(name)] or difflib.get_close_matches(
                 name, longs, n=3, cutoff=0.8
             )
