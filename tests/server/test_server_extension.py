@@ -1136,6 +1136,31 @@ async def test_a_window_the_users_own_tab_opens_behind_an_agent_tab_stays_the_us
         assert f"tab {opened} opened (link) by tab {agent}" in section(clicked, "Events"), text(clicked)
 
 
+async def user_closes_one_and_one_closes_itself(
+    mcp: Client, chromium: ExtensionChromium, url: str, users: str, closes: str
+) -> str:
+    """The agent opens `url` in a tab and clicks its button `users` and its button "Pay", each
+    opening a tab of /close-self; the user closes the first (`closes`, a script of the extension's),
+    the second closes itself when its "Close me" is clicked. Checks the first is told as closed by
+    the user and the second by itself; returns the snapshot of the page at `url`."""
+    agent = result_of(await call(mcp, "browser_tabs", action="new", url=url))["tabId"]
+    snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
+    (closed_by_user,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, users)))[
+        "openedTabIds"
+    ]
+    (closes_itself,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Pay")))[
+        "openedTabIds"
+    ]
+    await asyncio.to_thread(chromium.in_extension, closes)
+    listed = await poll(lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, closed_by_user))
+    told = text(listed)
+    page = section(await call(mcp, "browser_snapshot", full=True, tabId=closes_itself), "Snapshot")
+    told += text(await call(mcp, "browser_click", ref=ref_of(page, "Close me")))
+    assert f"tab {closed_by_user} closed (by the user, in their browser)" in told, told
+    assert f"Tab {closes_itself} closed itself afterwards." in told, told
+    return snapshot
+
+
 def user_closes_window(url_part: str) -> str:
     """The extension's worker closes the window of the tab at the URL as the user does in Chrome
     (the window's X: a popup's window, or a window of tabs)."""
@@ -1159,25 +1184,9 @@ async def test_a_popup_window_the_user_closes_is_told_as_closed_by_them_and_one_
         f"<button onclick=\"window.open('/close-self?n=2', 'two', '{popup}')\">Pay</button>",
     )
     async with paired_client(chromium) as (mcp, _):
-        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/popups")))[
-            "tabId"
-        ]
-        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
-        (closed_by_user,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Sign in")))[
-            "openedTabIds"
-        ]
-        (closes_itself,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Pay")))[
-            "openedTabIds"
-        ]
-        await asyncio.to_thread(chromium.in_extension, user_closes_window("/close-self?n=1"))
-        listed = await poll(
-            lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, closed_by_user)
+        await user_closes_one_and_one_closes_itself(
+            mcp, chromium, site.url("/page/popups"), "Sign in", user_closes_window("/close-self?n=1")
         )
-        told = text(listed)
-        page = section(await call(mcp, "browser_snapshot", full=True, tabId=closes_itself), "Snapshot")
-        told += text(await call(mcp, "browser_click", ref=ref_of(page, "Close me")))
-        assert f"tab {closed_by_user} closed (by the user, in their browser)" in told, told
-        assert f"Tab {closes_itself} closed itself afterwards." in told, told
 
 
 def user_closes_tab(url_part: str) -> str:
@@ -1209,23 +1218,9 @@ async def test_a_tab_a_page_opened_that_the_user_closes_alone_is_told_as_closed_
         "<button onclick=\"window.open('/page/hop', 'three')\">Sign in</button>",
     )
     async with paired_client(chromium) as (mcp, _):
-        agent = result_of(await call(mcp, "browser_tabs", action="new", url=site.url("/page/links")))["tabId"]
-        snapshot = section(await call(mcp, "browser_snapshot", full=True, tabId=agent), "Snapshot")
-        (closed_by_user,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Docs")))[
-            "openedTabIds"
-        ]
-        (closes_itself,) = result_of(await call(mcp, "browser_click", ref=ref_of(snapshot, "Pay")))[
-            "openedTabIds"
-        ]
-        await asyncio.to_thread(chromium.in_extension, user_closes_tab("/close-self?n=1"))
-        listed = await poll(
-            lambda: call(mcp, "browser_tabs", action="list"), partial(gone_from, closed_by_user)
+        snapshot = await user_closes_one_and_one_closes_itself(
+            mcp, chromium, site.url("/page/links"), "Docs", user_closes_tab("/close-self?n=1")
         )
-        told = text(listed)
-        page = section(await call(mcp, "browser_snapshot", full=True, tabId=closes_itself), "Snapshot")
-        told += text(await call(mcp, "browser_click", ref=ref_of(page, "Close me")))
-        assert f"tab {closed_by_user} closed (by the user, in their browser)" in told, told
-        assert f"Tab {closes_itself} closed itself afterwards." in told, told
         clicked = await call(mcp, "browser_click", ref=ref_of(snapshot, "Sign in"))
         (shut,) = result_of(clicked)["openedTabIds"]
         told = text(clicked) + text(
