@@ -466,6 +466,31 @@ async def test_pilo_and_browser_use_accept_a_dialog_that_holds_a_navigation_up(
         assert again.splitlines()[1:] == ["Accepted an alert dialog: 'loaded?'"], again
 
 
+async def test_browser_use_names_the_tab_of_a_dialog_it_accepted_for_a_navigation_by_its_tab_id(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    """A popup's next page opens an alert in its opener (one thread for both pages), which holds
+    the popup's navigation up: the note of the accepted alert names the opener as the set's calls
+    take it, tab_id "N"."""
+    site.set_content(
+        "/holder", "<title>Holder</title><button onclick=\"window.open('/page/b', 'pop')\">Open</button>"
+    )
+    site.set_content("/calls-opener", "<title>Calls</title><script>opener.alert('from the opener')</script>")
+    async with connect(tools=("browser-use",)) as mcp:
+        await call(mcp, "browser_navigate", {"url": site.url("/holder")})
+        opener = state_of(await call(mcp, "browser_get_state"))["tabs"][0]["tab_id"]
+        await call(mcp, "browser_click", {"index": 1})
+        popup = next(
+            t["tab_id"] for t in json.loads(await call(mcp, "browser_list_tabs")) if t["tab_id"] != opener
+        )
+        await call(mcp, "browser_switch_tab", {"tab_id": popup})
+        navigated = await call(mcp, "browser_navigate", {"url": site.url("/calls-opener")})
+        assert navigated.splitlines() == [
+            f"Navigated to: {site.url('/calls-opener')}",
+            f"Accepted an alert dialog: 'from the opener' on tab_id \"{opener}\"",
+        ], navigated
+
+
 async def test_browser_use_says_what_a_field_takes_with_its_own_tools(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

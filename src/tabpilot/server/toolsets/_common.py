@@ -173,14 +173,19 @@ the answer up for good)."""
 
 
 async def navigate_accepting(
-    tab: Tab, action: NavigateAction, url: str | None = None
+    tab: Tab,
+    action: NavigateAction,
+    url: str | None = None,
+    *,
+    named: Callable[[int], str] = lambda tab_id: f"tab {tab_id}",
 ) -> tuple[NavigationResult, list[str]]:
     """`navigate`, for the sets that accept dialogs by themselves (they have no dialog tool): a
     dialog that holds the navigation up (a beforeunload dialog asking to leave, an alert as the
     next page loads) is accepted, and the result is where the tab is then, with notes saying what
     was accepted instead of the advice to handle the dialog. A page only slow to come (its server
     has not sent it in time) is no failure, as in a tab these sets open: the result is of the page
-    the tab is loading, its note says so (`loading_instead`)."""
+    the tab is loading, its note says so (`loading_instead`). A dialog of another tab is named
+    as `named` names it (`accept_dialog`)."""
     try:
         result = await navigate(tab, action, url)
     except TabpilotError as exc:
@@ -191,7 +196,7 @@ async def navigate_accepting(
         return NavigationResult(tab.id, target or tab.url, None, loading), []
     notes: list[str] = []
     while result.dialog and len(notes) < MAX_ACCEPTED and tab.blocked_by() is not None:
-        notes.append(await accept_dialog(tab))
+        notes.append(await accept_dialog(tab, named))
         result = NavigationResult(tab.id, tab.url, result.status, dialog=tab.blocked_by() is not None)
     if result.dialog:
         still = f"Tab {tab.id} still shows a dialog; the next call accepts it."
@@ -367,13 +372,14 @@ async def navigate_current(
     url: str | None = None,
     *,
     left_said: Callable[[Call, str], Awaitable[str]],
+    named: Callable[[int], str] = lambda tab_id: f"tab {tab_id}",
 ) -> tuple[NavigationResult, list[str]]:
     """`navigate_accepting` on a set's current tab. When the tab closed or left the agent as the
     navigation began (a popup's window.close() on a timer, not yet reported when the call came:
     `left_during`), it is refused in the set's words (`left_said`), as one that comes after the
     close is (`current_tab_left`): nothing was done, and calling again loads the tab current now."""
     try:
-        return await navigate_accepting(tab, action, url)
+        return await navigate_accepting(tab, action, url, named=named)
     except TabpilotError:
         if await left_during(call, tab):
             raise ValueError(await left_said(call, NOTHING_DONE)) from None

@@ -490,7 +490,7 @@ async def browser_navigate(
         )
         return
     tab, note = await _active(call, acting=NOTHING_DONE)
-    result, accepted = await navigate_current(call, tab, "goto", url, left_said=_left_said)
+    result, accepted = await navigate_current(call, tab, "goto", url, left_said=_left_said, named=_tab_named)
     call.response.plain(
         f"Navigated to: {short(url.strip())}"
         # What the browser-use text leaves out: a file downloaded instead, an HTTP error status.
@@ -619,7 +619,7 @@ async def browser_type(
 
 async def browser_go_back(call: Call) -> None:
     tab, note = await _active(call, acting=NOTHING_DONE)
-    result, accepted = await navigate_current(call, tab, "back", left_said=_left_said)
+    result, accepted = await navigate_current(call, tab, "back", left_said=_left_said, named=_tab_named)
     where = _in_own_words(result.note, tab.id)
     if result.stayed and not result.dialog:  # no page to go back to (or a download): it did not
         said = f"Did not navigate back: {where}"
