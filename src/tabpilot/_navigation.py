@@ -73,6 +73,10 @@ class NavigationResult:
     stayed: bool = False
     """Nothing was loaded (yet): a dialog holds the navigation up, the URL is a download, or there
     is no history entry to go back or forward to; the note says which."""
+    still_loading: bool = False
+    """The page was parsed and shown, but had not finished loading `LOAD_GRACE` seconds later (an
+    image, script or frame of it had not come; or by the navigation's timeout, if that came first):
+    the navigation answers with the page as it is then, usable."""
     turn: int = 0
     """The tab's `turns_taken` as this navigation ran: a larger one later means another action
     (another caller's navigation, a click) has used the tab since."""
@@ -202,7 +206,8 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
             dialog=True,
             stayed=True,
         )
-    status, frame_moved = navigated if navigated is not None else (None, None)
+    status = navigated.status if navigated is not None else None
+    frame_moved = navigated.frame_moved if navigated is not None else None
     if frame_moved is not None:  # the history step was an iframe's own (joint session history)
         note = f"The step {action} in tab {tab.id}'s history was an iframe's: it shows {frame_moved} now."
         return NavigationResult(tab.id, tab.url, None, note)
@@ -212,7 +217,14 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
         note = f"There is no page to go {action} to in tab {tab.id}'s history; it {_stays(tab)}."
         return NavigationResult(tab.id, tab.url, status, note, stayed=True)
     note = f"The server answered HTTP {status}." if status is not None and status >= 400 else ""
-    return NavigationResult(tab.id, tab.url, status, note)
+    still = navigated is not None and navigated.loading
+    if still:
+        note = (
+            f"{note} The page is shown before it finished loading: the browser is still loading something "
+            "it asked for (an image, a script, a frame). It can be used now; what is still to come may "
+            "change it."
+        ).strip()
+    return NavigationResult(tab.id, tab.url, status, note, still_loading=still)
 
 
 def _stays(tab: Tab) -> str:

@@ -209,6 +209,40 @@ async def test_going_back_without_history_says_so(connect: Callable[..., Client]
             ), section(back, "Result")
 
 
+async def test_a_page_whose_image_never_comes_answers_usable_not_as_a_failed_load(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The document is there and usable; an image (a tracker, an ad) hangs, so the load event does
+    # not come: the navigation waited the whole navigation timeout for it and failed, no snapshot.
+    site.set_content(
+        "/hanging-image",
+        f"<title>Hanging image</title><h1>Ready to use</h1><img alt='' src='{site.url('/api/slow?ms=20000')}'>",
+    )
+    still = (
+        "The page is shown before it finished loading: the browser is still loading something it asked "
+        "for (an image, a script, a frame). It can be used now; what is still to come may change it."
+    )
+    async with connect(browser=BrowserOptions(timeout_navigation=3)) as mcp:
+        tab = await _open(mcp, site.url("/page/a"))
+        for action, said in (("goto", "Navigated"), ("reload", "Reloaded")):
+            args = {"tabId": tab, "action": action} | (
+                {"url": site.url("/hanging-image")} if action == "goto" else {}
+            )
+            loaded = ok(await mcp.call_tool("browser_navigate", args))
+            assert section(loaded, "Result") == f"{said} tab {tab}. {still}", text(loaded)
+            assert 'heading "Ready to use"' in section(loaded, "Snapshot")
+            assert data(loaded)["result"]["url"] == site.url("/hanging-image")
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/page/b")}))
+        back = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "back"}))
+        assert section(back, "Result") == f"Went back on tab {tab}. {still}", text(back)
+        # A new tab on it too: opened, with its page, not "loading failed".
+        opened = ok(await mcp.call_tool("browser_tabs", {"action": "new", "url": site.url("/hanging-image")}))
+        assert still in section(opened, "Result") and 'heading "Ready to use"' in section(opened, "Snapshot")
+        # A page that loads whole says nothing of it.
+        plain = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/page/c")}))
+        assert section(plain, "Result") == f"Navigated tab {tab}."
+
+
 async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_next_page(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

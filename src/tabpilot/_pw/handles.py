@@ -12,6 +12,7 @@ import json
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -37,10 +38,10 @@ Disposer = Callable[[], None]
 MouseButton = Literal["left", "middle", "right"]
 ERROR_PAGE = "chrome-error://"
 """What the URL of Chromium's own error page (a page that failed to load) starts with."""
-_LOADED = """() => document.readyState === 'complete'
-  || new Promise((resolve) => addEventListener('load', () => resolve(true), { once: true }))"""
-"""Resolves once the document is loaded: at once for a page that is (a page restored from the
-back/forward cache fires no load event), else at its load event."""
+_LOADED = """(whole) => (whole ? document.readyState === 'complete' : document.readyState !== 'loading')
+  || new Promise((resolve) => addEventListener(whole ? 'load' : 'DOMContentLoaded', () => resolve(true), { once: true }))"""
+"""Resolves once the document is parsed (`whole`: loaded): at once for a page that is (a page
+restored from the back/forward cache fires no load event), else at its DOMContentLoaded (load)."""
 PLAIN_MAX_DEPTH = 200
 """How deep a script's result may nest (`_AS_JSON`): deeper is an error, not a silent null. What
 reads it after (Python's JSON parser, the server's walks of an answer) recurses once or twice a
@@ -170,6 +171,10 @@ TEXT_POLL = 0.05
 """Seconds between two looks for a text a wait is for."""
 ERROR_PAGE_TIMEOUT = 2.0
 """Seconds a navigation that failed on the network waits for the browser's error page."""
+LOAD_GRACE = 5.0
+"""Seconds a navigation waits for its page's load event once the document is parsed: a page whose
+image, script or frame never comes (a tracker that hangs) is usable all the same, and is answered
+with as it is then (`Navigated.loading`), not after the whole navigation timeout as a failure."""
 FILE_PICKER_WAIT = 2.0
 """Seconds a click that should open a file picker waits for it once the click is done."""
 
@@ -574,6 +579,19 @@ def page_handle(page: Page) -> PageHandle:
     return handle
 
 
+@dataclass(frozen=True, slots=True)
+class Navigated:
+    """What `PageHandle.navigate` found."""
+
+    status: int | None
+    """The HTTP status of the document (None: no response)."""
+    frame_moved: str | None = None
+    """A step back or forward that was an iframe's own: the URL that iframe shows now."""
+    loading: bool = False
+    """The document is parsed and shown, but its load event had not come after `LOAD_GRACE`: an
+    image, script or frame it asked for is still on its way."""
+
+
 class PageHandle:
     """One page (tab) of a browser context."""
 
@@ -741,15 +759,16 @@ class PageHandle:
 
     async def navigate(
         self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float
-    ) -> tuple[int | None, str | None]:
-        """Navigate and wait for the load; the HTTP status of the document (None: no response),
-        and for a step back or forward that was an iframe's own, the URL that iframe shows now.
+    ) -> Navigated:
+        """Navigate and wait for the load: for the document within `timeout`, then for the rest
+        of the page (its images, scripts, frames) up to `LOAD_GRACE` more (`Navigated`).
 
         A navigation that fails on the network returns once the browser's error page has replaced
         the document and loaded (up to `ERROR_PAGE_TIMEOUT`): that commit comes a moment after the
         failure, and Playwright reports the tab's next navigation as interrupted by it, and each
         one after that by the one before (microsoft/playwright#35944)."""
         ms = _ms(timeout)
+        deadline = asyncio.get_running_loop().time() + timeout
         error_page = asyncio.Event()
 
         def committed(frame: Frame) -> None:
@@ -759,14 +778,14 @@ class PageHandle:
         dispose = _listen(self.page, "framenavigated", committed)
         try:
             if action == "goto":
-                response = await self.page.goto(url, timeout=ms)
+                response = await self.page.goto(url, timeout=ms, wait_until="domcontentloaded")
             elif action in ("back", "forward"):
                 stepped = await self._through_history(action, timeout)
                 if isinstance(stepped, str):
-                    return None, stepped
+                    return Navigated(None, stepped)
                 response = stepped
             else:
-                response = await self.page.reload(timeout=ms)
+                response = await self.page.reload(timeout=ms, wait_until="domcontentloaded")
         except PlaywrightError as exc:
             if "net::ERR_" in str(exc) and "net::ERR_ABORTED" not in str(exc):
 
@@ -779,7 +798,20 @@ class PageHandle:
             raise
         finally:
             dispose()
-        return (response.status if response is not None else None), None
+        status = response.status if response is not None else None
+        grace = min(deadline, asyncio.get_running_loop().time() + LOAD_GRACE)
+        if action in ("back", "forward"):  # a page restored whole from the cache fires no load event
+            return Navigated(status, loading=not await self._loaded(grace, whole=True))
+        try:  # no round trip for a page loaded already: Playwright knows it
+            await self.page.wait_for_load_state(
+                "load", timeout=_ms(max(grace - asyncio.get_running_loop().time(), 0.001))
+            )
+        except PlaywrightTimeoutError:
+            return Navigated(status, loading=True)
+        except PlaywrightError:
+            if self.page.is_closed():
+                raise
+        return Navigated(status)
 
     async def _through_history(
         self, action: Literal["back", "forward"], timeout: float
@@ -798,7 +830,8 @@ class PageHandle:
             return None  # nothing to go back to: the caller says so
         if step == "other url":
             response = await go(timeout=_ms(timeout), wait_until="commit")
-            return await self._loaded(response, deadline)
+            await self._loaded(deadline)
+            return response
         going = asyncio.ensure_future(go(timeout=_ms(timeout), wait_until="commit"))
         # The step may be an iframe's own (joint session history): the iframe moves and the page
         # does not, and Playwright waits for the page until the timeout. An iframe whose document
@@ -823,7 +856,9 @@ class PageHandle:
             going.cancel()  # Playwright's wait for the page, which stays
             return framed.result()
         framed.cancel()
-        return await self._loaded(await going, deadline)  # its timeout comes with ours, if neither moved
+        response = await going  # its timeout comes with ours, if neither moved
+        await self._loaded(deadline)
+        return response
 
     async def _history_step(self, action: Literal["back", "forward"]) -> str:
         """Where a step back or forward goes: "same url" (an iframe's own step, or a pushState that
@@ -849,16 +884,21 @@ class PageHandle:
             return "blank start"
         return "same url" if entries[to]["url"] == entries[now]["url"] else "other url"
 
-    async def _loaded(self, response: Response | None, deadline: float) -> Response | None:
-        """`response` (of a step that committed), once the page says it is loaded, by `deadline`."""
+    async def _loaded(self, deadline: float, *, whole: bool = False) -> bool:
+        """Once the page that committed says it is parsed (`whole`: loaded), by `deadline`: a
+        timeout raises, except with `whole`, which returns False then (the page is usable)."""
         left = max(deadline - asyncio.get_running_loop().time(), 0.001)
         try:
-            await asyncio.wait_for(self.page.evaluate(_LOADED), left)
+            await asyncio.wait_for(self.page.evaluate(_LOADED, whole), left)
         except PlaywrightError:
             if self.page.is_closed():
                 raise
             # The page went on elsewhere (a script sent it on) once it had committed.
-        return response
+        except TimeoutError:
+            if not whole:
+                raise
+            return False
+        return True
 
     async def set_viewport(self, width: int, height: int) -> None:
         await self.page.set_viewport_size({"width": width, "height": height})
