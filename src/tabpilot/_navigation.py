@@ -77,6 +77,9 @@ class NavigationResult:
     """The page was parsed and shown, but had not finished loading `LOAD_GRACE` seconds later (an
     image, script or frame of it had not come; or by the navigation's timeout, if that came first):
     the navigation answers with the page as it is then, usable."""
+    resent: str | None = None
+    """A reload of a page a form's POST answered: the method, for the browser sent that request
+    (and the form's data) again, unasked; the note says so."""
     turn: int = 0
     """The tab's `turns_taken` as this navigation ran: a larger one later means another action
     (another caller's navigation, a click) has used the tab since."""
@@ -224,7 +227,15 @@ async def _navigate(tab: Tab, action: NavigateAction, target: str, timeout: floa
             "it asked for (an image, a script, a frame). It can be used now; what is still to come may "
             "change it."
         ).strip()
-    return NavigationResult(tab.id, tab.url, status, note, still_loading=still)
+    resent = navigated.resent if navigated is not None else None
+    if resent is not None:
+        # A browser asks its user first ("Confirm Form Resubmission"); the protocol's reload does not.
+        note = (
+            f"The reload sent the request that made this page again ({resent} {tab.url}), with the data "
+            "of the form that was submitted: the server got it a second time, as if the form were submitted "
+            f"again. {note}"
+        ).strip()
+    return NavigationResult(tab.id, tab.url, status, note, still_loading=still, resent=resent)
 
 
 def _stays(tab: Tab) -> str:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from mcp import Client
 from mcp.types import CallToolResult
-from starlette.responses import RedirectResponse
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse
+from starlette.types import Receive, Scope, Send
 
 from support import data, error, free_port, ok, poll, ref_of, result_of, section, tab_line, text
 from tabpilot import BrowserOptions
@@ -241,6 +243,49 @@ async def test_a_page_whose_image_never_comes_answers_usable_not_as_a_failed_loa
         # A page that loads whole says nothing of it.
         plain = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/page/c")}))
         assert section(plain, "Result") == f"Navigated tab {tab}."
+
+
+async def test_a_reload_of_a_page_a_form_posted_to_says_it_sent_the_form_again(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A browser asks its user before it sends a form again ("Confirm Form Resubmission"); the
+    # reload an agent asks for sent it again unasked, and said only "Reloaded": an order twice.
+    orders: list[str] = []
+
+    class Order:  # an ASGI app, not a function: Starlette routes every method to it
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            request = Request(scope, receive)
+            orders.append(f"{request.method} {(await request.body()).decode()}")
+            await HTMLResponse(f"<title>Ordered</title><p>Order {len(orders)} placed</p>")(
+                scope, receive, send
+            )
+
+    site.set_route("/order", Order())
+    site.set_content(
+        "/shop",
+        "<title>Shop</title><form method=post action='/order'><input name=item value=tea><button>Buy</button></form>",
+    )
+    async with connect() as mcp:
+        tab = await _open(mcp, site.url("/shop"))
+        page = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})))["snapshot"]
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, "Buy")}))
+        assert orders == ["POST item=tea"]
+        reloaded = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "reload"}))
+        assert orders == ["POST item=tea", "POST item=tea"]
+        assert section(reloaded, "Result") == (
+            f"Reloaded tab {tab}. The reload sent the request that made this page again (POST "
+            f"{site.url('/order')}), with the data of the form that was submitted: the server got it a second "
+            "time, as if the form were submitted again."
+        ), text(reloaded)
+        assert "Order 2 placed" in section(reloaded, "Snapshot")
+        # Back and forward show it from the browser's cache: nothing sent, nothing said.
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/page/a")}))
+        back = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "back"}))
+        assert section(back, "Result") == f"Went back on tab {tab}." and len(orders) == 2
+        # A page that a GET answered reloads as before.
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/page/a")}))
+        plain = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "reload"}))
+        assert section(plain, "Result") == f"Reloaded tab {tab}."
 
 
 async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_next_page(

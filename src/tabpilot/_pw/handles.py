@@ -590,6 +590,10 @@ class Navigated:
     loading: bool = False
     """The document is parsed and shown, but its load event had not come after `LOAD_GRACE`: an
     image, script or frame it asked for is still on its way."""
+    resent: str | None = None
+    """A reload of a page that a form's POST (or another method with a body) answered: that
+    method, for the browser sent the request again, its data with it (`Page.reload` asks no one
+    first, as a browser asks its user). Back and forward show such a page from the cache."""
 
 
 class PageHandle:
@@ -799,6 +803,8 @@ class PageHandle:
         finally:
             dispose()
         status = response.status if response is not None else None
+        method = response.request.method if response is not None else "GET"
+        resent = method if action == "reload" and method not in ("GET", "HEAD") else None
         grace = min(deadline, asyncio.get_running_loop().time() + LOAD_GRACE)
         if action in ("back", "forward"):  # a page restored whole from the cache fires no load event
             return Navigated(status, loading=not await self._loaded(grace, whole=True))
@@ -807,11 +813,11 @@ class PageHandle:
                 "load", timeout=_ms(max(grace - asyncio.get_running_loop().time(), 0.001))
             )
         except PlaywrightTimeoutError:
-            return Navigated(status, loading=True)
+            return Navigated(status, loading=True, resent=resent)
         except PlaywrightError:
             if self.page.is_closed():
                 raise
-        return Navigated(status)
+        return Navigated(status, resent=resent)
 
     async def _through_history(
         self, action: Literal["back", "forward"], timeout: float
