@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ._errors import ActionError, ActionReason, NavigationBlockedError, quoted, text_given
 from ._options import call_timeout
-from ._policy import UrlPolicy
+from ._policy import UrlPolicy, is_local_host
 from ._pw import BETWEEN_PAGES, Doing, first_line, map_playwright_errors
 from ._tab import Tab
 
@@ -30,7 +30,6 @@ _HOST_PORT = re.compile(r"^[\w.-]+:\d+(?:[/?#]|$)")
 _HOST_NAME = re.compile(r"[\w.\-:%]+")
 """What a host can be made of, as `urlsplit` gives it: names (also international ones), IPv4, and
 IPv6 without its brackets (with a zone after %)."""
-_LOCAL_HOST = re.compile(r"^(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])(?:[:/?#]|$)")
 TAB_SCHEMES = frozenset(
     {"http", "https", "file", "data", "blob", "filesystem", "about", "javascript", "view-source"}
     | {"chrome", "chrome-untrusted", "chrome-extension", "devtools"}
@@ -100,7 +99,8 @@ def normalize_url(url: str) -> str:
     if not _HAS_SCHEME.match(text) or (
         _HOST_PORT.match(text) and text.partition(":")[0].lower() not in _NOT_HOSTS
     ):
-        text = ("http://" if _LOCAL_HOST.match(text) else "https://") + text
+        text = text.removeprefix("//")  # a scheme-relative URL, as pages write them
+        text = ("http://" if _local(text) else "https://") + text
     scheme = text.partition(":")[0].lower()
     if scheme not in TAB_SCHEMES:
         shown = text if len(text) <= 200 else text[:200] + "…"
@@ -123,6 +123,16 @@ def normalize_url(url: str) -> str:
                 f"{url.strip()!r} is not a URL: {wrong}. Pass a URL such as https://example.com/page."
             )
     return text
+
+
+def _local(text: str) -> bool:
+    """Whether a URL without its scheme names this machine, which serves http (a development
+    server), however its host is spelt (`Localhost:3000`, `app.localhost`, `0.0.0.0:8000`)."""
+    try:
+        host = urlsplit("//" + text).hostname
+    except ValueError:  # an unclosed [IPv6 address: the policy check says so
+        return False
+    return host is not None and host != "" and is_local_host(host)
 
 
 def _what(action: NavigateAction, target: str, tab_id: int) -> str:

@@ -90,6 +90,12 @@ def _is_loopback(host: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
+def is_local_host(host: str) -> bool:
+    """Whether `host`, however it is spelt (`Localhost`, `app.localhost`, `127.1`, `[::1]`,
+    `0.0.0.0`), reaches this machine."""
+    return _is_loopback(canonical_host(f"[{host}]" if ":" in host and not host.startswith("[") else host))
+
+
 _DEVTOOLS_PATHS = ("/json", "/json/", "/json/list", "/json/version", "/json/protocol")
 _DEVTOOLS_PREFIXES = ("/json/new", "/json/activate/", "/json/close/", "/devtools/")
 

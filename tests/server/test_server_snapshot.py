@@ -288,6 +288,22 @@ async def test_a_reload_of_a_page_a_form_posted_to_says_it_sent_the_form_again(
         assert section(plain, "Result") == f"Reloaded tab {tab}."
 
 
+async def test_a_url_of_this_machine_without_its_scheme_loads_over_http_however_it_is_spelt(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # `Localhost:PORT` or `127.1:PORT` (a development server's address) got https:// and failed
+    # on the TLS handshake; `//host/path` (as pages write links) was refused as naming no host.
+    async with connect() as mcp:
+        for typed, page in (
+            (f"Localhost:{site.port}/page/a", "a"),
+            (f"127.1:{site.port}/page/b", "b"),
+            (f"//127.0.0.1:{site.port}/page/c", "c"),
+        ):
+            loaded = ok(await mcp.call_tool("browser_navigate", {"url": typed}))
+            assert f'heading "Page {page}"' in section(loaded, "Snapshot"), text(loaded)
+            assert data(loaded)["result"]["url"].startswith("http://"), text(loaded)
+
+
 async def test_a_ref_of_an_iframes_earlier_page_never_names_an_element_of_its_next_page(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

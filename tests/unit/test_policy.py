@@ -61,6 +61,20 @@ def test_a_url_without_scheme_gets_the_one_a_user_means() -> None:
     assert normalize_url("localhost:8000/x") == "http://localhost:8000/x"
     assert normalize_url("127.0.0.1:9/") == "http://127.0.0.1:9/"
     assert normalize_url("about:blank") == "about:blank"
+    # This machine however it is spelt serves http (a development server), not https: these got
+    # https:// and failed on the TLS handshake. A scheme-relative URL (as pages write them) gets one.
+    for local in (
+        "Localhost:3000/a",
+        "app.localhost:5173",
+        "0.0.0.0:8000",
+        "127.1:8000",
+        "[::]:8000",
+        "localhost.:80",
+    ):
+        assert normalize_url(local) == f"http://{local}"
+    assert normalize_url("//127.0.0.1:8000/x") == "http://127.0.0.1:8000/x"
+    assert normalize_url("//example.com/x") == "https://example.com/x"
+    assert normalize_url("notlocalhost.com:8000") == "https://notlocalhost.com:8000"
     assert normalize_url("http://a.test") == "http://a.test"
     assert normalize_url("https://a.test/a b") == "https://a.test/a b"  # the browser encodes the space
     # A scheme followed by digits is no host and port: javascript:1 had become https://javascript:1.
