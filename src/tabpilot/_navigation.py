@@ -295,6 +295,16 @@ def _navigation_error(
             f"Content), or another load of the tab took its place. The tab {_stays(tab)}.",
             tab_id=exc.tab_id,
         )
+    if "net::ERR_CACHE_MISS" in message:
+        # A step back or forward to the answer of a form's POST kept with no copy (no-store): a
+        # browser asks its user before it sends the form again ("Confirm Form Resubmission").
+        return ActionError(
+            f"{what} failed: {message}: the page there is the answer to a form that was submitted (a POST), "
+            "and the browser kept no copy of it; it does not send the form again unasked.",
+            f"The tab {_stays(tab)}. Reload it to send the form again (the server gets it a second time), "
+            "or load another page.",
+            tab_id=exc.tab_id,
+        )
     for error, reason, why, advice in _NET_CAUSES:
         if error.search(message):
             return ActionError(

@@ -288,6 +288,43 @@ async def test_a_reload_of_a_page_a_form_posted_to_says_it_sent_the_form_again(
         assert section(plain, "Result") == f"Reloaded tab {tab}."
 
 
+async def test_going_back_to_a_form_answer_the_browser_kept_no_copy_of_says_why_not_to_check_the_url(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The browser does not send a form again to go back to its answer (Cache-Control: no-store):
+    # it shows "Confirm Form Resubmission". The answer said "Check the URL", of a URL never given.
+    orders: list[str] = []
+
+    class Order:  # an ASGI app, not a function: Starlette routes every method to it
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            orders.append(Request(scope, receive).method)
+            page = HTMLResponse(f"<title>Ordered</title><p>Order {len(orders)} placed</p>")
+            page.headers["Cache-Control"] = "no-store"
+            await page(scope, receive, send)
+
+    site.set_route("/order", Order())
+    site.set_content(
+        "/shop", "<title>Shop</title><form method=post action='/order'><button>Buy</button></form>"
+    )
+    async with connect() as mcp:
+        tab = await _open(mcp, site.url("/shop"))
+        page = data(ok(await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})))["snapshot"]
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(page, "Buy")}))
+        ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "url": site.url("/page/a")}))
+        back = error(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "back"}))
+        assert back == (
+            f"Going back on tab {tab} failed: net::ERR_CACHE_MISS: the page there is the answer to a form that "
+            "was submitted (a POST), and the browser kept no copy of it; it does not send the form again unasked. "
+            f"The tab shows the browser's error page for {site.url('/order')}. Reload it to send the form again "
+            "(the server gets it a second time), or load another page."
+        )
+        assert orders == ["POST"]
+        # Reloaded, it is sent again, and the answer says so.
+        reloaded = ok(await mcp.call_tool("browser_navigate", {"tabId": tab, "action": "reload"}))
+        assert orders == ["POST", "POST"] and "The reload sent the request" in section(reloaded, "Result")
+        assert "Order 2 placed" in section(reloaded, "Snapshot")
+
+
 async def test_a_url_of_this_machine_without_its_scheme_loads_over_http_however_it_is_spelt(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
