@@ -118,6 +118,9 @@ class TabManager:
         self._claims = browser_claims or BrowserClaims()
         """The browsers CDP instances are connected to (one browser, one instance)."""
         self._default_id: str | None = None
+        self._used: dict[str, None] = {}
+        """Instance ids in the order a tab of theirs was last activated, the most recent last: when
+        the default instance is closed, the instance of the tab active before takes its place."""
         self._driver = driver or Driver()
         self._owns_driver = driver is None
         self._target_hooks: list[TargetHook] = []
@@ -367,7 +370,15 @@ class TabManager:
 
     def _note_activation(self, instance_id: str) -> None:
         # The instance of the most recently activated tab becomes the default.
+        self._used.pop(instance_id, None)
+        self._used[instance_id] = None
         self._default_id = instance_id
+
+    def _most_recent(self, instance_ids: list[str]) -> str | None:
+        """Of `instance_ids`, the one a tab of which was active most recently (one never activated
+        comes after those that were, in the order it was added)."""
+        order = {iid: n for n, iid in enumerate(self._used)}
+        return min(instance_ids, key=lambda iid: -order.get(iid, -1), default=None)
 
     async def _adopt(
         self,
@@ -755,11 +766,14 @@ class TabManager:
         self._launched_with.pop(instance.id, None)  # nothing relaunches a closed instance
         if instance.kind == "extension" and instance.replaced_by is None:
             self._extensions.let_go(instance.endpoint or "")  # nor connects the user's browser again
+        self._used.pop(instance.id, None)
         if self._default_id == instance.id:
-            # An open instance, else a lost one that nothing replaced yet (the next call replaces it).
+            # An open instance, else a lost one that nothing replaced yet (the next call replaces
+            # it): the one whose tab was active last, as closing the active tab activates the one
+            # active before it.
             usable = [i.id for i in self._instances.values() if i.state == "open"]
             unreplaced = [i.id for i in self._instances.values() if i.replaced_by is None]
-            self._default_id = next(iter(usable + unreplaced), None)
+            self._default_id = self._most_recent(usable) or self._most_recent(unreplaced)
         try:
             await instance.close()
         finally:

@@ -617,3 +617,30 @@ async def test_a_lost_default_that_nothing_replaces_names_the_tabs_of_the_other_
 async def _health(client: Client, instance_id: str) -> str:
     listed = result_of(await call(client, "browser_instance", action="list"))["instances"]
     return str(next(i["health"] for i in listed if i["id"] == instance_id))
+
+
+async def test_closing_the_instance_of_the_active_tab_activates_the_tab_active_before_it(
+    browser_path: str, site: LocalSite
+) -> None:
+    # The first instance opened became the default, whatever tab the agent had used before: calls
+    # without tabId went on in a browser it had left, not in the tab it was at before.
+    async with Client(own_browser_server(browser_path)) as client:
+        second = result_of(await call(client, "browser_instance", action="launch"))
+        third = result_of(await call(client, "browser_instance", action="launch"))
+        before = third["activeTabId"]
+        await call(client, "browser_navigate", url=site.url("/page/c"), tabId=before)
+        await call(client, "browser_tabs", action="activate", tabId=before)
+        await call(client, "browser_tabs", action="activate", tabId=second["activeTabId"])
+        closed = await call(client, "browser_instance", action="close", instanceId=second["instanceId"])
+        assert section(closed, "Result").endswith(
+            f"Default instance: {third['instanceId']}, whose tab {before} is now the active tab."
+        ), text(closed)
+        assert (result_of(closed)["defaultInstanceId"], result_of(closed)["activeTabId"]) == (
+            third["instanceId"],
+            before,
+        )
+        seen = await call(client, "browser_evaluate", function="() => location.pathname")
+        assert result_of(seen)["value"] == "/page/c", text(seen)
+        # An instance that did not hold the active tab changes nothing, and says no more.
+        other = await call(client, "browser_instance", action="close", instanceId="inst_1")
+        assert section(other, "Result").endswith(f"Default instance: {third['instanceId']}."), text(other)

@@ -201,6 +201,7 @@ async def browser_instance(
         instance = manager.instance(instanceId)
         tab_ids = [t.id for t in instance.tabs]
         was_lost = instance.state == "lost"
+        was_default = manager.default_instance is instance
         await manager.close_instance(instance.id)
         if was_lost:
             what = "it had already been lost, and leaves the list"
@@ -217,6 +218,9 @@ async def browser_instance(
         else:
             what = "its browser context was closed"
         default = manager.default_instance
+        active = default.active_tab if default is not None and default.state == "open" else None
+        # It held the active tab: the tab active before it is active now (most recently used order).
+        now_active = f", whose tab {active.id} is now the active tab" if was_default and active else ""
         none = (
             f"none ({CONNECT_EXTENSION} connects the user's browser again)"
             if instance.kind == "extension"
@@ -224,12 +228,13 @@ async def browser_instance(
         )
         response.result(
             f"Closed instance {instance.id} ({instance.kind}): {what}. "
-            f"Default instance: {default.id if default else none}.",
+            f"Default instance: {default.id if default else none}{now_active}.",
             {
                 "success": True,
                 "closedInstanceId": instance.id,
                 "closedTabIds": tab_ids,
                 "defaultInstanceId": default.id if default else None,
+                "activeTabId": active.id if active else None,
             },
         )
         response.show_tabs()
