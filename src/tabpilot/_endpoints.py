@@ -26,6 +26,8 @@ _SCHEMES: dict[Protocol, tuple[str, ...]] = {
 }
 _WS_PATH = re.compile(r"/devtools/browser/[A-Za-z0-9._-]+")
 _BROWSER_ID = re.compile(r"/devtools/browser/([A-Za-z0-9._-]+)/?")
+_TARGET_PATH = re.compile(r"/devtools/([a-z_]+)/[^/]+/?$")
+"""A DevTools socket's path: /devtools/browser/<id> for the browser, /devtools/page/<id> for a tab."""
 
 
 def check_endpoint(endpoint: str, protocol: Protocol) -> None:
@@ -46,6 +48,19 @@ def check_endpoint(endpoint: str, protocol: Protocol) -> None:
             reason="bad_url",
         )
     if scheme in _SCHEMES[protocol]:
+        target = _TARGET_PATH.match(parts.path)
+        if protocol == "cdp" and target and target.group(1) != "browser":
+            # One tab's (or worker's) socket, from /json/list: Chromium refuses the browser-wide
+            # calls on it, which Playwright reported as a protocol error ("Not allowed").
+            http = "https" if scheme in ("https", "wss") else "http"
+            browser_url = f"{http}://{parts.netloc}"
+            raise ConnectError(
+                f"{endpoint} is the DevTools URL of one {target.group(1)} of the browser (as /json/list gives "
+                "it), not of the browser: tabpilot drives the whole browser, every tab of it.",
+                f"Give {browser_url} instead (or the browser's ws://.../devtools/browser/<id> URL, "
+                f"webSocketDebuggerUrl in {browser_url}/json/version).",
+                reason="bad_url",
+            )
         if protocol == "playwright" and "/devtools/" in parts.path:
             raise ConnectError(
                 f"{endpoint} is a Chrome DevTools (CDP) URL, not a Playwright browser server.",

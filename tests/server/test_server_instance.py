@@ -644,3 +644,23 @@ async def test_closing_the_instance_of_the_active_tab_activates_the_tab_active_b
         # An instance that did not hold the active tab changes nothing, and says no more.
         other = await call(client, "browser_instance", action="close", instanceId="inst_1")
         assert section(other, "Result").endswith(f"Default instance: {third['instanceId']}."), text(other)
+
+
+async def test_a_tabs_devtools_url_given_for_the_browser_names_the_browsers_url(
+    make_server: Any, remote: RemoteChromium
+) -> None:
+    # A page's webSocketDebuggerUrl (/json/list) failed as "failed unexpectedly: ... Protocol error
+    # (Target.attachToBrowserTarget): Not allowed ... it is a bug in tabpilot".
+    page = next(t for t in remote.targets() if t["type"] == "page")["webSocketDebuggerUrl"]
+    assert "/devtools/page/" in page
+    async with Client(make_server()) as client:
+        refused = await client.call_tool("browser_instance", {"action": "connect", "cdpEndpoint": page})
+        assert refused.is_error and section(refused, "Error") == (
+            f"{page} is the DevTools URL of one page of the browser (as /json/list gives it), not of the "
+            f"browser: tabpilot drives the whole browser, every tab of it. Give {remote.http} instead (or the "
+            f"browser's ws://.../devtools/browser/<id> URL, webSocketDebuggerUrl in {remote.http}/json/version)."
+        ), text(refused)
+        connected = result_of(
+            await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
+        )
+        await call(client, "browser_instance", action="close", instanceId=connected["instanceId"])
