@@ -982,6 +982,21 @@ class Instance:
             self._tracker.spawn(tab.handle.bring_to_front(), settle=False)
         return True
 
+    def cap_victim(self, exclude: Tab | None) -> tuple[int, Tab] | None:
+        """The tab a cap closes first here (see `TabRegistry.cap_victim`), with when it was last
+        used (comparable across instances); None if none may be closed."""
+        victim = self._registry.cap_victim(exclude=exclude)
+        return (self._registry.last_used(victim), victim) if victim is not None else None
+
+    async def close_for_room(self, tab: Tab) -> None:
+        """Close `tab` for a tab another instance of the manager opens under the total cap."""
+        tab.over_total = True
+        await self.close_tab(tab, cause="cap")
+
+    def drop_for_room(self, tab: Tab) -> None:
+        """Close `tab` at once for a tab a page opened in another instance, over the total cap."""
+        self._tracker.drop_for_cap(tab, over_total=True)
+
     async def new_tab(self, url: str | None = None, *, background: bool = False) -> Tab:
         """Open a tab (activated unless `background`), optionally loading `url`. A malformed URL
         (ValueError) or one the policy refuses (NavigationBlockedError) is refused before any tab
@@ -1029,9 +1044,15 @@ class Instance:
         budget = rules.budget
         total_full = budget is not None and budget.full
         victim = None
-        if total_full or self._registry.staying() >= rules.max_tabs:
-            # Room is made among this instance's own tabs only, never another manager's.
-            victim = self._registry.cap_victim(exclude=None)
+        own_full = self._registry.staying() >= rules.max_tabs
+        if total_full or own_full:
+            # Room is made among this instance's own tabs for its own cap; for the total alone,
+            # among the manager's (the oldest of all its instances), never another manager's.
+            victim = (
+                self._registry.cap_victim(exclude=None)
+                if own_full or rules.tab_limit_policy != "close-oldest"
+                else self._services.oldest_tab(None)
+            )
             if rules.tab_limit_policy != "close-oldest" or victim is None:
                 if budget is not None and total_full:
                     raise TabLimitError(
@@ -1046,7 +1067,9 @@ class Instance:
                 raise TabLimitError(self.id, self._registry.staying(), rules.max_tabs, rules.tab_limit_policy)
         # From here the new tab has its place: a tab a page opens meanwhile goes over the cap.
         with self._tracker.holding_place():
-            if victim is not None:
+            if victim is not None and self._registry.get(victim.id) is not victim:  # another instance's
+                await self._services.close_for_room(victim)
+            elif victim is not None:
                 victim.over_total = self._registry.staying() < rules.max_tabs  # room but for the total
                 await self.close_tab(victim, cause="cap")
             with self._tracker.creating(url):

@@ -340,7 +340,20 @@ class TabManager:
             target_hooks=self._target_hooks,
             downloads=self.downloads,
             stopping=lambda: self._stopping,
+            oldest_tab=self._oldest_tab,
+            close_for_room=lambda tab: self.instance_of(tab).close_for_room(tab),
+            drop_for_room=lambda tab: self.instance_of(tab).drop_for_room(tab),
         )
+
+    def _oldest_tab(self, exclude: Tab | None) -> Tab | None:
+        """The tab a total cap closes first under close-oldest: the least recently used one of all
+        this manager's open instances that their caps may close."""
+        found = [
+            victim
+            for instance in self._instances.values()
+            if instance.state == "open" and (victim := instance.cap_victim(exclude)) is not None
+        ]
+        return min(found, key=lambda found: found[0])[1] if found else None
 
     def _claim_id(self, instance_id: str | None) -> str:
         """`instance_id` (refused if an instance has it), or a new one."""

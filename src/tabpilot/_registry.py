@@ -11,6 +11,10 @@ import itertools
 from ._tab import Tab
 from ._types import TabInfo
 
+_CLOCK = itertools.count()
+"""One clock for every registry: when tabs were last used compares across instances too (the
+oldest tab of all a manager's instances, under a total cap)."""
+
 
 class TabRegistry:
     def __init__(self, instance_id: str) -> None:
@@ -20,9 +24,8 @@ class TabRegistry:
         self._mru: list[int] = []
         """Tab ids in the order they were made active (a background tab first of all); the last
         one is the active tab, and closing it promotes the one before."""
-        self._clock = itertools.count()
         self._used: dict[int, int] = {}
-        """When each tab was last used: opened or made active (a tick of `_clock`)."""
+        """When each tab was last used: opened or made active (a tick of `_CLOCK`)."""
 
     def __len__(self) -> int:
         return len(self._tabs)
@@ -48,7 +51,7 @@ class TabRegistry:
 
     def add(self, tab: Tab) -> None:
         self._tabs[tab.id] = tab
-        self._used[tab.id] = next(self._clock)
+        self._used[tab.id] = next(_CLOCK)
         if tab.target_id:
             self._by_target[tab.target_id] = tab
 
@@ -73,7 +76,7 @@ class TabRegistry:
         if tab.id in self._mru:
             self._mru.remove(tab.id)
         self._mru.append(tab.id)
-        self._used[tab.id] = next(self._clock)
+        self._used[tab.id] = next(_CLOCK)
         return previous
 
     def track_in_background(self, tab: Tab) -> None:
@@ -98,6 +101,10 @@ class TabRegistry:
             if not (kept or tab is exclude or tab.closing_cause is not None):
                 return tab
         return None
+
+    def last_used(self, tab: Tab) -> int:
+        """When `tab` was last used (opened or made active), on the clock all registries share."""
+        return self._used.get(tab.id, -1)
 
     def infos(self) -> list[TabInfo]:
         """The tabs as a listing shows them: not one whose close is under way (a call's, the tab

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -133,3 +133,12 @@ class InstanceServices:
     downloads: Downloads
     stopping: Callable[[], bool] = lambda: False
     """Whether the manager's owner is about to close it (`TabManager.stopping`)."""
+    oldest_tab: Callable[[Tab | None], Tab | None] = lambda exclude: None
+    """The tab a total cap (`TabRules.budget`) closes first under close-oldest, of all the manager's
+    open instances: the least recently used one each instance's cap may close (`exclude`: the new
+    tab, whose opener is spared too). Never another manager's."""
+    close_for_room: Callable[[Tab], Awaitable[None]] = lambda tab: asyncio.sleep(0)
+    """Close `oldest_tab`'s tab, of another instance, for a tab a tool opens under the total cap."""
+    drop_for_room: Callable[[Tab], None] = lambda tab: None
+    """Close `oldest_tab`'s tab, of another instance, at once for a tab a page opened over the total
+    cap (it leaves the list now; its target closes in the background)."""

@@ -533,15 +533,28 @@ class TabTracker:
         over_own = self.registry.staying() + self._reserved > rules.max_tabs
         if not over_own and not over_total:
             return False
-        victim = (
-            self.registry.cap_victim(exclude=new_tab) if rules.tab_limit_policy == "close-oldest" else None
-        )
+        victim = None
+        if rules.tab_limit_policy == "close-oldest":
+            # Over the total alone, the oldest tab of all the manager's instances makes room.
+            victim = (
+                self._services.oldest_tab(new_tab)
+                if not over_own
+                else self.registry.cap_victim(exclude=new_tab)
+            )
         victim = victim or new_tab
+        if victim is not new_tab and self.registry.get(victim.id) is not victim:  # another instance's
+            self._services.drop_for_room(victim)
+            return False
+        self.drop_for_cap(victim, over_total=not over_own)
+        return victim is new_tab
+
+    def drop_for_cap(self, victim: Tab, *, over_total: bool) -> None:
+        """Close `victim` for a tab cap at once: it leaves the list now, its target closes in the
+        background. `over_total`: for the cap shared with other managers, not this instance's."""
         victim.closing_cause = "cap"
-        victim.over_total = not over_own  # the cap shared with other managers, not this one's
+        victim.over_total = over_total
         self.spawn(self.close_target(victim))
         self.tab_gone(victim, "cap")
-        return victim is new_tab
 
     def close_target(self, tab: Tab) -> Awaitable[Any]:
         """Close the tab's target through CDP (a tab Playwright has no page for, or a page that

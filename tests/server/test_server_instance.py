@@ -19,6 +19,7 @@ from support import (
     free_port,
     ok,
     poll,
+    ref_of,
     remote_chromium,
     result_of,
     section,
@@ -664,3 +665,36 @@ async def test_a_tabs_devtools_url_given_for_the_browser_names_the_browsers_url(
             await call(client, "browser_instance", action="connect", cdpEndpoint=remote.http)
         )
         await call(client, "browser_instance", action="close", instanceId=connected["instanceId"])
+
+
+async def test_close_oldest_under_the_total_cap_makes_room_in_any_of_the_agents_browsers(
+    browser_path: str, site: LocalSite
+) -> None:
+    # Room was made only in the browser the new tab went to: a tab asked for in a browser whose
+    # one tab is its active one was refused, "close tabs you no longer need", under close-oldest
+    # and with older tabs in another browser; a popup closed a newer tab than the oldest.
+    server = own_browser_server(browser_path, max_total_tabs=4, tab_limit_policy="close-oldest")
+    async with Client(server) as client:
+        await call(client, "browser_tabs", action="list")  # tab 1
+        await call(client, "browser_tabs", action="new")  # tab 2
+        await call(client, "browser_tabs", action="new")  # tab 3, active
+        launched = result_of(await call(client, "browser_instance", action="launch"))  # tab 4
+        other = launched["instanceId"]
+        opened = await call(client, "browser_tabs", action="new", instanceId=other, url=site.url("/"))
+        assert (
+            "- tab 1 closed (over the tab limit of all sessions and instances together, --max-total-tabs)"
+            in section(opened, "Events").splitlines()
+        ), text(opened)
+        new = result_of(opened)["tabId"]
+        shot = await call(client, "browser_snapshot", full=True)
+        clicked = await call(client, "browser_click", ref=ref_of(text(shot), "Open popup"))
+        events = section(clicked, "Events").splitlines()
+        assert (
+            "- tab 2 closed (over the tab limit of all sessions and instances together, --max-total-tabs)"
+            in events
+        ), text(clicked)
+        listed = result_of(await call(client, "browser_tabs", action="list"))["tabs"]
+        popup = next(t["id"] for t in listed if t["openerId"] == new)
+        assert sorted((t["instanceId"], t["id"]) for t in listed) == sorted(
+            [("inst_1", 3), (other, launched["activeTabId"]), (other, new), (other, popup)]
+        )
