@@ -249,6 +249,7 @@ ConnectReason = Literal[
     "driver",
     "no_debugging",
     "stalled_tab",
+    "profile_in_use",
     "failed",
 ]
 
@@ -260,7 +261,8 @@ class ConnectError(InstanceError):
     a CDP endpoint (`no_cdp`), a browser an open instance is connected to already (`already_connected`,
     `instance_id` is that instance), a Chrome profile without remote debugging on (`no_debugging`),
     a browser that answers but has a tab whose page does not (`stalled_tab`: a dialog waits for
-    its user; connecting waits for every page), Playwright's driver that stopped as it started
+    its user; connecting waits for every page), a profile an open instance's browser runs on
+    (`profile_in_use`, `instance_id` is that instance), Playwright's driver that stopped as it started
     (`driver`: no browser option is at fault), other."""
 
     def __init__(

@@ -512,7 +512,9 @@ class TabManager:
             changes["user_data_dir"] = str(user_data_dir)
         options = options.replace(**changes) if changes else options
         if options.user_data_dir is not None:
-            options = options.replace(user_data_dir=check_profile_dir(options.user_data_dir))
+            profile = check_profile_dir(options.user_data_dir)
+            self._refuse_profile_in_use(profile)
+            options = options.replace(user_data_dir=profile)
         launched = await self._driver.launch(options, timeout=timeout)
         instance = await self._adopt(
             kind="launched",
@@ -577,6 +579,21 @@ class TabManager:
         if browser_id is not None:
             self._claims.hold(browser_id, self, instance.id, lambda: instance.state == "open")
         return instance
+
+    def _refuse_profile_in_use(self, profile: str) -> None:
+        """Refuse a launch on the profile an open instance's browser runs on: Chromium would quit at
+        once (its profile lock), saying only that some browser may have it."""
+        for instance in self._instances.values():
+            used = instance.user_data_dir
+            if instance.state == "open" and used and os.path.realpath(used) == os.path.realpath(profile):
+                raise ConnectError(
+                    f"Instance {instance.id} runs on the profile {profile} already: one browser at a time "
+                    "can use a profile.",
+                    f"Use instance {instance.id} and its tabs, or close it first "
+                    f"(close_instance({instance.id!r})); a launch without a profile directory gets a fresh one.",
+                    instance_id=instance.id,
+                    reason="profile_in_use",
+                )
 
     def _refuse_connected(self, browser_id: str, endpoint: str) -> None:
         """Refuse a second instance for the browser `browser_id`; a lost instance of it does not

@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -698,3 +699,24 @@ async def test_close_oldest_under_the_total_cap_makes_room_in_any_of_the_agents_
         assert sorted((t["instanceId"], t["id"]) for t in listed) == sorted(
             [("inst_1", 3), (other, launched["activeTabId"]), (other, new), (other, popup)]
         )
+
+
+async def test_a_launch_on_the_profile_an_open_instance_runs_on_names_that_instance(
+    browser_path: str, tmp_path: Path
+) -> None:
+    # Chromium quit at once on its profile lock, and the error said only that "another Chromium"
+    # may have the profile: the agent's own instance, which it could have used.
+    profile = str(tmp_path / "profile")
+    async with Client(own_browser_server(browser_path)) as client:
+        first = result_of(await call(client, "browser_instance", action="launch", userDataDir=profile))
+        again = await client.call_tool("browser_instance", {"action": "launch", "userDataDir": profile})
+        iid = first["instanceId"]
+        assert again.is_error and section(again, "Error") == (
+            f"Instance {iid} runs on the profile {profile} already: one browser at a time can use a profile. "
+            f"Use instance {iid}: its tabs are in browser_tabs(action='list'); to launch on that profile "
+            f"again, close it first (browser_instance(action='close', instanceId={iid!r})), or launch "
+            "without userDataDir for a fresh profile."
+        ), text(again)
+        await call(client, "browser_instance", action="close", instanceId=iid)
+        relaunched = result_of(await call(client, "browser_instance", action="launch", userDataDir=profile))
+        assert relaunched["kind"] == "launched"

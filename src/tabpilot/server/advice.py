@@ -279,6 +279,14 @@ def _connect_advice(exc: ConnectError, calls: ToolCalls) -> str:
             if calls.instances
             else "."
         )
+    if exc.reason == "profile_in_use" and exc.instance_id is not None:
+        return f"Use instance {exc.instance_id}: its tabs are in {calls.list_tabs}" + (
+            f"; to launch on that profile again, close it first "
+            f"(browser_instance(action='close', instanceId={exc.instance_id!r})), or launch without "
+            "userDataDir for a fresh profile."
+            if calls.instances
+            else "."
+        )
     if exc.reason == "use_server":
         return "For a Playwright browser server use wsEndpoint instead (the ws:// URL `playwright launch-server` prints)."
     return exc.advice
