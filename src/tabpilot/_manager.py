@@ -353,7 +353,7 @@ class TabManager:
             for instance in self._instances.values()
             if instance.state == "open" and (victim := instance.cap_victim(exclude)) is not None
         ]
-        return min(found, key=lambda found: found[0])[1] if found else None
+        return min(found, key=lambda entry: entry[0])[1] if found else None
 
     def _claim_id(self, instance_id: str | None) -> str:
         """`instance_id` (refused if an instance has it), or a new one."""
