@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -542,7 +543,7 @@ def read_config_file(path: str) -> dict[str, Any]:
         dest = options.get("dest", key.replace("-", "_"))
         convert = options.get("type", str)
         if options.get("metavar") in ("FILE", "DIR", "PATH") and key != "user-data-dir":  # that one: absolute
-            convert = _beside(path, convert)
+            convert = _beside(path, convert, names_on_path=key == "browser-path")
         action = options.get("action", "store")
         try:
             if action in ("store_true", "store_false"):
@@ -566,11 +567,16 @@ def read_config_file(path: str) -> dict[str, Any]:
     return values
 
 
-def _beside(config: str, convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`convert` of a path given in the config file `config`, a relative one taken from its folder."""
+def _beside(
+    config: str, convert: Callable[[str], Any], *, names_on_path: bool = False
+) -> Callable[[str], Any]:
+    """`convert` of a path given in the config file `config`, a relative one taken from its folder.
+    With `names_on_path` (a browser), a bare name found on PATH stays a name, as on the command line."""
 
     def converted(text: str) -> Any:
         given = Path(text).expanduser()
+        if names_on_path and "/" not in text and os.sep not in text and shutil.which(text):
+            return convert(text)  # `"browser-path": "chromium"` had become <the file's folder>/chromium
         if text.strip() and not given.is_absolute():
             text = str(Path(config).expanduser().resolve().parent / given)
         return convert(text)

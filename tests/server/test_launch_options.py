@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -268,6 +269,31 @@ def test_a_relative_path_in_a_config_file_is_taken_from_the_files_folder(
     config = config_from_args(build_parser().parse_args(["serve", "--config", str(config_file)]))
     assert config.secrets.expand("{{PASSWORD}}") == "pw-1234"
     assert config.allowed_file_roots == (str(tmp_path / "conf" / "uploads"),)
+
+
+def test_a_browser_named_in_a_config_file_is_looked_up_on_path_as_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `"browser-path": "chromium"` was refused as <the file's folder>/chromium, which does not
+    # exist, while `--browser-path chromium` (and TABPILOT_BROWSER=chromium) found it on PATH.
+    (tmp_path / "bin").mkdir()
+    browser = tmp_path / "bin" / "my-chrome"
+    browser.write_text("#!/bin/sh\n")
+    browser.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    (tmp_path / "conf").mkdir()
+    config_file = tmp_path / "conf" / "tabpilot.json"
+    config_file.write_text(json.dumps({"browser-path": "my-chrome"}))
+    monkeypatch.chdir("/")
+    for argv in (["--config", str(config_file)], ["--browser-path", "my-chrome"]):
+        config = config_from_args(build_parser().parse_args(["serve", *argv]))
+        assert config.browser.browser_path == "my-chrome"
+    # A relative path is still the file's folder's.
+    (tmp_path / "conf" / "chrome").write_text("#!/bin/sh\n")
+    (tmp_path / "conf" / "chrome").chmod(0o755)
+    config_file.write_text(json.dumps({"browser-path": "./chrome"}))
+    config = config_from_args(build_parser().parse_args(["serve", "--config", str(config_file)]))
+    assert config.browser.browser_path == str(tmp_path / "conf" / "chrome")
 
 
 async def test_a_list_option_given_twice_keeps_both_lists(
