@@ -35,8 +35,7 @@ $(STAMP): pyproject.toml | $(PIP)
 	@touch $@
 
 browser: install
-	@# -W: runpy warns because the package __init__ already imported the module; harmless.
-	$(PY) -W ignore::RuntimeWarning:runpy -m tabpilot._browser_path --ensure
+	$(PY) -m tabpilot._browser_path --ensure
 
 # Selenium Grid 4 for the remote-engine tests (the `grid` fixture): a JRE and ChromeDriver from Debian
 # (chromium-driver pins the same version as chromium), the server jar from the npm registry.
