@@ -116,6 +116,10 @@ def check_storage_state(path: str) -> str:
 def _storage_state_problem(state: Any) -> str | None:
     if not isinstance(state, dict):
         return "it does not hold a JSON object"
+    if "cookies" not in state and "origins" not in state:
+        # Another JSON file (a config file, say) had started the browser with no cookies, silently.
+        keys = f" (its keys: {_shown(list(state))})" if state else ""
+        return f"it holds neither cookies nor origins{keys}"
     for key in ("cookies", "origins"):
         if not isinstance(state.get(key, []), list):
             return f"{key} is not a list"

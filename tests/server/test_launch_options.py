@@ -701,6 +701,12 @@ def test_the_library_checks_a_proxy_and_a_storage_state_before_any_launch(tmp_pa
     state = tmp_path / "state.json"
     for content, problem in (
         ("[]", "it does not hold a JSON object"),
+        # Another JSON file, such as a config file, started the browser without a cookie.
+        (
+            '{"tools": ["default"], "max-tabs": 5}',
+            'it holds neither cookies nor origins (its keys: ["tools", "max-tabs"])',
+        ),
+        ("{}", "it holds neither cookies nor origins;"),
         ('{"cookies": {}}', "cookies is not a list"),
         (
             '{"cookies": [{"name": "a", "value": "b"}]}',
