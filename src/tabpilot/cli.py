@@ -538,7 +538,8 @@ def read_config_file(path: str) -> dict[str, Any]:
         options = SERVE_OPTIONS.get(key)
         if options is None:
             raise ValueError(
-                f"--config {path}: unknown option {key!r}; options are: {', '.join(sorted(SERVE_OPTIONS))}"
+                f"--config {path}: unknown option {key!r}{_key_meant(key)}; options are: "
+                f"{', '.join(sorted(SERVE_OPTIONS))}"
             )
         dest = options.get("dest", key.replace("-", "_"))
         convert = options.get("type", str)
@@ -565,6 +566,15 @@ def read_config_file(path: str) -> dict[str, Any]:
         if choices is not None and values[dest] not in choices:
             raise ValueError(f"{in_config_file(key, path)} must be one of {', '.join(map(str, choices))}")
     return values
+
+
+def _key_meant(key: str) -> str:
+    """The config key an unknown one was likely meant as (" (did you mean 'user-agent'?)"), or "":
+    the flag written as the command line has it (`--headed`), as a launch's options have it
+    (`userAgent`) or with underscores (`max_tabs`), else a key close to it (`max-tab`)."""
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"-\1", key.lstrip("-")).replace("_", "-").lower()
+    close = [name] if name in SERVE_OPTIONS else difflib.get_close_matches(name, list(SERVE_OPTIONS), n=2)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 def _beside(

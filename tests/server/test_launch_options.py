@@ -364,6 +364,13 @@ def test_the_snapshot_limit_is_an_option_whose_help_gives_its_default() -> None:
             {"browser-path": "/no/such/chrome"},
             "The browser given by option 'browser-path' of --config {file} (/no/such/chrome) does not exist",
         ),
+        # An unknown key listed all 47 options alone: one written as a launch's options have it
+        # (browser_instance launch takes userAgent), or mistyped, had to be found among them.
+        ({"userAgent": "x"}, "--config {file}: unknown option 'userAgent' (did you mean 'user-agent'?); "),
+        (
+            {"max-tab": 3},
+            "--config {file}: unknown option 'max-tab' (did you mean 'max-tabs' or 'max-total-tabs'?)",
+        ),
         (
             {"tools": ["default", "playwright"]},
             "option 'tools' of --config {file}: Unknown tool set 'playwright'. Known sets: browser-tab",
