@@ -298,6 +298,13 @@ class BrowserOptions:
         return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
 
     @classmethod
+    def mapping_keys(cls) -> dict[str, str]:
+        """Each key `from_mapping` reads, in snake_case and camelCase, and the field it sets."""
+        known = {name: name for name in cls.field_names()}
+        known.update({_camel(name): name for name in cls.field_names()})
+        return known
+
+    @classmethod
     def from_mapping(
         cls,
         values: Mapping[str, Any],
@@ -309,8 +316,7 @@ class BrowserOptions:
         camelCase, values as JSON gives them (`"viewport": "1280x720"` or `[1280, 720]`).
         Unknown keys are an error that lists the known ones. `check_files` is given the files the
         values name that `base` does not (init scripts, storage state) before any of them is read."""
-        known = {name: name for name in cls.field_names()}
-        known.update({_camel(name): name for name in cls.field_names()})
+        known = cls.mapping_keys()
         changes: dict[str, Any] = {}
         for key, value in values.items():
             name = known.get(key)

@@ -603,7 +603,10 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
         for options, message in (
             ({"browserArgs": ["--no-sandbox"]}, "only be set when the server starts"),
             # A tool call must not choose where files are written.
-            ({"downloadsDir": str(tmp_path)}, "options downloads_dir can only be set when the server starts"),
+            (
+                {"downloadsDir": str(tmp_path)},
+                "options downloadsDir can only be set when the server starts (its command line: --downloads-dir)",
+            ),
             ({"initScripts": ["/etc/hostname"]}, "outside the folders files may be read from"),
             # Checked before it is read: a file outside the folders is not opened, even to say what is wrong.
             ({"storageState": "/etc/hostname"}, "outside the folders files may be read from"),
@@ -613,7 +616,20 @@ async def test_storage_state_is_saved_inside_the_roots_and_a_launch_starts_from_
             ),
             ({"proxyServer": "ftp://proxy:21"}, "the scheme must be one of http, https, socks4, socks5"),
             ({"viewport": "huge"}, "not a viewport size"),
-            ({"colour": "red"}, "unknown browser option 'colour'"),
+            # It listed the library's names (user_agent), the command line's own (browser_path) among them.
+            (
+                {"colour": "red"},
+                "browser_instance launch has no option 'colour'. Its options: headless, ignoreHttpsErrors, "
+                "initScripts, proxyBypass, proxyServer, storageState, timeoutAction, timeoutNavigation, "
+                "userAgent, userDataDir, viewport (the browser's path, arguments, CDP headers and downloads "
+                "folder are the server's command line's).",
+            ),
+            # As the flag and a config file write it.
+            (
+                {"user-agent": "x", "viewport-size": "800x600"},
+                "no option 'user-agent' (did you mean userAgent?)",
+            ),
+            ({"viewportSize": "800x600"}, "no option 'viewportSize' (did you mean viewport?)"),
             # Wrong JSON types answered Python's TypeError ("cannot unpack non-iterable int object").
             ({"viewport": 5}, "viewport must be 'WIDTHxHEIGHT', [width, height] or {"),
             ({"viewport": {"width": 800}}, 'not {"width": 800}'),

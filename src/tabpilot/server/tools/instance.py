@@ -15,6 +15,8 @@ Tab ids are unique across instances, so tab tools never need an instance: only `
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -30,9 +32,34 @@ from .base import Call, OptionalInstanceId, ToolSpec
 InstanceAction = Literal["list", "launch", "connect", "close"]
 
 
-FLAG_ONLY_OPTIONS = ("browser_path", "browser_args", "cdp_headers", "downloads_dir")
-"""Options only the operator sets (command line): a tool call could run programs through them, or
-write files where it likes."""
+FLAG_ONLY_OPTIONS = {
+    "browser_path": "--browser-path",
+    "browser_args": "--browser-arg",
+    "cdp_headers": "--cdp-header",
+    "downloads_dir": "--downloads-dir",
+}
+"""Options only the operator sets (command line), and their flags: a tool call could run programs
+through them, or write files where it likes."""
+
+
+def _camel_names() -> dict[str, str]:
+    """Each option's field and its name as the tool takes it (camelCase)."""
+    return {field: key for key, field in BrowserOptions.mapping_keys().items() if "_" not in key}
+
+
+def _no_such_option(key: str) -> str:
+    """An unknown key of `options`, with the one it likely meant (`user-agent`, written as the
+    flag or a config file has it, is `userAgent`) and the options a launch takes, as it takes them."""
+    named = _camel_names()
+    offered = sorted(name for field, name in named.items() if field not in FLAG_ONLY_OPTIONS)
+    as_camel = re.sub(r"[-_]+([a-zA-Z])", lambda m: m[1].upper(), key.lstrip("-"))
+    field = BrowserOptions.mapping_keys().get(as_camel)
+    close = [named[field]] if field else difflib.get_close_matches(as_camel, list(named.values()), n=2)
+    meant = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return (
+        f"browser_instance launch has no option {key!r}{meant}. Its options: {', '.join(offered)} "
+        "(the browser's path, arguments, CDP headers and downloads folder are the server's command line's)."
+    )
 
 
 def launch_options(
@@ -52,11 +79,16 @@ def launch_options(
             check(file, "read")
         return found
 
+    unknown = [key for key in given if key not in BrowserOptions.mapping_keys()]
+    if unknown:
+        raise ValueError(_no_such_option(unknown[0]))
     options = BrowserOptions.from_mapping(given, base=base, check_files=checked)
-    refused = [name for name in FLAG_ONLY_OPTIONS if getattr(options, name) != getattr(base, name)]
+    refused = [field for field in FLAG_ONLY_OPTIONS if getattr(options, field) != getattr(base, field)]
     if refused:
+        named = _camel_names()
         raise ValueError(
-            f"options {', '.join(refused)} can only be set when the server starts (its command line)."
+            f"options {', '.join(named[field] for field in refused)} can only be set when the server starts "
+            f"(its command line: {', '.join(FLAG_ONLY_OPTIONS[field] for field in refused)})."
         )
     return options
 
