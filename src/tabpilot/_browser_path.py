@@ -48,9 +48,12 @@ _PLAYWRIGHT_EXECUTABLES = (
     "chrome-win/chrome.exe",
 )
 
+# The Python tabpilot runs in has Playwright (a bare `python` may not, after a pipx or uv install).
+_PYTHON = f'"{sys.executable}"' if " " in sys.executable else sys.executable or "python"
+
 _HOW_TO_FIX = (
     "Install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`; anywhere with internet: "
-    "`python -m playwright install chromium`; or run `make browser` in a tabpilot checkout), "
+    f"`{_PYTHON} -m playwright install chromium`; or run `make browser` in a tabpilot checkout), "
     f"or name a Chromium/Chrome binary: the browser path option, or {ENV_VAR}=/path/to/chrome."
 )
 

@@ -142,7 +142,9 @@ def test_no_browser_anywhere_is_an_error_that_says_what_to_do(bin_dir: Path) -> 
     message = str(info.value)
     assert "No Chromium found" in message
     assert "apt-get install chromium" in message
-    assert "python -m playwright install chromium" in message
+    # With the Python tabpilot runs in, which has Playwright: after a pipx or uv install, `python`
+    # on PATH has none ("No module named playwright").
+    assert f"`{sys.executable} -m playwright install chromium`" in message
     assert "--browser-path" in error_text(info.value)
     assert "TABPILOT_BROWSER=" in message
 
