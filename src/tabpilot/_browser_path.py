@@ -143,12 +143,22 @@ def _playwright_candidates() -> Iterator[str]:
                 yield str(build / relative)
 
 
+def _user_installs() -> Iterator[str]:
+    """Chrome or Chromium installed for this user alone: on Windows, an installer run without
+    administrator rights puts it under %LOCALAPPDATA% instead of Program Files."""
+    local = os.environ.get("LOCALAPPDATA")
+    if local:
+        yield os.path.join(local, "Google", "Chrome", "Application", "chrome.exe")
+        yield os.path.join(local, "Chromium", "Application", "chrome.exe")
+
+
 def _automatic_candidates() -> Iterator[str]:
     for name in _PATH_NAMES:
         found = shutil.which(name)
         if found:
             yield _prefer_real_binary(found)
     yield from _WELL_KNOWN
+    yield from _user_installs()
     yield from _playwright_candidates()
 
 

@@ -28,6 +28,7 @@ def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory.mkdir()
     monkeypatch.setenv("PATH", str(directory))
     monkeypatch.delenv("TABPILOT_BROWSER", raising=False)
+    monkeypatch.delenv("LOCALAPPDATA", raising=False)
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "ms-playwright"))
     monkeypatch.setattr(_browser_path, "_WELL_KNOWN", [])
     monkeypatch.setattr(_browser_path, "_DEBIAN_REAL_CHROMIUM", str(tmp_path / "no-such-real-chromium"))
@@ -134,6 +135,20 @@ def test_the_newest_playwright_chromium_is_found_in_the_browsers_path(bin_dir: P
     newest = make_executable(cache / "chromium-1200" / "chrome-linux64" / "chrome")
     make_executable(cache / "chromium_headless_shell-1300" / "chrome-linux" / "headless_shell")
     assert find_browser() == str(newest)
+
+
+def test_a_chrome_installed_for_this_user_alone_is_found_before_playwrights(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chrome's Windows installer, run without administrator rights, puts it under %LOCALAPPDATA%;
+    # only Program Files was looked in, so tabpilot said "No Chromium found" beside a Chrome.
+    local = tmp_path / "AppData" / "Local"
+    monkeypatch.setenv("LOCALAPPDATA", str(local))
+    make_executable(tmp_path / "ms-playwright" / "chromium-1200" / "chrome-win64" / "chrome.exe")
+    chromium = make_executable(local / "Chromium" / "Application" / "chrome.exe")
+    assert find_browser() == str(chromium)
+    chrome = make_executable(local / "Google" / "Chrome" / "Application" / "chrome.exe")
+    assert find_browser() == str(chrome)
 
 
 def test_no_browser_anywhere_is_an_error_that_says_what_to_do(bin_dir: Path) -> None:
