@@ -93,7 +93,7 @@ def _option(group: Any, flag: str, **options: Any) -> None:
 
 DASH_VALUED = ("--browser-arg",)
 """Options whose value is itself a switch (Chromium's start with --), which argparse would take
-for an option of its own: `--browser-arg --lang=de` is read as `--browser-arg=--lang=de`."""
+for an option of its own: `--browser-arg --accept-lang=de` is read as `--browser-arg=--accept-lang=de`."""
 
 _NEGATIVE = re.compile(r"-\d")
 """A value that starts as a negative number does (`--viewport-size -5x10`): no option of ours
@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JSON",
         type=json_object,
         help="WebDriver capabilities for --selenium-grid sessions, on top of Chrome's (e.g. '{\"platformName\": "
-        '"linux", "goog:chromeOptions": {"args": ["--lang=de"]}}\')',
+        '"linux", "goog:chromeOptions": {"args": ["--accept-lang=de"]}}\')',
     )
 
     own = serve.add_argument_group(

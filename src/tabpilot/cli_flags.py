@@ -262,7 +262,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "metavar": "ARG",
             "action": "append",
-            "help": "extra Chromium command-line argument, e.g. --browser-arg --lang=de; repeatable",
+            "help": "extra Chromium command-line argument, e.g. --browser-arg --accept-lang=de (the language pages get); repeatable",
         },
     ),
     "cdp_headers": (

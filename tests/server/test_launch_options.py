@@ -10,6 +10,7 @@ import contextlib
 import inspect
 import json
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -88,6 +89,24 @@ def test_a_browser_argument_is_given_as_chromium_writes_it() -> None:
     config = config_from_args(build_parser().parse_args(argv))
     assert config.browser.browser_args == ("--lang=de", "--mute-audio")
     assert config.browser.headless is False
+
+
+async def test_the_browser_argument_the_help_shows_gives_pages_that_language(
+    browser_path: str, site: LocalSite
+) -> None:
+    # The help, README and config examples gave `--lang=de`, which Chromium on Linux ignores:
+    # pages still got en-US, and a user who followed them saw nothing change.
+    build_parser()
+    example = re.search(
+        r"--browser-arg (--accept-lang=(\w+)) \(the language pages get\)",
+        SERVE_OPTIONS["browser-arg"]["help"],
+    )
+    assert example is not None, SERVE_OPTIONS["browser-arg"]["help"]
+    async with server(browser_path, browser_args=(example[1],)) as mcp:
+        ok(await mcp.call_tool("browser_navigate", {"url": site.url("/api/echo")}))
+        assert await evaluate(mcp, "() => navigator.languages") == [example[2]]
+        echoed = json.loads(await evaluate(mcp, "() => document.body.innerText"))
+        assert echoed["headers"]["accept-language"] == example[2]
 
 
 async def test_viewport_user_agent_and_an_init_script_in_a_popup(
