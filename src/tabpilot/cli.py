@@ -725,6 +725,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             "URL too"
         )
     # An option that would change nothing is refused, as the user meant it to change something.
+    if "user-data-dir" in how and sources and not config.auto_connect:
+        # A later browser_instance launch gets a fresh profile too, unless the call names one.
+        raise ValueError(
+            f"{how['user-data-dir']} is the profile of the browser the server launches (or, with "
+            f"--auto-connect, of the Chrome to find): the browser that {sources[0]} reaches has its own. "
+            "Drop it, or give the profile to that browser where it starts"
+        )
     for flag in ("extension-port", "extension-token", "extension-scope", "extension-id"):
         if flag in how and not config.extension:
             raise ValueError(f"{how[flag]} applies to the extension's bridge: give --extension too")

@@ -630,6 +630,17 @@ def test_an_unknown_option_of_a_command_points_to_that_commands_help(
         (["--max-sessions", "5"], "--max-sessions only applies to an HTTP server: add --http"),
         (["--session-idle-timeout", "60"], "--session-idle-timeout only applies to an HTTP server"),
         (["--allow-instances"], "--allow-instances only applies to an HTTP server"),
+        # Nor does a profile beside a browser the server reaches but does not launch: no cookie of
+        # it was there, nor does a later browser_instance launch take it.
+        (
+            ["--user-data-dir", "/tmp/profile", "--cdp-endpoint", "http://127.0.0.1:9222"],
+            "--user-data-dir is the profile of the browser the server launches (or, with --auto-connect, "
+            "of the Chrome to find): the browser that --cdp-endpoint reaches has its own.",
+        ),
+        (
+            ["--user-data-dir", "/tmp/profile", "--extension"],
+            "the browser that --extension reaches has its own",
+        ),
         (["--allowed-origins", ""], "argument --allowed-origins: '' names no origin (an unset variable?)"),
         (["--blocked-origins", " , "], "names no origin"),
         # A value that starts as a negative number does gets its own check's words (argparse took
