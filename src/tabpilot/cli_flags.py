@@ -262,7 +262,7 @@ BROWSER_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "metavar": "ARG",
             "action": "append",
-            "help": "extra Chromium command-line argument, e.g. --browser-arg --accept-lang=de (the language pages get); repeatable",
+            "help": "a Chromium switch to add, as Chromium writes it, e.g. --accept-lang=de (the language pages get); repeatable",
         },
     ),
     "cdp_headers": (

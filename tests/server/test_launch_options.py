@@ -98,7 +98,7 @@ async def test_the_browser_argument_the_help_shows_gives_pages_that_language(
     # pages still got en-US, and a user who followed them saw nothing change.
     build_parser()
     example = re.search(
-        r"--browser-arg (--accept-lang=(\w+)) \(the language pages get\)",
+        r"e\.g\. (--accept-lang=(\w+)) \(the language pages get\)",
         SERVE_OPTIONS["browser-arg"]["help"],
     )
     assert example is not None, SERVE_OPTIONS["browser-arg"]["help"]
