@@ -842,6 +842,41 @@ async def test_a_snapshot_of_an_unchanged_page_says_so_in_one_line(
         assert 'heading "Counter"' in section(forced, "Snapshot")
 
 
+async def test_a_snapshot_after_an_answer_that_cut_its_changes_shows_the_tree_not_unchanged(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # An action's answer cut its changes ("take a snapshot to see them"), or only counted the lines
+    # removed; the snapshot then said the tab was unchanged, and the agent never saw those lines.
+    site.set_content(
+        "/rows",
+        "<ul>" + "".join(f"<li>row {i}</li>" for i in range(300)) + "</ul>"
+        "<button onclick=\"document.querySelectorAll('li').forEach((li, i) => li.textContent = 'new ' + i)\">"
+        "Renumber</button>"
+        "<button onclick=\"[...document.querySelectorAll('li')].slice(0, 10).forEach(li => li.remove())\">"
+        "Drop</button>",
+    )
+    async with connect() as mcp:
+        went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/rows")}))
+        renumber, drop = (
+            ref_of(section(went, "Snapshot"), 'button "Renumber"'),
+            ref_of(section(went, "Snapshot"), 'button "Drop"'),
+        )
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": renumber}))
+        assert "more changed lines cut; take a snapshot to see them" in section(clicked, "Snapshot")
+        assert "new 299" not in section(clicked, "Snapshot")
+        told = ok(await mcp.call_tool("browser_snapshot", {}))
+        assert "unchanged" not in section(told, "Result"), text(told)
+        assert "listitem [ref=1e302]: new 299" in section(told, "Snapshot")
+        # Now it has the tree: the same read again is one line.
+        assert data(ok(await mcp.call_tool("browser_snapshot", {})))["result"]["unchanged"] is True
+
+        dropped = ok(await mcp.call_tool("browser_click", {"ref": drop}))
+        assert "(10 lines removed)" in section(dropped, "Snapshot")
+        told = ok(await mcp.call_tool("browser_snapshot", {}))
+        assert "unchanged" not in section(told, "Result"), text(told)
+        assert "new 0" not in section(told, "Snapshot") and "new 10" in section(told, "Snapshot")
+
+
 async def test_navigate_and_new_tab_answer_with_the_snapshot_or_only_the_page_as_configured(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -391,9 +391,7 @@ class Response:
             manager = session.manager
             # Re-reading the acted-on tab and waiting for the tabs it opened overlap: neither needs the other.
             # No grace: an action has waited for the tabs it opens (a list or a read opens none).
-            _, page = await asyncio.gather(
-                manager.settle(grace=0), self._page_sections(data, session.config.max_snapshot_chars)
-            )
+            _, page = await asyncio.gather(manager.settle(grace=0), self._page_sections(data, session))
             # Tabs may have appeared while the snapshot was read; from here on nothing awaits, so
             # the events and the tab list below describe the same moment.
             await manager.settle(grace=0)
@@ -539,7 +537,10 @@ class Response:
         else:
             data["tabs"] = [{**i.to_dict(), **counts(i)} for i in infos]
 
-    async def _page_sections(self, data: dict[str, Any], limit: int) -> tuple[Section | None, Section | None]:
+    async def _page_sections(
+        self, data: dict[str, Any], session: SessionState
+    ) -> tuple[Section | None, Section | None]:
+        limit = session.config.max_snapshot_chars
         tab = self._page_tab
         if tab is None or tab.leaving:  # going: the result says so
             return None, None
@@ -550,7 +551,7 @@ class Response:
                 self._snapshot.text, None if whole else limit, tab.id, data, depth=depth, ref=ref
             )
         elif self._page_changes:
-            snapshot = await self._changes(tab, data, limit)
+            snapshot = await self._changes(tab, data, session)
             if tab.is_gone:  # it closed itself after the action (window.close): `build` drops its keys
                 return None, None
         data["page"] = {"tabId": tab.id, "url": tab.url, "title": tab.title}
@@ -566,7 +567,8 @@ class Response:
         page = Section("Page", f"tab {tab.id}: {page_line(tab.title, tab.url)}{mark}")
         return page, snapshot
 
-    async def _changes(self, tab: Tab, data: dict[str, Any], limit: int) -> Section:
+    async def _changes(self, tab: Tab, data: dict[str, Any], session: SessionState) -> Section:
+        limit = session.config.max_snapshot_chars
         previous = tab.last_snapshot
         try:
             fresh = await tab.snapshot()
@@ -583,6 +585,7 @@ class Response:
         # same document under another URL (a #fragment, an app's pushState route) keeps its refs:
         # its changes, as after any action.
         if previous is None or not previous.refs & fresh.refs:
+            session.read_again(tab.id, None, None, fresh.url, fresh.text)  # shown (if cut, it says so)
             return _tree(fresh.text, limit, tab.id, data)
         added, removed = changed_lines(previous.text, fresh.text)
         shown = added[:MAX_CHANGED_LINES]
@@ -593,6 +596,9 @@ class Response:
                 shown = shown[:at]
                 break
         cut = len(added) - len(shown)
+        # Changes cut, or lines removed but only counted: the client lacks part of the tree now, and
+        # the snapshot it is told to take shows the tree, not "unchanged".
+        session.tree_changed(tab.id, previous, fresh, all_told=not cut and len(removed) <= MAX_REMOVED_SHOWN)
         data["snapshotChanges"] = {
             "tabId": tab.id,
             "lines": shown,

@@ -41,6 +41,7 @@ from tabpilot import (
     EventNumbers,
     ExtensionBridge,
     Instance,
+    Snapshot,
     TabBudget,
     TabEvent,
     TabIds,
@@ -64,7 +65,7 @@ logger = logging.getLogger("tabpilot.server")
 
 LOCAL_SESSION = "local"
 MAX_PART_READS = 64
-"""Reads of a part of a page (a subtree, a depth) a session remembers, to say one is unchanged."""
+"""Reads of a page or a part of it (a subtree, a depth) a session remembers, to say one is unchanged."""
 EXTENSION_FIRST_WAIT = 20.0
 """Seconds a session's first call waits for the browser extension to connect (it may be on its way)."""
 _SESSION_HEADER = "mcp-session-id"
@@ -77,6 +78,11 @@ class ServerStopping(RuntimeError):
 
 NOT_RUN = "The server is stopping: this call was not run. Start the server again to go on."
 """The answer to a call the server stops before running it."""
+
+
+def _seen(url: str, text: str) -> tuple[str, bytes]:
+    """What a session remembers of a read: its URL and a digest of its text."""
+    return url, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 class SessionState:
@@ -113,8 +119,9 @@ class SessionState:
         """Each tab's URL and title as this client last saw them (a `### Page` line, a tab list),
         to leave out a `### Page` that would say the same again."""
         self._part_reads: OrderedDict[tuple[int, int | None, str | None], tuple[str, bytes]] = OrderedDict()
-        """This client's latest read of each part of a page it read (tab, depth, ref): its URL and a
-        digest of its text (`read_again`)."""
+        """This client's latest read of each part of a page it read (tab, depth, ref; the whole tree
+        with depth and ref None, brought up to date by the changes it was told): its URL and a
+        digest of its text (`read_again`, `tree_changed`)."""
         self.start_error: Exception | None = None
         """Why the browser the options name could not be had at the last try (None: it was, or
         the agent launched or connected one since): calls that need it try again
@@ -150,16 +157,30 @@ class SessionState:
         return found
 
     def read_again(self, tab_id: int, depth: int | None, ref: str | None, url: str, text: str) -> bool:
-        """Whether this client's previous read of the same part of tab `tab_id` (`depth`, `ref`) gave
-        this URL and text; from now on this one is its previous read."""
+        """Whether this client's previous read of the same part of tab `tab_id` (`depth`, `ref`;
+        both None: the whole tree) gave this URL and text; from now on this one is its previous read."""
         key = (tab_id, depth, ref)
-        seen = (url, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+        seen = _seen(url, text)
         same = self._part_reads.get(key) == seen
+        self._remember(key, seen)
+        return same
+
+    def tree_changed(self, tab_id: int, before: Snapshot, after: Snapshot, *, all_told: bool) -> None:
+        """An answer told this client the changes of tab `tab_id`'s tree from `before` to `after`
+        (`all_told`: every changed line and every removed one). It has `after` whole only if it had
+        `before` and was told them all; else its next read of the whole tree is shown to it, not
+        said to be unchanged (an answer that cut its changes says to take a snapshot for them)."""
+        key = (tab_id, None, None)
+        if all_told and self._part_reads.get(key) == _seen(before.url, before.text):
+            self._remember(key, _seen(after.url, after.text))
+        else:
+            self._part_reads.pop(key, None)
+
+    def _remember(self, key: tuple[int, int | None, str | None], seen: tuple[str, bytes]) -> None:
         self._part_reads[key] = seen
         self._part_reads.move_to_end(key)
         while len(self._part_reads) > MAX_PART_READS:
             self._part_reads.popitem(last=False)
-        return same
 
     def take_events(self) -> list[TabEvent]:
         """The events this client has not been told of yet; from now on it has."""

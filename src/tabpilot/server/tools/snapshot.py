@@ -20,13 +20,10 @@ async def browser_snapshot(
     ref: Annotated[str | None, Field(description="Only this element's subtree.")] = None,
     full: Annotated[bool, Field(description="All of it, even if unchanged or long.")] = False,
 ) -> None:
-    previous = tab.last_snapshot
     snap = await tab.snapshot(depth=depth, ref=ref)
-    if depth is None and ref is None:
-        # The client has this tree already (its last snapshot, or that and the changes since).
-        unchanged = previous is not None and (previous.url, previous.text) == (snap.url, snap.text)
-    else:  # the same part as its previous read of it gave: the refs in it were read again just now
-        unchanged = call.session.read_again(tab.id, depth, ref and ref.strip(), snap.url, snap.text)
+    # The same tree (or part) as this client's previous read of it gave, or, of the whole tree, as
+    # that and all the changes it was told since: the refs in it were read again just now.
+    unchanged = call.session.read_again(tab.id, depth, ref and ref.strip(), snap.url, snap.text)
     if unchanged and not full:
         part = ", ".join([*([f"subtree of {ref}"] if ref else []), *([f"depth {depth}"] if depth else [])])
         limit = call.session.config.max_snapshot_chars
