@@ -945,6 +945,38 @@ async def test_a_large_page_is_cut_in_whole_lines_saying_how_much_went_and_how_t
         assert "(Cut at 40,000 characters" in section(opened, "Snapshot")
 
 
+async def test_a_long_line_in_a_cut_tree_is_shortened_so_the_elements_after_it_are_shown(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # One paragraph of 60,000 characters took the limit whole: the tree stopped at `main`, and no
+    # read but full=true (all 60,000) showed the form below it, or a ref to read it by.
+    site.set_content(
+        "/article",
+        "<nav><a href='#top'>Home</a></nav><main><p>" + "word " * 12_000 + "</p>"
+        "<form><input aria-label='Email'><button type='button' onclick=\"this.textContent = 'Sent'\">Send</button>"
+        "</form></main>",
+    )
+    async with connect(max_snapshot_chars=3_000) as mcp:
+        went = ok(await mcp.call_tool("browser_navigate", {"url": site.url("/article")}))
+        shown = section(went, "Snapshot")
+        assert len(data(went)["snapshot"]) <= 3_000
+        paragraph = next(line for line in shown.splitlines() if "paragraph" in line)
+        assert paragraph.startswith("    - paragraph [ref=1e5]: word word") and paragraph.endswith(
+            "… (59,651 more characters)"
+        ), paragraph
+        assert 'textbox "Email"' in shown
+        assert (
+            "(Cut at 3,000 characters, the server's limit: all 9 lines are shown, 1 of them shortened to 375 "
+            "characters (…). To read on:"
+        ) in shown
+        assert data(went)["snapshotCut"]["shortenedLines"] == 1
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(shown, 'button "Send"')}))
+        assert 'button "Sent"' in section(clicked, "Snapshot")
+        # Whole with full=true.
+        whole = data(ok(await mcp.call_tool("browser_snapshot", {"full": True})))["snapshot"]
+        assert "word " * 11_999 + "word" in whole and "…" not in whole
+
+
 async def test_an_unchanged_large_page_says_how_large_it_is_whole(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -74,3 +74,17 @@ def test_a_snapshot_over_the_limit_keeps_its_first_whole_lines_and_names_the_dep
     assert cut.depth is None
     roomy = cut_snapshot(tree, 2_000)
     assert roomy is not None and roomy.depth == 1
+
+
+def test_a_cut_tree_shows_a_long_line_shortened_keeping_its_ref() -> None:
+    name = "N" * 1_000
+    tree = (
+        f'- list [ref=e1]:\n  - button "{name}" [ref=e2]\n  - text: {"t" * 1_000}\n  - link "After" [ref=e3]'
+    )
+    cut = cut_snapshot(tree, 1_600)
+    assert cut is not None and cut.shown_lines == cut.total_lines == 4 and cut.shortened == 2
+    button, text, link = cut.text.splitlines()[1:]
+    # Cut at 200 characters (the least a line keeps): the ref after a long name is kept.
+    assert button == f'  - button "{"N" * 188}… [ref=e2] (814 more characters)'
+    assert text == f"  - text: {'t' * 190}… (810 more characters)"
+    assert link == '  - link "After" [ref=e3]'

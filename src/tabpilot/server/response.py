@@ -142,6 +142,13 @@ def changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
 _REF = re.compile(r"\[ref=([^\]]+)\]")
 
 
+LONG_LINE_SHARE = 8
+"""A cut tree shows a line longer than this share of the limit (a long text, a `data:` URL) shortened
+to it: one such line took the limit whole and hid every element after it, with no ref to read on by."""
+MIN_LONG_LINE = 200
+"""The fewest characters of a long line a cut tree shows, however small the limit."""
+
+
 @dataclass(frozen=True, slots=True)
 class Cut:
     """A snapshot cut to the server's limit (`cut_snapshot`): the whole lines kept, and what went."""
@@ -153,28 +160,53 @@ class Cut:
     depth: int | None
     """The most levels of the tree that fit the limit whole (what a read at that depth shows), or
     None when not even the top level does."""
+    shortened: int = 0
+    """How many of the lines shown are shortened (longer than `long_line(limit)`)."""
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        said = {
             "shownChars": len(self.text),
             "totalChars": self.total_chars,
             "shownLines": self.shown_lines,
             "totalLines": self.total_lines,
         }
+        return {**said, "shortenedLines": self.shortened} if self.shortened else said
+
+
+def long_line(limit: int) -> int:
+    """The most characters of one line a tree cut at `limit` shows (`LONG_LINE_SHARE`)."""
+    return max(limit // LONG_LINE_SHARE, MIN_LONG_LINE)
+
+
+def _shortened(line: str, most: int) -> str:
+    """`line`'s first `most` characters, its ref kept (a long name comes before it), and how many
+    more it has."""
+    head, ref = line[:most], _REF.search(line)
+    if ref is None or ref.end() <= most:
+        return f"{head}… ({len(line) - most:,} more characters)"
+    head = head[: ref.start()].rstrip()
+    return f"{head}… {ref.group()} ({len(line) - len(head) - len(ref.group()):,} more characters)"
 
 
 def cut_snapshot(text: str, limit: int) -> Cut | None:
-    """`text` cut after its last whole line within `limit` characters; None when it fits. Every
-    ref of the tree keeps working (the whole tree was read): the cut is only of what is shown."""
+    """`text` cut after its last whole line within `limit` characters, each line longer than
+    `long_line(limit)` shortened to that; None when it fits. Every ref of the tree keeps working
+    (the whole tree was read): the cut is only of what is shown."""
     if len(text) <= limit:
         return None
     lines = text.splitlines()
-    size = shown = 0
+    most = long_line(limit)
+    kept: list[str] = []
+    shortened = size = 0
     for line in lines:
-        size += len(line) + (1 if shown else 0)
+        long = len(line) > most
+        if long:
+            line = _shortened(line, most)
+        size += len(line) + (1 if kept else 0)
         if size > limit:
             break
-        shown += 1
+        kept.append(line)
+        shortened += long
     by_level: dict[int, int] = {}
     for line in lines:
         level = (len(line) - len(line.lstrip(" "))) // 2
@@ -187,18 +219,25 @@ def cut_snapshot(text: str, limit: int) -> Cut | None:
             break
         if level >= 1:  # depth=1 is the root and its children
             depth = level
-    return Cut("\n".join(lines[:shown]), len(text), len(lines), shown, depth)
+    return Cut("\n".join(kept), len(text), len(lines), len(kept), depth, shortened)
 
 
 def cut_note(cut: Cut, limit: int, ways: Sequence[str]) -> str:
     """What a cut snapshot says below its lines: how much went, and `ways`, the reads that show the
     rest (in the calls of the answer's tool set)."""
     left_lines = cut.total_lines - cut.shown_lines
-    return (
-        f"(Cut at {limit:,} characters, the server's limit: {left_lines:,} more lines "
-        f"({cut.total_chars - len(cut.text):,} characters) are left out, of {cut.total_lines:,} lines in all. "
-        f"To read on: {'; '.join(ways)}.)"
-    )
+    if left_lines:
+        said = (
+            f"{left_lines:,} more lines ({cut.total_chars - len(cut.text):,} characters) are left out, of "
+            f"{cut.total_lines:,} lines in all"
+        )
+        if cut.shortened:
+            said += f", and {cut.shortened:,} shown {'is' if cut.shortened == 1 else 'are'} shortened"
+    else:  # every line fits once the long ones are shortened
+        said = f"all {cut.total_lines:,} lines are shown, {cut.shortened:,} of them shortened"
+    if cut.shortened:
+        said += f" to {long_line(limit):,} characters (…)"
+    return f"(Cut at {limit:,} characters, the server's limit: {said}. To read on: {'; '.join(ways)}.)"
 
 
 def _reads_on(cut: Cut, tab_id: int, *, depth: int | None, ref: str | None) -> list[str]:
