@@ -225,6 +225,15 @@ class Tab:
         """The refs of the last document that had any, once the tab has loaded another: a ref
         of them is said to be of an earlier page (a page that moved on by itself, on a timer)."""
         self._last_snapshot: Snapshot | None = None
+        self._part_reads = 0
+        """Snapshots of a subtree (`snapshot(ref=...)`) under way: Playwright's ref map holds only
+        the subtree's elements from their read until the whole page is read again after it, and a
+        ref outside it matches nothing meanwhile (`element` waits for them)."""
+        self._part_reads_begun = 0
+        """How many such snapshots have begun: one that began while a ref was checked may have hidden it."""
+        self._whole_map = asyncio.Event()
+        """Set while no subtree snapshot is under way: Playwright's ref map is the whole page's."""
+        self._whole_map.set()
         self._disposers: list[Disposer] = []
         self._title_task: asyncio.Task[None] | None = None
         self._input_turns: deque[asyncio.Future[None]] = deque()
@@ -1004,12 +1013,43 @@ class Tab:
         what = f"Taking a snapshot of tab {self.id}"
         await self._document_or_loading(what)
         timeout = self.host.timeouts.action
-        for _ in range(3):
+        if ref is None:
+            return await self._snapshot(page, what, timeout, depth)
+        try:
+            with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=timeout)):
+                element = await self.element(ref)
+        except ActionError as exc:
+            await self.raise_what_the_page_says(exc, what, read_for=timeout)
+            raise
+        # From the subtree's read until the whole page's after it, refs outside it match nothing.
+        self._part_reads += 1
+        self._part_reads_begun += 1
+        self._whole_map.clear()
+        try:
+            return await self._snapshot(page, what, timeout, depth, (ref, element))
+        finally:
+            self._part_reads -= 1
+            if not self._part_reads:
+                self._whole_map.set()
+
+    async def _snapshot(
+        self,
+        page: PageHandle,
+        what: str,
+        timeout: float,
+        depth: int | None,
+        part: tuple[str, ElementHandle] | None = None,
+    ) -> Snapshot:
+        """`snapshot`, of the page or of `part` (the ref as given and its element, checked)."""
+        ref = None if part is None else part[0]
+        for attempt in range(3):
             # An iframe that loads another page while the tree is read may be read as it was: then
             # read again (its names would be the next page's too; `FrameRefs.shown`).
             moves = self._frame_refs.moves
             try:
-                raw, title = await self._read_snapshot(page, what, ref, depth, timeout)
+                if ref is not None and attempt:  # the ref's element anew: none, if its iframe moved
+                    part = (ref, self.element_unchecked(self.resolve_ref(ref)))
+                raw, title = await self._read_snapshot(page, what, part, depth, timeout)
             except ActionError as exc:
                 await self.raise_what_the_page_says(exc, what, read_for=timeout)
                 raise
@@ -1040,12 +1080,17 @@ class Tab:
         return snap
 
     async def _read_snapshot(
-        self, page: PageHandle, what: str, ref: str | None, depth: int | None, timeout: float
+        self,
+        page: PageHandle,
+        what: str,
+        part: tuple[str, ElementHandle] | None,
+        depth: int | None,
+        timeout: float,
     ) -> tuple[str, str]:
+        ref = None if part is None else part[0]
         with map_playwright_errors(Doing(what, tab_id=self.id, ref=ref, timeout=timeout)):
-            if ref is not None:
-                element = await self.element(ref)
-                reading = element.aria_snapshot(depth=depth)
+            if part is not None:
+                reading = part[1].aria_snapshot(depth=depth)
             else:
                 reading = page.aria_snapshot(depth=depth)
             if self.title_live:  # the page reported its title: nothing to ask
@@ -1181,7 +1226,7 @@ class Tab:
         limit = RESPONSIVE_TIMEOUT if self._stuck else REF_CHECK_TIMEOUT
         try:
             # A dialog that opens meanwhile (another call's script) stops the page: said at once.
-            found = await self.unless_dialog(asyncio.wait_for(element.count(), timeout=limit))
+            found = await self.unless_dialog(asyncio.wait_for(self._count(element), timeout=limit))
         except DialogOpenError:
             raise
         except Exception as exc:
@@ -1217,6 +1262,17 @@ class Tab:
                 tab_id=self.id,
             )
         return element
+
+    async def _count(self, element: ElementHandle) -> int:
+        """How many elements `element`'s ref matches, once Playwright's ref map is the whole page's
+        again: a subtree snapshot under way (or begun during the count) hides every ref outside it."""
+        for _ in range(3):
+            begun = self._part_reads_begun
+            await self._whole_map.wait()
+            found = await element.count()
+            if found or (begun == self._part_reads_begun and not self._part_reads):
+                return found
+        return found
 
     async def _document_or_loading(self, what: str) -> None:
         """Before page work (`what`) that would wait for the tab's next document (the page answers

@@ -592,3 +592,29 @@ async def test_arguments_that_were_ignored_or_taken_as_no_limit_are_refused(
     with pytest.raises(ValueError, match="timeout: 0 "):
         await manager.launch(timeout=0)
     assert tab.url == site.url("/forms")
+
+
+async def test_a_ref_outside_a_subtree_being_read_at_the_same_time_still_works(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # A subtree snapshot replaces Playwright's ref map with the subtree's until tabpilot reads the
+    # whole page again: a ref outside it checked meanwhile (an action called at the same time) was
+    # said to match no element any more, and was then refused as not in the latest snapshot.
+    site.set_content(
+        "/parts",
+        "<nav>"
+        + "".join(f"<a href='#l{i}'>Link {i}</a>" for i in range(200))
+        + "</nav><main><p>Target</p></main>",
+    )
+    tab = await manager.new_tab(site.url("/parts"), instance_id=instance.id)
+    snap = await tab.snapshot()
+    nav, target = ref_of(snap, "navigation"), ref_of(snap, "paragraph")
+
+    async def read_target(delay: float) -> object:
+        await asyncio.sleep(delay)
+        return (await evaluate(tab, "(p) => p.textContent", ref=target)).value
+
+    for attempt in range(20):  # at once, and a moment after the subtree's read began
+        part, value = await asyncio.gather(tab.snapshot(ref=nav), read_target(attempt % 10 / 1000))
+        assert value == "Target"
+        assert 'link "Link 199"' in part.text and "Target" not in part.text
