@@ -1040,6 +1040,12 @@ async def test_a_snapshot_of_a_part_says_so_in_one_line_when_it_is_as_this_clien
             assert "### Snapshot" not in text(again) and data(again)["result"]["unchanged"] is True
             forced = ok(await mcp.call_tool("browser_snapshot", {**args, "full": True}))
             assert section(forced, "Snapshot") == section(first, "Snapshot")
+        # The same part sent another way (bare, with spaces) is the same read, named as given.
+        same = ok(await mcp.call_tool("browser_snapshot", {"ref": f" {nav.removeprefix('1')} "}))
+        assert section(same, "Result") == (
+            f"Tab 1 (subtree of {nav}) is unchanged since its previous snapshot; its refs still hold (full=true "
+            "shows it)."
+        )
         # Another part, or the same part at another depth, is no read the client has.
         deeper = ok(await mcp.call_tool("browser_snapshot", {"ref": nav, "depth": 1}))
         assert "### Snapshot" in text(deeper)

@@ -7,7 +7,7 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import Tab
+from tabpilot import Tab, parse_ref
 
 from .base import Call, TabIdArg, ToolSpec
 
@@ -21,9 +21,11 @@ async def browser_snapshot(
     full: Annotated[bool, Field(description="All of it, even if unchanged or long.")] = False,
 ) -> None:
     snap = await tab.snapshot(depth=depth, ref=ref)
+    # The ref as the snapshot gave it (`3e5`), however it was sent (` e5 `): one part, one name.
+    ref = None if ref is None else f"{tab.id}{parse_ref(ref)[1]}"
     # The same tree (or part) as this client's previous read of it gave, or, of the whole tree, as
     # that and all the changes it was told since: the refs in it were read again just now.
-    unchanged = call.session.read_again(tab.id, depth, ref and ref.strip(), snap.url, snap.text)
+    unchanged = call.session.read_again(tab.id, depth, ref, snap.url, snap.text)
     if unchanged and not full:
         part = ", ".join([*([f"subtree of {ref}"] if ref else []), *([f"depth {depth}"] if depth else [])])
         limit = call.session.config.max_snapshot_chars
