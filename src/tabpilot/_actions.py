@@ -679,6 +679,10 @@ async def upload_files(
     async with tab.input_turn():
         element = await tab.element(ref)
         state = await field_state(tab, element, what, ref)
+        if state is not None and state["kind"] == "file" and state["disabled"]:
+            # Playwright sets a disabled input's files, which the user could not choose and its
+            # form does not send: the upload said it was done, and nothing went.
+            raise ActionError.disabled(what, tab_id=tab.id, ref=ref)
         if state is None or state["kind"] == "file":  # gone meanwhile: set_files says so
             job: Awaitable[None] = element.set_files(files, timeout=timeout)
         else:

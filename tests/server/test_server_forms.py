@@ -347,6 +347,30 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
 
 
+async def test_file_upload_refuses_a_disabled_file_input(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    # A user cannot choose files for a disabled input, and its form does not send them: the
+    # upload said "Put a.txt into ..." and the page had the file on a field that goes nowhere.
+    site.set_content(
+        "/disabled-upload",
+        '<title>Apply</title><label>Resume <input type="file" disabled onchange="document.title = \'changed\'"></label>',
+    )
+    (tmp_path / "a.txt").write_text("hello")
+    async with connect(allowed_file_roots=(str(tmp_path),)) as mcp:
+        tab = await background_tab(mcp, site.url("/disabled-upload"))
+        snap = await snapshot(mcp, tab)
+        field, label = ref_of(snap, 'button "Resume" [disabled]'), ref_of(snap, "generic [ref=")
+        for ref in (field, label):  # the input, and its label (which names the same control)
+            refused = error(
+                await mcp.call_tool("browser_file_upload", {"ref": ref, "paths": [str(tmp_path / "a.txt")]})
+            )
+            assert f"Uploading 1 file to {ref} on tab {tab} failed: element {ref} is disabled." in refused
+            assert "If the page enables it later" in refused, refused
+        files = "() => [document.querySelector('input').files.length, document.title]"
+        assert await page_value(mcp, tab, files) == [0, "Apply"]
+
+
 async def test_file_upload_through_a_button_that_opens_the_file_picker(
     connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:
