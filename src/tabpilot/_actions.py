@@ -833,6 +833,33 @@ def describe_wait(*, text: str | None = None, text_gone: str | None = None, time
     return pause or conditions or "0 s"
 
 
+class Screenshot(bytes):
+    """A screenshot's image (its PNG or JPEG bytes, usable wherever bytes are), and how much of
+    the area asked for it shows, in the page's CSS pixels: `shown_height` of `area_height`, less
+    when the image was cut at `max_height` (pixels of the image are not CSS pixels once the image
+    is scaled down, or on a screen of 2 device pixels per CSS pixel). Both None where the area was
+    not measured (neither `max_width` nor `max_height` given)."""
+
+    shown_height: int | None
+    area_height: int | None
+
+    def __new__(
+        cls, image: bytes, *, shown_height: int | None = None, area_height: int | None = None
+    ) -> Screenshot:
+        shot = super().__new__(cls, image)
+        shot.shown_height, shot.area_height = shown_height, area_height
+        return shot
+
+    @property
+    def cut(self) -> bool:
+        """The image shows the top of the area only (`shown_height` of `area_height`)."""
+        return (
+            self.shown_height is not None
+            and self.area_height is not None
+            and self.shown_height < self.area_height
+        )
+
+
 async def screenshot(
     tab: Tab,
     *,
@@ -843,12 +870,12 @@ async def screenshot(
     max_width: int | None = None,
     max_height: int | None = None,
     timeout: float | None = None,
-) -> bytes:
+) -> Screenshot:
     """An image of the tab's viewport (`full_page`: the whole page; `ref`: one element), PNG or
     JPEG (`quality` 0-100, JPEG only), scaled down to `max_width` pixels if wider; an image that
     would be taller than `max_height` pixels shows the top of the area, that many pixels of it
-    (a 30,000-pixel page is a picture models refuse). Works on a background tab without
-    activating it."""
+    (a 30,000-pixel page is a picture models refuse), and says how much of it in CSS pixels
+    (`Screenshot.shown_height`). Works on a background tab without activating it."""
     if full_page and ref is not None:
         raise ValueError(
             "full_page and ref exclude each other: a screenshot is of the page or of one element."
@@ -864,7 +891,7 @@ async def screenshot(
     element = await tab.element(ref) if ref is not None else None
     what = f"Screenshot of {ref} on tab {tab.id}" if ref is not None else f"Screenshot of tab {tab.id}"
 
-    async def shoot() -> bytes:
+    async def shoot() -> Screenshot:
         if max_width is not None or max_height is not None:
             # The area in CSS pixels of the document, and the device pixels per CSS pixel: scaled
             # by the browser when wider than wanted, cut when taller.
@@ -876,18 +903,21 @@ async def screenshot(
             else:
                 clip = await page.evaluate(_FULL_PAGE if full_page else _VIEWPORT)
             if clip is None:  # no box: Playwright's screenshot says why
-                return await _plain_shot()
+                return Screenshot(await _plain_shot())
             x, y, width, height, ratio = (float(v) for v in clip)
+            whole = height
             pixels = width * ratio
             scale = max_width / pixels if max_width is not None and pixels > max_width else 1.0
             tall = max_height is not None and height * ratio * scale > max_height
             if (scale < 1 or tall) and width > 0 and height > 0:
                 if tall and max_height is not None:
                     height = max_height / (ratio * scale)
-                return await page.capture(
+                image = await page.capture(
                     (x, y, width, height), scale=scale, image_type=image_type, quality=quality
                 )
-        return await _plain_shot()
+                return Screenshot(image, shown_height=int(height), area_height=round(whole))
+            return Screenshot(await _plain_shot(), shown_height=round(whole), area_height=round(whole))
+        return Screenshot(await _plain_shot())
 
     async def _plain_shot() -> bytes:
         if element is not None:
@@ -896,7 +926,7 @@ async def screenshot(
             full_page=full_page, image_type=image_type, quality=quality, timeout=timeout
         )
 
-    async def shoot_one_page() -> bytes:
+    async def shoot_one_page() -> Screenshot:
         # Playwright's screenshot can wait out its whole timeout when the tab navigates under it
         # (another call's load, back or reload at that moment: 1 in 12 to 23 in 30 screenshots in
         # Playwright alone): one the tab navigated under is taken again, of the page it shows now.
@@ -918,7 +948,7 @@ async def screenshot(
                 return image
             navigated = True
 
-    async def shoot_unless_hidden() -> bytes:
+    async def shoot_unless_hidden() -> Screenshot:
         # A browser with a window (the user's own) draws no picture of a tab behind another, or
         # of a minimized window: the capture waits for one that never comes (a headless browser
         # draws every tab). A capture slower than usual asks whether the tab is hidden.
@@ -958,7 +988,7 @@ async def screenshot(
             tab_id=shown,
             reason="dialog",
         )
-    image: bytes = data
+    image: Screenshot = data
     return image
 
 

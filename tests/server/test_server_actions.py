@@ -1420,8 +1420,16 @@ async def test_screenshot_of_viewport_element_and_full_page(
         cut = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall, "fullPage": True}))
         assert png_size(image_of(cut)) == (width, 8000)
         assert (data(cut)["result"]["width"], data(cut)["result"]["height"]) == (width, 8000)
-        assert "It stops at 8000 px, the most a model takes (a taller one is cut there)" in section(
-            cut, "Result"
+        height_of = {"function": "() => document.documentElement.scrollHeight", "tabId": tall}
+        page_height = result_of(ok(await mcp.call_tool("browser_evaluate", height_of)))["value"]
+        assert (
+            f"It shows the top 8,000 of the {page_height:,} CSS pixels of the full page (the page's own, which "
+            "scrolling takes): the image stops at 8000 px, the most a model takes. To see further down, scroll "
+            "(browser_evaluate with window.scrollTo(0, 8000)) and take the viewport"
+        ) in section(cut, "Result")
+        assert (data(cut)["result"]["shownCssHeight"], data(cut)["result"]["cssHeight"]) == (
+            8000,
+            page_height,
         )
         wide = ok(
             await mcp.call_tool(
@@ -1429,11 +1437,19 @@ async def test_screenshot_of_viewport_element_and_full_page(
             )
         )
         assert png_size(image_of(wide)) == (width // 2, 8000), "scaled to half, then cut"
+        # Scaled to half, its 8000 px are 16,000 of the page's: it said "It stops at 8000 px", and
+        # an agent that scrolled there skipped half of what it had not seen. (So on a screen of 2
+        # device pixels per CSS pixel, the other way round.)
+        assert f"It shows the top 16,000 of the {page_height:,} CSS pixels of the full page" in section(
+            wide, "Result"
+        )
+        assert "window.scrollTo(0, 16000)" in section(wide, "Result")
         # So is a viewport browser_resize made taller than that (it came whole).
         ok(await mcp.call_tool("browser_resize", {"width": 1000, "height": 9000, "tabId": tall}))
         view = ok(await mcp.call_tool("browser_screenshot", {"tabId": tall}))
         assert png_size(image_of(view)) == (1000, 8000)
-        assert "It stops at 8000 px" in section(view, "Result")
+        assert "It shows the top 8,000 of the 9,000 CSS pixels of the viewport" in section(view, "Result")
+        assert "window.scrollBy(0, 8000)) and take it again." in section(view, "Result")
 
         heading = ref_of(await snapshot(mcp, tall), 'heading "Tall"')
         element = ok(await mcp.call_tool("browser_screenshot", {"ref": heading}))

@@ -66,12 +66,24 @@ async def browser_screenshot(
         if width >= MAX_SIDE and (maxWidth is None or maxWidth >= MAX_SIDE)
         else ""
     )
-    cut = (
-        f" It stops at {MAX_SIDE} px, the most a model takes (a taller one is cut there): to see further "
-        "down, scroll (browser_evaluate with window.scrollTo) and take the viewport, or take an element by ref."
-        if height >= MAX_SIDE
-        else ""
-    )
+    cut, facts = "", {}
+    if image.cut and image.shown_height is not None:
+        # Where it stops in the page's own (CSS) pixels, which scrolling takes: the image's are
+        # fewer once it is scaled down, or twice as many on a screen of 2 device pixels per CSS pixel.
+        shown = image.shown_height
+        further = (
+            f"scroll (browser_evaluate with window.scrollTo(0, {shown})) and take the viewport, or take an element by ref"
+            if fullPage
+            else f"scroll (browser_evaluate with window.scrollBy(0, {shown})) and take it again"
+            if ref is None
+            else "take the elements inside it by ref"
+        )
+        cut = (
+            f" It shows the top {shown:,} of the {image.area_height:,} CSS pixels of {what} (the page's own, "
+            f"which scrolling takes): the image stops at {MAX_SIDE} px, the most a model takes. To see further "
+            f"down, {further}."
+        )
+        facts = {"shownCssHeight": shown, "cssHeight": image.area_height}
     call.response.result(
         f"Screenshot of {what} of tab {tab.id} ({width}x{height} px, {type.upper()}).{scaled}{cut} For element refs "
         "use browser_snapshot.",
@@ -82,6 +94,7 @@ async def browser_screenshot(
             "mimeType": mime,
             "fullPage": fullPage,
             "ref": ref,
+            **facts,
         },
     )
     call.response.add_image(image, mime)
