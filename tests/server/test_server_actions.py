@@ -649,6 +649,13 @@ async def test_a_confirm_on_a_background_tab_blocks_only_that_tab_until_handled(
             "takes no text."
         )
 
+        # In words (it read "a alert dialog").
+        ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, 'button "Alert"')}))
+        alerted = ok(
+            await mcp.call_tool("browser_handle_dialog", {"accept": True, "promptText": "yes", "tabId": tab})
+        )
+        assert "promptText was not used: an alert dialog takes no text." in section(alerted, "Result")
+
         none_left = error(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert f"Tab {tab} has no open dialog" in none_left and "No tab has an open dialog" in none_left
 

@@ -11,7 +11,7 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from tabpilot import NoDialogError, Tab, quoted
+from tabpilot import NoDialogError, Tab, dialog_noun, quoted
 
 from ..advice import dialog_said, json_block, script_value
 from .base import Call, TabIdValue, ToolSpec
@@ -48,7 +48,7 @@ async def browser_handle_dialog(
     unused = ""
     if promptText is not None and not answer:
         unused = (
-            f" promptText was not used: a {info.type} dialog takes no text."
+            f" promptText was not used: {dialog_noun(info.type)} takes no text."
             if info.type != "prompt"
             else " promptText was not used: a dismissed prompt answers nothing."
         )
