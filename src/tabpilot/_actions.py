@@ -892,6 +892,18 @@ async def screenshot(
     what = f"Screenshot of {ref} on tab {tab.id}" if ref is not None else f"Screenshot of tab {tab.id}"
 
     async def shoot() -> Screenshot:
+        if element is not None and not await element.visible():
+            # Playwright's screenshot waits for it to show, the whole timeout, and that read as a
+            # page too busy to answer.
+            raise ActionError(
+                f"{what} failed: element {ref} is not visible (hidden, collapsed or zero-sized): nothing of "
+                "it is drawn.",
+                f"Take a new snapshot of tab {tab.id} and use a ref of an element it shows (open the menu or "
+                "section that holds it first), or take the viewport.",
+                tab_id=tab.id,
+                ref=ref,
+                reason="not_visible",
+            )
         if max_width is not None or max_height is not None:
             # The area in CSS pixels of the document, and the device pixels per CSS pixel: scaled
             # by the browser when wider than wanted, cut when taller.

@@ -1470,6 +1470,29 @@ async def test_screenshot_of_viewport_element_and_full_page(
         assert await active_tab(mcp) == front
 
 
+async def test_a_screenshot_of_an_element_the_page_hid_says_so_at_once(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content("/hiding", "<title>Hiding</title><h1>Menu</h1><button id=item>Item</button>")
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/hiding"))
+        item = ref_of(await snapshot(mcp, tab), 'button "Item"')
+        opens = {"function": "() => { window.open('/page/b'); }", "tabId": tab}
+        (opened,) = opened_events(ok(await mcp.call_tool("browser_evaluate", opens)))
+        # The page hides the element after the tab's latest snapshot (here its popup does it, as a
+        # menu closes by itself), so the ref still holds.
+        hides = "() => { opener.document.getElementById('item').style.display = 'none'; }"
+        ok(await mcp.call_tool("browser_evaluate", {"function": hides, "tabId": opened["tabId"]}))
+        # Playwright's screenshot waited its whole timeout (10 s) for the element to show, and the
+        # answer then said the page might be busy.
+        hidden = error(await mcp.call_tool("browser_screenshot", {"ref": item}))
+        assert hidden.startswith(
+            f"Screenshot of {item} on tab {tab} failed: element {item} is not visible (hidden, collapsed or "
+            "zero-sized): nothing of it is drawn."
+        ), hidden
+        assert f"browser_snapshot(tabId={tab})" in hidden and "busy" not in hidden, hidden
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 
 

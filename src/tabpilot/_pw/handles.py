@@ -548,6 +548,11 @@ class ElementHandle:
     async def evaluate(self, function: str, *, timeout: float) -> Any:
         return await self._locator.evaluate(function, timeout=_ms(timeout))
 
+    async def visible(self) -> bool:
+        """Whether the element is drawn now (a box of some size, not `visibility: hidden`), read at
+        once: Playwright's screenshot and scroll of one that is not wait their whole timeout."""
+        return await self._locator.is_visible()
+
     async def area(self, *, timeout: float) -> tuple[float, float, float, float] | None:
         """The element's box (x, y, width, height) in CSS pixels of the top page's viewport,
         wherever the element is (in an iframe too), scrolled into view first; None when it has
