@@ -423,13 +423,39 @@ async def press_key(
     async with tab.input_turn():
         if ref is not None:
             element = await tab.element(ref)
-            job: Awaitable[None] = element.press(key, timeout=timeout)
             what = f"Pressing {key} on {ref} on tab {tab.id}"
+            job: Awaitable[None] = _press_on(tab, element, ref, key, what, timeout)
         else:
             job = asyncio.wait_for((await tab.usable()).press_key(key), timeout)
             what = f"Pressing {key} on tab {tab.id}"
         _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return replace(result, value=key)
+
+
+async def _press_on(tab: Tab, element: ElementHandle, ref: str, key: str, what: str, timeout: float) -> None:
+    """Press `key` on the element once it has the focus. Playwright presses a key "on" an element
+    by focusing it first, and one that takes no focus (hidden, disabled, a plain text block) leaves
+    it where it was: the key went to that other element (the Enter of a field typed into before)
+    and the answer said it was pressed on this one."""
+    taken = await element.take_focus(timeout=timeout)
+    if taken == "disabled":
+        raise ActionError.disabled(what, tab_id=tab.id, ref=ref)
+    if taken != "focused":
+        why = (
+            "is not visible (hidden, collapsed or zero-sized)"
+            if taken == "hidden"
+            else "takes no keyboard focus"
+        )
+        raise ActionError(
+            f"{what} failed: element {ref} {why}, so the key would go to another element (the one that "
+            "has the focus); nothing was pressed.",
+            f"Press the key without ref to send it to the focused element (a snapshot of tab {tab.id} marks "
+            "it [active]), or use the ref of a field, button or link.",
+            tab_id=tab.id,
+            ref=ref,
+            reason="no_focus",
+        )
+    await element.press(key, timeout=timeout)
 
 
 async def select_option(

@@ -516,6 +516,7 @@ ActionReason = Literal[
     "not_happened",
     "script_pending",
     "hidden",
+    "no_focus",
     "failed",
 ]
 FieldKind = Literal["text", "toggle", "options", "file", "button", "not_text"]

@@ -995,6 +995,44 @@ async def test_press_key_on_an_element_and_where_the_focus_is(
         assert any("Key: Escape" in line for line in changes(escaped)), text(escaped)
 
 
+async def test_a_key_pressed_on_an_element_that_takes_no_focus_is_not_sent_to_another(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    site.set_content(
+        "/keys",
+        "<title>Keys</title><input aria-label=Name onkeydown=\"document.title = 'Name got ' + event.key\">"
+        "<p>Terms apply</p><button disabled>Send</button>",
+    )
+    async with connect() as mcp:
+        tab = await open_tab(mcp, site.url("/keys"))
+        snap = await snapshot(mcp, tab)
+        name, note, send = (
+            ref_of(snap, needle) for needle in ('textbox "Name"', "paragraph", 'button "Send"')
+        )
+        ok(await mcp.call_tool("browser_type", {"ref": name, "text": "Ada"}))
+        # Playwright focuses the element, which a paragraph does not take: the Enter went to the
+        # field typed into before (a form of its own submitted), and the answer said "Pressed Enter
+        # on" the paragraph.
+        refused = error(await mcp.call_tool("browser_press_key", {"key": "Enter", "ref": note}))
+        assert refused.startswith(
+            f"Pressing Enter on {note} on tab {tab} failed: element {note} takes no keyboard focus, so the key "
+            "would go to another element (the one that has the focus); nothing was pressed. Press the key "
+            "without ref to send it to the focused element"
+        ), refused
+        disabled = error(await mcp.call_tool("browser_press_key", {"key": "Enter", "ref": send}))
+        assert f"failed: element {send} is disabled." in disabled, disabled
+        assert await page_title(mcp, tab) == "Keys"
+        ok(await mcp.call_tool("browser_press_key", {"key": "Enter", "ref": name}))
+        assert await page_title(mcp, tab) == "Name got Enter"
+
+
+async def page_title(mcp: Client, tab: int) -> str:
+    title: str = result_of(
+        ok(await mcp.call_tool("browser_evaluate", {"function": "() => document.title", "tabId": tab}))
+    )["value"]
+    return title
+
+
 async def test_select_option_by_value_and_by_label(connect: Callable[..., Client], site: LocalSite) -> None:
     site.set_content(
         "/pick",

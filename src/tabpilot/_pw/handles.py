@@ -415,6 +415,16 @@ _PASSWORDS = """() => {
 }"""
 
 
+_TAKE_FOCUS = """el => {
+  if (el.matches(':disabled')) return 'disabled';
+  el.focus();
+  const active = el.getRootNode().activeElement;  // the document's, or a shadow root's
+  if (active && (active === el || el.contains(active))) return 'focused';
+  return el.getClientRects().length && el.checkVisibility({ visibilityProperty: true }) ? 'unfocusable' : 'hidden';
+}"""
+"""Focus an element; whether it (or an element inside it) has the focus now, else why not."""
+
+
 _INSIDE_EDITOR = "e => e.isContentEditable && e.contentEditable === 'inherit'"
 """Whether an element is part of a contenteditable editor without being the editor itself."""
 
@@ -484,6 +494,15 @@ class ElementHandle:
                 await keyboard.type(char)
 
         await asyncio.wait_for(typing(), timeout)
+
+    async def take_focus(self, *, timeout: float) -> Literal["focused", "disabled", "hidden", "unfocusable"]:
+        """Give the element the keyboard focus, as Playwright's press does first, and say whether it
+        has it now (itself, or an element inside it): a disabled, hidden or unfocusable element
+        leaves the focus where it was, and a key Playwright presses "on" it goes there instead."""
+        said: Literal["focused", "disabled", "hidden", "unfocusable"] = await self._locator.evaluate(
+            _TAKE_FOCUS, timeout=_ms(timeout)
+        )
+        return said
 
     async def press(self, key: str, *, timeout: float) -> None:
         await self._locator.press(key, timeout=_ms(timeout))
