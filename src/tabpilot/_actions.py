@@ -653,16 +653,59 @@ def path_in_roots(path: str, roots: Sequence[str], *, base: str | None = None, d
     return resolved
 
 
+def folder_files(folder: str, roots: Sequence[str], *, doing: str = "uploaded from") -> list[str]:
+    """Every file a folder upload sends: the files under `folder` at any depth, links followed
+    (once each: a loop of links ends), each as its real path. With `roots`, a link that leads
+    outside every root is refused as a path given there would be: the folder is no way around them."""
+    found: list[str] = []
+    seen: set[Path] = set()
+    waiting = [Path(folder)]
+    while waiting:
+        here = waiting.pop()
+        real = _link_in_roots(here, roots, doing) if roots and here.is_symlink() else here.resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(real.iterdir())
+        except OSError:  # not readable: the browser sends what it can read
+            continue
+        for entry in entries:
+            target = _link_in_roots(entry, roots, doing) if roots and entry.is_symlink() else entry
+            if target.is_dir():
+                waiting.append(entry)
+            elif target.is_file():
+                found.append(str(target.resolve()))
+    return found
+
+
+def _link_in_roots(link: Path, roots: Sequence[str], doing: str) -> Path:
+    """Where a link in a folder leads, refused outside every root (naming the link and its target)."""
+    try:
+        return path_in_roots(str(link), roots, doing=doing)
+    except PathNotAllowedError:
+        raise PathNotAllowedError(f"{link} (a link to {link.resolve()})", roots, doing) from None
+
+
 def check_file_paths(
-    paths: Sequence[str], roots: Sequence[str], *, doing: str = "uploaded from"
+    paths: Sequence[str], roots: Sequence[str], *, doing: str = "uploaded from", folders: bool = False
 ) -> list[str]:
-    """The absolute form of each path; refuses a path that is no readable file, or (with `roots`)
+    """The absolute form of each path; refuses a path that is no readable file (with `folders`, a
+    readable folder passes too, with the links in it checked by `folder_files`), or (with `roots`)
     outside every root."""
     if not paths:  # an upload of none emptied the file input
         raise ValueError("paths must name at least one file.")
     checked: list[str] = []
     for path in paths:
         resolved = path_in_roots(path, roots, doing=doing) if roots else Path(path).expanduser().resolve()
+        try:
+            folder = folders and resolved.is_dir() and os.access(resolved, os.R_OK | os.X_OK)
+        except OSError:  # a name too long for the file system: said below
+            folder = False
+        if folder:
+            folder_files(str(resolved), roots, doing=doing)
+            checked.append(str(resolved))
+            continue
         try:
             problem = (
                 "it is a folder"
@@ -699,9 +742,18 @@ async def upload_files(
     one of them."""
     if isinstance(paths, str):  # one path, as select_option takes one value (not its characters)
         paths = [paths]
-    files = check_file_paths(paths, roots)
+    # A folder is for a folder input (`webkitdirectory`: the page gets every file in it), which
+    # takes nothing else; which kind of input it is shows only once it is found.
+    files = check_file_paths(paths, roots, folders=True)
     timeout = call_timeout(timeout, tab.host.timeouts.action)
-    what = f"Uploading {len(files)} file{'s' if len(files) != 1 else ''} to {ref} on tab {tab.id}"
+    sent = (
+        f"the folder {quoted(paths[0])}"
+        if len(files) == 1 and os.path.isdir(files[0])
+        else f"{len(files)} paths"
+        if any(os.path.isdir(file) for file in files)
+        else f"{len(files)} file{'s' if len(files) != 1 else ''}"
+    )
+    what = f"Uploading {sent} to {ref} on tab {tab.id}"
     async with tab.input_turn():
         element = await tab.element(ref)
         state = await field_state(tab, element, what, ref)
@@ -710,16 +762,47 @@ async def upload_files(
             # form does not send: the upload said it was done, and nothing went.
             raise ActionError.disabled(what, tab_id=tab.id, ref=ref)
         if state is None or state["kind"] == "file":  # gone meanwhile: set_files says so
+            _fits(tab, ref, paths, files, roots, what, folder_input=bool(state and state["folder"]))
             job: Awaitable[None] = element.set_files(files, timeout=timeout)
         else:
             await _bring_to_front(tab)  # the click waits for animation frames
-            job = _upload_through_picker(tab, element, ref, files, what, timeout)
+            job = _upload_through_picker(tab, element, ref, paths, files, roots, what, timeout)
         _, result = await _act(tab, what, job, ref=ref, timeout=timeout)
     return result
 
 
+def _fits(
+    tab: Tab,
+    ref: str,
+    paths: Sequence[str],
+    files: Sequence[str],
+    roots: Sequence[str],
+    what: str,
+    *,
+    folder_input: bool,
+) -> None:
+    """Refuse what the input does not take: a folder input takes one folder, any other files only."""
+    if not folder_input:
+        check_file_paths(paths, roots)  # a folder among them: said as before ("it is a folder")
+    elif len(files) != 1 or not os.path.isdir(files[0]):
+        raise ActionError(
+            f"{what} failed: {ref} takes a folder (a folder input: the page gets every file in it), not files.",
+            "Pass the path of one folder.",
+            tab_id=tab.id,
+            ref=ref,
+            reason="one_file",
+        )
+
+
 async def _upload_through_picker(
-    tab: Tab, element: ElementHandle, ref: str, files: Sequence[str], what: str, timeout: float
+    tab: Tab,
+    element: ElementHandle,
+    ref: str,
+    paths: Sequence[str],
+    files: Sequence[str],
+    roots: Sequence[str],
+    what: str,
+    timeout: float,
 ) -> None:
     picker = await element.click_for_file_picker(timeout=timeout)
     if picker is None:
@@ -731,6 +814,8 @@ async def _upload_through_picker(
             ref=ref,
             reason="no_file_input",
         )
+    folder_input = await picker.folder()
+    _fits(tab, ref, paths, files, roots, what, folder_input=folder_input)
     if len(files) > 1 and not picker.multiple:
         raise ActionError(
             f"{what} failed: the file picker {ref} opens takes one file.",

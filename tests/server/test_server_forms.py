@@ -347,6 +347,68 @@ async def test_file_upload_takes_files_inside_the_allowed_roots_only(
         assert await page_value(mcp, tab, "() => document.title") == "a.txt:5,b.txt:2"
 
 
+async def test_file_upload_puts_a_folder_into_a_folder_input(
+    connect: Callable[..., Client], site: LocalSite, tmp_path: Path
+) -> None:
+    # A folder input (webkitdirectory) takes a folder, and the page gets every file in it. A file
+    # was refused ("requires passing a path to a directory") and so was a folder ("it is a folder.
+    # Give the path of a file"): no upload could reach it.
+    listed = "[...this.files].map(f => f.webkitRelativePath).sort().join(',')"
+    site.set_content(
+        "/folder-upload",
+        f'<title>Folders</title><label>Project <input type="file" webkitdirectory onchange="document.title = {listed}">'
+        "</label><button onclick=\"document.getElementById('hidden').click()\">Choose folder</button>"
+        f'<input type="file" id="hidden" webkitdirectory style="display:none" onchange="document.title = {listed}">'
+        '<label>Plain <input type="file"></label>',
+    )
+    inside = tmp_path / "allowed"
+    (inside / "docs" / "sub").mkdir(parents=True)
+    (inside / "docs" / "a.txt").write_text("a")
+    (inside / "docs" / "sub" / "b.txt").write_text("b")
+    (tmp_path / "secret.txt").write_text("do not send")
+    async with connect(allowed_file_roots=(str(inside),)) as mcp:
+        tab = await background_tab(mcp, site.url("/folder-upload"))
+        snap = await snapshot(mcp, tab)
+        folder_input, button, plain = refs_of(
+            snap, 'button "Project"', 'button "Choose folder"', 'button "Plain"'
+        )
+        docs = str(inside / "docs")
+        for ref in (folder_input, button):  # the input, and the button that opens its picker
+            put = ok(await mcp.call_tool("browser_file_upload", {"ref": ref, "paths": [docs]}))
+            assert section(put, "Result").startswith(
+                f"Put the folder docs (2 files) into {ref} on tab {tab}."
+            ), put
+            assert await page_value(mcp, tab, "() => document.title") == "docs/a.txt,docs/sub/b.txt"
+            ok(
+                await mcp.call_tool(
+                    "browser_evaluate", {"function": "() => { document.title = '' }", "tabId": tab}
+                )
+            )
+            files = error(
+                await mcp.call_tool(
+                    "browser_file_upload", {"ref": ref, "paths": [str(inside / "docs" / "a.txt")]}
+                )
+            )
+            assert (
+                f"failed: {ref} takes a folder (a folder input: the page gets every file in it), not files."
+                in files
+            )
+            assert "Pass the path of one folder." in files, files
+        # Any other file input takes files, as before.
+        folder = error(await mcp.call_tool("browser_file_upload", {"ref": plain, "paths": [docs]}))
+        assert f"{docs!r} is not a readable file: it is a folder. Give the path of a file inside" in folder, (
+            folder
+        )
+        # A link in the folder to a file outside the allowed folders is no way around them.
+        (inside / "docs" / "sub" / "secret.txt").symlink_to(tmp_path / "secret.txt")
+        linked = error(await mcp.call_tool("browser_file_upload", {"ref": folder_input, "paths": [docs]}))
+        assert linked.startswith(
+            f"{inside / 'docs' / 'sub' / 'secret.txt'} (a link to {tmp_path / 'secret.txt'}) is outside the folders "
+            "files may be uploaded from"
+        ), linked
+        assert await page_value(mcp, tab, "() => document.title") == ""
+
+
 async def test_file_upload_refuses_a_disabled_file_input(
     connect: Callable[..., Client], site: LocalSite, tmp_path: Path
 ) -> None:

@@ -179,6 +179,15 @@ async def test_a_sessions_saved_cookies_are_its_own(
             overwrite = error(await b.call_tool("browser_storage_state", {"path": saved["alice"]}))
             assert "holds another session's cookies" in overwrite and "cannot be written" in overwrite
             assert [c["value"] for c in json.loads(Path(saved["alice"]).read_text())["cookies"]] == ["alice"]
+            # Nor in a folder, through a link to it (a folder input sends every file in the folder).
+            (tmp_path / "folder").mkdir()
+            (tmp_path / "folder" / "cookies.json").symlink_to(saved["alice"])
+            site.set_content(
+                "/folder", "<title>Folder</title><input type=file webkitdirectory aria-label=Dir>"
+            )
+            folder_page = ok(await b.call_tool("browser_tabs", {"action": "new", "url": site.url("/folder")}))
+            folder = {"ref": ref_of(text(folder_page), "Dir"), "paths": [str(tmp_path / "folder")]}
+            assert error(await b.call_tool("browser_file_upload", folder)) == stolen
             # Its own file, a session may use.
             ok(await b.call_tool("browser_file_upload", {"ref": pick, "paths": [saved["bob"]]}))
             again = ok(await b.call_tool("browser_storage_state", {"path": saved["bob"]}))

@@ -356,6 +356,10 @@ class FilePicker:
     def multiple(self) -> bool:
         return self._chooser.is_multiple()
 
+    async def folder(self) -> bool:
+        """Whether it picks a folder (its input has `webkitdirectory`): the page gets every file in it."""
+        return bool(await self._chooser.element.evaluate("e => e.webkitdirectory"))
+
     async def set_files(self, paths: Sequence[str], *, timeout: float) -> None:
         await self._chooser.set_files(list(paths), timeout=_ms(timeout))
 
@@ -394,6 +398,7 @@ _INPUT_STATE = """(el, value) => {
     options: tag === 'SELECT' ? Array.from(el.options, o => [o.value, o.label, o.matches(':disabled')]) : null,
     kind,
     inputType: type,
+    folder: type === 'file' && el.webkitdirectory,
     accepts,
     // The most characters (UTF-16 units) the browser keeps of typed text: -1 for no limit.
     maxLength: tag === 'TEXTAREA' || ['text', 'search', 'url', 'tel', 'email', 'password'].includes(type)
@@ -445,7 +450,7 @@ class ElementHandle:
         its control): whether it is disabled or read-only, a select's options as [value, label,
         disabled] (an option of a disabled group is disabled too), its `kind` (text, checkbox,
         radio, switch, select, listbox, file, button or other) and `inputType` (an input's type,
-        else ''), `maxLength` (the most characters a text field keeps of typed text, -1 for no
+        else ''), `folder` (a file input that picks a folder: `webkitdirectory`), `maxLength` (the most characters a text field keeps of typed text, -1 for no
         limit); with `value`, `accepts`: whether a date, time or number input would keep that
         text (None for other elements). None if the element is not on the page now."""
         # evaluate_all does not see aria-ref selectors; evaluate on a locator that is there now

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, StrictBool, StrictStr, model_validator
 
-from tabpilot import Tab, check_file_paths, drag, fill_form, quoted, upload_files
+from tabpilot import Tab, check_file_paths, drag, fill_form, folder_files, quoted, upload_files
 
 from ..config import file_roots
 from .base import Call, RefArg, TabIdArg, ToolSpec
@@ -70,12 +71,15 @@ async def browser_file_upload(
     tabId: TabIdArg = None,
 ) -> None:
     roots = file_roots(call.session.config)
-    files = check_file_paths(paths, roots)
-    for file in files:
+    files = check_file_paths(paths, roots, folders=True)  # a folder, for a folder input
+    sent = [each for file in files for each in (folder_files(file, roots) if Path(file).is_dir() else [file])]
+    for file in sent:
         call.session.check_not_others(file, "uploaded")
-    result = await upload_files(tab, ref, files, roots=roots)
-    names = ", ".join(p.rsplit("/", 1)[-1] for p in paths)
-    report(call, tab, f"Put {names} into {ref} on tab {tab.id}.", result, ref=ref, files=len(paths))
+    result = await upload_files(tab, ref, paths, roots=roots)  # as given: an error quotes them so
+    names = ", ".join(p.rstrip("/").rsplit("/", 1)[-1] for p in paths)
+    if len(files) == 1 and Path(files[0]).is_dir():
+        names = f"the folder {names} ({len(sent)} file{'s' if len(sent) != 1 else ''})"
+    report(call, tab, f"Put {names} into {ref} on tab {tab.id}.", result, ref=ref, files=len(sent))
 
 
 async def browser_drag(
