@@ -1028,6 +1028,18 @@ async def screenshot(
             if clip is None:  # no box: Playwright's screenshot says why
                 return Screenshot(await _plain_shot())
             x, y, width, height, ratio = (float(v) for v in clip)
+            if element is not None and (x + width <= 0 or y + height <= 0):
+                # Above or left of the page (`left: -9999px`, text for screen readers only), where
+                # no scroll reaches: the capture showed whatever the page has at its edge instead.
+                raise ActionError(
+                    f"{what} failed: element {ref} lies outside the page (its box is at x={x:.0f}, y={y:.0f} "
+                    f"of the document, {width:.0f}x{height:.0f} px), where nothing is drawn: a page puts text "
+                    "for screen readers only there.",
+                    f"Read its text in a snapshot of tab {tab.id}, or take the viewport or another element.",
+                    tab_id=tab.id,
+                    ref=ref,
+                    reason="failed",  # not "not_visible": its advice, to open what holds it, would not help
+                )
             whole = height
             pixels = width * ratio
             scale = max_width / pixels if max_width is not None and pixels > max_width else 1.0

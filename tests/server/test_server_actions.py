@@ -1531,6 +1531,33 @@ async def test_a_screenshot_of_an_element_the_page_hid_says_so_at_once(
         assert f"browser_snapshot(tabId={tab})" in hidden and "busy" not in hidden, hidden
 
 
+async def test_a_screenshot_of_an_element_left_of_the_page_says_nothing_of_it_is_drawn(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Text for screen readers only, put where no scroll reaches: the capture showed whatever the
+    # page has at its edge (a blue background), as if it were the link.
+    site.set_content(
+        "/skip",
+        '<title>Skip</title><body style="background: blue"><a href="#main" '
+        'style="position: absolute; left: -9999px">Skip to content</a><h1 id=main>Main</h1></body>',
+    )
+    async with connect() as mcp:
+        tab = await start_on(mcp, site.url("/skip"))
+        skip = ref_of(await snapshot(mcp, tab), 'link "Skip to content"')
+        refused = error(await mcp.call_tool("browser_screenshot", {"ref": skip}))
+        assert refused.startswith(
+            f"Screenshot of {skip} on tab {tab} failed: element {skip} lies outside the page (its box is at x=-9999,"
+        ), refused
+        assert (
+            f"Read its text in a snapshot of tab {tab}, or take the viewport or another element." in refused
+        )
+        ok(
+            await mcp.call_tool(
+                "browser_screenshot", {"ref": ref_of(await snapshot(mcp, tab), 'heading "Main"')}
+            )
+        )
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 
 
