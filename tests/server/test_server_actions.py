@@ -1001,13 +1001,13 @@ async def test_a_key_pressed_on_an_element_that_takes_no_focus_is_not_sent_to_an
     site.set_content(
         "/keys",
         "<title>Keys</title><input aria-label=Name onkeydown=\"document.title = 'Name got ' + event.key\">"
-        "<p>Terms apply</p><button disabled>Send</button>",
+        "<p>Terms apply</p><button disabled>Send</button><div contenteditable aria-label=Notes><p>hello</p></div>",
     )
     async with connect() as mcp:
         tab = await open_tab(mcp, site.url("/keys"))
         snap = await snapshot(mcp, tab)
-        name, note, send = (
-            ref_of(snap, needle) for needle in ('textbox "Name"', "paragraph", 'button "Send"')
+        name, note, send, line = (
+            ref_of(snap, needle) for needle in ('textbox "Name"', "Terms apply", 'button "Send"', ": hello")
         )
         ok(await mcp.call_tool("browser_type", {"ref": name, "text": "Ada"}))
         # Playwright focuses the element, which a paragraph does not take: the Enter went to the
@@ -1024,6 +1024,11 @@ async def test_a_key_pressed_on_an_element_that_takes_no_focus_is_not_sent_to_an
         assert await page_title(mcp, tab) == "Keys"
         ok(await mcp.call_tool("browser_press_key", {"key": "Enter", "ref": name}))
         assert await page_title(mcp, tab) == "Name got Enter"
+        # A paragraph of a rich-text editor takes no focus either, but a key pressed on it goes
+        # there (the caret put in it, as typing does): it reached nothing.
+        ok(await mcp.call_tool("browser_press_key", {"key": "End", "ref": line}))
+        typed = ok(await mcp.call_tool("browser_press_key", {"key": "x", "tabId": tab}))
+        assert any(f"[ref={line}]: hellox" in change for change in changes(typed)), text(typed)
 
 
 async def page_title(mcp: Client, tab: int) -> str:

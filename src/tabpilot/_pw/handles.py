@@ -422,6 +422,7 @@ _PASSWORDS = """() => {
 
 _TAKE_FOCUS = """el => {
   if (el.matches(':disabled')) return 'disabled';
+  if (el.isContentEditable && el.contentEditable === 'inherit') return 'focused';  // see press
   el.focus();
   const active = el.getRootNode().activeElement;  // the document's, or a shadow root's
   if (active && (active === el || el.contains(active))) return 'focused';
@@ -503,14 +504,21 @@ class ElementHandle:
     async def take_focus(self, *, timeout: float) -> Literal["focused", "disabled", "hidden", "unfocusable"]:
         """Give the element the keyboard focus, as Playwright's press does first, and say whether it
         has it now (itself, or an element inside it): a disabled, hidden or unfocusable element
-        leaves the focus where it was, and a key Playwright presses "on" it goes there instead."""
+        leaves the focus where it was, and a key Playwright presses "on" it goes there instead. A
+        part of a rich-text editor counts as focused: `press` gives it the caret with a click."""
         said: Literal["focused", "disabled", "hidden", "unfocusable"] = await self._locator.evaluate(
             _TAKE_FOCUS, timeout=_ms(timeout)
         )
         return said
 
     async def press(self, key: str, *, timeout: float) -> None:
-        await self._locator.press(key, timeout=_ms(timeout))
+        if await self._locator.evaluate(_INSIDE_EDITOR, timeout=_ms(timeout)):
+            # A paragraph of a rich-text editor takes no focus (Playwright's press left the editor,
+            # and the key reached nothing): a click puts the caret in it, as for typing.
+            await self._locator.click(timeout=_ms(timeout))
+            await self._locator.page.keyboard.press(key)
+        else:
+            await self._locator.press(key, timeout=_ms(timeout))
 
     async def select(self, values: Sequence[str], *, timeout: float) -> list[str]:
         return await self._locator.select_option(list(values), timeout=_ms(timeout))
