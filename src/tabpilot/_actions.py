@@ -418,6 +418,13 @@ async def press_key(
             f"key {quoted(key, 60)} is not a key name: name one key or combination, e.g. Enter or "
             "Control+a (text is typed, not pressed)."
         )
+    written = key.strip()
+    if len(written) > 1 and written.endswith("+") and not written.endswith("++"):
+        # Playwright read the part after the last + as a key named "" ('Unknown key: ""').
+        raise ValueError(
+            f"key {quoted(key)} names no key after its last +: add the key (Control+a), or press the plus "
+            "key as Control++."
+        )
     key = key_name(key)
     timeout = call_timeout(timeout, tab.host.timeouts.action)
     async with tab.input_turn():

@@ -979,6 +979,11 @@ async def test_press_key_on_an_element_and_where_the_focus_is(
         words = error(await mcp.call_tool("browser_press_key", {"key": "hello world", "tabId": tab}))
         assert "To type text, use browser_type(ref=..., text=...) on the field" in words, words
         # No key has a name that long: it was echoed whole (twice), and cut, the message lost its end.
+        # A combination cut short: Playwright's 'Unknown key: ""' named no key.
+        short = error(await mcp.call_tool("browser_press_key", {"key": "Control+", "tabId": tab}))
+        assert short.startswith("key 'Control+' names no key after its last +: add the key (Control+a)"), (
+            short
+        )
         huge = error(await mcp.call_tool("browser_press_key", {"key": "x" * 100_000, "tabId": tab}))
         assert "is not a key name: name one key or combination, e.g. Enter or Control+a" in huge, huge
         assert len(huge) < 400, len(huge)
