@@ -425,7 +425,8 @@ _TAKE_FOCUS = """el => {
   if (el.isContentEditable && el.contentEditable === 'inherit') return 'focused';  // see press
   el.focus();
   const active = el.getRootNode().activeElement;  // the document's, or a shadow root's
-  if (active && (active === el || el.contains(active))) return 'focused';
+  // A label passes the focus to its field (Chromium's label.focus()), where the key goes too.
+  if (active && (active === el || el.contains(active) || active === el.control)) return 'focused';
   return el.getClientRects().length && el.checkVisibility({ visibilityProperty: true }) ? 'unfocusable' : 'hidden';
 }"""
 """Focus an element; whether it (or an element inside it) has the focus now, else why not."""
