@@ -31,7 +31,7 @@ from typing import Any, Literal, get_args
 from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted, text_given
 from ._fields import check_field, field_state, field_uses, toggle_text
 from ._options import call_timeout
-from ._pw import Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
+from ._pw import UNDEFINED, Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
 from ._refs import parse_ref
 from ._tab import Tab
 from ._types import DialogInfo, dialog_noun
@@ -107,6 +107,9 @@ class ActionResult:
     sets its opener's location). The refs of their earlier snapshots are gone."""
     returned: bool = True
     """`evaluate`: False when the tab closed itself before the script returned (no `value`)."""
+    undefined: bool = False
+    """`evaluate`: the script's result was `undefined` (it returned nothing; `value` is None, which
+    a `null` result gives too)."""
     stopped: bool = False
     """A dialog the action opened stopped it before it was done (an input of several steps: keys
     typed one by one, a form's fields): the steps after the one that opened the dialog were not
@@ -1214,6 +1217,8 @@ async def evaluate(
         holder = next((t for t in tab.host.tabs if t.id == result.dialog_tab_id), tab)
         holder.hold(asyncio.ensure_future(_held_result(tab, evaluation, what, holder.id, function)))
         return result
+    if value is UNDEFINED:
+        return _with(result, value=None, undefined=True)
     return _with(result, value=value)
 
 
@@ -1243,6 +1248,9 @@ async def _held_result(
     except Exception as exc:  # a script's own error, the tab closed or navigated
         error = exc.fact if isinstance(exc, TabpilotError) else f"{what} failed: {exc}"
         tab.host.emit("script_result", tab.id, heldBy=held_by, error=error, function=script)
+        return
+    if value is UNDEFINED:
+        tab.host.emit("script_result", tab.id, heldBy=held_by, value=None, undefined=True, function=script)
         return
     tab.host.emit("script_result", tab.id, heldBy=held_by, value=value, function=script)
 

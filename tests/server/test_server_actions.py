@@ -700,8 +700,9 @@ async def test_a_script_that_raises_an_alert_says_the_result_comes_after_the_dia
         handled = ok(await mcp.call_tool("browser_handle_dialog", {"accept": True, "tabId": tab}))
         assert section(handled, "Result") == (
             f"Accepted the alert dialog 'hey' on tab {tab}.\n"
-            f"The script {alerts!r} it held up on tab {tab} returned:\n```json\nnull\n```"
+            f"The script {alerts!r} it held up on tab {tab} returned undefined (no value)."  # it read null
         )
+        assert data(handled)["result"]["scriptResults"] == [{"tabId": tab, "value": None, "undefined": True}]
         assert "### Events" not in text(handled)
         # structured: kept
         assert [e["type"] for e in data(handled)["events"]] == ["dialog_closed", "script_result"]
@@ -1196,6 +1197,16 @@ async def test_evaluate_returns_the_value_and_takes_a_ref(
         )
         assert data(titled)["result"]["value"] == "Page b"
         assert '```json\n"Page b"\n```' in section(titled, "Result")
+        # A script that returns nothing (a click, a missing property) said "null", as one returning
+        # null does.
+        for nothing in ("() => { document.title = 'Page b' }", "() => window.noSuchThing"):
+            none = ok(await mcp.call_tool("browser_evaluate", {"function": nothing, "tabId": tab}))
+            assert (
+                section(none, "Result") == f"Ran the script on tab {tab}. It returned undefined (no value)."
+            )
+            assert data(none)["result"]["value"] is None and data(none)["result"]["undefined"] is True
+        null = ok(await mcp.call_tool("browser_evaluate", {"function": "() => null", "tabId": tab}))
+        assert "```json\nnull\n```" in section(null, "Result") and "undefined" not in data(null)["result"]
 
         valued = ok(
             await mcp.call_tool("browser_evaluate", {"function": "() => ({n: 1 + 1, list: [1, 'x']})"})

@@ -14,6 +14,7 @@ from .driver import Driver, Launched
 from .errors import BETWEEN_PAGES, Doing, first_line, is_closed_error, launch_error, map_playwright_errors
 from .handles import (
     ERROR_PAGE,
+    UNDEFINED,
     BrowserHandle,
     CdpSession,
     ContextHandle,
@@ -30,6 +31,7 @@ from .handles import (
 __all__ = [
     "BETWEEN_PAGES",
     "ERROR_PAGE",
+    "UNDEFINED",
     "BrowserHandle",
     "CdpSession",
     "ContextHandle",

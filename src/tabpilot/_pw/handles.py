@@ -208,8 +208,26 @@ def _user_script(function: str, *, on_element: bool) -> str:
         "catch (thrown) { if (thrown instanceof Error) throw thrown; "
         "let text; try { text = asJson(thrown); } catch { text = String(thrown); } "
         "const said = new Error(text.slice(0, 2000)); said.name = 'the script threw'; throw said; } "
-        "return asJson(value); }"
+        "return value === undefined ? undefined : asJson(value); }"
     )
+
+
+class _Undefined:
+    """What a script returned that has no JSON: `undefined` (no return, `void 0`, a missing property)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+
+UNDEFINED = _Undefined()
+"""A script's result when it was `undefined`: told apart from `null`, which JSON has."""
+
+
+def _script_value(text: str | None) -> Any:
+    """A user script's JSON text as its value (`_user_script`); None from the page is `undefined`."""
+    return UNDEFINED if text is None else json.loads(text)
 
 
 def _listen(emitter: Any, event: str, handler: Callable[[Any], Any]) -> Disposer:
@@ -595,9 +613,11 @@ class ElementHandle:
         return None if box is None else (box["x"], box["y"], box["width"], box["height"])
 
     async def run_script(self, function: str, *, timeout: float) -> Any:
-        """A user's script on this element: its result in JSON values only (`_AS_JSON`)."""
-        text = await self._locator.evaluate(_user_script(function, on_element=True), timeout=_ms(timeout))
-        return json.loads(text)
+        """A user's script on this element: its result in JSON values only (`_AS_JSON`), or
+        UNDEFINED when it returned nothing."""
+        return _script_value(
+            await self._locator.evaluate(_user_script(function, on_element=True), timeout=_ms(timeout))
+        )
 
     async def aria_snapshot(self, *, depth: int | None) -> str:
         return await self._locator.aria_snapshot(mode="ai", depth=depth)
@@ -796,8 +816,9 @@ class PageHandle:
         return await self.page.evaluate(function, arg)
 
     async def run_script(self, function: str) -> Any:
-        """A user's script in the page: its result in JSON values only (`_AS_JSON`)."""
-        return json.loads(await self.page.evaluate(_user_script(function, on_element=False)))
+        """A user's script in the page: its result in JSON values only (`_AS_JSON`), or UNDEFINED
+        when it returned nothing."""
+        return _script_value(await self.page.evaluate(_user_script(function, on_element=False)))
 
     async def navigate(
         self, action: Literal["goto", "back", "forward", "reload"], url: str, *, timeout: float

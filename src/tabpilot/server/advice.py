@@ -797,7 +797,8 @@ def event_line(event: TabEvent, *, default_instance: str | None = None) -> str:
         held = f"the script{script} that waited for {dialog}"
         if "error" in d:
             return f"tab {tab}: {held} ended with an error: {d['error']}"
-        return f"tab {tab}: {held} returned {script_value(d.get('value'))[0]}"
+        returned = "undefined (no value)" if d.get("undefined") else script_value(d.get("value"))[0]
+        return f"tab {tab}: {held} returned {returned}"
     if event.type == "navigation_blocked":
         refused = NavigationBlockedError(
             d["fact"], d["advice"], url=d["url"], reason=d["reason"], origin=d["origin"]

@@ -74,6 +74,9 @@ def _held_scripts(call: Call, tab: Tab, since: int) -> None:
         if "error" in event.data:
             lines.append(f"{held} ended with an error: {event.data['error']}")
             outcomes.append({"tabId": event.tab_id, "error": event.data["error"]})
+        elif event.data.get("undefined"):
+            lines.append(f"{held} returned undefined (no value).")
+            outcomes.append({"tabId": event.tab_id, "value": None, "undefined": True})
         else:
             text, facts = script_value(event.data.get("value"))
             lines.append(f"{held} returned:\n{json_block(text)}")

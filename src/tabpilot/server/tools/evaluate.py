@@ -33,6 +33,10 @@ async def browser_evaluate(
         done = f"The script ran on tab {tab.id}, which closed itself before the script returned: there is no result."
         report(call, tab, done, result, returned=False)
         return
+    if result.undefined:  # it read "null", which a script may return too
+        done = f"Ran the script on tab {tab.id}. It returned undefined (no value)."
+        report(call, tab, done, result, value=None, undefined=True)
+        return
     text, facts = script_value(result.value)
     # A cut result is not sent whole in the structured content either: the cap is for both.
     report(call, tab, f"Ran the script on tab {tab.id}. Result:\n{json_block(text)}", result, **facts)
