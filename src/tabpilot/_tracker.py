@@ -347,7 +347,11 @@ class TabTracker:
         asked_url = self._asks.arrived(info["openerId"]) if info.get("openerId") and not preexisting else ""
         opener = self.registry.by_target(info.get("openerId") or "")
         cause = cause or open_cause(info, creating=bool(self._creating))
-        watches = [w for w in self._watches if opener is not None and w.tab is opener]
+        # The action on the opener's tab opened it; so did the action whose tab opened the opener
+        # (a popup whose page opens another as it loads: one click, two tabs).
+        watches = [
+            w for w in self._watches if opener is not None and (w.tab is opener or opener.id in w.opened)
+        ]
         if opener is None and cause == "external" and not preexisting:
             # A middle or modifier click opens its tab with no opener (noopener); it appeared while
             # the only action under way here ran, or the only input among reads: that action's.

@@ -187,6 +187,32 @@ async def test_with_follow_new_tabs_a_click_that_opens_two_tabs_names_the_one_no
         assert await active_tab(mcp) == home
 
 
+async def test_a_popup_whose_page_opens_another_as_it_loads_reports_both_in_the_clicks_answer(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # The click answered "It opened tab 2" and told the popup's own popup, tab 3, as a tab that
+    # "started loading during this action: refs from its earlier snapshots are gone" (it had none).
+    site.set_content("/chain", "<title>Chain</title><script>window.open('/page/grandchild')</script>")
+    site.set_content(
+        "/chain-start", "<title>Start</title><button onclick=\"window.open('/chain')\">Go</button>"
+    )
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/chain-start"))
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(await snapshot(mcp, home), "Go")}))
+
+        events = opened_events(clicked)
+        assert [e["openerId"] for e in events] == [home, events[0]["tabId"]], events
+        child, grandchild = (e["tabId"] for e in events)
+        assert data(clicked)["result"]["openedTabIds"] == [child, grandchild]
+        assert section(clicked, "Result") == (
+            f"Clicked {data(clicked)['result']['ref']} on tab {home}. It opened tabs {child}, {grandchild}, "
+            f"none of which became the active tab (use tabId={child})."
+        )
+        assert "otherTabsLoading" not in data(clicked)["result"]
+        assert f"tab {grandchild} opened (popup) by tab {child}" in section(clicked, "Events")
+        assert f"opened by tab {child}" in tab_line(clicked, grandchild)
+
+
 def closed_by_page(answer: CallToolResult, tab: int) -> bool:
     """Whether an answer says tab `tab` closed itself: its result (the action's own tab), else
     ### Events (said once)."""
