@@ -285,6 +285,19 @@ class Tab:
         return self.asked_url if self.asked_url and url in ("", "about:blank") else url
 
     @property
+    def first_page_refused(self) -> bool:
+        """Whether the page its opener asked for never started loading: the browser refused it
+        (a page may not send a new tab to a `data:` URL) and the tab has no page at all."""
+        return (
+            self._handle is None
+            and not self.closed
+            and not self._document_due
+            and self._url in ("", "about:blank")
+            and bool(self.asked_url)
+            and not self.asked_url.startswith("about:")
+        )
+
+    @property
     def _document_url(self) -> str:
         """The URL of the document the tab shows (`chrome-error://chromewebdata/` on the error page)."""
         handle = self._handle

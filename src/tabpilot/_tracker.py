@@ -404,7 +404,7 @@ class TabTracker:
                 return None
             if self._services.rules.follow_new_tabs and all(w.follow is not False for w in watches):
                 self._follow.add(tab.id)
-        asyncio.get_running_loop().call_later(ANNOUNCE_TIMEOUT, self._announce, tab)
+        asyncio.get_running_loop().call_later(ANNOUNCE_TIMEOUT, self._announce_late, tab)
         return tab
 
     def _attach(self, tab: Tab) -> None:
@@ -658,6 +658,13 @@ class TabTracker:
     def _bind(self, tab: Tab, page: PageHandle, window_id: int | None, complete: bool) -> None:
         tab.bind(page, window_id=window_id, complete=complete)
         self._announce(tab)
+
+    def _announce_late(self, tab: Tab) -> None:
+        self._announce(tab)
+        if tab.first_page_refused:
+            # Playwright reports no page for it, ever: every call on the tab would wait in vain, and
+            # the list would show it loading for good. It shows nothing: give it the empty page.
+            self.spawn(tab.host.load_blank(tab))
 
     def _announce_if_due(self, tab: Tab) -> None:
         if not tab.is_ready and tab.document_due:

@@ -477,6 +477,32 @@ async def test_a_popup_at_about_blank_lists_as_loaded_once_its_document_is(
         assert "Written (about:blank) [opened by tab" in tab_line(listed, popups[1])
 
 
+async def test_a_popup_whose_page_the_browser_refuses_takes_work_and_does_not_list_as_loading(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A page may not send a new tab to a data: URL: the browser refuses it and the tab never gets a
+    # page. It was listed "loading" for good, and every call on it failed after 10 s saying "Retry".
+    site.set_content(
+        "/data-popup",
+        "<title>P</title><button onclick=\"window.open('data:text/html,<title>D</title>hi')\">data</button>",
+    )
+    async with connect() as mcp:
+        snap = section(
+            ok(await mcp.call_tool("browser_navigate", {"url": site.url("/data-popup")})), "Snapshot"
+        )
+        clicked = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "data")}))
+        (popup,) = result_of(clicked)["openedTabIds"]
+
+        shown = ok(await mcp.call_tool("browser_snapshot", {"tabId": popup}))
+        assert section(shown, "Page") == f"tab {popup}: about:blank", text(shown)
+        listed = ok(await mcp.call_tool("browser_tabs", {"action": "list"}))
+        assert tab_line(listed, popup).startswith(f"- tab {popup}: about:blank [opened by tab "), text(listed)
+        assert "loading" not in tab_line(listed, popup)
+        # Why it shows nothing is in its errors.
+        errors = ok(await mcp.call_tool("browser_observe", {"what": "errors", "tabId": popup}))
+        assert "Not allowed to navigate top frame to data URL" in text(errors)
+
+
 async def test_by_default_responses_are_text_only_and_the_text_names_every_id(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:
