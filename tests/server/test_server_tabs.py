@@ -101,6 +101,11 @@ async def test_new_close_and_activate_follow_the_contract(
         assert section(back, "Tabs") == f"2 open, as last listed: {first} (active), {new['tabId']}"
         assert "### Page" not in text(back)  # its line in the last list says the same
         assert back.structured_content["activeTabId"] == first and "tabs" not in back.structured_content
+        # Asked again, the answer does not claim a change that did not happen.
+        assert section(back, "Result") == f"Tab {first} is now active."
+        again = ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": first}))
+        assert section(again, "Result") == f"Tab {first} was the active tab already."
+        assert result_of(again) == {"success": True, "activeTabId": first}
         # A list asked for is given whole.
         relisted = await mcp.call_tool("browser_tabs", {"action": "list"})
         assert tab_line(relisted, first).endswith("[active]")

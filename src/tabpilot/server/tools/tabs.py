@@ -144,8 +144,12 @@ async def browser_tabs(
         if tabId is None:
             raise ValueError("activate needs tabId: the tab to make active.")
         tab = call.tab(tabId)
+        # (With several instances, that of the default one: activating another's makes it the default.)
+        host = manager.instance_of(tab)
+        already = manager.default_instance is host and host.active_tab is tab
         manager.activate(tab.id)
-        response.result(f"Tab {tab.id} is now active.", {"success": True, "activeTabId": tab.id})
+        done = f"Tab {tab.id} was the active tab already." if already else f"Tab {tab.id} is now active."
+        response.result(done, {"success": True, "activeTabId": tab.id})
         response.told("tab_activated", tab.id)
         response.set_page(tab)
     else:  # pin / unpin
