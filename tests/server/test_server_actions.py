@@ -222,6 +222,33 @@ def closed_by_page(answer: CallToolResult, tab: int) -> bool:
     return in_result or in_events
 
 
+async def test_the_active_tab_a_page_closes_is_told_once_with_the_tab_active_now(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # ### Events said "tab 2 closed (by page); active tab is now 1" and, on the next line, "tab 1 is
+    # now active" again.
+    site.set_content(
+        "/closer",
+        "<title>Closer</title><button onclick=\"w = window.open('/page/x')\">Open</button>"
+        '<button onclick="w.close()">Shut</button>',
+    )
+    async with connect() as mcp:
+        home = await start_on(mcp, site.url("/closer"))
+        snap = await snapshot(mcp, home)
+        (popup,) = result_of(ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Open")})))[
+            "openedTabIds"
+        ]
+        ok(await mcp.call_tool("browser_tabs", {"action": "activate", "tabId": popup}))
+
+        shut = ok(await mcp.call_tool("browser_click", {"ref": ref_of(snap, "Shut"), "tabId": home}))
+        assert section(shut, "Events").splitlines() == [
+            f"- tab {popup} closed (by page); active tab is now {home}"
+        ]
+        assert await active_tab(mcp) == home
+        # The structured events keep each.
+        assert [e["type"] for e in data(shut)["events"]] == ["tab_closed", "tab_activated"]
+
+
 async def test_signing_in_through_a_background_popup_reports_it_closing_itself(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

@@ -438,7 +438,9 @@ class Response:
             self._write_late_data()
             if self._structured:
                 data["events"] = [e.to_dict() for e in events]
-            untold = [e for e in events if e.tab_id is None or (e.type, e.tab_id) not in self._told]
+            untold = _said_once(
+                [e for e in events if e.tab_id is None or (e.type, e.tab_id) not in self._told]
+            )
             if untold:
                 default = manager.default_instance
                 said = [event_line(e, default_instance=default.id if default else None) for e in untold]
@@ -713,6 +715,25 @@ def _outgoing(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [_outgoing(v, key) for v in value]
     return value
+
+
+def _said_once(events: list[TabEvent]) -> list[TabEvent]:
+    """`events` but the activation of a tab because the active tab closed, when that close is
+    among them: its line says which tab is active now ("tab 3 closed (by page); active tab is now 2")."""
+    closes = {
+        (e.tab_id, e.data.get("activeTabId"))
+        for e in events
+        if e.type == "tab_closed" and e.data.get("activeChanged")
+    }
+    return [
+        e
+        for e in events
+        if not (
+            e.type == "tab_activated"
+            and e.data.get("reason") == "promoted"
+            and (e.data.get("previousTabId"), e.tab_id) in closes
+        )
+    ]
 
 
 def _plain_notes(
