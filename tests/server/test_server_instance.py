@@ -520,6 +520,29 @@ async def test_losing_another_instance_tells_its_active_tab_as_its_own(browser_p
         assert result_of(after)["activeTabId"] == 1
 
 
+async def test_closing_a_tab_of_another_instance_names_the_tab_calls_without_tab_id_use(
+    browser_path: str, site: LocalSite
+) -> None:
+    # "Closed tab 3. Active tab: 2." while calls without tabId went on in tab 1, of the default instance.
+    async with Client(own_browser_server(browser_path)) as client:
+        first = result_of(await call(client, "browser_tabs", action="list"))["activeTabId"]
+        launched = result_of(await call(client, "browser_instance", action="launch"))
+        other, its_tab = launched["instanceId"], launched["activeTabId"]
+        opened = await call(client, "browser_tabs", action="new", url=site.url("/page/b"), instanceId=other)
+        doomed = result_of(opened)["tabId"]
+        await call(
+            client, "browser_tabs", action="activate", tabId=first
+        )  # its instance is the default again
+
+        closed = await call(client, "browser_tabs", action="close", tabId=doomed)
+        assert section(closed, "Result") == (
+            f"Closed tab {doomed}. Instance {other}'s active tab: {its_tab}; "
+            f"calls without tabId use tab {first}, of the default instance inst_1."
+        )
+        shown = await call(client, "browser_snapshot")
+        assert section(shown, "Result") == f"Snapshot of tab {first}."
+
+
 async def test_a_browser_launched_with_options_is_relaunched_with_them(
     browser_path: str, site: LocalSite
 ) -> None:

@@ -85,7 +85,17 @@ async def browser_tabs(
     elif action == "close":
         tab = call.tab(tabId)
         closed = await manager.close_tab(tab.id)
-        if closed.active_tab_id is not None:
+        default = manager.default_instance
+        if closed.active_tab_id is not None and default is not None and default.id != tab.instance_id:
+            # Another instance's: calls without tabId go on in the default instance's active tab.
+            front = default.active_tab if default.state == "open" else None
+            use = (
+                f"; calls without tabId use tab {front.id}, of the default instance {default.id}"
+                if front
+                else ""
+            )
+            active = f"Instance {tab.instance_id}'s active tab: {closed.active_tab_id}{use}."
+        elif closed.active_tab_id is not None:
             active = f"Active tab: {closed.active_tab_id}."
         elif closed.instance_gone:
             active = f"Its instance {tab.instance_id} went away meanwhile, with its other tabs: list the tabs to see what is open."
