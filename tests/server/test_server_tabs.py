@@ -136,6 +136,29 @@ async def test_an_invalid_action_names_the_argument(connect: Callable[..., Clien
         assert "'action'" in section(result, "Error")
 
 
+async def test_a_tab_call_written_for_playwright_mcp_is_told_how_tabs_are_named_here(
+    connect: Callable[..., Client],
+) -> None:
+    # browser_tabs(action='select', index=1), as Playwright MCP takes it, was refused for 'index'
+    # alone, then for 'select': two calls before the agent learnt that tabs are named by id here.
+    async with connect() as mcp:
+        by_index = await mcp.call_tool("browser_tabs", {"action": "select", "index": 0})
+        assert section(by_index, "Error") == (
+            "Unknown argument 'index' for browser_tabs. Its arguments are: action, background, instanceId, "
+            "keepTabId, tabId, url. action='activate' is what 'select' is elsewhere. A tab is named by its id "
+            "(tabId), which never changes, not by its place in the list: browser_tabs(action='list') gives the ids."
+        )
+        selected = await mcp.call_tool("browser_tabs", {"action": "select", "tabId": 1})
+        assert section(selected, "Error").endswith(
+            "Fix them and call again. action='activate' is what 'select' is elsewhere."
+        ), text(selected)
+        closed = await mcp.call_tool("browser_tabs", {"action": "close", "index": 0})
+        assert section(closed, "Error").endswith("browser_tabs(action='list') gives the ids."), text(closed)
+        assert "is what 'select' is" not in text(closed)
+        # Nothing was done: the one tab is open still.
+        assert result_of(ok(await mcp.call_tool("browser_tabs", {"action": "list"})))["count"] == 1
+
+
 async def test_new_errors_of_a_background_tab_are_counted_in_the_tab_list(
     connect: Callable[..., Client], site: LocalSite
 ) -> None:

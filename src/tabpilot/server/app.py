@@ -120,6 +120,23 @@ server's tool sets (`name(args)`), the first one this server has (that tool, tak
 arguments) told when a model calls one."""
 
 
+def _peer_tab_words(tool: _Tool, arguments: dict[str, Any]) -> str:
+    """What a call written for another server's tab tool (Playwright MCP's browser_tabs: action
+    'select', a tab named by its `index` in the list) is here: tabs are named by id."""
+    tab_actions = tool.spec.action_args.get("tabId", ())
+    if "activate" not in tab_actions:
+        return ""
+    words = ""
+    if arguments.get("action") == "select":
+        words += " action='activate' is what 'select' is elsewhere."
+    if "index" in arguments:
+        words += (
+            " A tab is named by its id (tabId), which never changes, not by its place in the list: "
+            f"{tool.spec.name}(action='list') gives the ids."
+        )
+    return words
+
+
 def _callable(call: str, tools: dict[str, _Tool]) -> bool:
     """Whether `name(arg=..., ...)` is a call these tools take: the tool, and each argument named."""
     name, _, args = call.partition("(")
@@ -237,12 +254,13 @@ class TabpilotServer(Server[ServerState]):
         if tool is None:
             return await self._argument_error(name, ctx, self._unknown_tool(name))
         extra = sorted(set(arguments) - tool.names)
+        peer = _peer_tab_words(tool, arguments)
         if extra:
             return await self._argument_error(
                 name,
                 ctx,
                 f"Unknown argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} for {name}. "
-                f"Its arguments are: {', '.join(sorted(tool.names)) or '(none)'}.",
+                f"Its arguments are: {', '.join(sorted(tool.names)) or '(none)'}.{peer}",
             )
         try:
             given = tool.metadata.validate_arguments(arguments)
@@ -253,7 +271,9 @@ class TabpilotServer(Server[ServerState]):
             return await self._argument_error(
                 name,
                 ctx,
-                f"Invalid arguments for {name}:\n" + "\n".join(problems) + "\nFix them and call again.",
+                f"Invalid arguments for {name}:\n"
+                + "\n".join(problems)
+                + f"\nFix them and call again.{peer}",
             )
         try:
             return await tool.run(ctx, given)
