@@ -92,6 +92,20 @@ def check_tab_id(value: object, *, text: bool = False) -> None:
         raise TypeError(f"tab_id takes a tab id, {takes}; it was given {given} ({type(value).__name__}).")
 
 
+def check_count(value: object, name: str, meaning: str, *, minimum: int, unit: str) -> int:
+    """`value` if it is an int of at least `minimum`; a TypeError that says what `name` takes
+    (`meaning`: what the number is), or a ValueError, otherwise: `since="5"` failed in a comparison
+    deep inside (`'<=' not supported between instances of 'int' and 'str'`), and `since=True` was
+    read as 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        given = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+        raise TypeError(f"{name} takes an int, {meaning}; it was given {given} ({type(value).__name__}).")
+    if value < minimum:
+        least = "zero or more" if minimum == 0 else f"at least {minimum}"
+        raise ValueError(f"{name} must be {least} {unit}, not {value}.")
+    return value
+
+
 def id_shown(tab_id: object) -> str:
     """A tab id as a caller gave it, for a message: a number as it is, text quoted and cut (an
     empty or a 100k-character id is shown as such, not as nothing or whole)."""

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ._errors import check_tab_id
+from ._errors import check_count, check_tab_id
 from ._ring import ALL_TABS, Ring
 from ._types import EventType, TabEvent
 
@@ -106,6 +106,16 @@ class EventBus:
     def __init__(
         self, *, history_size: int = 1000, stream_queue_size: int = 1000, numbers: EventNumbers | None = None
     ) -> None:
+        check_count(
+            history_size, "history_size", "the most events the history keeps", minimum=1, unit="event"
+        )
+        check_count(
+            stream_queue_size,
+            "stream_queue_size",
+            "the most unread events a stream holds",
+            minimum=1,
+            unit="event",
+        )
         self._history: Ring[TabEvent] = Ring(history_size)
         """The last events, with what was dropped counted per tab as for telemetry's kinds."""
         self._listeners: list[Listener] = []
@@ -171,7 +181,13 @@ class EventBus:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener` for every event (an `async def` one is run as a task); returns the
-        disposer (safe to call twice). A listener's exception is logged, never raised."""
+        disposer (safe to call twice). A listener's exception is logged, never raised; one that
+        cannot be called is refused here (it failed, logged, on every event)."""
+        if not callable(listener):
+            raise TypeError(
+                "listener takes a function called with each TabEvent (a plain or an async def one); it was "
+                f"given {repr(listener)[:60]} ({type(listener).__name__})."
+            )
         self._listeners.append(listener)
 
         def dispose() -> None:
@@ -191,8 +207,12 @@ class EventBus:
         after `since` were evicted: the list does not follow on from that cursor.
         `query_tab_events(bus, Query("tab_events", since=...))` reads the same history, a page at
         a time, and says so (`missed`)."""
-        if limit is not None and limit < 0:
-            raise ValueError(f"limit must be zero or more events, not {limit}")
+        if since is not None:
+            check_count(
+                since, "since", "an event's seq (0: from the first)", minimum=0, unit="(an event's seq)"
+            )
+        if limit is not None:
+            check_count(limit, "limit", "how many of the newest events to give", minimum=0, unit="events")
         if tab_id is not None:
             check_tab_id(tab_id)
         tab = ALL_TABS if tab_id is None else tab_id
@@ -210,12 +230,8 @@ class EventBus:
         tells the events it could not hold, and where."""
         if size is None:
             size = self._stream_queue_size
-        elif isinstance(size, bool) or not isinstance(size, int):
-            raise TypeError(
-                f"size takes an int, the most unread events a stream holds; it was given {size!r}."
-            )
-        elif size < 1:
-            raise ValueError(f"size must be at least 1 event, not {size}.")
+        else:
+            check_count(size, "size", "the most unread events a stream holds", minimum=1, unit="event")
         return EventStream(self, size)
 
     def end(self) -> None:

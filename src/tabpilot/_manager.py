@@ -32,6 +32,7 @@ from ._errors import (
     TabLimitError,
     TabNotFoundError,
     TabpilotError,
+    check_count,
     check_tab_id,
 )
 from ._events import EventBus, EventNumbers
@@ -100,6 +101,9 @@ class TabManager:
         self.policy = policy or UrlPolicy()
         self.rules = TabRules(max_tabs, tab_limit_policy, follow_new_tabs, budget)
         self._leave_budget = budget.join(self._staying_tabs) if budget else None
+        check_count(
+            event_history, "event_history", "the most events the history keeps", minimum=1, unit="event"
+        )
         self.events = EventBus(history_size=event_history, numbers=event_numbers)
         self.downloads = Downloads(options.downloads_dir)
         """Where the files pages download are saved (`BrowserOptions.downloads_dir`)."""

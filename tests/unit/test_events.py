@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tabpilot import EventBus, Query, TabEvent, query_tab_events
+from tabpilot import EventBus, Query, TabEvent, TabManager, Telemetry, query_tab_events
 
 
 async def test_an_async_listener_is_run_and_a_failing_listener_is_logged(
@@ -135,3 +135,34 @@ def test_a_tabs_tab_events_count_only_that_tabs_dropped_events_as_the_other_kind
     assert [query_tab_events(bus, Query("tab_events", tab_id=t)).dropped for t in (3, 4)] == [0, 1]
     assert bus.history(limit=5) == bus.history()[-3:] and len(bus.history(limit=2)) == 2
     del stream
+
+
+def test_wrong_numbers_and_listeners_are_refused_at_the_call_that_takes_them() -> None:
+    # history(since="2") failed deep inside ("'<=' not supported between instances of 'int' and
+    # 'str'"), since=True read as 1 and since=2.5 as 2; subscribe(None) was taken and then failed,
+    # logged, on every event; TabManager(event_history=0) blamed "max_entries", a name it has not.
+    bus = EventBus()
+    for tab in (1, 2, 3):
+        bus.emit("tab_opened", tab, "inst_1")
+    for given in ("2", 2.5, True):
+        with pytest.raises(TypeError, match=r"since takes an int, an event's seq .*; it was given"):
+            bus.history(since=given)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"since must be zero or more \(an event's seq\), not -1"):
+        bus.history(since=-1)
+    for given in ("2", 2.0, True):
+        with pytest.raises(TypeError, match="limit takes an int, how many of the newest events"):
+            bus.history(limit=given)  # type: ignore[arg-type]
+    assert [e.seq for e in bus.history(since=0)] == [1, 2, 3] and len(bus.history(since=1, limit=1)) == 1
+    with pytest.raises(
+        TypeError, match=r"listener takes a function called with each TabEvent.*None \(NoneType\)"
+    ):
+        bus.subscribe(None)  # type: ignore[arg-type]
+    bus.emit("tab_opened", 4, "inst_1")  # nothing was subscribed: nothing fails
+    with pytest.raises(ValueError, match="event_history must be at least 1 event, not 0"):
+        TabManager(event_history=0)
+    with pytest.raises(TypeError, match="event_history takes an int, the most events the history keeps"):
+        TabManager(event_history="5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_entries takes an int, the most entries kept of each kind"):
+        Telemetry(max_entries="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_entries must be at least 1 entry, not 0"):
+        Telemetry(max_entries=0)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._cdp import TargetSession
-from .._errors import check_tab_id
+from .._errors import check_count, check_tab_id
 from .._options import check_seconds
 from .._ring import ALL_TABS, AllTabs, Ring
 from ._entries import (
@@ -93,10 +93,10 @@ class Telemetry:
         max_body_reads: int = MAX_BODY_READS,
         numbering: Numbering | None = None,
     ) -> None:
-        if body_cap < 0:
-            raise ValueError("body_cap must not be negative")
-        if max_body_reads < 1:
-            raise ValueError("max_body_reads must be at least 1")
+        check_count(max_entries, "max_entries", "the most entries kept of each kind", minimum=1, unit="entry")
+        check_count(max_body_bytes, "max_body_bytes", "the most bytes of bodies kept", minimum=1, unit="byte")
+        check_count(body_cap, "body_cap", "the most bytes kept of one body", minimum=0, unit="bytes")
+        check_count(max_body_reads, "max_body_reads", "the most bodies read at once", minimum=1, unit="read")
         if max_event_rate <= 0:
             raise ValueError("max_event_rate must be positive")
         self.max_entries = max_entries
