@@ -260,7 +260,8 @@ class Instance:
         """Done once the instance is lost (made when page work first waits on it)."""
 
     def __repr__(self) -> str:
-        return f"<Instance {self.id} {self.kind} tabs={len(self._registry)}>"
+        state = "" if self.state == "open" else f" {self.state}"
+        return f"<Instance {self.id} {self.kind}{state} tabs={len(self._registry)}>"
 
     # -- reading state -------------------------------------------------------------------------
 

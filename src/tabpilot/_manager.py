@@ -175,6 +175,13 @@ class TabManager:
     def headless(self) -> bool:
         return self.options.headless
 
+    def __repr__(self) -> str:
+        # What a debugger shows: open or closed, its instances and how many tabs they hold.
+        if getattr(self, "_closed", True):
+            return "<TabManager closed>" if hasattr(self, "_closed") else super().__repr__()
+        held = ", ".join(repr(i) for i in self._instances.values()) or "no instance"
+        return f"<TabManager {held}; max_tabs={self.max_tabs} {self.tab_limit_policy}>"
+
     def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
         # As asyncio's transports do: a manager dropped without close() leaves its browsers, their
         # temporary profiles and Playwright's driver to the end of the process (`_warn` is kept

@@ -177,6 +177,9 @@ def call_timeout(timeout: float | None, default: float) -> float:
     return default if timeout is None else check_seconds(timeout, "timeout")
 
 
+HIDDEN = "<hidden>"
+"""What a repr shows in place of a value that may be a credential."""
+
 _SWITCHES = ("headless", "ignore_https_errors")
 _PATHS = ("browser_path", "user_data_dir", "storage_state", "downloads_dir")
 _TEXTS = ("user_agent", "proxy_server", "proxy_bypass")
@@ -218,6 +221,19 @@ class BrowserOptions:
     the first comes). None: `tabpilot-downloads-UID` in the system's temporary folder, the user's alone."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Unused by the library: room for a front end's own settings in the same file."""
+
+    def __repr__(self) -> str:
+        """As the dataclass shows it, but with the values of `cdp_headers` hidden: they are
+        credentials (an `Authorization` header, a grid's user and key), and a repr ends up in
+        logs, tracebacks and debuggers."""
+        shown = []
+        for option in dataclasses.fields(self):
+            if option.repr:
+                value = getattr(self, option.name)
+                if option.name == "cdp_headers":
+                    value = tuple((name, HIDDEN) for name, _ in value)
+                shown.append(f"{option.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def __post_init__(self) -> None:
         self._check_types()

@@ -40,6 +40,9 @@ class Secrets:
         # Longest first, so a value that contains another is masked whole.
         self._masks = sorted(self._values.items(), key=lambda item: -len(item[1]))
 
+    def __repr__(self) -> str:
+        return f"<Secrets {', '.join(self._values) or 'none'}>"  # the names only, never a value
+
     @classmethod
     def from_dotenv(cls, path: str | Path) -> Secrets:
         """Read NAME=value lines (dotenv: `#` comments, optional `export`, single or double quotes)."""

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tabpilot import BrowserOptions
+from tabpilot import BrowserOptions, Secrets, TabManager
+from tabpilot._grid import GridSession, split_grid_url
 
 
 @pytest.mark.parametrize(
@@ -42,3 +43,22 @@ def test_paths_may_be_given_as_paths_and_lists_as_lists(tmp_path: Path) -> None:
     assert options == BrowserOptions(
         downloads_dir=str(tmp_path / "downloads"), init_scripts=(str(script),), browser_args=("--mute-audio",)
     )
+
+
+async def test_reprs_hide_credentials_and_say_what_a_debugger_needs() -> None:
+    # BrowserOptions' repr showed cdp_headers whole (an Authorization token, a grid's Basic auth,
+    # also inside a GridSession's repr), in logs and tracebacks; TabManager and Secrets showed
+    # only their address.
+    grid, auth = split_grid_url("http://user:grid-key-123@127.0.0.1:4444")
+    options = BrowserOptions(cdp_headers=(("Authorization", "Bearer token-456"), *auth))
+    session = GridSession(grid, "s1", "ws://127.0.0.1:4444/cdp", {}, options)
+    for shown in (repr(options), repr(session)):
+        assert "token-456" not in shown and auth[0][1] not in shown, shown
+        assert "cdp_headers=(('Authorization', '<hidden>'), ('Authorization', '<hidden>'))" in shown
+        assert "headless=True" in shown and "timeout_action=5.0" in shown
+    assert options.cdp_headers[0] == ("Authorization", "Bearer token-456")  # kept, only not shown
+    assert repr(Secrets({"PASSWORD": "hunter2-secret"})) == "<Secrets PASSWORD>"
+    manager = TabManager(max_tabs=5)
+    assert repr(manager) == "<TabManager no instance; max_tabs=5 reject>"
+    await manager.close()
+    assert repr(manager) == "<TabManager closed>"
