@@ -7,6 +7,7 @@ facts into its own advice (tabpilot's MCP server: `tabpilot.server.advice`).
 
     TabpilotError                 .fact, .advice
     ├── BrowserNotFoundError      no Chromium to launch
+    ├── PathNotAllowedError       a file path outside `roots` (.path, .roots; a ValueError too)
     ├── InstanceError             .instance_id
     │   ├── InstanceNotFoundError no instance has that id
     │   │   └── ExtensionNotConnectedError  none yet: the browser extension has not connected
@@ -15,6 +16,7 @@ facts into its own advice (tabpilot's MCP server: `tabpilot.server.advice`).
     │   └── ConnectError          an endpoint could not be reached or spoke another protocol
     ├── TabError                  .tab_id
     │   ├── TabNotFoundError      no open tab has that id (.open_tabs, .reason)
+    │   ├── TabCrashedError       its page's process died (.url)
     │   ├── LastTabError          refusing to close the last tab of an instance
     │   ├── TabLimitError         the tab cap refuses a new tab (.limit, .policy)
     │   ├── DialogOpenError       a dialog blocks the tab; handle it first (.dialog)
@@ -24,13 +26,15 @@ facts into its own advice (tabpilot's MCP server: `tabpilot.server.advice`).
     │   └── ForeignRefError       the ref belongs to another tab (.ref_tab_id)
     ├── NavigationBlockedError    the navigation policy refuses a URL (.url, .reason)
     └── ActionError               a page action failed (.tab_id, .ref, .reason)
+
+They pickle and copy with their facts (a process pool's worker can raise them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ._types import closed_reason
 
@@ -132,12 +136,24 @@ class TabpilotError(Exception):
         self.fact = fact
         self.advice = advice
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made again from its message and attributes, not by calling `__init__` with the message
+        # alone (Exception's way): most take facts, so pickle (a process pool, multiprocessing)
+        # and copy failed with "__init__() missing 1 required positional argument".
+        return (_remade, (type(self), self.args), self.__dict__)
+
     @staticmethod
     def worded(fact: str, advice: str) -> str:
         """The fact, then the advice (on its own line after a fact that ends with a list)."""
         if not advice:
             return fact
         return f"{fact}{'' if fact.endswith(chr(10)) else ' '}{advice}"
+
+
+def _remade(kind: type[TabpilotError], args: tuple[Any, ...]) -> TabpilotError:
+    """An error of `kind` with these `args`, its `__init__` not called: unpickling sets its
+    attributes next (`TabpilotError.__reduce__`)."""
+    return kind.__new__(kind, *args)
 
 
 class BrowserNotFoundError(TabpilotError):
