@@ -9,7 +9,7 @@ import logging
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ._bridge import ExtensionBridge
@@ -114,6 +114,8 @@ class TabManager:
         named by its target id is said as closed, as by its number."""
         self._instance_ids = itertools.count(1)
         self._instances: dict[str, Instance] = {}
+        self._starting: set[str] = set()
+        """The instance ids given to calls that are starting their instance (`_starting_id`)."""
         self._launched_with: dict[str, BrowserOptions] = {}
         """The options each launched instance was started with (by instance id): a relaunch in
         place of a lost one gets them too (a tool may have launched it with options of its own)."""
@@ -373,14 +375,41 @@ class TabManager:
         self._check_id_free(instance_id)
         return instance_id
 
+    def _own_id(self, instance_id: str | None) -> str:
+        """The id of the instance this call started: the one it holds (`_starting_id`), else
+        `instance_id` claimed now (refused if an instance has it), or a new one."""
+        if instance_id is not None and instance_id in self._starting:
+            return instance_id
+        return self._claim_id(instance_id)
+
     def _check_id_free(self, instance_id: str | None) -> None:
-        """Refuse an instance id an instance has before anything is started for it (a browser
-        launched for it ran on, unowned, with its temporary profile)."""
+        """Refuse an instance id an instance has, or a call is starting one with, before anything
+        is started for it (a browser launched for it ran on, unowned, with its temporary profile)."""
         if instance_id is not None and instance_id in self._instances:
             raise ValueError(
                 f"instance id {instance_id!r} is in use: give another id, or close that instance first "
                 f"(close_instance({instance_id!r}))"
             )
+        if instance_id is not None and instance_id in self._starting:
+            raise ValueError(
+                f"instance id {instance_id!r} is in use: another call is starting an instance with it. "
+                "Give another id, or wait for that call."
+            )
+
+    @contextlib.contextmanager
+    def _starting_id(self, instance_id: str | None) -> Iterator[None]:
+        """Hold `instance_id` (when one is given) while this call starts its instance: a call made
+        meanwhile with the same id is refused before it starts anything (both passed the check, and
+        the browser launched or reached for the second ran on, unowned, once its id was taken)."""
+        self._check_id_free(instance_id)
+        if instance_id is None:
+            yield
+            return
+        self._starting.add(instance_id)
+        try:
+            yield
+        finally:
+            self._starting.discard(instance_id)
 
     def _successor(self, instance_id: str) -> str | None:
         current = self._instances.get(instance_id)
@@ -423,7 +452,7 @@ class TabManager:
         loss_found: Callable[[], Awaitable[str | None]] | None = None,
     ) -> Instance:
         """`options`: those the browser was launched with, when not the manager's."""
-        iid = self._claim_id(instance_id)
+        iid = self._own_id(instance_id)
         instance = Instance(
             iid,
             self._services(options or self.options),
@@ -526,22 +555,23 @@ class TabManager:
             profile = check_profile_dir(options.user_data_dir)
             self._refuse_profile_in_use(profile)
             options = options.replace(user_data_dir=profile)
-        launched = await self._driver.launch(options, timeout=timeout)
-        instance = await self._adopt(
-            kind="launched",
-            endpoint=None,
-            browser=launched.browser,
-            context=launched.context,
-            owns_context=True,
-            temp_profile=launched.temp_profile,
-            user_data_dir=launched.user_data_dir,
-            initial_cause="tool",
-            instance_id=instance_id,
-            headless=options.headless,
-            options=options,
-        )
-        self._launched_with[instance.id] = options  # a relaunch in its place starts the same
-        return instance
+        with self._starting_id(instance_id):
+            launched = await self._driver.launch(options, timeout=timeout)
+            instance = await self._adopt(
+                kind="launched",
+                endpoint=None,
+                browser=launched.browser,
+                context=launched.context,
+                owns_context=True,
+                temp_profile=launched.temp_profile,
+                user_data_dir=launched.user_data_dir,
+                initial_cause="tool",
+                instance_id=instance_id,
+                headless=options.headless,
+                options=options,
+            )
+            self._launched_with[instance.id] = options  # a relaunch in its place starts the same
+            return instance
 
     async def connect_cdp(
         self, endpoint: str, *, instance_id: str | None = None, timeout: float = 10.0
@@ -564,32 +594,33 @@ class TabManager:
         check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
         check_endpoint(endpoint, "cdp")
-        browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
-        if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
-            self._refuse_connected(browser_id, endpoint)
-        with self._claims.connecting(browser_id) if browser_id is not None else contextlib.nullcontext():
-            try:
-                browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
-            except ConnectError as exc:
-                # The browser answered (it named itself), the connection did not: one of its tabs
-                # may hold it up. Say which, not "check the host and port".
-                if exc.reason != "timeout" or browser_id is None or not probe:
-                    raise
-                stalled = await stalled_pages(endpoint, self.options.cdp_headers)
-                if not stalled:
-                    raise
-                raise ConnectError.stalled_tabs(endpoint, timeout, stalled) from exc
-            instance = await self._adopt(
-                kind="cdp",
-                endpoint=endpoint,
-                browser=browser,
-                context=context,
-                instance_id=instance_id,
-                headless=False,
-            )
-        if browser_id is not None:
-            self._claims.hold(browser_id, self, instance.id, lambda: instance.state == "open")
-        return instance
+        with self._starting_id(instance_id):
+            browser_id = await cdp_browser_id(endpoint, self.options.cdp_headers, timeout)
+            if browser_id is not None:  # None: the endpoint names no browser, nothing to compare
+                self._refuse_connected(browser_id, endpoint)
+            with self._claims.connecting(browser_id) if browser_id is not None else contextlib.nullcontext():
+                try:
+                    browser, context = await self._driver.connect_cdp(endpoint, self.options, timeout=timeout)
+                except ConnectError as exc:
+                    # The browser answered (it named itself), the connection did not: one of its tabs
+                    # may hold it up. Say which, not "check the host and port".
+                    if exc.reason != "timeout" or browser_id is None or not probe:
+                        raise
+                    stalled = await stalled_pages(endpoint, self.options.cdp_headers)
+                    if not stalled:
+                        raise
+                    raise ConnectError.stalled_tabs(endpoint, timeout, stalled) from exc
+                instance = await self._adopt(
+                    kind="cdp",
+                    endpoint=endpoint,
+                    browser=browser,
+                    context=context,
+                    instance_id=instance_id,
+                    headless=False,
+                )
+            if browser_id is not None:
+                self._claims.hold(browser_id, self, instance.id, lambda: instance.state == "open")
+            return instance
 
     def _refuse_profile_in_use(self, profile: str) -> None:
         """Refuse a launch on the profile an open instance's browser runs on: Chromium would quit at
@@ -652,19 +683,20 @@ class TabManager:
         check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
         check_endpoint(ws_endpoint, "playwright")
-        browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
-        instance = await self._adopt(
-            kind="playwright-server",
-            endpoint=ws_endpoint,
-            browser=browser,
-            context=context,
-            owns_context=True,
-            initial_cause="tool",
-            instance_id=instance_id,
-        )
-        # Like a launched browser, usable at once; not an activation, so the default stays.
-        await instance.new_tab(background=True)
-        return instance
+        with self._starting_id(instance_id):
+            browser, context = await self._driver.connect_server(ws_endpoint, self.options, timeout=timeout)
+            instance = await self._adopt(
+                kind="playwright-server",
+                endpoint=ws_endpoint,
+                browser=browser,
+                context=context,
+                owns_context=True,
+                initial_cause="tool",
+                instance_id=instance_id,
+            )
+            # Like a launched browser, usable at once; not an activation, so the default stays.
+            await instance.new_tab(background=True)
+            return instance
 
     async def connect_grid(
         self, url: str, *, capabilities: Mapping[str, Any] | None = None, instance_id: str | None = None
@@ -676,9 +708,10 @@ class TabManager:
         instance's endpoint is the session's WebDriver URL; closing the instance ends the session.
         """
         self._check_open()
-        iid = self._claim_id(instance_id)  # before a session is made for it
-        session = await create_session(url, capabilities, self.options)
-        return await self._drive_grid_session(session, instance_id=iid)
+        iid = self._claim_id(None) if instance_id is None else instance_id  # before a session is made for it
+        with self._starting_id(instance_id):
+            session = await create_session(url, capabilities, self.options)
+            return await self._drive_grid_session(session, instance_id=iid)
 
     async def _drive_grid_session(
         self, session: GridSession, *, instance_id: str | None = None, new: bool = True
@@ -692,7 +725,7 @@ class TabManager:
             if new:
                 await asyncio.shield(session.delete())
             raise
-        iid = self._claim_id(instance_id)
+        iid = self._own_id(instance_id)
 
         async def end_session() -> str | None:
             if self._grid_sessions.get(iid) is session:
@@ -740,23 +773,24 @@ class TabManager:
         self._check_open()
         check_seconds(timeout, "timeout")  # 0 was no limit, NaN a driver error
         self._check_id_free(instance_id)
-        if not await bridge.wait_connected(timeout):
-            raise ExtensionNotConnectedError(
-                bridge.address, bridge.extension_ids[0], wrong_token=bridge.refused_a_token
+        with self._starting_id(instance_id):
+            if not await bridge.wait_connected(timeout):
+                raise ExtensionNotConnectedError(
+                    bridge.address, bridge.extension_ids[0], wrong_token=bridge.refused_a_token
+                )
+            browser, context = await self._driver.connect_cdp(bridge.cdp_endpoint, self.options, timeout=10)
+            instance = await self._adopt(
+                kind="extension",
+                endpoint=bridge.address,
+                browser=browser,
+                context=context,
+                instance_id=instance_id,
+                headless=False,
+                link=bridge,
             )
-        browser, context = await self._driver.connect_cdp(bridge.cdp_endpoint, self.options, timeout=10)
-        instance = await self._adopt(
-            kind="extension",
-            endpoint=bridge.address,
-            browser=browser,
-            context=context,
-            instance_id=instance_id,
-            headless=False,
-            link=bridge,
-        )
-        if not instance.tabs:
-            await instance.new_tab(background=True)  # usable at once; not an activation
-        return instance
+            if not instance.tabs:
+                await instance.new_tab(background=True)  # usable at once; not an activation
+            return instance
 
     def watch_extension(self, bridge: ExtensionBridge) -> None:
         """Keep an instance on the browser behind `bridge`: one is connected whenever the extension
@@ -776,19 +810,20 @@ class TabManager:
         if of.browser is None or not of.browser.is_connected():
             of.ensure_usable()
             raise ConnectError(f"Instance {of.id} has no browser to open a context in.")
-        context = await of.browser.new_context(self.options)
-        isolated = await self._adopt(
-            kind="context",
-            endpoint=of.endpoint,
-            browser=of.browser,
-            context=context,
-            owns_context=True,
-            initial_cause="tool",
-            instance_id=instance_id,
-            headless=of.headless,
-        )
-        isolated.pid = of.pid  # it goes with that browser's process
-        return isolated
+        with self._starting_id(instance_id):
+            context = await of.browser.new_context(self.options)
+            isolated = await self._adopt(
+                kind="context",
+                endpoint=of.endpoint,
+                browser=of.browser,
+                context=context,
+                owns_context=True,
+                initial_cause="tool",
+                instance_id=instance_id,
+                headless=of.headless,
+            )
+            isolated.pid = of.pid  # it goes with that browser's process
+            return isolated
 
     async def close_instance(self, instance_id: str | int) -> None:
         """Close an instance: a launched browser exits; a connected one is only disconnected. The

@@ -931,6 +931,28 @@ async def test_a_launch_that_times_out_or_names_an_id_in_use_leaves_no_browser_n
     assert not list(tmp_path.glob("tabpilot-profile-*"))
 
 
+async def test_two_launches_at_once_under_one_id_start_one_browser_and_refuse_the_other_at_once(
+    browser_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both passed the id check, both started a browser; the one that came second was refused
+    # once its browser ran ("is in use"), and that browser ran on, unowned, with its profile.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with TabManager(browser_path=browser_path) as m:
+        first, second = await asyncio.gather(
+            m.launch(instance_id="work"), m.launch(instance_id="work"), return_exceptions=True
+        )
+        assert isinstance(first, Instance) and first.id == "work" and m.instances == [first]
+        assert isinstance(second, ValueError)
+        assert "instance id 'work' is in use: another call is starting an instance with it" in str(second)
+        await asyncio.sleep(1)  # a second browser would have written its profile by now
+        (profile,) = tmp_path.glob("tabpilot-profile-*")
+        assert _profile_processes(str(profile))  # the first's browser, the only one
+        assert (await m.launch(instance_id="other")).id == "other"  # the id is held only while starting
+        with pytest.raises(ValueError, match=r"instance id 'work' is in use: give another id, or close"):
+            await m.launch(instance_id="work")
+    assert not list(tmp_path.glob("tabpilot-profile-*"))
+
+
 def _cmdline(pid: int) -> list[str]:
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         return f.read().decode().split("\0")
