@@ -262,7 +262,10 @@ class Tab:
         of a navigation of the tab that the instance heard of."""
 
     def __repr__(self) -> str:
-        return f"<Tab {self.id} {self.url!r}>"
+        # A tab a page opened names the URL it was asked to load until its page comes (`url` is ''
+        # then); a closed or crashed tab says so (its page is gone: work on it fails).
+        state = " closed" if self.is_gone else " crashed" if self.status == "crashed" else ""
+        return f"<Tab {self.id}{state} {self.named_url!r}>"
 
     # -- state read without a browser round trip ---------------------------------------------
 

@@ -68,6 +68,28 @@ async def test_a_blank_target_link_and_a_popup_are_tracked_with_their_opener_and
     assert infos[home.id].active
 
 
+async def test_a_tabs_repr_names_the_url_its_events_name_and_says_when_it_closed(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # A tab a link opened showed as <Tab 3 ''> when it was announced (its page not come yet),
+    # and a closed tab looked like an open one.
+    home = await manager.new_tab(site.url("/"), instance_id=instance.id)
+    shown: list[str] = []
+    dispose = manager.events.subscribe(
+        lambda e: shown.append(repr(manager.tab(e.tab_id))) if e.type == "tab_opened" else None
+    )
+    await home.page.get_by_text("Open A in new tab").click()
+    await manager.settle()
+    dispose()  # the manager is the module's
+    (opened,) = [t for t in manager.tabs(instance.id) if t.opener_id == home.id]
+    assert shown == [f"<Tab {opened.id} {site.url('/page/a')!r}>"]
+    await manager.close_tab(opened.id)
+    assert repr(home) == f"<Tab {home.id} {site.url('/')!r}>"
+    tab = await manager.new_tab(site.url("/page/b"), instance_id=instance.id)
+    await manager.close_tab(tab.id)
+    assert repr(tab) == f"<Tab {tab.id} closed {site.url('/page/b')!r}>"
+
+
 async def test_settle_waits_for_a_tab_a_script_opens_a_moment_after_a_raw_playwright_click(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:
