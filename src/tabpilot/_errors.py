@@ -180,6 +180,15 @@ class InstanceError(TabpilotError):
         self.instance_id = instance_id
 
 
+def manager_closed() -> InstanceError:
+    """Why no tab can be opened (and none is open): the TabManager is closed."""
+    return InstanceError(
+        "This TabManager is closed (its close() ran, or its `async with` block ended): its tabs "
+        "closed with it.",
+        "Make a new TabManager to open browsers again.",
+    )
+
+
 class InstanceNotFoundError(InstanceError):
     def __init__(
         self, fact: str, advice: str = "", *, instance_id: str | None = None, extension: str | None = None

@@ -34,6 +34,7 @@ from ._errors import (
     TabpilotError,
     check_count,
     check_tab_id,
+    manager_closed,
 )
 from ._events import EventBus, EventNumbers
 from ._extension_watch import ExtensionWatch
@@ -1071,11 +1072,7 @@ class TabManager:
         browser back through the extension; nothing connects a closed CDP browser again), or the
         manager is closed. Opening a tab is then no way on."""
         if self._closed:  # it said "No tab is open: open one."
-            return InstanceError(
-                "This TabManager is closed (its close() ran, or its `async with` block ended): its tabs "
-                "closed with it.",
-                "Make a new TabManager to open browsers again.",
-            )
+            return manager_closed()
         default = self.default_instance
         if default is None:
             return self._no_default()

@@ -28,6 +28,7 @@ from ._errors import (
     TabCrashedError,
     TabLike,
     TabNotFoundError,
+    manager_closed,
 )
 from ._policy import UrlPolicy
 from ._pw import (
@@ -631,7 +632,13 @@ class Tab:
 
     def ensure_open(self) -> None:
         if self.closed:
-            raise TabNotFoundError(self.id, self.host.open_tabs(), reason=closed_reason(self.closing_cause))
+            raise TabNotFoundError(
+                self.id,
+                self.host.open_tabs(),
+                reason=closed_reason(self.closing_cause),
+                # Its manager closed: opening a tab, the advice without one, is no way on.
+                no_instance=manager_closed() if self.closing_cause == "shutdown" else None,
+            )
 
     def ensure_no_dialog(self) -> None:
         """Refuse page work while a dialog blocks this tab (it would hang until the dialog goes):

@@ -714,6 +714,22 @@ async def test_closing_a_browser_closes_the_isolated_contexts_opened_in_it_as_cl
         assert (await m.new_tab(site.url("/page/a"))).instance_id == again.id
 
 
+async def test_work_on_a_tab_held_past_its_managers_close_says_the_manager_is_closed(
+    browser_path: str,
+) -> None:
+    # A Tab kept in a variable, used after the `async with` block: "No tab is open: open one.",
+    # and opening one failed (the manager was closed).
+    async with TabManager(browser_path=browser_path) as m:
+        await m.launch()
+        tab = await m.new_tab()
+    for work in (tab.snapshot, lambda: evaluate(tab, "() => 1"), lambda: m.close_tab(tab.id)):
+        with pytest.raises(TabNotFoundError) as gone:
+            await work()
+        said = str(gone.value)
+        assert "It was closed as its manager shut down" in said and "This TabManager is closed" in said, said
+        assert "open one" not in said and "Make a new TabManager" in said, said
+
+
 async def test_a_tab_asked_of_a_closed_manager_says_the_manager_is_closed(browser_path: str) -> None:
     # It said "No tab is open: open one.", and opening one failed: the manager was closed.
     async with TabManager(browser_path=browser_path) as m:
