@@ -28,7 +28,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from ._errors import ActionError, PathNotAllowedError, RefError, TabpilotError, quoted, text_given
+from ._errors import (
+    ActionError,
+    PathNotAllowedError,
+    RefError,
+    TabpilotError,
+    check_count,
+    quoted,
+    text_given,
+)
 from ._fields import check_field, field_state, field_uses, toggle_text
 from ._options import call_timeout
 from ._pw import UNDEFINED, Doing, ElementHandle, MouseButton, PageHandle, map_playwright_errors
@@ -1001,12 +1009,15 @@ async def screenshot(
         raise ValueError(
             "full_page and ref exclude each other: a screenshot is of the page or of one element."
         )
+    if image_type not in ("png", "jpeg"):  # Playwright's own words named webp, which this does not take
+        raise ValueError(f"image_type takes 'png' or 'jpeg', not {image_type!r}.")
+    if quality is not None:
+        check_count(quality, "quality", "the JPEG quality from 0 to 100", minimum=0, unit="(JPEG, up to 100)")
     if quality is not None and (image_type != "jpeg" or not 0 <= quality <= 100):
         raise ValueError("quality applies to JPEG only, from 0 to 100.")
-    if max_width is not None and max_width < 16:
-        raise ValueError("maxWidth must be at least 16 pixels.")
-    if max_height is not None and max_height < 16:
-        raise ValueError("max_height must be at least 16 pixels.")
+    for name, side in (("max_width", max_width), ("max_height", max_height)):
+        if side is not None:
+            check_count(side, name, "a number of pixels", minimum=16, unit="pixels")
     timeout = call_timeout(timeout, tab.host.timeouts.action * 2)
     page = await tab.usable()
     element = await tab.element(ref) if ref is not None else None
@@ -1257,6 +1268,8 @@ async def _held_result(
 
 async def resize(tab: Tab, width: int, height: int) -> tuple[int, int]:
     """Set the tab's viewport to `width` x `height` CSS pixels; returns the size the page now has."""
+    check_count(width, "width", "a number of CSS pixels, 100 to 10000", minimum=0, unit="pixels")
+    check_count(height, "height", "a number of CSS pixels, 100 to 10000", minimum=0, unit="pixels")
     if not (100 <= width <= 10000 and 100 <= height <= 10000):
         raise ValueError(f"viewport {width}x{height} is out of range: each side from 100 to 10000 pixels.")
     page = await tab.usable()

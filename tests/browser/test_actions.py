@@ -27,6 +27,7 @@ from tabpilot import (
     hover,
     navigate,
     press_key,
+    resize,
     screenshot,
     select_option,
     type_text,
@@ -310,6 +311,31 @@ async def test_a_wait_on_a_tab_that_closes_itself_fails(
         assert f"on tab {popup.id} failed: tab {popup.id} closed" in str(failed.value)
         closing = popup
         await wait_until(lambda: closing.closed)  # noqa: B023 (awaited here, in this iteration)
+
+
+async def test_a_screenshot_or_resize_given_a_wrong_value_is_refused_saying_what_it_takes(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # image_type="gif" failed as an ActionError in Playwright's words ("type: expected one of
+    # (png|jpeg|webp)": webp, which tabpilot does not take), as if the page were at fault;
+    # resize(tab, "800", 600) failed in a comparison ("'<=' not supported ...").
+    (tab,) = await open_tabs(manager, instance, site.url("/"))
+    with pytest.raises(ValueError, match=r"^image_type takes 'png' or 'jpeg', not 'gif'\.$"):
+        await screenshot(tab, image_type="gif")  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError, match=r"^quality takes an int, the JPEG quality from 0 to 100; it was given '50'"
+    ):
+        await screenshot(tab, image_type="jpeg", quality="50")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^max_width takes an int, a number of pixels; it was given 200\.5"):
+        await screenshot(tab, max_width=200.5)  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError, match=r"^width takes an int, a number of CSS pixels, 100 to 10000; it was given '800'"
+    ):
+        await resize(tab, "800", 600)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^height takes an int, .*; it was given True \(bool\)"):
+        await resize(tab, 800, True)
+    assert await resize(tab, 800, 600) == (800, 600)
+    assert png_size(await screenshot(tab, max_width=400))[0] == 400
 
 
 async def test_a_screenshot_that_waits_on_a_hidden_tab_says_so(
