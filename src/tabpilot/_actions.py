@@ -34,6 +34,7 @@ from ._errors import (
     RefError,
     TabpilotError,
     check_count,
+    check_switch,
     quoted,
     text_given,
 )
@@ -275,6 +276,8 @@ async def click(
     are read as `key_name` reads keys (`ctrl`, `cmd`)."""
     if button not in get_args(MouseButton):
         raise ValueError(f"button must be 'left', 'middle' or 'right', not {button!r}.")
+    check_switch(double_click, "double_click")
+    check_switch(follow_new_tab, "follow_new_tab", none=True)  # "no" followed the new tab
     # `ctrl` is Control; one key given as text is that key, not its letters.
     held = [key_name(modifiers)] if isinstance(modifiers, str) else [key_name(m) for m in modifiers]
     bad = [m for m in held if m not in MODIFIERS]
@@ -353,6 +356,8 @@ async def type_text(
 ) -> ActionResult:
     """Replace the text of an editable element (`slowly`: key by key, firing key handlers);
     `submit` presses Enter afterwards."""
+    check_switch(submit, "submit")  # submit="no" submitted
+    check_switch(slowly, "slowly")
     cap = MAX_TYPED_SLOWLY if slowly else MAX_TYPED
     if len(text_given(text, "text", "'hello'")) > cap:
         how = "key by key (slowly)" if slowly else "in one call"
@@ -483,6 +488,11 @@ async def select_option(
     (the values asked for, if the selection started loading a page that had not come in time)."""
     if isinstance(values, str):
         values = [values]
+    if not isinstance(values, Sequence) or not all(isinstance(v, str) for v in values):
+        given = repr(values) if len(repr(values)) <= 60 else repr(values)[:60] + "…"
+        raise TypeError(
+            f"values takes an option's value or label, or a list of them, such as ['red']; it was given {given}."
+        )
     if not values:  # it cleared the choice, as fill_form refuses to
         raise ValueError("values must name at least one option (by value or label).")
     timeout = call_timeout(timeout, tab.host.timeouts.action)
@@ -525,6 +535,14 @@ async def fill_form(
     if isinstance(fields, str) or not all(isinstance(f, list | tuple) and len(f) == 2 for f in fields):
         raise TypeError("fields takes (ref, value) pairs, [('3e5', 'Ada'), ...], or a dict {'3e5': 'Ada'}.")
     for ref, value in fields:
+        if not isinstance(value, str | bool) and not (
+            isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        ):  # a number failed as "'int' object is not iterable"
+            given = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+            raise TypeError(
+                f"The value for {ref} takes text, True or False, or a list of options; it was given {given} "
+                f"({type(value).__name__})."
+            )
         if isinstance(value, list | tuple) and not value:  # it cleared the choice, saying "= ."
             raise ValueError(f"The value for {ref} is an empty list: give the option (or options) to select.")
         if isinstance(value, str) and len(value) > MAX_TYPED:  # as much as type_text takes at once
@@ -1005,6 +1023,7 @@ async def screenshot(
     would be taller than `max_height` pixels shows the top of the area, that many pixels of it
     (a 30,000-pixel page is a picture models refuse), and says how much of it in CSS pixels
     (`Screenshot.shown_height`). Works on a background tab without activating it."""
+    check_switch(full_page, "full_page")
     if full_page and ref is not None:
         raise ValueError(
             "full_page and ref exclude each other: a screenshot is of the page or of one element."

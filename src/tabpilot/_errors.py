@@ -110,6 +110,14 @@ def check_count(value: object, name: str, meaning: str, *, minimum: int, unit: s
     return value
 
 
+def check_switch(value: object, name: str, *, none: bool = False) -> None:
+    """Refuse a `value` that is not True or False (with `none`: or None) with a TypeError that
+    says so: `submit="no"` was read as true, and submitted."""
+    if not isinstance(value, bool) and not (none and value is None):
+        given = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+        raise TypeError(f"{name} takes True or False{' (or None)' if none else ''}, not {given}.")
+
+
 def id_shown(tab_id: object) -> str:
     """A tab id as a caller gave it, for a message: a number as it is, text quoted and cut (an
     empty or a 100k-character id is shown as such, not as nothing or whole)."""

@@ -338,6 +338,49 @@ async def test_a_screenshot_or_resize_given_a_wrong_value_is_refused_saying_what
     assert png_size(await screenshot(tab, max_width=400))[0] == 400
 
 
+async def test_a_switch_or_option_of_another_type_is_refused_before_anything_is_done(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # type_text(submit="no") typed and pressed Enter ("no" is true), follow_new_tab="no" followed
+    # the tab; select_option(tab, ref, 5) and fill_form({ref: 5}) failed as "'int' object is not
+    # iterable".
+    (form,) = await open_tabs(manager, instance, site.url("/form"))
+    snap = await form.snapshot()
+    name, color = ref_of(snap, 'textbox "Name"'), ref_of(snap, 'combobox "Color"')
+    no: Any = "no"  # values of another type than the API's: what a caller's bug passes
+    yes: Any = "yes"
+    one: Any = 1
+    five: Any = 5
+    mixed: Any = ["red", 2]
+    number: Any = 42
+    refused: list[tuple[Any, str]] = [
+        (lambda: type_text(form, name, "Ada", submit=no), r"^submit takes True or False, not 'no'\.$"),
+        (lambda: type_text(form, name, "Ada", slowly=one), r"^slowly takes True or False, not 1\.$"),
+        (
+            lambda: click(form, name, follow_new_tab=no),
+            r"^follow_new_tab takes True or False \(or None\), not 'no'",
+        ),
+        (lambda: click(form, name, double_click=yes), r"^double_click takes True or False, not 'yes'"),
+        (lambda: screenshot(form, full_page=yes), r"^full_page takes True or False, not 'yes'"),
+        (
+            lambda: select_option(form, color, five),
+            r"^values takes an option's value or label, or a list .* given 5\.$",
+        ),
+        (lambda: select_option(form, color, mixed), r"^values takes .* given \['red', 2\]\.$"),
+        (
+            lambda: fill_form(form, {name: number}),
+            rf"^The value for {name} takes text, True or False, or a list of options; it was given 42 \(int\)\.$",
+        ),
+    ]
+    for call, said in refused:
+        with pytest.raises(TypeError, match=said):
+            await call()
+    typed = await evaluate(form, "() => [document.querySelector('input').value, location.href]")
+    assert typed.value == ["", site.url("/form")]  # nothing typed, nothing submitted
+    assert (await select_option(form, color, "green")).value == ["green"]
+    assert (await fill_form(form, {name: "Ada"})).value is not None
+
+
 async def test_a_screenshot_that_waits_on_a_hidden_tab_says_so(
     manager: TabManager, instance: Instance, site: LocalSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
