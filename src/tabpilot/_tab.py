@@ -28,7 +28,9 @@ from ._errors import (
     TabCrashedError,
     TabLike,
     TabNotFoundError,
+    check_switch,
     manager_closed,
+    text_given,
 )
 from ._policy import UrlPolicy
 from ._pw import (
@@ -937,6 +939,9 @@ class Tab:
         """Accept or dismiss the open dialog of this tab. Work the dialog held up (`hold`: a script
         that opened it) is waited for, up to the action timeout or until it opens the next dialog.
         A prompt accepted without `prompt_text` answers its default value, as OK would."""
+        check_switch(accept, "accept")  # accept="no" accepted the dialog
+        if prompt_text is not None:
+            text_given(prompt_text, "prompt_text", "'Ada'")
         self.ensure_open()
         dialog = self._dialog
         if dialog is None:

@@ -421,6 +421,25 @@ async def test_a_click_that_opens_a_dialog_returns_at_once_and_the_tab_waits_for
     await wait_for(dialogs, text="confirm: true")
 
 
+async def test_a_dialog_answer_of_another_type_is_refused_and_the_dialog_stays_open(
+    manager: TabManager, instance: Instance, site: LocalSite
+) -> None:
+    # handle_dialog(accept="no") accepted the confirm ("no" is true); prompt_text=5 failed in
+    # Playwright's words, with the dialog gone from the tab's record though it was still open.
+    (dialogs,) = await open_tabs(manager, instance, site.url("/dialog"))
+    snap = await dialogs.snapshot()
+    await click(dialogs, ref_of(snap, "Confirm"))
+    no: Any = "no"
+    five: Any = 5
+    with pytest.raises(TypeError, match=r"^accept takes True or False, not 'no'\.$"):
+        await dialogs.handle_dialog(accept=no)
+    with pytest.raises(TypeError, match=r"^prompt_text takes text, such as 'Ada'; it was given 5 \(int\)\.$"):
+        await dialogs.handle_dialog(accept=True, prompt_text=five)
+    assert dialogs.dialog is not None and dialogs.dialog.message == "sure?"  # still open, still told
+    await dialogs.handle_dialog(accept=False)
+    await wait_for(dialogs, text="confirm: false")
+
+
 async def test_an_element_that_cannot_be_clicked_fails_with_why_and_what_to_do(
     manager: TabManager, instance: Instance, site: LocalSite
 ) -> None:
