@@ -427,7 +427,8 @@ async def test_a_cdp_browser_the_agent_connects_again_by_hand_gives_its_pages_th
             assert tab in connected["tabIds"], connected
             # Active again: not the session's first, blank tab, nor the newer one.
             assert connected["activeTabId"] == tab, connected
-            again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
+            # full: this session read the tree before the loss (else: "unchanged", its refs read again).
+            again = await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})
             assert not again.is_error and "Page a" in text(again), text(again)
             # The instance connected by hand is the default now: nothing connects the browser a
             # second time, and every page it has is listed once, under its old id.
@@ -581,7 +582,7 @@ async def _cdp_browser_outlives_the_driver(
         assert "the tabs the browser still has keep their ids" in listed, listed
         # The tab is back under its id, and active again, as it was when the driver died.
         assert f"- tab {tab}: Page a ({site.url('/page/a')}) [active]" in listed, listed
-        again = await mcp.call_tool("browser_snapshot", {"tabId": tab})
+        again = await mcp.call_tool("browser_snapshot", {"tabId": tab, "full": True})
         assert not again.is_error and "Page a" in text(again), text(again)
 
 
