@@ -2109,3 +2109,39 @@ async def test_sets_without_instances_say_that_a_closed_cdp_browser_needs_the_se
                 assert said.startswith(
                     "Error: Instance inst_1 was lost (the browser disconnected)."
                 ) and said.endswith(told), said
+
+
+async def test_a_popup_that_opens_another_is_named_with_it_by_the_click_in_pilo_and_browser_use(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Pilo's click named the popup only ("BROWSER_TAB_OPENED: Tab 2"), not the popup's own popup:
+    # the agent learnt of tab 3 from the next snapshot. (The popup opens the other at once, in the
+    # click, so that both come while the click is watched.)
+    site.set_content(
+        "/chain-start",
+        "<title>Start</title><button onclick=\"window.open('/page/child').open('/page/grandchild')\">Go</button>",
+    )
+    async with connect(tools=("pilo", "browser-use")) as mcp:
+        await call(mcp, "goto", {"url": site.url("/chain-start")})
+        snap = await call(mcp, "get_snapshot")
+        home = int(snap.splitlines()[1].split()[1])
+        clicked = await call(mcp, "click", {"ref": ref_of(snap, 'button "Go"')})
+        child, grandchild = home + 1, home + 2
+        assert clicked.splitlines()[1:] == [
+            f"BROWSER_TAB_OPENED: Tab {child} (opened by Tab {home}): {site.url('/page/child')}. It is not the "
+            f'current tab: call switch_tab with tabId "{child}" to use it.',
+            f"BROWSER_TAB_OPENED: Tab {grandchild} (opened by Tab {child}): {site.url('/page/grandchild')}. It "
+            f'is not the current tab: call switch_tab with tabId "{grandchild}" to use it.',
+        ], clicked
+
+        state = await call(mcp, "browser_get_state")
+        index = next(e["index"] for e in state_of(state)["interactive_elements"] if e["text"] == "Go")
+        used = await call(mcp, "browser_click", {"index": index})
+        child, grandchild = grandchild + 1, grandchild + 2
+        assert used.splitlines() == [
+            f"Clicked element {index}",
+            f'New tab: tab_id "{child}" (parent_tab_id "{home}") {site.url("/page/child")}, not active: call '
+            f'browser_switch_tab with tab_id "{child}" to use it.',
+            f'New tab: tab_id "{grandchild}" (parent_tab_id "{child}") {site.url("/page/grandchild")}, not active: '
+            f'call browser_switch_tab with tab_id "{grandchild}" to use it.',
+        ], used
