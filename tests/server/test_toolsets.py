@@ -833,7 +833,8 @@ async def test_pilo_says_a_tab_still_loading_has_no_title_yet_not_the_browsers_s
         }
         switched = await call(mcp, "switch_tab", {"tabId": "1"})
         assert switched == (
-            f'Switched to tab 1: {host} - "Opener" (loading {slow}). The next snapshot will show this tab.'
+            f'Tab 1 was the current tab already: {host} - "Opener" (loading {slow}). The next snapshot will '
+            "show this tab."
         )
 
 
@@ -2069,11 +2070,11 @@ async def test_a_tab_id_sent_as_a_whole_float_names_the_tab_in_every_compatible_
     # JSON Schema counts 1.0 as an integer, and some clients send every number so: each set
     # answered "Input should be a valid integer or a valid string (got 1.0)".
     async with connect(tools=("foxmcp", "browser-tab")) as mcp:
-        assert await call(mcp, "tabs_switch", {"tab_id": 1.0}) == "Successfully switched to tab 1"
+        assert await call(mcp, "tabs_switch", {"tab_id": 1.0}) == "Tab 1 was the active tab already"
         activated = json.loads(await call(mcp, "browser_tab", {"action": "activate", "tabId": 1.0}))
         assert activated == {"success": True, "activeTabId": 1}
     async with connect(tools=("browser-use",)) as mcp:
-        assert (await call(mcp, "browser_switch_tab", {"tab_id": 1.0})).startswith("Switched to tab 1:")
+        assert (await call(mcp, "browser_switch_tab", {"tab_id": 1.0})).startswith("Tab 1 was the active tab")
     async with connect(tools=("pilo",)) as mcp:
         switched = await mcp.call_tool("switch_tab", {"tabId": 1.0})
         assert not switched.is_error, text(switched)
@@ -2145,3 +2146,24 @@ async def test_a_popup_that_opens_another_is_named_with_it_by_the_click_in_pilo_
             f'New tab: tab_id "{grandchild}" (parent_tab_id "{child}") {site.url("/page/grandchild")}, not active: '
             f'call browser_switch_tab with tab_id "{grandchild}" to use it.',
         ], used
+
+
+async def test_switching_to_the_tab_that_is_active_already_says_so_in_each_sets_words(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # Each said it "switched" to the tab it was on, a change that did not happen (the default set
+    # says "was the active tab already").
+    async with connect(tools=("browser-use", "pilo", "foxmcp")) as mcp:
+        await call(mcp, "goto", {"url": site.url("/page/a")})
+        tab = json.loads(await call(mcp, "list_tabs"))["activeTabId"]
+        assert await call(mcp, "browser_switch_tab", {"tab_id": tab}) == (
+            f"Tab {tab} was the active tab already: {site.url('/page/a')}"
+        )
+        assert await call(mcp, "switch_tab", {"tabId": tab}) == (
+            f'Tab {tab} was the current tab already: {site.url("/page/a").split("/")[2]} - "Page a". The next '
+            "snapshot will show this tab."
+        )
+        assert await call(mcp, "tabs_switch", {"tab_id": int(tab)}) == f"Tab {tab} was the active tab already"
+
+        await call(mcp, "tabs_create", {"url": site.url("/page/b")})  # now the active tab
+        assert await call(mcp, "tabs_switch", {"tab_id": int(tab)}) == f"Successfully switched to tab {tab}"

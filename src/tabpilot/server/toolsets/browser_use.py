@@ -5,7 +5,8 @@ Tools and texts follow browser-use's MCP server: `browser_navigate(url, new_tab)
 {index}"), `browser_type(index, text)` ("Typed '{text}' into element {index}"),
 `browser_get_state(include_screenshot)` (JSON: url, title, tabs, interactive_elements; the
 screenshot as image content), `browser_list_tabs` (JSON list of {tab_id, url, title}),
-`browser_switch_tab(tab_id)` ("Switched to tab {tab_id}: {url}"), `browser_close_tab(tab_id)`
+`browser_switch_tab(tab_id)` ("Switched to tab {tab_id}: {url}"; "Tab {tab_id} was the active tab
+already: {url}" when it was), `browser_close_tab(tab_id)`
 ("Closed tab # {tab_id}, now on {url}"), `browser_go_back` ("Navigated back") and
 `browser_scroll(direction)` ("Scrolled {direction}"). Errors start with "Error: " as there, and
 come back with `isError: true`.
@@ -79,6 +80,7 @@ from ._common import (
     NOTHING_DONE,
     SnapshotElement,
     accept_dialog,
+    activate_tab,
     capped,
     closes_to_tell,
     current_tab_left,
@@ -435,11 +437,13 @@ async def browser_list_tabs(call: Call) -> None:
 async def browser_switch_tab(call: Call, tab_id: TabIdParam) -> None:
     manager = call.manager
     try:
-        tab = manager.activate(call.tab(tab_id).id)
+        tab = call.tab(tab_id)
+        already = activate_tab(manager, tab)
     except TabpilotError as exc:
         call.response.error(_not_found(manager, tab_id, exc))
         return
-    call.response.plain(f"Switched to tab {tab.id}: {_url_shown(shown_url(manager.info(tab)))}")
+    done = f"Tab {tab.id} was the active tab already" if already else f"Switched to tab {tab.id}"
+    call.response.plain(f"{done}: {_url_shown(shown_url(manager.info(tab)))}")
 
 
 async def browser_close_tab(call: Call, tab_id: TabIdParam) -> None:

@@ -33,7 +33,7 @@ from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_sh
 
 from ..advice import ToolCalls, error_text, short
 from ..tools.base import Call, ToolSpec, WholeInt, open_tab
-from ._common import closes_to_tell, opened_untold, shown_title, shown_url, url_of, why_gone
+from ._common import activate_tab, closes_to_tell, opened_untold, shown_title, shown_url, url_of, why_gone
 
 TabIdParam = Annotated[WholeInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 
@@ -186,11 +186,14 @@ async def tabs_close(call: Call, tab_id: TabIdParam) -> None:
 async def tabs_switch(call: Call, tab_id: TabIdParam) -> None:
     manager = call.manager
     try:
-        tab = manager.activate(call.tab(tab_id).id)
+        tab = call.tab(tab_id)
+        already = activate_tab(manager, tab)
     except TabpilotError as exc:
         call.response.error(_problem(manager, exc))
         return
-    call.response.plain(f"Successfully switched to tab {tab.id}")
+    call.response.plain(
+        f"Tab {tab.id} was the active tab already" if already else f"Successfully switched to tab {tab.id}"
+    )
 
 
 async def windows_list(

@@ -58,6 +58,7 @@ from ..tools.base import Call, ToolSpec, WholeInt
 from ._common import (
     NOTHING_DONE,
     accept_dialog,
+    activate_tab,
     capped,
     closed_untold,
     current_tab_left,
@@ -294,9 +295,14 @@ def _tab(call: Call, tab_id: int | str) -> Tab:
 
 
 async def switch_tab(call: Call, tabId: TabIdParam) -> None:
-    tab = call.manager.activate(_tab(call, tabId).id)
+    tab = _tab(call, tabId)
+    done = (
+        f"Tab {tab.id} was the current tab already"
+        if activate_tab(call.manager, tab)
+        else f"Switched to tab {tab.id}"
+    )
     words = _page_words(call.manager.info(tab))
-    call.response.plain(f"Switched to tab {tab.id}: {words}. The next snapshot will show this tab.")
+    call.response.plain(f"{done}: {words}. The next snapshot will show this tab.")
 
 
 async def close_tab(call: Call, tabId: TabIdParam) -> None:
