@@ -513,6 +513,16 @@ class OpenedTab:
         return f"it has closed since{why}: open another if you still need one"
 
 
+def activate_tab(manager: TabManager, tab: Tab) -> bool:
+    """Make `tab` the tab calls without a tab id act on; whether it was that tab already (the
+    active tab of the default instance: another instance's active tab makes its instance the
+    default)."""
+    host = manager.instance_of(tab)
+    already = manager.default_instance is host and host.active_tab is tab
+    manager.activate(tab.id)
+    return already
+
+
 async def open_tab(
     call: Call,
     url: str | None,

@@ -20,7 +20,7 @@ from pydantic import Field
 from tabpilot import ExtensionNotConnectedError, InstanceNotFoundError, TabManager
 
 from ..advice import error_text, tab_line
-from .base import Call, OptionalInstanceId, TabIdArg, TabIdValue, ToolSpec, open_tab
+from .base import Call, OptionalInstanceId, TabIdArg, TabIdValue, ToolSpec, activate_tab, open_tab
 
 TabsAction = Literal["list", "new", "close", "close_others", "activate", "pin", "unpin"]
 
@@ -154,10 +154,7 @@ async def browser_tabs(
         if tabId is None:
             raise ValueError("activate needs tabId: the tab to make active.")
         tab = call.tab(tabId)
-        # (With several instances, that of the default one: activating another's makes it the default.)
-        host = manager.instance_of(tab)
-        already = manager.default_instance is host and host.active_tab is tab
-        manager.activate(tab.id)
+        already = activate_tab(manager, tab)
         done = f"Tab {tab.id} was the active tab already." if already else f"Tab {tab.id} is now active."
         response.result(done, {"success": True, "activeTabId": tab.id})
         response.told("tab_activated", tab.id)

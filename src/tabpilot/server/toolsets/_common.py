@@ -344,15 +344,6 @@ def _closes_since(call: Call) -> list[TabEvent]:
     return [e for e in events if e.type == "tab_closed" and e.data.get("by") != "tool"]
 
 
-def activate_tab(manager: TabManager, tab: Tab) -> bool:
-    """Make `tab` the tab the sets' calls act on; whether it was that tab already (the active tab
-    of the default instance: another instance's active tab makes its instance the default)."""
-    host = manager.instance_of(tab)
-    already = manager.default_instance is host and host.active_tab is tab
-    manager.activate(tab.id)
-    return already
-
-
 async def current_tab_left(call: Call) -> bool:
     """Whether the tab a set's actions work on (the default instance's active tab) closed or left
     the agent since this client's previous answer, by no call (a popup's window.close() on a timer,

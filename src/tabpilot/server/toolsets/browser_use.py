@@ -74,13 +74,12 @@ from tabpilot import (
 )
 
 from ..advice import ToolCalls, error_text, short, tab_limit_closed, tabs_renamed
-from ..tools.base import Call, ToolSpec, WholeInt, open_tab
+from ..tools.base import Call, ToolSpec, WholeInt, activate_tab, open_tab
 from ..tools.screenshot import MAX_SIDE
 from ._common import (
     NOTHING_DONE,
     SnapshotElement,
     accept_dialog,
-    activate_tab,
     capped,
     closes_to_tell,
     current_tab_left,

@@ -32,8 +32,8 @@ from pydantic import Field, StrictStr
 from tabpilot import TabInfo, TabManager, TabNotFoundError, TabpilotError, id_shown
 
 from ..advice import ToolCalls, error_text, short
-from ..tools.base import Call, ToolSpec, WholeInt, open_tab
-from ._common import activate_tab, closes_to_tell, opened_untold, shown_title, shown_url, url_of, why_gone
+from ..tools.base import Call, ToolSpec, WholeInt, activate_tab, open_tab
+from ._common import closes_to_tell, opened_untold, shown_title, shown_url, url_of, why_gone
 
 TabIdParam = Annotated[WholeInt | StrictStr, Field(description="ID of the tab (from tabs_list)")]
 

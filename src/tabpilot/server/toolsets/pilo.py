@@ -54,11 +54,10 @@ from tabpilot import click as click_ref
 
 from ..advice import ToolCalls, short, tab_limit_closed
 from ..response import cut_note, cut_snapshot
-from ..tools.base import Call, ToolSpec, WholeInt
+from ..tools.base import Call, ToolSpec, WholeInt, activate_tab
 from ._common import (
     NOTHING_DONE,
     accept_dialog,
-    activate_tab,
     capped,
     closed_untold,
     current_tab_left,
