@@ -743,6 +743,12 @@ class Tab:
         except ActionError as exc:
             timed_out = exc.reason in ("timeout", "busy")
             raise
+        except asyncio.CancelledError:
+            # The call was cancelled (its client gave up or went away): the browser goes on waiting
+            # for the document as after a timeout, once it started loading it (the page then
+            # answered nothing and was blamed on a script, "not responding").
+            timed_out = bool(self._due_url)
+            raise
         finally:
             if not timed_out:
                 self.document_settled()

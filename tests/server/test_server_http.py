@@ -710,3 +710,25 @@ async def test_a_call_whose_client_went_away_is_cancelled_and_frees_its_tab(
         assert await typed() == first  # the typing stopped
     said = [r.getMessage() for r in caplog.records if r.name.startswith("tabpilot")]
     assert any("browser_type" in s and "disconnected" in s for s in said), said
+
+
+async def test_a_page_still_loading_after_its_navigation_was_cancelled_is_said_to_be_loading(
+    shared_browser: Instance, site: Any
+) -> None:
+    """A client that gives up on a navigation to a server that does not answer (the SDK sends
+    `notifications/cancelled`): the browser keeps waiting for the page, and the tab's next read
+    says so, not that a script keeps the page busy."""
+    async with serve(shared_browser) as url, Client(url) as client:
+        tab = result_of(ok(await client.call_tool("browser_tabs", {"action": "new", "url": site.url("/")})))
+        tab_id = tab["tabId"]
+        slow = site.url("/api/slow?ms=60000")
+        with anyio.move_on_after(1.5):
+            await client.call_tool("browser_navigate", {"url": slow, "tabId": tab_id})
+        said = error(await client.call_tool("browser_snapshot", {"tabId": tab_id}))
+        assert "whose server has not sent it yet" in said and "/api/slow" in said, said
+        assert "not responding" not in said, said
+        # Another page loads at once: the tab is not taken for one stuck in a script.
+        went = text(
+            ok(await client.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab_id}))
+        )
+        assert "Page a" in went, went
