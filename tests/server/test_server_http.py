@@ -17,7 +17,7 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import LoggingMessageNotificationParams
 
@@ -732,3 +732,19 @@ async def test_a_page_still_loading_after_its_navigation_was_cancelled_is_said_t
             ok(await client.call_tool("browser_navigate", {"url": site.url("/page/a"), "tabId": tab_id}))
         )
         assert "Page a" in went, went
+
+
+async def test_a_call_too_large_for_http_is_told_the_limit_and_the_session_goes_on(
+    shared_browser: Instance, site: Any
+) -> None:
+    """A request body over the SDK's limit (4 MB): the client was told only "Server returned an
+    error response" (the SDK's refusal is plain text); it reads the limit and what to do."""
+    site.set_content("/box", '<textarea aria-label="Box"></textarea>')
+    async with serve(shared_browser) as url, Client(url) as client:
+        box = ref_of(text(ok(await client.call_tool("browser_navigate", {"url": site.url("/box")}))), "Box")
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("browser_type", {"ref": box, "text": "x" * 5_000_000})
+        said = str(refused.value)
+        assert "at most 4 MB per request" in said and "several calls" in said, said
+        typed = ok(await client.call_tool("browser_type", {"ref": box, "text": "x" * 20_000}))
+        assert "### Error" not in text(typed)

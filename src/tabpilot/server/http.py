@@ -12,7 +12,9 @@ What this adds to the SDK's `streamable_http_app`:
   that speak it get a 400, which a client in "auto" mode treats as "use the handshake", and it
   then gets a session.
 - The SDK's refusal of a session beyond `--max-sessions` (HTTP 503, "Too many open sessions")
-  also names the limit and the ways to make room (`_refusal_reworded`).
+  also names the limit and the ways to make room (`_refusals_reworded`); so does its refusal of a
+  request body over its size limit (HTTP 413, in plain text, which the SDK's client reported only as
+  "Server returned an error response"), as a JSON-RPC error a client shows.
 - A request whose client drops its connection before the answer is cancelled, as the client's
   `notifications/cancelled` would cancel it (`_Guard._cancel`): the SDK's transport of the
   handshake era ends the response stream but runs the handler to its end (a slow action held
@@ -42,7 +44,8 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from mcp_types import INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -238,8 +241,9 @@ class _Guard:
             return
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
         state = self.server.state
+        send = _refusals_reworded(send, self.config)
         if not session:
-            await self.app(scope, receive, _refusal_reworded(send, self.config))
+            await self.app(scope, receive, send)
             return
         if state is None:
             await self.app(scope, receive, send)
@@ -306,20 +310,22 @@ SESSIONS_FULL = "Too many open sessions"
 """The SDK's refusal of a session beyond its `max_sessions` (HTTP 503)."""
 
 
-def _refusal_reworded(send: Send, config: ServerConfig) -> Send:
-    """`send` for a request that opens a session: the SDK's refusal at the session limit names
-    neither the limit nor a way out; its JSON-RPC error message says both (the status stays 503,
-    the message still starts with the SDK's words)."""
+def _refusals_reworded(send: Send, config: ServerConfig) -> Send:
+    """`send` for a request: the SDK's refusal at the session limit names neither the limit nor a
+    way out; its JSON-RPC error message says both (the status stays 503, the message still starts
+    with the SDK's words). Its refusal of a body over the size limit (413) is plain text, which its
+    client does not show: it becomes a JSON-RPC error saying the limit and what to do."""
     held: list[Message] = []
 
     async def reworded(message: Message) -> None:
-        if message["type"] == "http.response.start" and message["status"] == 503:
+        if message["type"] == "http.response.start" and message["status"] in (413, 503):
             held.append(message)
             return
         if held and message["type"] == "http.response.body":
             start = held.pop()
             if not message.get("more_body"):
-                start, message = _sessions_full(start, message, config)
+                reword = _too_large if start["status"] == 413 else _sessions_full
+                start, message = reword(start, message, config)
             await send(start)
         await send(message)
 
@@ -341,9 +347,37 @@ def _sessions_full(start: Message, body: Message, config: ServerConfig) -> tuple
         f"idle one to end ({idle:g} s without a request, --session-idle-timeout), or restart the "
         "server with a higher --max-sessions."
     )
+    return _json_answer(start, body, payload)
+
+
+TOO_LARGE = b"Request body too large"
+"""The SDK's refusal of a request body over `DEFAULT_MAX_REQUEST_BODY_SIZE` (HTTP 413)."""
+
+
+def _too_large(start: Message, body: Message, config: ServerConfig) -> tuple[Message, Message]:
+    if body.get("body", b"") != TOO_LARGE:
+        return start, body
+    limit = DEFAULT_MAX_REQUEST_BODY_SIZE / (1024 * 1024)
+    payload = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": INVALID_REQUEST,
+            "message": (
+                f"The request is too large: this server takes at most {limit:g} MB per request over HTTP "
+                "(the arguments of a call included), and the call was not made. Send less at once: a long "
+                "text in parts, over several calls."
+            ),
+        },
+    }
+    return _json_answer(start, body, payload)
+
+
+def _json_answer(start: Message, body: Message, payload: dict[str, Any]) -> tuple[Message, Message]:
+    """`start` and `body` of an answer, its body replaced by `payload` as JSON."""
     text = json.dumps(payload).encode()
-    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
-    headers.append((b"content-length", str(len(text)).encode()))
+    headers = [(k, v) for k, v in start["headers"] if k.lower() not in (b"content-length", b"content-type")]
+    headers += [(b"content-type", b"application/json"), (b"content-length", str(len(text)).encode())]
     return {**start, "headers": headers}, {**body, "body": text}
 
 
