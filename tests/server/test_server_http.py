@@ -748,3 +748,22 @@ async def test_a_call_too_large_for_http_is_told_the_limit_and_the_session_goes_
         assert "at most 4 MB per request" in said and "several calls" in said, said
         typed = ok(await client.call_tool("browser_type", {"ref": box, "text": "x" * 20_000}))
         assert "### Error" not in text(typed)
+
+
+async def test_an_ended_session_and_a_batch_are_refused_saying_what_to_do(shared_browser: Instance) -> None:
+    """The SDK's refusals said only "Session not found" (no why, no way on) and, for a JSON-RPC
+    batch, a list of pydantic validation errors."""
+    async with serve(shared_browser, session_idle_timeout=60) as url, httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, url)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        batch = await http.post(url, headers=headers, json=[ping, {**ping, "id": 2}])
+        assert batch.status_code == 400
+        said = batch.json()["error"]["message"]
+        assert said.startswith("JSON-RPC batches are not taken") and "a POST of its own" in said, said
+        assert (await http.post(url, headers=headers, json=ping)).status_code == 200  # the session goes on
+        assert (await http.delete(url, headers=headers)).status_code == 200
+        ended = await http.post(url, headers=headers, json=ping)
+        assert ended.status_code == 404
+        said = ended.json()["error"]["message"]
+        assert said.startswith("Session not found: this session ended"), said
+        assert "no request for 60 s" in said and "Start a new session (initialize" in said, said

@@ -14,7 +14,9 @@ What this adds to the SDK's `streamable_http_app`:
 - The SDK's refusal of a session beyond `--max-sessions` (HTTP 503, "Too many open sessions")
   also names the limit and the ways to make room (`_refusals_reworded`); so does its refusal of a
   request body over its size limit (HTTP 413, in plain text, which the SDK's client reported only as
-  "Server returned an error response"), as a JSON-RPC error a client shows.
+  "Server returned an error response"), as a JSON-RPC error a client shows; its 404 for a session
+  id it does not know (one that ended) and its 400 for a JSON-RPC batch (a list of pydantic errors)
+  say what happened and what to do.
 - A request whose client drops its connection before the answer is cancelled, as the client's
   `notifications/cancelled` would cancel it (`_Guard._cancel`): the SDK's transport of the
   handshake era ends the response stream but runs the handler to its end (a slow action held
@@ -152,7 +154,11 @@ class _Guard:
             await send(message)
 
         try:
-            await self._serve(scope, receive if request is None else request.receive, send_tracked)
+            await self._serve(
+                scope,
+                receive if request is None else request.receive,
+                _refusals_reworded(send_tracked, self.config, request),
+            )
         finally:
             self.answering -= answering
         if request is not None and request.left and started and not ended:
@@ -241,7 +247,6 @@ class _Guard:
             return
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
         state = self.server.state
-        send = _refusals_reworded(send, self.config)
         if not session:
             await self.app(scope, receive, send)
             return
@@ -265,6 +270,8 @@ class _Watched:
         self.method = ""
         self.tool = ""
         self.left = False
+        self.batch = False
+        """Whether the body is a JSON-RPC batch (a list)."""
 
     async def receive(self) -> Message:
         message = await self._receive()
@@ -282,6 +289,7 @@ class _Watched:
             value = json.loads(body)
         except ValueError:
             return
+        self.batch = isinstance(value, list)
         if not isinstance(value, dict) or not isinstance(value.get("method"), str):
             return
         request_id = value.get("id")
@@ -310,35 +318,44 @@ SESSIONS_FULL = "Too many open sessions"
 """The SDK's refusal of a session beyond its `max_sessions` (HTTP 503)."""
 
 
-def _refusals_reworded(send: Send, config: ServerConfig) -> Send:
-    """`send` for a request: the SDK's refusal at the session limit names neither the limit nor a
-    way out; its JSON-RPC error message says both (the status stays 503, the message still starts
-    with the SDK's words). Its refusal of a body over the size limit (413) is plain text, which its
-    client does not show: it becomes a JSON-RPC error saying the limit and what to do."""
+def _refusals_reworded(send: Send, config: ServerConfig, request: _Watched | None) -> Send:
+    """`send` for a request (`request`: a POST's, watched): the SDK's refusals said in words that
+    name the limit or the reason, and what to do (the status stays; the messages still start with
+    the SDK's words). Its refusal of a body over the size limit (413) is plain text, which its
+    client does not show: it becomes a JSON-RPC error."""
     held: list[Message] = []
 
     async def reworded(message: Message) -> None:
-        if message["type"] == "http.response.start" and message["status"] in (413, 503):
+        if message["type"] == "http.response.start" and message["status"] in _REWORDED:
             held.append(message)
             return
         if held and message["type"] == "http.response.body":
             start = held.pop()
             if not message.get("more_body"):
-                reword = _too_large if start["status"] == 413 else _sessions_full
-                start, message = reword(start, message, config)
+                start, message = _REWORDED[start["status"]](start, message, config, request)
             await send(start)
         await send(message)
 
     return reworded
 
 
-def _sessions_full(start: Message, body: Message, config: ServerConfig) -> tuple[Message, Message]:
+Reworder = Callable[[Message, Message, ServerConfig, "_Watched | None"], tuple[Message, Message]]
+
+
+def _sdk_error(body: Message) -> dict[str, Any] | None:
+    """The JSON-RPC error an SDK refusal's body holds (None if it holds none)."""
     try:
         payload = json.loads(body.get("body", b""))
-        refused = payload["error"]["message"] == SESSIONS_FULL
+        return payload if isinstance(payload["error"]["message"], str) else None
     except (ValueError, TypeError, KeyError):
-        return start, body
-    if not refused:
+        return None
+
+
+def _sessions_full(
+    start: Message, body: Message, config: ServerConfig, request: _Watched | None
+) -> tuple[Message, Message]:
+    payload = _sdk_error(body)
+    if payload is None or payload["error"]["message"] != SESSIONS_FULL:
         return start, body
     limit, idle = config.max_sessions, config.session_idle_timeout
     payload["error"]["message"] = (
@@ -354,7 +371,40 @@ TOO_LARGE = b"Request body too large"
 """The SDK's refusal of a request body over `DEFAULT_MAX_REQUEST_BODY_SIZE` (HTTP 413)."""
 
 
-def _too_large(start: Message, body: Message, config: ServerConfig) -> tuple[Message, Message]:
+def _session_gone(
+    start: Message, body: Message, config: ServerConfig, request: _Watched | None
+) -> tuple[Message, Message]:
+    payload = _sdk_error(body)
+    if payload is None or payload["error"]["message"] != SESSION_GONE:
+        return start, body
+    payload["error"]["message"] = (
+        f"{SESSION_GONE}: this session ended (its client ended it, it had no request for "
+        f"{config.session_idle_timeout:g} s, --session-idle-timeout, or the server restarted), and its "
+        "tabs with it. Start a new session (initialize, without a session id)."
+    )
+    return _json_answer(start, body, payload)
+
+
+def _batch(
+    start: Message, body: Message, config: ServerConfig, request: _Watched | None
+) -> tuple[Message, Message]:
+    payload = _sdk_error(body)
+    if payload is None or request is None or not request.batch:
+        return start, body
+    payload["error"]["message"] = (
+        "JSON-RPC batches are not taken (MCP dropped them in its 2025-06-18 version): send each "
+        "request in a POST of its own."
+    )
+    return _json_answer(start, body, payload)
+
+
+SESSION_GONE = "Session not found"
+"""The SDK's answer (HTTP 404) to a session id it does not know: one that ended, or never was."""
+
+
+def _too_large(
+    start: Message, body: Message, config: ServerConfig, request: _Watched | None
+) -> tuple[Message, Message]:
     if body.get("body", b"") != TOO_LARGE:
         return start, body
     limit = DEFAULT_MAX_REQUEST_BODY_SIZE / (1024 * 1024)
@@ -371,6 +421,9 @@ def _too_large(start: Message, body: Message, config: ServerConfig) -> tuple[Mes
         },
     }
     return _json_answer(start, body, payload)
+
+
+_REWORDED: dict[int, Reworder] = {400: _batch, 404: _session_gone, 413: _too_large, 503: _sessions_full}
 
 
 def _json_answer(start: Message, body: Message, payload: dict[str, Any]) -> tuple[Message, Message]:
