@@ -143,8 +143,20 @@ def test_requests_the_sdk_cannot_read_still_get_an_error_reply(browser_path: str
             refused = ask(line)
             assert refused["id"] is None and refused["error"]["code"] == code, refused
             assert "send one JSON-RPC 2.0 message per line" in refused["error"]["message"], refused
+        # A batch (MCP has none since 2025-06-18): each of its requests is refused by its id. Its
+        # first was run and the others never answered (the client waited for them).
+        evaluate = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"browser_tabs","arguments":{"action":"new"}}}'
+        batched = [ask(f'[{evaluate % 6}, {evaluate % 7}, {{"jsonrpc":"2.0","method":"notifications/x"}}]')]
+        batched.append(replies.get(timeout=30))
+        assert [r["id"] for r in batched] == [6, 7], batched
+        for refused in batched:
+            assert refused["error"]["code"] == -32600, refused
+            assert "JSON-RPC batch" in refused["error"]["message"], refused
         listed = ask('{"jsonrpc":"2.0","id":5,"method":"tools/list"}')
         assert listed["id"] == 5 and listed["result"]["tools"]  # still serving
+        tabs = ask(call.replace("browser_evaluate", "browser_tabs") % (8, '{"action":"list"}'))
+        said = tabs["result"]["content"][0]["text"]
+        assert "1 open tab" in said and "tab 2" not in said, said  # the batch opened no tab
     finally:
         server.stdin.close()
         assert server.wait(timeout=10) == 0  # the end of stdin still stops it

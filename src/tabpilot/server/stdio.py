@@ -186,6 +186,10 @@ class StdioTransport:
             with reading:
                 async with to_server:
                     while (line := await self._lines.get()) is not None:
+                        if (refused_all := batch_refusals(line)) is not None:
+                            for each in refused_all:
+                                await self._send(json.dumps(each, ensure_ascii=False).encode())
+                            continue
                         message = parse(line)
                         if isinstance(message, Exception) and (refused := refusal(line)) is not None:
                             await self._send(json.dumps(refused, ensure_ascii=False).encode())
@@ -328,6 +332,30 @@ def refusal(line: bytes) -> dict[str, Any] | None:
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
         request_id = None
     return _error(request_id, INVALID_REQUEST, "Invalid Request: the line is not a JSON-RPC 2.0 request")
+
+
+def batch_refusals(line: bytes) -> list[dict[str, Any]] | None:
+    """The errors answering a JSON-RPC batch (a list), one per request in it with an id (one with
+    no id when it holds none), so a client waits for none of them; None for any other line. (Read
+    as one request, only its first was run and the others were never answered.)"""
+    if not line.lstrip().startswith(b"["):
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # answered as a line that is not JSON
+    if not isinstance(value, list):
+        return None
+    ids = [
+        item["id"]
+        for item in value
+        if isinstance(item, dict)
+        and isinstance(item.get("method"), str)
+        and isinstance(item.get("id"), int | str)
+        and not isinstance(item.get("id"), bool)
+    ]
+    said = "Invalid Request: a JSON-RPC batch, which MCP does not take (it dropped batches in its 2025-06-18 version)"
+    return [_error(request_id, INVALID_REQUEST, said) for request_id in ids or [None]]
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> dict[str, Any]:
