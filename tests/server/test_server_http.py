@@ -767,3 +767,23 @@ async def test_an_ended_session_and_a_batch_are_refused_saying_what_to_do(shared
         said = ended.json()["error"]["message"]
         assert said.startswith("Session not found: this session ended"), said
         assert "no request for 60 s" in said and "Start a new session (initialize" in said, said
+
+
+async def test_a_client_refused_for_its_token_host_or_origin_is_told_why(shared_browser: Instance) -> None:
+    """The refusals were plain text, which the SDK's client shows only as "Server returned an
+    error response": an MCP client now reads why, and what to do."""
+    async with serve(shared_browser, auth_token="s3cret") as url:
+        with pytest.raises(Exception) as refused:
+            async with Client(url) as client:
+                await client.list_tools()
+        said = repr(refused.value)
+        assert "Missing or wrong bearer token: send the token" in said and "Bearer TOKEN" in said, said
+    for header, why in (("host", "Invalid Host header: "), ("origin", "Invalid Origin header: ")):
+        foreign = "evil.example:80" if header == "host" else "http://evil.example"
+        own = httpx2.AsyncClient(headers={header: foreign})
+        async with serve(shared_browser) as url, own:
+            with pytest.raises(Exception) as refused:
+                async with Client(streamable_http_client(url, http_client=own)) as client:
+                    await client.list_tools()
+            said = repr(refused.value)
+            assert why in said and "DNS rebinding" in said, said

@@ -105,22 +105,16 @@ def transport_security(config: ServerConfig) -> TransportSecuritySettings:
     )
 
 
-async def _plain(
+async def _refuse(
     send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    body = text.encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-            ]
-            + (headers or []),
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    """Answer with a JSON-RPC error (the id null), which an MCP client shows: one answers a body
+    that is not JSON-RPC only with "Server returned an error response"."""
+    start: Message = {"type": "http.response.start", "status": status, "headers": headers or []}
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": text}}
+    start, body = _json_answer(start, {"type": "http.response.body"}, error)
+    await send(start)
+    await send(body)
 
 
 class _Guard:
@@ -229,16 +223,17 @@ class _Guard:
             given = headers.get(b"authorization", b"").decode("latin-1")
             scheme, _, value = given.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), self.token):
-                await _plain(
+                await _refuse(
                     send,
                     401,
-                    "Missing or wrong bearer token.",
+                    "Missing or wrong bearer token: send the token the server was started with (--auth-token "
+                    "or $TABPILOT_AUTH_TOKEN) in the header Authorization: Bearer TOKEN.",
                     [(b"www-authenticate", b'Bearer realm="tabpilot"')],
                 )
                 return
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
         if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await _plain(
+            await _refuse(
                 send,
                 400,
                 f"tabpilot keeps a browser per MCP session; protocol {version} has no sessions. "
@@ -423,7 +418,40 @@ def _too_large(
     return _json_answer(start, body, payload)
 
 
-_REWORDED: dict[int, Reworder] = {400: _batch, 404: _session_gone, 413: _too_large, 503: _sessions_full}
+def _foreign(
+    start: Message, body: Message, config: ServerConfig, request: _Watched | None
+) -> tuple[Message, Message]:
+    said = body.get("body", b"")
+    if said not in (FOREIGN_HOST, FOREIGN_ORIGIN):
+        return start, body
+    host = config.http_host or "127.0.0.1"
+    text = (
+        f"Invalid Host header: this server listens on a loopback address and takes only requests addressed "
+        f"to it as {url_host(host)}, 127.0.0.1, localhost or [::1] (a guard against DNS rebinding). Connect "
+        f"to {url_host(host)} (or serve on another address, with --auth-token)."
+        if said == FOREIGN_HOST
+        else "Invalid Origin header: the request comes from a web page of another site, and this server "
+        "takes requests only from clients and pages of this machine's loopback addresses (a guard against DNS "
+        "rebinding). Connect from an MCP client, not a web page."
+    )
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": text}}
+    return _json_answer(start, body, error)
+
+
+FOREIGN_HOST = b"Invalid Host header"
+FOREIGN_ORIGIN = b"Invalid Origin header"
+"""The SDK's refusals (421 and 403, plain text) of a request whose Host or Origin is not this
+machine's loopback address (`transport_security`)."""
+
+
+_REWORDED: dict[int, Reworder] = {
+    400: _batch,
+    403: _foreign,
+    404: _session_gone,
+    413: _too_large,
+    421: _foreign,
+    503: _sessions_full,
+}
 
 
 def _json_answer(start: Message, body: Message, payload: dict[str, Any]) -> tuple[Message, Message]:
