@@ -787,3 +787,20 @@ async def test_a_client_refused_for_its_token_host_or_origin_is_told_why(shared_
                     await client.list_tools()
             said = repr(refused.value)
             assert why in said and "DNS rebinding" in said, said
+
+
+async def test_an_unknown_protocol_version_is_refused_as_unknown_not_as_sessionless(
+    shared_browser: Instance,
+) -> None:
+    """A version the server does not know was refused as one "with no sessions", like 2026-07-28's."""
+    async with serve(shared_browser) as url, httpx2.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, url)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        said = {}
+        for version in ("1999-01-01", "2026-07-28"):
+            refused = await http.post(url, headers={**headers, "mcp-protocol-version": version}, json=ping)
+            assert refused.status_code == 400, refused.text
+            said[version] = refused.json()["error"]["message"]
+        assert said["1999-01-01"].startswith("Unsupported protocol version 1999-01-01"), said
+        assert "2025-11-25" in said["1999-01-01"] and "no sessions" not in said["1999-01-01"], said
+        assert "protocol 2026-07-28 has no sessions" in said["2026-07-28"], said

@@ -48,7 +48,7 @@ import anyio
 import uvicorn
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp_types import INVALID_REQUEST
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
@@ -233,11 +233,15 @@ class _Guard:
                 return
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
         if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # One the SDK does not know was said to be sessionless too.
             await _refuse(
                 send,
                 400,
                 f"tabpilot keeps a browser per MCP session; protocol {version} has no sessions. "
-                "Connect with the initialize handshake.",
+                "Connect with the initialize handshake."
+                if version in MODERN_PROTOCOL_VERSIONS
+                else f"Unsupported protocol version {version} (the MCP-Protocol-Version header): tabpilot "
+                f"speaks {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}, agreed in the initialize handshake.",
             )
             return
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
