@@ -304,7 +304,7 @@ ConnectReason = Literal[
 class ConnectError(InstanceError):
     """`reason`: unreachable, no answer in time, an endpoint of the other protocol (`use_cdp`:
     connect it over CDP; `use_server`: as a Playwright browser server), not an endpoint URL, not a
-    Selenium Grid (`not_grid`), no grid node offers the browser (`no_node`), a grid session without
+    Selenium Grid (`not_grid`), no grid node offers the browser or platform (`no_node`), a grid session without
     a CDP endpoint (`no_cdp`), a browser an open instance is connected to already (`already_connected`,
     `instance_id` is that instance), a Chrome profile without remote debugging on (`no_debugging`),
     a browser that answers but has a tab whose page does not (`stalled_tab`: a dialog waits for

@@ -151,8 +151,51 @@ def _value(payload: Any) -> Any:
     return payload.get("value") if isinstance(payload, dict) else None
 
 
-def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, timeout: float) -> None:
-    """Fail at once when the grid says no node can serve `browser` (it would queue the request)."""
+def _platform_family(name: Any) -> str | None:
+    """The family of a WebDriver platformName (windows, mac, linux), None when it is not one of
+    those (`any`, a name this does not know): the grid matches a platform of the family asked for."""
+    name = str(name or "").strip().lower()
+    if name.startswith("win") or name in ("xp", "vista"):
+        return "windows"
+    if name.startswith("mac") or "os x" in name or name in _MAC_NAMES:
+        return "mac"
+    if name in ("linux", "unix"):
+        return "linux"
+    return None
+
+
+_MAC_NAMES = frozenset(
+    {
+        *("snow_leopard", "mountain_lion", "mavericks", "yosemite", "el_capitan", "sierra", "high_sierra"),
+        *("mojave", "catalina", "big_sur", "monterey", "ventura", "sonoma", "sequoia"),
+    }
+)
+
+
+def _check_platform(grid: str, slots: Sequence[Mapping[str, Any]], browser: str, wanted: Any) -> None:
+    """Fail at once when every slot for `browser` runs on another platform family than `wanted`
+    (the grid would queue the request until its timeout); a platform this cannot tell is let through."""
+    family = _platform_family(wanted)
+    offered = {
+        str(slot.get("platformName", "")).lower(): _platform_family(slot.get("platformName"))
+        for slot in slots
+    }
+    if family is None or not offered or any(f is None or f == family for f in offered.values()):
+        return
+    raise ConnectError(
+        f"No node of the Selenium Grid at {grid} offers {browser} on platformName {wanted!r}; its nodes "
+        f"offer it on {', '.join(sorted(offered))}.",
+        "Ask for a platform a node offers (or leave platformName out), or add a node that runs on this one.",
+        reason="no_node",
+    )
+
+
+def _check_status(
+    grid: str, headers: Sequence[tuple[str, str]], always: Mapping[str, Any], timeout: float
+) -> None:
+    """Fail at once when the grid says no node can serve the browser and platform asked for
+    (`always`: the alwaysMatch capabilities; it would queue the request)."""
+    browser = str(always.get("browserName", "chrome"))
     try:
         status, payload = request_json("GET", f"{grid}/status", headers, min(timeout, 10.0))
     except (OSError, urllib.error.URLError) as exc:
@@ -168,13 +211,14 @@ def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, t
     nodes = value.get("nodes")
     if not isinstance(nodes, list):
         return  # a grid that does not list its nodes: let the session request tell
-    offered = {
-        str((slot.get("stereotype") or {}).get("browserName", "")).lower()
+    stereotypes = [
+        slot.get("stereotype") or {}
         for node in nodes
         if isinstance(node, dict) and node.get("availability", "UP") == "UP"
         for slot in node.get("slots") or []
         if isinstance(slot, dict)
-    }
+    ]
+    offered = {str(s.get("browserName", "")).lower() for s in stereotypes if isinstance(s, dict)}
     if browser.lower() not in offered:
         names = ", ".join(sorted(b for b in offered if b)) or "nothing (no node is up)"
         raise ConnectError(
@@ -183,6 +227,13 @@ def _check_status(grid: str, headers: Sequence[tuple[str, str]], browser: str, t
             "Chromium-based browser: it drives the session over CDP).",
             reason="no_node",
         )
+    if always.get("platformName") is not None:
+        slots = [
+            s
+            for s in stereotypes
+            if isinstance(s, dict) and str(s.get("browserName", "")).lower() == browser.lower()
+        ]
+        _check_platform(grid, slots, browser, always["platformName"])
 
 
 def _slots_in_use(grid: str, headers: Sequence[tuple[str, str]], browser: str) -> tuple[int, int] | None:
@@ -204,10 +255,23 @@ def _slots_in_use(grid: str, headers: Sequence[tuple[str, str]], browser: str) -
     return None
 
 
-def _not_started(grid: str, headers: Sequence[tuple[str, str]], browser: str, timeout: float) -> ConnectError:
-    """The session request waited `timeout` seconds: say whether every slot was in use."""
+def _not_started(
+    grid: str, headers: Sequence[tuple[str, str]], always: Mapping[str, Any], timeout: float
+) -> ConnectError:
+    """The session request waited `timeout` seconds: say whether every slot was in use, or else
+    that slots were free (a capability no node matches keeps a request queued)."""
+    browser = str(always.get("browserName", "chrome"))
     fact = f"The Selenium Grid at {grid} did not start a session within {timeout:g} s"
     slots = _slots_in_use(grid, headers, browser)
+    matched = sorted(k for k in always if k != "browserName" and not k.startswith(("goog:", "se:")))
+    if slots is not None and slots[0] < slots[1] and matched:
+        return ConnectError(
+            f"{fact}, though {slots[1] - slots[0]} of its {slots[1]} slots for {browser} are free: no node may "
+            f"match the capabilities asked for ({', '.join(f'{k}={always[k]!r}' for k in matched)}).",
+            f"Ask for capabilities a node offers (GET {grid}/status lists each slot's stereotype), or leave "
+            "them out; a request no node matches waits in the grid's queue until it times out.",
+            reason="timeout",
+        )
     if slots is not None and slots[1] and slots[0] >= slots[1]:
         return ConnectError(
             f"{fact}: every one of its {slots[1]} slots for {browser} is in use, and the request waited in "
@@ -226,14 +290,14 @@ def _not_started(grid: str, headers: Sequence[tuple[str, str]], browser: str, ti
 
 def _create(grid: str, body: dict[str, Any], options: BrowserOptions, timeout: float) -> GridSession:
     headers = options.cdp_headers
-    browser = str(body["capabilities"]["alwaysMatch"].get("browserName", "chrome"))
-    _check_status(grid, headers, browser, timeout)
+    always = body["capabilities"]["alwaysMatch"]
+    _check_status(grid, headers, always, timeout)
     try:
         status, payload = request_json("POST", f"{grid}/session", headers, timeout, body)
     except (OSError, urllib.error.URLError) as exc:
         error = _unreachable(grid, exc, timeout)
         if error.reason == "timeout":
-            error = _not_started(grid, headers, browser, timeout)
+            error = _not_started(grid, headers, always, timeout)
         raise error from exc
     value = _value(payload)
     if status != 200 or not isinstance(value, dict) or "sessionId" not in value:

@@ -39,6 +39,25 @@ async def test_a_session_request_given_up_on_leaves_the_grid_and_starts_no_sessi
     assert not grid.sessions_end(keep=before)
 
 
+async def test_a_session_request_no_node_matches_times_out_naming_the_capabilities_not_busy_nodes(
+    grid: SeleniumGrid,
+) -> None:
+    """Slots are free but no node matches a capability (a browserVersion no stereotype states): the
+    grid queues the request until it times out. The answer says so, not that the nodes "may have been
+    busy" (retrying later would not help)."""
+    before = set(grid.session_ids())
+    with pytest.raises(ConnectError, match="did not start a session within 3 s") as refused:
+        await create_session(grid.url, {"browserVersion": "1.0"}, timeout=3)
+    assert refused.value.reason == "timeout"
+    assert (
+        "slots for chrome are free: no node may match the capabilities asked for (browserVersion='1.0')"
+        in (refused.value.fact)
+    ), refused.value
+    assert f"GET {grid.url}/status" in refused.value.advice and "busy" not in str(refused.value)
+    await wait_until(lambda: not grid.queued(), timeout=5)
+    assert not grid.sessions_end(keep=before)
+
+
 async def test_a_session_request_cancelled_in_the_queue_ends_the_session_the_grid_starts_later(
     grid: SeleniumGrid,
 ) -> None:
