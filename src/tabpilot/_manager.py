@@ -743,6 +743,8 @@ class TabManager:
             context=context,
             instance_id=iid,
             headless=session.options.headless,
+            # The tab a new session starts with opened at our request (not another client's).
+            initial_cause="tool" if new else "external",
             cleanup=[end_session],
             loss_found=session.unreachable,
         )

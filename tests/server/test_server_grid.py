@@ -178,8 +178,12 @@ async def test_serve_with_selenium_grid_starts_in_a_grid_session_and_ends_it_at_
         "--structured-content",
     )
     async with Client(params) as client:
-        (instance,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        listed = await call(client, "browser_instance", action="list")
+        (instance,) = result_of(listed)["instances"]
         assert instance["kind"] == "grid" and instance["default"]
+        # The session's first tab opened at the server's request, as a launched browser's does.
+        opened = [(e["tabId"], e["cause"]) for e in data(listed)["events"] if e["type"] == "tab_opened"]
+        assert opened == [(1, "tool")], opened
         session = instance["endpoint"].rsplit("/", 1)[-1]
         assert set(grid.session_ids()) - before == {session}
         went = await call(client, "browser_navigate", url=site.url("/page/a"))
