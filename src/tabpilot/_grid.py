@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import urllib.error
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ class GridSession:
     capabilities: Mapping[str, Any]
     options: BrowserOptions
     """The options it was asked with; `cdp_headers` has every header the grid needs (its auth too)."""
+    asked: Mapping[str, Any] | None = None
+    """The capabilities it was asked with (on top of Chrome's): a session in its place asks the same."""
 
     @property
     def url(self) -> str:
@@ -122,11 +125,12 @@ async def create_session(
     # Whoever asked may go (a server stopping) while the grid holds the request in its queue: a
     # session it starts later is ended then (`unclaimed`), and a process that exits meanwhile
     # closes the connection, which takes the request off the queue.
-    return await in_daemon_thread(
+    session = await in_daemon_thread(
         lambda: _create(grid, body, options, timeout),
         name="tabpilot-grid-create",
         unclaimed=_end_unclaimed,
     )
+    return dataclasses.replace(session, asked=capabilities)
 
 
 # -- the WebDriver calls (blocking; run in a worker thread) ------------------------------------------

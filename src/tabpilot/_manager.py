@@ -887,7 +887,9 @@ class TabManager:
         Playwright-server or grid instance lost because Playwright's driver died (the browser may
         be fine; a grid session is driven again, and then ended by the new instance), are
         connected again. The replacement gets a new id, becomes the default, and an
-        `instance_relaunched` event says so; the tabs a kept browser still has keep their ids, and
+        `instance_relaunched` event says so; a grid instance lost otherwise (its session ended) is
+        replaced by a new session on the same grid, with the same capabilities. The tabs a kept
+        browser still has keep their ids, and
         the one that was active is active again (`_restore_active`). A remote default lost
         otherwise is not reconnected. Calls at the same time wait for one replacement (a caller
         cancelled meanwhile leaves it under way; closing the manager stops it).
@@ -1004,6 +1006,12 @@ class TabManager:
             replacement = await self._drive_grid_session(session, new=False)
             self._grid_sessions.pop(lost.id, None)
             return replacement, True, True
+        if lost.kind == "grid" and (session := self._grid_sessions.get(lost.id)) is not None:
+            # The session ended (the grid timed it out, its node went away): a new one on the same
+            # grid, as a lost launched browser is launched again. The old one, should it still run
+            # (its hub stuck), is ended when the lost instance is closed.
+            fresh = await create_session(session.grid, session.asked, session.options)
+            return await self._drive_grid_session(fresh), False, False
         return None, False, False
 
     # -- tabs ------------------------------------------------------------------------------------

@@ -191,6 +191,35 @@ async def test_serve_with_selenium_grid_starts_in_a_grid_session_and_ends_it_at_
     assert not grid.sessions_end(keep=before), "the server ended its grid session when it stopped"
 
 
+async def test_a_server_whose_grid_session_ends_starts_a_new_one_on_the_next_call(
+    grid: SeleniumGrid, browser_path: str, site: LocalSite
+) -> None:
+    """`--selenium-grid`: the grid ends the default's session (its session timeout, its node gone).
+    The next call starts a new session on the same grid, as a crashed launched browser is launched
+    again, instead of every call failing until the server is restarted."""
+    before = set(grid.session_ids())
+    config = ServerConfig(
+        browser=BrowserOptions(browser_path=browser_path), structured_content=True, selenium_grid=grid.url
+    )
+    async with Client(create_server(config)) as client:
+        await call(client, "browser_navigate", url=site.url("/page/a"))
+        (first,) = result_of(await call(client, "browser_instance", action="list"))["instances"]
+        await asyncio.to_thread(grid.delete_session, first["endpoint"].rsplit("/", 1)[-1])
+
+        async def listed() -> Any:
+            return result_of(await call(client, "browser_instance", action="list"))["instances"]
+
+        await poll(listed, lambda instances: instances[0]["health"] == "lost", timeout=20)
+        went = await call(client, "browser_navigate", url=site.url("/page/b"))
+        assert result_of(went)["url"] == site.url("/page/b")
+        (event,) = [e for e in data(went)["events"] if e["type"] == "instance_relaunched"]
+        assert (event["replaces"], event["kind"], event["tabsKept"]) == (first["id"], "grid", False), event
+        lost, now = await listed()
+        assert (lost["health"], now["health"], now["kind"], now["default"]) == ("lost", "open", "grid", True)
+        assert set(grid.session_ids()) - before == {now["endpoint"].rsplit("/", 1)[-1]}, "one new session"
+    assert not grid.sessions_end(keep=before), "the server ended the new session when it stopped"
+
+
 def _serve_on(grid: SeleniumGrid) -> subprocess.Popen[str]:
     """`tabpilot serve --selenium-grid` over pipes (stderr read as text)."""
     return subprocess.Popen(
