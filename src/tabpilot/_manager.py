@@ -1008,8 +1008,11 @@ class TabManager:
             return replacement, True, True
         if lost.kind == "grid" and (session := self._grid_sessions.get(lost.id)) is not None:
             # The session ended (the grid timed it out, its node went away): a new one on the same
-            # grid, as a lost launched browser is launched again. The old one, should it still run
-            # (its hub stuck), is ended when the lost instance is closed.
+            # grid, as a lost launched browser is launched again. The old one is ended first: one
+            # lost with its hub (stuck, then back) still runs, holding a slot the new one may need;
+            # one that cannot be ended yet is left to the lost instance's close.
+            if await session.delete() is None:
+                self._grid_sessions.pop(lost.id, None)
             fresh = await create_session(session.grid, session.asked, session.options)
             return await self._drive_grid_session(fresh), False, False
         return None, False, False

@@ -217,6 +217,16 @@ async def test_a_server_whose_grid_session_ends_starts_a_new_one_on_the_next_cal
         lost, now = await listed()
         assert (lost["health"], now["health"], now["kind"], now["default"]) == ("lost", "open", "grid", True)
         assert set(grid.session_ids()) - before == {now["endpoint"].rsplit("/", 1)[-1]}, "one new session"
+
+        # Lost with its hub (stuck, then back): the session runs on, and is ended for the new one.
+        with _hub_stuck(grid):
+            await poll(listed, lambda instances: instances[-1]["health"] == "lost", timeout=20)
+        went = await call(client, "browser_navigate", url=site.url("/page/a"))
+        assert result_of(went)["url"] == site.url("/page/a")
+        latest = (await listed())[-1]
+        assert (latest["health"], latest["default"]) == ("open", True)
+        left = set(grid.session_ids()) - before
+        assert left == {latest["endpoint"].rsplit("/", 1)[-1]}, "the stuck hub's session was ended"
     assert not grid.sessions_end(keep=before), "the server ended the new session when it stopped"
 
 
