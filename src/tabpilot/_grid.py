@@ -222,9 +222,12 @@ def _check_status(
         for slot in node.get("slots") or []
         if isinstance(slot, dict)
     ]
-    offered = {str(s.get("browserName", "")).lower() for s in stereotypes if isinstance(s, dict)}
-    if browser.lower() not in offered:
+    # The grid matches browserName exactly, case included: "Chrome" would wait in its queue.
+    offered = {str(s.get("browserName", "")) for s in stereotypes if isinstance(s, dict)}
+    if browser not in offered:
         names = ", ".join(sorted(b for b in offered if b)) or "nothing (no node is up)"
+        if any(b.lower() == browser.lower() for b in offered):
+            names += " (the grid matches browserName exactly, case included)"
         raise ConnectError(
             f"No node of the Selenium Grid at {grid} offers browserName {browser!r}; its nodes offer {names}.",
             "Ask for a browser a node offers, or add a node that offers this one (tabpilot needs a "
@@ -232,11 +235,7 @@ def _check_status(
             reason="no_node",
         )
     if always.get("platformName") is not None:
-        slots = [
-            s
-            for s in stereotypes
-            if isinstance(s, dict) and str(s.get("browserName", "")).lower() == browser.lower()
-        ]
+        slots = [s for s in stereotypes if isinstance(s, dict) and str(s.get("browserName", "")) == browser]
         _check_platform(grid, slots, browser, always["platformName"])
 
 
@@ -253,7 +252,7 @@ def _slots_in_use(grid: str, headers: Sequence[tuple[str, str]], browser: str) -
                 if isinstance(node, dict) and node.get("availability", "UP") == "UP"
                 for slot in node.get("slots") or []
                 if isinstance(slot, dict)
-                and str((slot.get("stereotype") or {}).get("browserName", "")).lower() == browser.lower()
+                and str((slot.get("stereotype") or {}).get("browserName", "")) == browser
             ]
             return sum(1 for slot in slots if slot.get("session")), len(slots)
     return None

@@ -147,6 +147,10 @@ async def test_grid_errors_are_clear_and_immediate(
                 {"seleniumGrid": grid.url, "capabilities": {"browserName": "firefox"}},
                 "offers browserName 'firefox'",
             ),
+            (  # the grid would queue it until its timeout: it matches browserName exactly
+                {"seleniumGrid": grid.url, "capabilities": {"browserName": "Chrome"}},
+                "offers browserName 'Chrome'; its nodes offer chrome (the grid matches browserName exactly",
+            ),
             (  # the grid would queue it until its timeout: no node runs on Windows
                 {"seleniumGrid": grid.url, "capabilities": {"platformName": "Windows"}},
                 "offers chrome on platformName 'Windows'; its nodes offer it on linux",
