@@ -301,7 +301,7 @@ async def test_a_server_stopped_while_the_grid_queues_its_session_leaves_no_sess
 
 
 async def test_a_grid_session_waiting_for_a_slot_reports_progress_until_one_frees(
-    grid: SeleniumGrid, browser_path: str
+    grid: SeleniumGrid, browser_path: str, site: LocalSite
 ) -> None:
     """Every slot is in use: the session request waits in the grid's queue, up to a minute, about
     as long as MCP clients wait for an answer. Progress notifications say what the call waits for,
@@ -317,6 +317,25 @@ async def test_a_grid_session_waiting_for_a_slot_reports_progress_until_one_free
             await _waits_for_a_slot_with_progress(client, grid, held, "browser_tabs", action="list")
             await _waits_for_a_slot_with_progress(
                 client, grid, held, "browser_instance", action="connect", seleniumGrid=grid.url
+            )
+            # The grid ends the default's session while every slot is in use: the session that
+            # takes its place waits for a slot too.
+            default = next(
+                i
+                for i in result_of(await call(client, "browser_instance", action="list"))["instances"]
+                if i["default"]
+            )
+            ended = default["endpoint"].rsplit("/", 1)[-1]
+            await asyncio.to_thread(grid.delete_session, ended)
+            await wait_until(lambda: ended not in grid.session_ids(), timeout=10)
+            held += await grid.take_every_slot()
+            await poll(
+                lambda: call(client, "browser_instance", action="list"),
+                lambda listed: result_of(listed)["instances"][0]["health"] == "lost",
+                timeout=20,
+            )
+            await _waits_for_a_slot_with_progress(
+                client, grid, held, "browser_navigate", url=site.url("/page/a")
             )
     finally:
         for session in held:

@@ -388,8 +388,13 @@ async def _run(spec: ToolSpec, state: ServerState, call: Call, kwargs: dict[str,
         if _needs_default_instance(spec, kwargs):
             # A lost default browser (or an HTTP session's context of the shared one) is
             # started again by the next call that needs it; its instance_relaunched event tells
-            # the model in ### Events.
-            await session.manager.ensure_default(isolate_in=session.isolate_in)
+            # the model in ### Events. A grid session in its place may wait for a free slot for
+            # a minute, as the first one did: progress keeps the client waiting.
+            await call.with_progress(
+                session.manager.ensure_default(isolate_in=session.isolate_in),
+                total=None,
+                message="starting or connecting the browser",
+            )
         given = dict(kwargs)
         for name in spec.secret_args:
             if given.get(name) is not None:
