@@ -245,22 +245,31 @@ async def test_a_page_whose_image_never_comes_answers_usable_not_as_a_failed_loa
         assert section(plain, "Result") == f"Navigated tab {tab}."
 
 
-async def test_a_reload_of_a_page_a_form_posted_to_says_it_sent_the_form_again(
-    connect: Callable[..., Client], site: LocalSite
-) -> None:
-    # A browser asks its user before it sends a form again ("Confirm Form Resubmission"); the
-    # reload an agent asks for sent it again unasked, and said only "Reloaded": an order twice.
+def _order_route(site: LocalSite, *, no_store: bool = False) -> list[str]:
+    """Serve /order, a form's target, for every method: each request is recorded as its method and
+    body ("POST item=tea"), and answered "Order N placed" (`no_store`: kept by no cache). The list
+    of requests, filled as they come."""
     orders: list[str] = []
 
     class Order:  # an ASGI app, not a function: Starlette routes every method to it
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             request = Request(scope, receive)
-            orders.append(f"{request.method} {(await request.body()).decode()}")
-            await HTMLResponse(f"<title>Ordered</title><p>Order {len(orders)} placed</p>")(
-                scope, receive, send
-            )
+            orders.append(f"{request.method} {(await request.body()).decode()}".strip())
+            page = HTMLResponse(f"<title>Ordered</title><p>Order {len(orders)} placed</p>")
+            if no_store:
+                page.headers["Cache-Control"] = "no-store"
+            await page(scope, receive, send)
 
     site.set_route("/order", Order())
+    return orders
+
+
+async def test_a_reload_of_a_page_a_form_posted_to_says_it_sent_the_form_again(
+    connect: Callable[..., Client], site: LocalSite
+) -> None:
+    # A browser asks its user before it sends a form again ("Confirm Form Resubmission"); the
+    # reload an agent asks for sent it again unasked, and said only "Reloaded": an order twice.
+    orders = _order_route(site)
     site.set_content(
         "/shop",
         "<title>Shop</title><form method=post action='/order'><input name=item value=tea><button>Buy</button></form>",
@@ -293,16 +302,7 @@ async def test_going_back_to_a_form_answer_the_browser_kept_no_copy_of_says_why_
 ) -> None:
     # The browser does not send a form again to go back to its answer (Cache-Control: no-store):
     # it shows "Confirm Form Resubmission". The answer said "Check the URL", of a URL never given.
-    orders: list[str] = []
-
-    class Order:  # an ASGI app, not a function: Starlette routes every method to it
-        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            orders.append(Request(scope, receive).method)
-            page = HTMLResponse(f"<title>Ordered</title><p>Order {len(orders)} placed</p>")
-            page.headers["Cache-Control"] = "no-store"
-            await page(scope, receive, send)
-
-    site.set_route("/order", Order())
+    orders = _order_route(site, no_store=True)
     site.set_content(
         "/shop", "<title>Shop</title><form method=post action='/order'><button>Buy</button></form>"
     )
